@@ -1,0 +1,131 @@
+//! `turn-manager check`: validates the personas and configuration, prints them, or prints every error.
+
+use super::SourceArgs;
+use crate::core::config::{Config, DisplayModeSetting, OutOfTurnPolicy};
+use crate::files::{Setup, load_setup};
+use std::fmt::Write as _;
+use std::process::ExitCode;
+
+pub fn run(args: &SourceArgs) -> ExitCode {
+    match load_setup(&args.sources()) {
+        Ok(setup) => {
+            print!("{}", report(&setup));
+            ExitCode::SUCCESS
+        }
+        Err(problems) => {
+            for problem in &problems.0 {
+                eprintln!("{problem}");
+            }
+            let errors = problems.errors().count();
+            eprintln!("\n{errors} error{} found; the bot will not start until they are fixed.", plural(errors));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The report printed for a valid setup: the personas as a table, then the effective settings.
+pub fn report(setup: &Setup) -> String {
+    let config = &setup.config;
+    let mut out = String::new();
+    let source = setup
+        .config_file
+        .as_ref()
+        .map_or_else(|| "none found, using defaults".to_owned(), |path| path.display().to_string());
+    let _ = writeln!(out, "Configuration: {source}");
+    let count = setup.personas.all().len();
+    let _ = writeln!(out, "Personas in {}: {count}", setup.personas_dir.display());
+
+    let rows: Vec<[String; 4]> = setup
+        .personas
+        .all()
+        .iter()
+        .map(|p| {
+            let timeout = match p.timeout_seconds {
+                Some(s) => format!("{s}s"),
+                None => format!("{}s (default)", config.default_timeout_seconds),
+            };
+            [p.id.to_string(), p.display_name.clone(), p.discord_user_id.to_string(), timeout]
+        })
+        .collect();
+    let header = ["ID", "DISPLAY NAME", "DISCORD USER", "TIMEOUT"].map(String::from);
+    let widths: Vec<usize> =
+        (0..4).map(|i| rows.iter().chain([&header]).map(|r| r[i].chars().count()).max().unwrap_or(0)).collect();
+    for row in std::iter::once(&header).chain(&rows) {
+        let cells: Vec<String> = row.iter().zip(&widths).map(|(cell, w)| format!("{cell:<w$}")).collect();
+        let _ = writeln!(out, "  {}", cells.join("  ").trim_end());
+    }
+
+    let _ = writeln!(out, "Settings:");
+    for (name, value) in settings(config) {
+        let _ = writeln!(out, "  {name:<18} {value}");
+    }
+    let warnings: Vec<_> = setup.warnings.warnings().collect();
+    if !warnings.is_empty() {
+        let _ = writeln!(out, "Warnings:");
+        for warning in &warnings {
+            let _ = writeln!(out, "  {warning}");
+        }
+    }
+    let _ = writeln!(out, "OK: {count} persona{} ready.", plural(count));
+    out
+}
+
+fn settings(config: &Config) -> Vec<(&'static str, String)> {
+    let alternatives =
+        if config.signal_alternatives.is_empty() { "none".to_owned() } else { config.signal_alternatives.join(", ") };
+    let channels = if config.channels.is_empty() {
+        "none".to_owned()
+    } else {
+        config
+            .channels
+            .iter()
+            .map(|c| {
+                let roster = if c.roster.is_empty() {
+                    "all personas".to_owned()
+                } else {
+                    c.roster.iter().map(|p| p.as_str()).collect::<Vec<_>>().join(" ")
+                };
+                format!("{} ({roster})", c.channel_id)
+            })
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
+    vec![
+        ("signal", format!("{} (alternatives: {alternatives})", config.signal_keyword)),
+        ("default timeout", format!("{}s", config.default_timeout_seconds)),
+        ("announce timeouts", if config.announce_timeouts { "yes" } else { "no" }.to_owned()),
+        (
+            "display mode",
+            match config.display_mode {
+                DisplayModeSetting::Auto => "auto (relay where permitted, else observe)",
+                DisplayModeSetting::Relay => "relay",
+                DisplayModeSetting::Observe => "observe",
+            }
+            .to_owned(),
+        ),
+        (
+            "out of turn",
+            match config.out_of_turn {
+                OutOfTurnPolicy::Remove => "remove (deleted in relay mode, text kept in history)",
+                OutOfTurnPolicy::Allow => "allow (left alone, recorded)",
+            }
+            .to_owned(),
+        ),
+        (
+            "control roles",
+            if config.control_roles.is_empty() {
+                "none (administrators and Manage Channels only)".to_owned()
+            } else {
+                config.control_roles.join(", ")
+            },
+        ),
+        ("channels at start", channels),
+        ("history limit", format!("{} events per session file (full log kept beside it)", config.history_limit)),
+        ("personas folder", config.personas_dir.display().to_string()),
+        ("state folder", config.state_dir.display().to_string()),
+    ]
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}

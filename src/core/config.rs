@@ -1,0 +1,338 @@
+//! The optional configuration file `turn-manager.json` (spec 10): every setting, its default, and validation.
+//!
+//! Unknown keys are errors here (unlike persona files, nothing else shares this file), with a suggestion when they
+//! look like a typo. Secrets never belong in it: the token comes from `DISCORD_TOKEN`.
+
+use super::ids::{ChannelId, PersonaId, parse_snowflake};
+use super::persona::{PersonaCatalog, TIMEOUT_SECONDS_MAX, TIMEOUT_SECONDS_MIN};
+use super::problems::{Checker, Problem, Problems};
+use super::signal::{DEFAULT_KEYWORD, SignalMatcher};
+use super::templates::{Template, Templates};
+use serde_json::{Map, Value};
+use std::path::PathBuf;
+
+pub const DEFAULT_TIMEOUT_SECONDS: u32 = 60;
+pub const DEFAULT_HISTORY_LIMIT: usize = 200;
+pub const HISTORY_LIMIT_MAX: i64 = 100_000;
+
+const KNOWN_FIELDS: &[&str] = &[
+    "signal",
+    "defaultTimeoutSeconds",
+    "announceTimeouts",
+    "templates",
+    "displayMode",
+    "outOfTurn",
+    "controlRoles",
+    "channels",
+    "historyLimit",
+    "personasDir",
+    "stateDir",
+];
+const SIGNAL_FIELDS: &[&str] = &["turnComplete", "alternatives"];
+const CHANNEL_FIELDS: &[&str] = &["channelId", "roster"];
+const SECRET_FIELDS: &[&str] = &["token", "discordToken", "botToken"];
+
+/// How agents' messages are shown (spec 6).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DisplayModeSetting {
+    /// Relay where the bot has the permissions, observe otherwise.
+    Auto,
+    Relay,
+    Observe,
+}
+
+/// What happens to a message from a persona that does not hold the floor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OutOfTurnPolicy {
+    /// Deleted in relay mode, its text kept in history.
+    Remove,
+    /// Left alone and recorded.
+    Allow,
+}
+
+/// A channel put under management at start-up.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ManagedChannel {
+    pub channel_id: ChannelId,
+    /// Empty: all personas in default order.
+    pub roster: Vec<PersonaId>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub signal_keyword: String,
+    pub signal_alternatives: Vec<String>,
+    pub signals: SignalMatcher,
+    pub default_timeout_seconds: u32,
+    pub announce_timeouts: bool,
+    pub templates: Templates,
+    pub display_mode: DisplayModeSetting,
+    pub out_of_turn: OutOfTurnPolicy,
+    /// Role names or ids whose members may manage sessions.
+    pub control_roles: Vec<String>,
+    pub channels: Vec<ManagedChannel>,
+    /// How many history events the session file keeps; the JSON-lines log keeps all.
+    pub history_limit: usize,
+    pub personas_dir: PathBuf,
+    pub state_dir: PathBuf,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            signal_keyword: DEFAULT_KEYWORD.to_owned(),
+            signal_alternatives: Vec::new(),
+            signals: SignalMatcher::default(),
+            default_timeout_seconds: DEFAULT_TIMEOUT_SECONDS,
+            announce_timeouts: true,
+            templates: Templates::default(),
+            display_mode: DisplayModeSetting::Auto,
+            out_of_turn: OutOfTurnPolicy::Remove,
+            control_roles: Vec::new(),
+            channels: Vec::new(),
+            history_limit: DEFAULT_HISTORY_LIMIT,
+            personas_dir: PathBuf::from("personas"),
+            state_dir: PathBuf::from("state"),
+        }
+    }
+}
+
+impl Config {
+    /// Parses the configuration file; every problem in it is returned at once.
+    pub fn parse(file: &str, text: &str) -> Result<Config, Problems> {
+        let mut c = Checker::new(file, text);
+        let Some(object) = c.parse_object() else {
+            return Err(Problems(c.problems));
+        };
+        let mut config = Config::default();
+        for secret in SECRET_FIELDS.iter().filter(|k| object.contains_key(**k)) {
+            c.error(&[secret], "must not be here: put the bot token in the DISCORD_TOKEN environment variable");
+        }
+        let known_and_secret: Vec<&str> = KNOWN_FIELDS.iter().chain(SECRET_FIELDS).copied().collect();
+        c.unknown_fields(&object, &[], &known_and_secret, true);
+
+        read_signal(&mut c, &object, &mut config);
+        if let Some(n) = c.integer(&object, &[], "defaultTimeoutSeconds", TIMEOUT_SECONDS_MIN, TIMEOUT_SECONDS_MAX) {
+            config.default_timeout_seconds = n as u32;
+        }
+        if let Some(b) = c.boolean(&object, &[], "announceTimeouts") {
+            config.announce_timeouts = b;
+        }
+        read_templates(&mut c, &object, &mut config);
+        if let Some(mode) = choice(&mut c, &object, "displayMode", &["auto", "relay", "observe"]) {
+            config.display_mode = match mode.as_str() {
+                "relay" => DisplayModeSetting::Relay,
+                "observe" => DisplayModeSetting::Observe,
+                _ => DisplayModeSetting::Auto,
+            };
+        }
+        if let Some(policy) = choice(&mut c, &object, "outOfTurn", &["remove", "allow"]) {
+            config.out_of_turn = if policy == "allow" { OutOfTurnPolicy::Allow } else { OutOfTurnPolicy::Remove };
+        }
+        if let Some(roles) = c.string_list(&object, &[], "controlRoles") {
+            if roles.iter().any(|r| r.trim().is_empty()) {
+                c.error(&["controlRoles"], "has an empty role name; give role names or role ids");
+            }
+            config.control_roles = roles;
+        }
+        read_channels(&mut c, &object, &mut config);
+        if let Some(n) = c.integer(&object, &[], "historyLimit", 1, HISTORY_LIMIT_MAX) {
+            config.history_limit = n as usize;
+        }
+        for (key, slot) in [("personasDir", &mut config.personas_dir), ("stateDir", &mut config.state_dir)] {
+            match c.string(&object, &[], key) {
+                Some(dir) if dir.trim().is_empty() => c.error(&[key], "is empty; give a folder path"),
+                Some(dir) => *slot = PathBuf::from(dir),
+                None => {}
+            }
+        }
+        if c.problems.is_empty() { Ok(config) } else { Err(Problems(c.problems)) }
+    }
+
+    /// Problems between the configuration and the personas: rosters naming personas that do not exist.
+    pub fn check_against(&self, file: &str, text: &str, personas: &PersonaCatalog) -> Vec<Problem> {
+        let mut c = Checker::new(file, text);
+        for channel in &self.channels {
+            for id in channel.roster.iter().filter(|id| personas.get(id).is_none()) {
+                c.error(
+                    &["channels", "roster"],
+                    format!(
+                        "channel {} names \"{id}\", which no persona file defines; known: {}",
+                        channel.channel_id,
+                        personas.ids_joined()
+                    ),
+                );
+            }
+        }
+        c.problems
+    }
+
+    /// The turn length of a persona: its own, or the default.
+    pub fn timeout_of(&self, persona_timeout: Option<u32>) -> u32 {
+        persona_timeout.unwrap_or(self.default_timeout_seconds)
+    }
+}
+
+fn choice(c: &mut Checker, object: &Map<String, Value>, key: &str, allowed: &[&str]) -> Option<String> {
+    let value = c.string(object, &[], key)?;
+    if allowed.contains(&value.as_str()) {
+        Some(value)
+    } else {
+        let quoted: Vec<String> = allowed.iter().map(|a| format!("\"{a}\"")).collect();
+        c.error(&[key], format!("is \"{value}\"; use one of {}", quoted.join(", ")));
+        None
+    }
+}
+
+fn read_signal(c: &mut Checker, object: &Map<String, Value>, config: &mut Config) {
+    let Some(signal) = c.object(object, &[], "signal") else { return };
+    c.unknown_fields(signal, &["signal"], SIGNAL_FIELDS, true);
+    if let Some(keyword) = c.string(signal, &["signal"], "turnComplete") {
+        config.signal_keyword = keyword;
+    }
+    if let Some(alternatives) = c.string_list(signal, &["signal"], "alternatives") {
+        config.signal_alternatives = alternatives;
+    }
+    match SignalMatcher::new(&config.signal_keyword, &config.signal_alternatives) {
+        Ok(matcher) => config.signals = matcher,
+        Err(why) => c.error(&["signal"], why),
+    }
+}
+
+fn read_templates(c: &mut Checker, object: &Map<String, Value>, config: &mut Config) {
+    let Some(templates) = c.object(object, &[], "templates") else { return };
+    let keys: Vec<&str> = Template::ALL.iter().map(|t| t.key()).collect();
+    c.unknown_fields(templates, &["templates"], &keys, true);
+    for template in Template::ALL {
+        let Some(text) = c.string(templates, &["templates"], template.key()) else { continue };
+        if text.trim().is_empty() {
+            c.error(&["templates", template.key()], "is empty; Discord cannot post an empty message");
+        } else if let Err(why) = template.check(&text) {
+            c.error(&["templates", template.key()], why);
+        } else {
+            config.templates.set(template, text);
+        }
+    }
+}
+
+fn read_channels(c: &mut Checker, object: &Map<String, Value>, config: &mut Config) {
+    let Some(value) = object.get("channels") else { return };
+    let Value::Array(items) = value else {
+        c.error(&["channels"], "must be a list of {\"channelId\": \"...\", \"roster\": [...]}");
+        return;
+    };
+    for (i, item) in items.iter().enumerate() {
+        let Value::Object(entry) = item else {
+            c.error(&["channels"], format!("item {i} must be an object with \"channelId\""));
+            continue;
+        };
+        c.unknown_fields(entry, &["channels"], CHANNEL_FIELDS, true);
+        let channel_id = match c.string(entry, &["channels"], "channelId") {
+            Some(raw) => parse_snowflake(&raw)
+                .map(ChannelId)
+                .map_err(|why| c.error(&["channels", "channelId"], format!("item {i}: {why}")))
+                .ok(),
+            None => {
+                c.error(&["channels"], format!("item {i} has no \"channelId\""));
+                None
+            }
+        };
+        let mut roster = Vec::new();
+        for raw in c.string_list(entry, &["channels"], "roster").unwrap_or_default() {
+            match PersonaId::parse(&raw) {
+                Ok(id) if roster.contains(&id) => {
+                    c.error(&["channels", "roster"], format!("item {i} names \"{id}\" twice"))
+                }
+                Ok(id) => roster.push(id),
+                Err(why) => c.error(&["channels", "roster"], format!("item {i}: {why}")),
+            }
+        }
+        if let Some(channel_id) = channel_id {
+            if config.channels.iter().any(|m| m.channel_id == channel_id) {
+                c.error(&["channels", "channelId"], format!("item {i}: channel {channel_id} is listed twice"));
+            }
+            config.channels.push(ManagedChannel { channel_id, roster });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_object_gives_every_default() {
+        let config = Config::parse("turn-manager.json", "{}").unwrap();
+        assert_eq!(config.default_timeout_seconds, 60);
+        assert!(config.announce_timeouts);
+        assert_eq!(config.display_mode, DisplayModeSetting::Auto);
+        assert_eq!(config.out_of_turn, OutOfTurnPolicy::Remove);
+        assert_eq!(config.history_limit, 200);
+        assert_eq!(config.personas_dir, PathBuf::from("personas"));
+        assert!(config.signals.has_signal("x TURN_COMPLETE"));
+    }
+
+    #[test]
+    fn every_setting_is_read() {
+        let text = r#"{
+          "signal": {"turnComplete": "OVER", "alternatives": ["PASS"]},
+          "defaultTimeoutSeconds": 30, "announceTimeouts": false,
+          "templates": {"timeout": "{agent} ran out after {duration}s"},
+          "displayMode": "observe", "outOfTurn": "allow", "controlRoles": ["Moderators", "123"],
+          "channels": [{"channelId": "555", "roster": ["pm", "dev"]}],
+          "historyLimit": 50, "personasDir": "agents", "stateDir": "/var/lib/tm"
+        }"#;
+        let config = Config::parse("c.json", text).unwrap();
+        assert!(config.signals.has_signal("ok PASS") && config.signals.has_signal("ok OVER"));
+        assert!(!config.signals.has_signal("ok TURN_COMPLETE"));
+        assert_eq!((config.default_timeout_seconds, config.announce_timeouts), (30, false));
+        assert_eq!(config.templates.text(Template::Timeout), "{agent} ran out after {duration}s");
+        assert_eq!((config.display_mode, config.out_of_turn), (DisplayModeSetting::Observe, OutOfTurnPolicy::Allow));
+        assert_eq!(config.control_roles, ["Moderators", "123"]);
+        assert_eq!(config.channels[0].channel_id, ChannelId(555));
+        assert_eq!(config.channels[0].roster.len(), 2);
+        assert_eq!(config.history_limit, 50);
+        assert_eq!(config.state_dir, PathBuf::from("/var/lib/tm"));
+    }
+
+    #[test]
+    fn every_bad_setting_is_reported_with_its_line() {
+        let text = "{\n  \"defaultTimeoutSecond\": 30,\n  \"displayMode\": \"fancy\",\n  \"historyLimit\": 0,\n  \"templates\": {\"timeout\": \"{who}\"}\n}";
+        let problems = Config::parse("turn-manager.json", text).unwrap_err();
+        let lines: Vec<String> = problems.0.iter().map(ToString::to_string).collect();
+        assert_eq!(lines.len(), 4, "{lines:#?}");
+        assert!(lines[0].starts_with("error: turn-manager.json:2: field \"defaultTimeoutSecond\""));
+        assert!(lines[0].contains("did you mean \"defaultTimeoutSeconds\""));
+        assert!(lines.iter().any(|l| l.contains(":3:") && l.contains("use one of \"auto\", \"relay\", \"observe\"")));
+        assert!(lines.iter().any(|l| l.contains(":4:") && l.contains("between 1 and 100000")));
+        assert!(lines.iter().any(|l| l.contains(":5:") && l.contains("{who}")));
+    }
+
+    #[test]
+    fn a_token_in_the_file_is_refused_without_echoing_it() {
+        let problems = Config::parse("c.json", r#"{"token": "secret-value"}"#).unwrap_err();
+        let text = problems.to_string();
+        assert!(text.contains("DISCORD_TOKEN"));
+        assert!(!text.contains("secret-value"));
+    }
+
+    #[test]
+    fn channels_are_checked_for_ids_duplicates_and_unknown_personas() {
+        let text = r#"{"channels": [{"channelId": "abc"}, {"channelId": "7", "roster": ["pm", "pm"]},
+                                    {"channelId": "7"}]}"#;
+        let problems = Config::parse("c.json", text).unwrap_err();
+        assert_eq!(problems.0.len(), 3, "{problems}");
+
+        let config = Config::parse("c.json", r#"{"channels": [{"channelId": "7", "roster": ["ghost"]}]}"#).unwrap();
+        let catalog = PersonaCatalog::default();
+        let problems = config.check_against("c.json", "", &catalog);
+        assert!(problems[0].message.contains("\"ghost\""));
+    }
+
+    #[test]
+    fn a_blank_signal_keyword_is_refused() {
+        let problems = Config::parse("c.json", r#"{"signal": {"turnComplete": ""}}"#).unwrap_err();
+        assert_eq!(problems.0[0].field, "signal");
+    }
+}

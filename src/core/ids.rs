@@ -1,0 +1,137 @@
+//! Plain identifier newtypes: Discord snowflakes as the core sees them, and persona ids.
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::fmt;
+
+macro_rules! snowflake {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub struct $name(pub u64);
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, "{}", self.0)
+            }
+        }
+
+        // Written as strings, as Discord does: snowflakes exceed JavaScript's safe integers.
+        impl Serialize for $name {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.collect_str(&self.0)
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let text = String::deserialize(d)?;
+                parse_snowflake(&text).map($name).map_err(serde::de::Error::custom)
+            }
+        }
+    };
+}
+
+snowflake!(
+    /// A Discord channel (or thread) id.
+    ChannelId
+);
+snowflake!(
+    /// A Discord user id: a person or a bot account.
+    UserId
+);
+snowflake!(
+    /// A Discord message id. Ids grow with creation time, so they order messages.
+    MessageId
+);
+
+/// Parses a snowflake written as a decimal string; explains what is wrong otherwise.
+pub fn parse_snowflake(text: &str) -> Result<u64, String> {
+    if text.is_empty() {
+        return Err("is empty; expected a Discord id such as \"1234567890123456789\"".into());
+    }
+    if !text.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(format!("\"{text}\" is not a Discord id: only the digits 0-9 are allowed"));
+    }
+    match text.parse::<u64>() {
+        Ok(0) => Err("0 is not a valid Discord id".into()),
+        Ok(value) => Ok(value),
+        Err(_) => Err(format!("\"{text}\" is too large for a Discord id (at most 20 digits, below 2^64)")),
+    }
+}
+
+/// A persona's id: lowercase letters, digits, `-` and `_`, 1 to 32 characters.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct PersonaId(String);
+
+impl PersonaId {
+    pub const MAX_LEN: usize = 32;
+
+    /// Checks the id's form; the error says what is wrong with it.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        if text.is_empty() {
+            return Err("is empty; use 1-32 lowercase letters, digits, '-' or '_'".into());
+        }
+        if text.chars().count() > Self::MAX_LEN {
+            return Err(format!(
+                "\"{text}\" is {} characters long; at most {} are allowed",
+                text.chars().count(),
+                Self::MAX_LEN
+            ));
+        }
+        if let Some(bad) =
+            text.chars().find(|c| !(c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '-' || *c == '_'))
+        {
+            return Err(format!(
+                "\"{text}\" contains '{bad}'; only lowercase letters, digits, '-' and '_' are allowed"
+            ));
+        }
+        Ok(Self(text.to_owned()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for PersonaId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn snowflakes_round_trip_as_strings() {
+        let id = UserId(1234567890123456789);
+        let json = serde_json::to_string(&id).unwrap();
+        assert_eq!(json, "\"1234567890123456789\"");
+        assert_eq!(serde_json::from_str::<UserId>(&json).unwrap(), id);
+    }
+
+    #[test]
+    fn snowflake_rejects_letters_zero_empty_and_overflow() {
+        assert!(parse_snowflake("12a").unwrap_err().contains("only the digits"));
+        assert!(parse_snowflake("0").is_err());
+        assert!(parse_snowflake("").is_err());
+        assert!(parse_snowflake("99999999999999999999").unwrap_err().contains("too large"));
+        assert_eq!(parse_snowflake("18446744073709551615"), Ok(u64::MAX));
+    }
+
+    #[test]
+    fn persona_id_accepts_the_allowed_alphabet() {
+        assert!(PersonaId::parse("dev-2_b").is_ok());
+        assert!(PersonaId::parse(&"a".repeat(32)).is_ok());
+    }
+
+    #[test]
+    fn persona_id_rejects_uppercase_spaces_empty_and_long() {
+        assert!(PersonaId::parse("PM").unwrap_err().contains("'P'"));
+        assert!(PersonaId::parse("a b").is_err());
+        assert!(PersonaId::parse("").is_err());
+        assert!(PersonaId::parse(&"a".repeat(33)).unwrap_err().contains("33 characters"));
+    }
+}

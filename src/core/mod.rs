@@ -1,0 +1,9 @@
+//! The pure core: everything that decides what happens, with no Discord, no clock and no I/O in it.
+
+pub mod config;
+pub mod ids;
+pub mod persona;
+pub mod problems;
+pub mod session;
+pub mod signal;
+pub mod templates;

@@ -1,0 +1,375 @@
+//! Personas (spec 3): parsing and validating persona files, and the catalog the engine looks personas up in.
+//!
+//! This module does no I/O: it is given each file's name and text. `crate::files` reads the folder.
+
+use super::ids::{PersonaId, UserId, parse_snowflake};
+use super::problems::{Checker, Problem, Problems, Severity};
+use std::collections::BTreeMap;
+
+/// Turn lengths allowed for a persona, in seconds (one second to one day).
+pub const TIMEOUT_SECONDS_MIN: i64 = 1;
+pub const TIMEOUT_SECONDS_MAX: i64 = 86_400;
+/// Discord's limit for a webhook's username, which is how a persona's name is shown in relay mode.
+pub const DISPLAY_NAME_MAX: usize = 80;
+
+const KNOWN_FIELDS: &[&str] = &["id", "displayName", "discordUserId", "avatarUrl", "turnBehavior", "order"];
+const KNOWN_TURN_BEHAVIOR_FIELDS: &[&str] = &["timeoutSeconds"];
+
+/// One agent voice.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Persona {
+    pub id: PersonaId,
+    pub display_name: String,
+    pub discord_user_id: UserId,
+    pub avatar_url: Option<String>,
+    /// The persona's own turn length; `None` uses the configuration's default.
+    pub timeout_seconds: Option<u32>,
+    pub order: Option<i64>,
+    /// The file it came from, for messages.
+    pub source: String,
+}
+
+/// Parses one persona file; every problem in it is returned, warnings included.
+pub fn parse_persona(file: &str, text: &str) -> (Option<Persona>, Vec<Problem>) {
+    let mut c = Checker::new(file, text);
+    let Some(object) = c.parse_object() else {
+        return (None, c.problems);
+    };
+    c.unknown_fields(&object, &[], KNOWN_FIELDS, false);
+
+    let id = match object.get("id") {
+        None => {
+            c.error(&[], "has no \"id\" field; add one, e.g. \"id\": \"pm\"");
+            None
+        }
+        Some(_) => c
+            .string(&object, &[], "id")
+            .and_then(|raw| PersonaId::parse(&raw).map_err(|why| c.error(&["id"], why)).ok()),
+    };
+
+    let discord_user_id = match object.get("discordUserId") {
+        None => {
+            c.error(&[], "has no \"discordUserId\" field: the Discord user id of the account that speaks for it");
+            None
+        }
+        Some(serde_json::Value::Number(n)) => {
+            c.error(
+                &["discordUserId"],
+                format!("must be written as a string (\"{n}\"): Discord ids lose digits as JSON numbers"),
+            );
+            None
+        }
+        Some(_) => c
+            .string(&object, &[], "discordUserId")
+            .and_then(|raw| parse_snowflake(&raw).map_err(|why| c.error(&["discordUserId"], why)).ok())
+            .map(UserId),
+    };
+
+    let display_name = c.string(&object, &[], "displayName");
+    if let Some(name) = &display_name {
+        if let Err(why) = check_display_name(name) {
+            c.error(&["displayName"], why);
+        }
+    }
+
+    let avatar_url = c.string(&object, &[], "avatarUrl");
+    if let Some(url) = &avatar_url {
+        if !(url.starts_with("https://") || url.starts_with("http://")) || url.contains(char::is_whitespace) {
+            c.error(&["avatarUrl"], format!("\"{url}\" is not a web address; use an https:// URL of an image"));
+        }
+    }
+
+    let mut timeout_seconds = None;
+    if let Some(behavior) = c.object(&object, &[], "turnBehavior") {
+        c.unknown_fields(behavior, &["turnBehavior"], KNOWN_TURN_BEHAVIOR_FIELDS, false);
+        timeout_seconds = c
+            .integer(behavior, &["turnBehavior"], "timeoutSeconds", TIMEOUT_SECONDS_MIN, TIMEOUT_SECONDS_MAX)
+            .map(|n| n as u32);
+    }
+    let order = c.integer(&object, &[], "order", i64::from(i32::MIN), i64::from(i32::MAX));
+
+    let has_errors = c.problems.iter().any(|p| p.severity == Severity::Error);
+    let persona = match (id, discord_user_id, has_errors) {
+        (Some(id), Some(discord_user_id), false) => Some(Persona {
+            display_name: display_name.unwrap_or_else(|| id.to_string()),
+            id,
+            discord_user_id,
+            avatar_url,
+            timeout_seconds,
+            order,
+            source: file.to_owned(),
+        }),
+        _ => None,
+    };
+    (persona, c.problems)
+}
+
+/// Discord refuses webhook names that are empty, too long, or contain "clyde" or "discord".
+fn check_display_name(name: &str) -> Result<(), String> {
+    let trimmed = name.trim();
+    if trimmed.is_empty() {
+        return Err("is empty; leave it out to use the id, or give a name".into());
+    }
+    if trimmed.chars().count() > DISPLAY_NAME_MAX {
+        return Err(format!(
+            "is {} characters long; Discord allows at most {DISPLAY_NAME_MAX}",
+            trimmed.chars().count()
+        ));
+    }
+    let lower = trimmed.to_lowercase();
+    if let Some(word) = ["clyde", "discord"].into_iter().find(|w| lower.contains(w)) {
+        return Err(format!("\"{name}\" contains \"{word}\", which Discord refuses in webhook names"));
+    }
+    if ["everyone", "here"].contains(&lower.as_str()) {
+        return Err(format!("\"{name}\" is reserved by Discord"));
+    }
+    Ok(())
+}
+
+/// Every configured persona, in default roster order, with lookups by id and by Discord user.
+#[derive(Clone, Debug, Default)]
+pub struct PersonaCatalog {
+    ordered: Vec<Persona>,
+    by_id: BTreeMap<PersonaId, usize>,
+    by_user: BTreeMap<UserId, usize>,
+}
+
+impl PersonaCatalog {
+    /// Parses all persona files (name, text) and checks them together. Errors of every file come back at once;
+    /// on success the warnings come back with the catalog.
+    pub fn from_files(files: &[(String, String)]) -> Result<(Self, Problems), Problems> {
+        let mut problems = Vec::new();
+        let mut personas = Vec::new();
+        for (name, text) in files {
+            let (persona, found) = parse_persona(name, text);
+            problems.extend(found);
+            personas.extend(persona);
+        }
+        problems.extend(cross_file_problems(&personas, files));
+        let problems = Problems(problems);
+        if problems.has_errors() {
+            return Err(problems);
+        }
+        Ok((Self::new(personas), problems))
+    }
+
+    /// Builds a catalog from personas already known to be valid and unique.
+    pub fn new(mut personas: Vec<Persona>) -> Self {
+        // Personas with an `order` come first by it; ties and absences sort by id.
+        personas.sort_by(|a, b| (a.order.is_none(), a.order, &a.id).cmp(&(b.order.is_none(), b.order, &b.id)));
+        let by_id = personas.iter().enumerate().map(|(i, p)| (p.id.clone(), i)).collect();
+        let by_user = personas.iter().enumerate().map(|(i, p)| (p.discord_user_id, i)).collect();
+        Self { ordered: personas, by_id, by_user }
+    }
+
+    pub fn get(&self, id: &PersonaId) -> Option<&Persona> {
+        self.by_id.get(id).map(|&i| &self.ordered[i])
+    }
+
+    /// The persona a Discord account speaks for. Identity is by id only, never by name.
+    pub fn by_user(&self, user: UserId) -> Option<&Persona> {
+        self.by_user.get(&user).map(|&i| &self.ordered[i])
+    }
+
+    /// Looks a persona up by the id a person typed; the error names the known ones.
+    pub fn resolve(&self, typed: &str) -> Result<&Persona, String> {
+        let wanted = typed.trim().trim_start_matches('@').to_lowercase();
+        self.ordered
+            .iter()
+            .find(|p| p.id.as_str() == wanted)
+            .ok_or_else(|| format!("unknown persona \"{typed}\"; known personas: {}", self.ids_joined()))
+    }
+
+    /// All personas in default roster order.
+    pub fn all(&self) -> &[Persona] {
+        &self.ordered
+    }
+
+    pub fn default_roster(&self) -> Vec<PersonaId> {
+        self.ordered.iter().map(|p| p.id.clone()).collect()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ordered.is_empty()
+    }
+
+    pub fn ids_joined(&self) -> String {
+        self.ordered.iter().map(|p| p.id.as_str()).collect::<Vec<_>>().join(", ")
+    }
+}
+
+fn cross_file_problems(personas: &[Persona], files: &[(String, String)]) -> Vec<Problem> {
+    let mut problems = Vec::new();
+    let mut first_with_id: BTreeMap<&PersonaId, &str> = BTreeMap::new();
+    let mut first_with_user: BTreeMap<UserId, &str> = BTreeMap::new();
+    for persona in personas {
+        let text = files.iter().find(|(n, _)| *n == persona.source).map_or("", |(_, t)| t.as_str());
+        let mut c = Checker::new(&persona.source, text);
+        if let Some(other) = first_with_id.insert(&persona.id, &persona.source) {
+            first_with_id.insert(&persona.id, other);
+            c.error(&["id"], format!("\"{}\" is already used by {other}; ids must be unique", persona.id));
+        }
+        if let Some(other) = first_with_user.insert(persona.discord_user_id, &persona.source) {
+            first_with_user.insert(persona.discord_user_id, other);
+            c.error(
+                &["discordUserId"],
+                format!(
+                    "{} already speaks for the persona in {other}; one account per persona",
+                    persona.discord_user_id
+                ),
+            );
+        }
+        problems.extend(c.problems);
+    }
+    problems
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PM: &str = r#"{
+  "id": "pm",
+  "displayName": "PM",
+  "discordUserId": "1234567890123456789",
+  "avatarUrl": "https://example.org/pm.png",
+  "turnBehavior": { "timeoutSeconds": 90 }
+}"#;
+
+    fn file(name: &str, text: &str) -> (String, String) {
+        (name.to_owned(), text.to_owned())
+    }
+
+    #[test]
+    fn spec_example_persona_parses() {
+        let (persona, problems) = parse_persona("personas/pm.json", PM);
+        assert!(problems.is_empty(), "{problems:?}");
+        let persona = persona.unwrap();
+        assert_eq!(persona.id.as_str(), "pm");
+        assert_eq!(persona.display_name, "PM");
+        assert_eq!(persona.discord_user_id, UserId(1234567890123456789));
+        assert_eq!(persona.avatar_url.as_deref(), Some("https://example.org/pm.png"));
+        assert_eq!(persona.timeout_seconds, Some(90));
+    }
+
+    #[test]
+    fn optional_fields_default_to_id_and_no_avatar() {
+        let (persona, problems) = parse_persona("x.json", r#"{"id": "dev", "discordUserId": "42"}"#);
+        assert!(problems.is_empty());
+        let persona = persona.unwrap();
+        assert_eq!(persona.display_name, "dev");
+        assert_eq!((persona.avatar_url, persona.timeout_seconds), (None, None));
+    }
+
+    #[test]
+    fn every_problem_of_a_file_is_reported_with_field_and_line() {
+        let text =
+            "{\n  \"id\": \"Bad Id\",\n  \"discordUserId\": \"12x\",\n  \"turnBehavior\": { \"timeoutSeconds\": 0 }\n}";
+        let (persona, problems) = parse_persona("personas/bad.json", text);
+        assert!(persona.is_none());
+        let lines: Vec<String> = problems.iter().map(ToString::to_string).collect();
+        assert_eq!(lines.len(), 3, "{lines:#?}");
+        assert!(lines[0].starts_with("error: personas/bad.json:2: field \"id\""), "{}", lines[0]);
+        assert!(lines[1].starts_with("error: personas/bad.json:3: field \"discordUserId\""));
+        assert!(lines[2].contains(":4: field \"turnBehavior.timeoutSeconds\" must be between 1 and 86400, found 0"));
+    }
+
+    #[test]
+    fn missing_required_fields_are_errors() {
+        let (persona, problems) = parse_persona("p.json", "{}");
+        assert!(persona.is_none());
+        assert_eq!(problems.len(), 2);
+        assert!(problems[0].message.contains("no \"id\""));
+        assert!(problems[1].message.contains("no \"discordUserId\""));
+    }
+
+    #[test]
+    fn numeric_discord_id_is_refused_with_the_fix() {
+        let (_, problems) = parse_persona("p.json", r#"{"id": "pm", "discordUserId": 1234567890123456789}"#);
+        assert!(problems[0].message.contains("must be written as a string (\"1234567890123456789\")"));
+    }
+
+    #[test]
+    fn timeout_above_a_day_and_fractional_timeouts_are_refused() {
+        let (_, problems) =
+            parse_persona("p.json", r#"{"id": "pm", "discordUserId": "1", "turnBehavior": {"timeoutSeconds": 86401}}"#);
+        assert!(problems[0].message.contains("found 86401"));
+        let (_, problems) =
+            parse_persona("p.json", r#"{"id": "pm", "discordUserId": "1", "turnBehavior": {"timeoutSeconds": 1.5}}"#);
+        assert!(problems[0].message.contains("whole number"));
+    }
+
+    #[test]
+    fn typo_of_a_known_field_is_a_warning_and_other_fields_are_allowed() {
+        let text = r#"{"id": "pm", "discordUserId": "1", "systemPrompt": "be nice",
+                       "turnBehavior": {"timeoutSecond": 30}, "displayname": "PM"}"#;
+        let (persona, problems) = parse_persona("p.json", text);
+        assert!(persona.is_some(), "warnings do not reject the file");
+        let warnings: Vec<String> = problems.iter().map(ToString::to_string).collect();
+        assert_eq!(warnings.len(), 2, "{warnings:#?}");
+        assert!(warnings.iter().all(|w| w.starts_with("warning:")));
+        assert!(warnings.iter().any(|w| w.contains("\"displayname\"") && w.contains("did you mean \"displayName\"")));
+        assert!(warnings.iter().any(|w| w.contains("turnBehavior.timeoutSecond") && w.contains("\"timeoutSeconds\"")));
+    }
+
+    #[test]
+    fn display_names_discord_refuses_are_errors() {
+        for name in ["", "Discord Bot", "clyde", &"n".repeat(81)] {
+            let text = format!(r#"{{"id": "pm", "discordUserId": "1", "displayName": {name:?}}}"#);
+            let (persona, problems) = parse_persona("p.json", &text);
+            assert!(persona.is_none(), "{name:?} should be refused");
+            assert_eq!(problems[0].field, "displayName");
+        }
+    }
+
+    #[test]
+    fn avatar_must_be_a_web_address() {
+        let (_, problems) = parse_persona("p.json", r#"{"id": "pm", "discordUserId": "1", "avatarUrl": "pm.png"}"#);
+        assert_eq!(problems[0].field, "avatarUrl");
+    }
+
+    #[test]
+    fn duplicate_ids_and_discord_users_across_files_are_errors_naming_both_files() {
+        let files = [
+            file("personas/a.json", r#"{"id": "pm", "discordUserId": "1"}"#),
+            file("personas/b.json", r#"{"id": "pm", "discordUserId": "2"}"#),
+            file("personas/c.json", r#"{"id": "dev", "discordUserId": "1"}"#),
+        ];
+        let problems = PersonaCatalog::from_files(&files).unwrap_err();
+        let lines: Vec<String> = problems.0.iter().map(ToString::to_string).collect();
+        assert_eq!(lines.len(), 2, "{lines:#?}");
+        assert!(lines[0].starts_with("error: personas/b.json:1: field \"id\"") && lines[0].contains("personas/a.json"));
+        assert!(lines[1].starts_with("error: personas/c.json:1: field \"discordUserId\""));
+    }
+
+    #[test]
+    fn all_bad_files_are_reported_together() {
+        let files = [file("a.json", "{ not json"), file("b.json", r#"{"id": "ok", "discordUserId": "x"}"#)];
+        let problems = PersonaCatalog::from_files(&files).unwrap_err();
+        assert!(problems.errors().any(|p| p.file == "a.json"));
+        assert!(problems.errors().any(|p| p.file == "b.json"));
+    }
+
+    #[test]
+    fn default_order_uses_order_then_id() {
+        let files = [
+            file("a.json", r#"{"id": "zed", "discordUserId": "1"}"#),
+            file("b.json", r#"{"id": "critic", "discordUserId": "2", "order": 2}"#),
+            file("c.json", r#"{"id": "pm", "discordUserId": "3", "order": 1}"#),
+            file("d.json", r#"{"id": "alpha", "discordUserId": "4"}"#),
+        ];
+        let (catalog, _) = PersonaCatalog::from_files(&files).unwrap();
+        let ids: Vec<_> = catalog.default_roster().iter().map(|p| p.to_string()).collect();
+        assert_eq!(ids, ["pm", "critic", "alpha", "zed"]);
+    }
+
+    #[test]
+    fn lookup_is_by_discord_user_and_typed_ids_are_resolved() {
+        let files = [file("a.json", PM)];
+        let (catalog, _) = PersonaCatalog::from_files(&files).unwrap();
+        assert_eq!(catalog.by_user(UserId(1234567890123456789)).unwrap().id.as_str(), "pm");
+        assert!(catalog.by_user(UserId(5)).is_none());
+        assert_eq!(catalog.resolve("@PM").unwrap().id.as_str(), "pm");
+        assert_eq!(catalog.resolve("ceo").unwrap_err(), "unknown persona \"ceo\"; known personas: pm");
+    }
+}

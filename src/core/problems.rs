@@ -1,0 +1,351 @@
+//! Problems found in a user's JSON file, and the field-by-field checker that finds all of them at once.
+//!
+//! serde stops at the first error; people fixing a file want every problem, each with the file, line and field.
+//! So files are parsed into a `serde_json::Value` first and then read field by field, collecting problems.
+
+use serde_json::{Map, Value};
+use std::fmt;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Severity {
+    Error,
+    Warning,
+}
+
+/// One thing wrong (or suspicious) in a file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Problem {
+    pub severity: Severity,
+    pub file: String,
+    /// 1-based line, where it could be found.
+    pub line: Option<usize>,
+    /// Dotted path of the field (`turnBehavior.timeoutSeconds`); empty for the whole file.
+    pub field: String,
+    pub message: String,
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let kind = match self.severity {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+        };
+        write!(f, "{kind}: {}", self.file)?;
+        if let Some(line) = self.line {
+            write!(f, ":{line}")?;
+        }
+        if self.field.is_empty() {
+            write!(f, ": {}", self.message)
+        } else {
+            write!(f, ": field \"{}\" {}", self.field, self.message)
+        }
+    }
+}
+
+/// Problems of one or more files; `Display` lists each on its own line.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Problems(pub Vec<Problem>);
+
+impl Problems {
+    pub fn errors(&self) -> impl Iterator<Item = &Problem> {
+        self.0.iter().filter(|p| p.severity == Severity::Error)
+    }
+
+    pub fn warnings(&self) -> impl Iterator<Item = &Problem> {
+        self.0.iter().filter(|p| p.severity == Severity::Warning)
+    }
+
+    pub fn has_errors(&self) -> bool {
+        self.errors().next().is_some()
+    }
+}
+
+impl fmt::Display for Problems {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, problem) in self.0.iter().enumerate() {
+            if i > 0 {
+                writeln!(f)?;
+            }
+            write!(f, "{problem}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Problems {}
+
+/// Reads one JSON file field by field, collecting every problem with its line.
+pub struct Checker<'a> {
+    file: &'a str,
+    text: &'a str,
+    pub problems: Vec<Problem>,
+}
+
+impl<'a> Checker<'a> {
+    pub fn new(file: &'a str, text: &'a str) -> Self {
+        Self { file, text, problems: Vec::new() }
+    }
+
+    /// Parses the whole file; a syntax error is reported with serde_json's line.
+    pub fn parse_object(&mut self) -> Option<Map<String, Value>> {
+        match serde_json::from_str::<Value>(self.text) {
+            Ok(Value::Object(map)) => Some(map),
+            Ok(other) => {
+                self.push(Severity::Error, &[], format!("must hold a JSON object, found {}", kind_of(&other)), Some(1));
+                None
+            }
+            Err(e) => {
+                let line = (e.line() > 0).then_some(e.line());
+                self.push(Severity::Error, &[], format!("is not valid JSON: {e}"), line);
+                None
+            }
+        }
+    }
+
+    pub fn error(&mut self, path: &[&str], message: impl Into<String>) {
+        let line = locate_line(self.text, path);
+        self.push(Severity::Error, path, message.into(), line);
+    }
+
+    pub fn warning(&mut self, path: &[&str], message: impl Into<String>) {
+        let line = locate_line(self.text, path);
+        self.push(Severity::Warning, path, message.into(), line);
+    }
+
+    fn push(&mut self, severity: Severity, path: &[&str], message: String, line: Option<usize>) {
+        self.problems.push(Problem { severity, file: self.file.to_owned(), line, field: path.join("."), message });
+    }
+
+    /// Reports fields of `object` that are not in `known`. Unknown fields are errors when `strict`; otherwise only
+    /// the ones that look like typos of a known field are reported, as warnings.
+    pub fn unknown_fields(&mut self, object: &Map<String, Value>, prefix: &[&str], known: &[&str], strict: bool) {
+        for key in object.keys().filter(|k| !known.contains(&k.as_str())) {
+            let path = join(prefix, key);
+            match (closest(key, known), strict) {
+                (Some(guess), true) => self.error(&path, format!("is not a known setting; did you mean \"{guess}\"?")),
+                (Some(guess), false) => {
+                    self.warning(&path, format!("is not a known field and is ignored; did you mean \"{guess}\"?"))
+                }
+                (None, true) => self.error(&path, format!("is not a known setting; known: {}", known.join(", "))),
+                (None, false) => {}
+            }
+        }
+    }
+
+    /// A string field; `None` (and a problem if it is present but not a string) otherwise.
+    pub fn string(&mut self, object: &Map<String, Value>, prefix: &[&str], key: &str) -> Option<String> {
+        match object.get(key)? {
+            Value::String(s) => Some(s.clone()),
+            other => {
+                self.error(&join(prefix, key), format!("must be a string, found {}", kind_of(other)));
+                None
+            }
+        }
+    }
+
+    /// A whole number within `min..=max`.
+    pub fn integer(
+        &mut self,
+        object: &Map<String, Value>,
+        prefix: &[&str],
+        key: &str,
+        min: i64,
+        max: i64,
+    ) -> Option<i64> {
+        let value = object.get(key)?;
+        let path = join(prefix, key);
+        match value.as_i64() {
+            Some(n) if (min..=max).contains(&n) => Some(n),
+            Some(n) => {
+                self.error(&path, format!("must be between {min} and {max}, found {n}"));
+                None
+            }
+            None => {
+                let found = match value {
+                    Value::Number(_) => format!("{value}"),
+                    other => kind_of(other).to_owned(),
+                };
+                self.error(&path, format!("must be a whole number between {min} and {max}, found {found}"));
+                None
+            }
+        }
+    }
+
+    pub fn boolean(&mut self, object: &Map<String, Value>, prefix: &[&str], key: &str) -> Option<bool> {
+        match object.get(key)? {
+            Value::Bool(b) => Some(*b),
+            other => {
+                self.error(&join(prefix, key), format!("must be true or false, found {}", kind_of(other)));
+                None
+            }
+        }
+    }
+
+    /// A nested object; `None` and a problem if it is present but not an object.
+    pub fn object<'v>(
+        &mut self,
+        object: &'v Map<String, Value>,
+        prefix: &[&str],
+        key: &str,
+    ) -> Option<&'v Map<String, Value>> {
+        match object.get(key)? {
+            Value::Object(map) => Some(map),
+            other => {
+                self.error(&join(prefix, key), format!("must be an object, found {}", kind_of(other)));
+                None
+            }
+        }
+    }
+
+    /// A list of strings; wrong elements are reported by index.
+    pub fn string_list(&mut self, object: &Map<String, Value>, prefix: &[&str], key: &str) -> Option<Vec<String>> {
+        let path = join(prefix, key);
+        match object.get(key)? {
+            Value::Array(items) => {
+                let mut out = Vec::new();
+                for (i, item) in items.iter().enumerate() {
+                    match item {
+                        Value::String(s) => out.push(s.clone()),
+                        other => {
+                            let message = format!("item {i} must be a string, found {}", kind_of(other));
+                            self.error(&path, message);
+                        }
+                    }
+                }
+                Some(out)
+            }
+            other => {
+                self.error(&path, format!("must be a list of strings, found {}", kind_of(other)));
+                None
+            }
+        }
+    }
+}
+
+fn join<'p>(prefix: &[&'p str], key: &'p str) -> Vec<&'p str> {
+    let mut path = prefix.to_vec();
+    path.push(key);
+    path
+}
+
+/// The JSON type of a value, as a person would name it.
+pub fn kind_of(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "true/false",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Best-effort 1-based line of a field: each key of `path` is looked for after the previous one.
+pub fn locate_line(text: &str, path: &[&str]) -> Option<usize> {
+    let mut from = 0;
+    for key in path {
+        let quoted = format!("\"{key}\"");
+        let mut search = from;
+        loop {
+            let found = search + text[search..].find(&quoted)?;
+            let after = &text[found + quoted.len()..];
+            if after.trim_start().starts_with(':') {
+                from = found;
+                break;
+            }
+            search = found + quoted.len();
+        }
+    }
+    (!path.is_empty()).then(|| text[..from].matches('\n').count() + 1)
+}
+
+/// The known name that `unknown` most likely misspells: same letters in another case, or at most two edits away.
+pub fn closest<'k>(unknown: &str, known: &[&'k str]) -> Option<&'k str> {
+    let lower = unknown.to_lowercase();
+    if let Some(same) = known.iter().find(|k| k.to_lowercase() == lower) {
+        return Some(same);
+    }
+    let limit = if unknown.chars().count() <= 4 { 1 } else { 2 };
+    known
+        .iter()
+        .map(|k| (edit_distance(&lower, &k.to_lowercase()), *k))
+        .filter(|(d, _)| *d <= limit)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, k)| k)
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut previous: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut current = vec![i + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let substitute = previous[j] + usize::from(ca != *cb);
+            current.push(substitute.min(previous[j + 1] + 1).min(current[j] + 1));
+        }
+        previous = current;
+    }
+    previous[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn syntax_error_reports_the_line() {
+        let text = "{\n  \"id\": \"pm\",\n  \"displayName\": \"PM\"\n  \"x\": 1\n}";
+        let mut checker = Checker::new("p.json", text);
+        assert!(checker.parse_object().is_none());
+        assert_eq!(checker.problems[0].line, Some(4));
+        assert!(checker.problems[0].to_string().starts_with("error: p.json:4: is not valid JSON"));
+    }
+
+    #[test]
+    fn nested_field_line_is_found_after_its_parent() {
+        let text = "{\n \"timeoutSeconds\": 1,\n \"turnBehavior\": {\n   \"timeoutSeconds\": 0\n }\n}";
+        assert_eq!(locate_line(text, &["turnBehavior", "timeoutSeconds"]), Some(4));
+        assert_eq!(locate_line(text, &["timeoutSeconds"]), Some(2));
+        assert_eq!(locate_line(text, &["missing"]), None);
+    }
+
+    #[test]
+    fn value_equal_to_a_key_name_is_not_mistaken_for_the_key() {
+        let text = "{\n \"a\": \"id\",\n \"id\": 3\n}";
+        assert_eq!(locate_line(text, &["id"]), Some(3));
+    }
+
+    #[test]
+    fn typos_are_matched_to_known_names() {
+        let known = ["timeoutSeconds", "displayName", "id"];
+        assert_eq!(closest("timeoutSecond", &known), Some("timeoutSeconds"));
+        assert_eq!(closest("displayname", &known), Some("displayName"));
+        assert_eq!(closest("dispalyName", &known), Some("displayName"));
+        assert_eq!(closest("systemPrompt", &known), None);
+        assert_eq!(closest("ix", &known), Some("id"));
+        assert_eq!(closest("xy", &known), None, "short names allow one edit only");
+    }
+
+    #[test]
+    fn every_wrong_field_is_reported_not_just_the_first() {
+        let text = r#"{"a": "x", "b": true, "c": [1, "ok", false]}"#;
+        let mut checker = Checker::new("f.json", text);
+        let object = checker.parse_object().unwrap();
+        checker.integer(&object, &[], "a", 0, 10);
+        checker.string(&object, &[], "b");
+        checker.string_list(&object, &[], "c");
+        let messages: Vec<String> = checker.problems.iter().map(|p| p.to_string()).collect();
+        assert_eq!(messages.len(), 4, "{messages:#?}");
+        assert!(messages[0].contains("field \"a\" must be a whole number"));
+        assert!(messages[2].contains("item 0 must be a string"));
+        assert!(messages[3].contains("item 2 must be a string"));
+    }
+
+    #[test]
+    fn integer_out_of_range_names_the_range_and_value() {
+        let mut checker = Checker::new("f.json", r#"{"n": 0}"#);
+        let object = checker.parse_object().unwrap();
+        assert_eq!(checker.integer(&object, &[], "n", 1, 86_400), None);
+        assert_eq!(checker.problems[0].message, "must be between 1 and 86400, found 0");
+    }
+}

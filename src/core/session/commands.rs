@@ -1,0 +1,324 @@
+//! Commands that people steer a session with (spec 7): start, stop, pause, resume, skip, give, extend and roster
+//! changes. Who may run them is the Discord layer's concern; this file decides what they do.
+
+use super::history::{EventKind, join_ids};
+use super::{Context, DisplayMode, Refusal, Session, SessionStatus, Transition, seconds, whole_millis};
+use crate::core::ids::{MessageId, PersonaId};
+use crate::core::persona::{TIMEOUT_SECONDS_MAX, TIMEOUT_SECONDS_MIN};
+use crate::core::templates::Template;
+use chrono::{DateTime, Utc};
+
+/// A command as a person gave it; persona names are resolved (and refused when unknown) here.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Command {
+    /// Start a session; an empty roster means every persona in default order.
+    Start {
+        roster: Vec<String>,
+    },
+    Stop,
+    Pause,
+    Resume,
+    Skip,
+    Give {
+        persona: String,
+    },
+    Extend {
+        seconds: i64,
+    },
+    Order {
+        roster: Vec<String>,
+    },
+    Add {
+        persona: String,
+    },
+    Remove {
+        persona: String,
+    },
+}
+
+impl Session {
+    /// Claims a message id for handling: false when it (or a newer one) was handled already.
+    pub fn claim(&mut self, id: MessageId) -> bool {
+        if self.last_message_id.is_some_and(|last| id <= last) {
+            return false;
+        }
+        self.last_message_id = Some(id);
+        true
+    }
+
+    /// Runs a command. `message_id` is the command message's id (none for slash commands): a command delivered
+    /// twice runs once. A refusal says why, for the person who gave the command.
+    pub fn handle_command(
+        &mut self,
+        command: &Command,
+        message_id: Option<MessageId>,
+        now: DateTime<Utc>,
+        ctx: Context,
+    ) -> Result<Transition, Refusal> {
+        let now = whole_millis(now);
+        let mut t = Transition::default();
+        if let Some(id) = message_id {
+            if !self.claim(id) {
+                return Ok(t);
+            }
+            t.changed = true;
+        }
+        if let Command::Start { roster } = command {
+            return self.start(roster, now, ctx, t);
+        }
+        if !self.is_active() {
+            return Err(refuse("No session is running here. Start one with `start`."));
+        }
+        // A turn already past its deadline ends first: the command applies to the turn that follows.
+        self.expire_if_due(now, ctx, &mut t);
+        let active = self.active_agent.clone().expect("an active session has an active persona");
+        match command {
+            Command::Start { .. } => unreachable!("handled above"),
+            Command::Stop => {
+                t.events.push(self.event(now, None, EventKind::SessionStopped {}));
+                let values = [("roster", join_ids(&self.roster)), ("round", self.round.to_string())];
+                let text = ctx.config.templates.render(Template::SessionStop, &values);
+                self.announce(&mut t, text, None);
+                self.status = SessionStatus::Stopped;
+                self.active_agent = None;
+                self.turn_timeout_at = None;
+                self.paused_at = None;
+                self.paused_remaining_ms = None;
+                self.editable_messages.clear();
+            }
+            Command::Pause => {
+                if self.status == SessionStatus::Paused {
+                    return Err(refuse("The session is already paused. Use `resume` to go on."));
+                }
+                let deadline = self.turn_timeout_at.expect("a running turn has a deadline");
+                let remaining_ms = (deadline - now).num_milliseconds();
+                self.status = SessionStatus::Paused;
+                self.paused_at = Some(now);
+                self.paused_remaining_ms = Some(remaining_ms);
+                self.turn_timeout_at = None;
+                self.announce_about(&mut t, ctx, Template::Paused, &active, now, &[]);
+                let kind = EventKind::Paused { remaining_seconds: self.remaining_seconds(now) };
+                t.events.push(self.event(now, Some(&active), kind));
+            }
+            Command::Resume => {
+                if self.status != SessionStatus::Paused {
+                    return Err(refuse("The session is not paused."));
+                }
+                let paused_at = self.paused_at.take().unwrap_or(now);
+                let remaining_ms = self.paused_remaining_ms.take().unwrap_or(0);
+                self.status = SessionStatus::Running;
+                if self.turn_announced {
+                    self.turn_paused_ms += (now - paused_at).num_milliseconds();
+                } else {
+                    // The turn began during the pause: it really begins now.
+                    self.turn_started_at = Some(now);
+                    self.turn_paused_ms = 0;
+                }
+                self.turn_timeout_at = Some(now + chrono::TimeDelta::milliseconds(remaining_ms));
+                let kind = EventKind::Resumed { remaining_seconds: self.remaining_seconds(now) };
+                t.events.push(self.event(now, Some(&active), kind));
+                self.announce_about(&mut t, ctx, Template::Resumed, &active, now, &[]);
+                if !self.turn_announced {
+                    self.announce_turn(ctx, &mut t);
+                }
+            }
+            Command::Skip => {
+                let next = self.following(&active);
+                t.events.push(self.event(now, Some(&active), EventKind::Skipped { next_agent: next }));
+                self.announce_about(&mut t, ctx, Template::Skipped, &active, now, &[]);
+                self.advance(now, ctx, &mut t);
+            }
+            Command::Give { persona } => {
+                let persona = self.roster_member(persona, ctx)?;
+                if persona == active {
+                    return Err(refuse(&format!("{persona} already has the floor.")));
+                }
+                let kind = EventKind::FloorGiven { from: Some(active) };
+                t.events.push(self.event(now, Some(&persona), kind));
+                self.announce_about(&mut t, ctx, Template::FloorGiven, &persona, now, &[]);
+                self.begin_turn(persona, now, ctx, &mut t);
+            }
+            Command::Extend { seconds: added } => {
+                if !(TIMEOUT_SECONDS_MIN..=TIMEOUT_SECONDS_MAX).contains(added) {
+                    return Err(refuse(&format!(
+                        "Extend by {TIMEOUT_SECONDS_MIN} to {TIMEOUT_SECONDS_MAX} seconds, not {added}."
+                    )));
+                }
+                let added = *added as u32;
+                self.turn_extended_seconds += u64::from(added);
+                match self.status {
+                    SessionStatus::Paused => *self.paused_remaining_ms.get_or_insert(0) += i64::from(added) * 1000,
+                    _ => self.turn_timeout_at = self.turn_timeout_at.map(|d| d + seconds(u64::from(added))),
+                }
+                t.events.push(self.event(now, Some(&active), EventKind::Extended { seconds: added }));
+                let extra = [("seconds", added.to_string())];
+                self.announce_about(&mut t, ctx, Template::Extended, &active, now, &extra);
+            }
+            Command::Order { roster } => {
+                let roster = resolve_roster(roster, ctx)?;
+                if roster.is_empty() {
+                    return Err(refuse("Name the personas in their new order, e.g. `order pm dev critic`."));
+                }
+                self.roster = roster;
+                self.roster_changed(now, ctx, &mut t);
+                if !self.roster.contains(&active) {
+                    let first = self.roster[0].clone();
+                    self.begin_turn(first, now, ctx, &mut t);
+                }
+            }
+            Command::Add { persona } => {
+                let persona = ctx.personas.resolve(persona).map_err(|e| refuse(&e))?.id.clone();
+                if self.roster.contains(&persona) {
+                    return Err(refuse(&format!("{persona} is already in the roster ({}).", join_ids(&self.roster))));
+                }
+                self.roster.push(persona);
+                self.roster_changed(now, ctx, &mut t);
+            }
+            Command::Remove { persona } => {
+                let persona = self.roster_member(persona, ctx)?;
+                if self.roster.len() == 1 {
+                    return Err(refuse(&format!("{persona} is the only persona left; use `stop` to end the session.")));
+                }
+                let index = self.roster.iter().position(|p| *p == persona).expect("checked membership");
+                self.roster.remove(index);
+                self.roster_changed(now, ctx, &mut t);
+                if persona == active {
+                    // The floor goes to whoever came after the removed persona.
+                    if index >= self.roster.len() {
+                        self.round += 1;
+                    }
+                    let next = self.roster[index % self.roster.len()].clone();
+                    self.begin_turn(next, now, ctx, &mut t);
+                }
+            }
+        }
+        Ok(self.finish(t, ctx))
+    }
+
+    /// Sets how messages are shown, as the Discord layer found from its permissions.
+    pub fn set_display_mode(&mut self, mode: DisplayMode, now: DateTime<Utc>, ctx: Context) -> Transition {
+        if self.display_mode == mode {
+            return Transition::default();
+        }
+        self.display_mode = mode;
+        let t = Transition {
+            events: vec![self.event(whole_millis(now), None, EventKind::DisplayModeChanged { mode })],
+            ..Transition::default()
+        };
+        self.finish(t, ctx)
+    }
+
+    /// After the personas changed (a restart with other persona files): drops roster members that no longer exist
+    /// and moves the floor on if its holder is gone. A roster left empty stops the session.
+    pub fn reconcile(&mut self, now: DateTime<Utc>, ctx: Context) -> Transition {
+        let now = whole_millis(now);
+        let mut t = Transition::default();
+        if !self.is_active() || self.roster.iter().all(|p| ctx.personas.get(p).is_some()) {
+            return t;
+        }
+        let active = self.active_agent.clone().expect("an active session has an active persona");
+        let start = self.roster.iter().position(|p| *p == active).unwrap_or(0);
+        let successor = (1..=self.roster.len())
+            .map(|k| self.roster[(start + k) % self.roster.len()].clone())
+            .find(|p| ctx.personas.get(p).is_some());
+        self.roster.retain(|p| ctx.personas.get(p).is_some());
+        match successor {
+            None => {
+                t.events.push(self.event(now, None, EventKind::SessionStopped {}));
+                self.status = SessionStatus::Stopped;
+                self.active_agent = None;
+                self.turn_timeout_at = None;
+            }
+            Some(next) => {
+                self.roster_changed(now, ctx, &mut t);
+                if ctx.personas.get(&active).is_none() {
+                    self.begin_turn(next, now, ctx, &mut t);
+                }
+            }
+        }
+        self.finish(t, ctx)
+    }
+
+    fn start(
+        &mut self,
+        names: &[String],
+        now: DateTime<Utc>,
+        ctx: Context,
+        mut t: Transition,
+    ) -> Result<Transition, Refusal> {
+        if self.is_active() {
+            let who = self.active_agent.as_ref().map(|a| format!(" ({a} has the floor)")).unwrap_or_default();
+            return Err(refuse(&format!(
+                "A session is already running here{who}. Use `stop` first, or `order` to change the roster."
+            )));
+        }
+        if ctx.personas.is_empty() {
+            return Err(refuse("No personas are configured: add persona files to the personas folder first."));
+        }
+        let roster = if names.is_empty() { ctx.personas.default_roster() } else { resolve_roster(names, ctx)? };
+        let keep = (self.channel_id, self.display_mode, self.last_message_id, self.announcement_seq);
+        let history = std::mem::take(&mut self.history);
+        *self = Session::new(keep.0);
+        (self.display_mode, self.last_message_id, self.announcement_seq, self.history) =
+            (keep.1, keep.2, keep.3, history);
+        self.status = SessionStatus::Running;
+        self.round = 1;
+        self.roster = roster.clone();
+        t.events.push(self.event(now, None, EventKind::SessionStarted { roster: roster.clone() }));
+        let values = [("roster", join_ids(&roster)), ("round", "1".to_owned())];
+        let text = ctx.config.templates.render(Template::SessionStart, &values);
+        self.announce(&mut t, text, None);
+        self.begin_turn(roster[0].clone(), now, ctx, &mut t);
+        Ok(self.finish(t, ctx))
+    }
+
+    fn roster_changed(&mut self, now: DateTime<Utc>, ctx: Context, t: &mut Transition) {
+        t.events.push(self.event(now, None, EventKind::RosterChanged { roster: self.roster.clone() }));
+        let values = [("roster", join_ids(&self.roster)), ("round", self.round.to_string())];
+        let text = ctx.config.templates.render(Template::RosterChanged, &values);
+        self.announce(t, text, None);
+    }
+
+    fn roster_member(&self, typed: &str, ctx: Context) -> Result<PersonaId, Refusal> {
+        let persona = ctx.personas.resolve(typed).map_err(|e| refuse(&e))?.id.clone();
+        if !self.roster.contains(&persona) {
+            return Err(refuse(&format!(
+                "{persona} is not in this session's roster ({}); add it with `add {persona}`.",
+                join_ids(&self.roster)
+            )));
+        }
+        Ok(persona)
+    }
+
+    fn announce_about(
+        &mut self,
+        t: &mut Transition,
+        ctx: Context,
+        template: Template,
+        persona: &PersonaId,
+        now: DateTime<Utc>,
+        extra: &[(&'static str, String)],
+    ) {
+        let mut values = self.common_values(ctx, persona);
+        values.push(("remaining", self.remaining_seconds(now).to_string()));
+        values.extend(extra.iter().cloned());
+        let text = ctx.config.templates.render(template, &values);
+        self.announce(t, text, None);
+    }
+}
+
+fn resolve_roster(names: &[String], ctx: Context) -> Result<Vec<PersonaId>, Refusal> {
+    let mut roster: Vec<PersonaId> = Vec::new();
+    for name in names {
+        let id = ctx.personas.resolve(name).map_err(|e| refuse(&e))?.id.clone();
+        if roster.contains(&id) {
+            return Err(refuse(&format!("{id} is named twice; each persona takes one place in the roster.")));
+        }
+        roster.push(id);
+    }
+    Ok(roster)
+}
+
+fn refuse(text: &str) -> Refusal {
+    Refusal(text.to_owned())
+}

@@ -1,0 +1,170 @@
+//! History events: what happened in a session, in the seed's shape (`event`, `agentId`, `details`).
+
+use crate::core::ids::{MessageId, PersonaId};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+/// One entry of a session's history, as saved in the session file and the JSON-lines log.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HistoryEvent {
+    pub at: DateTime<Utc>,
+    pub round: u32,
+    /// The persona the event is about, where there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<PersonaId>,
+    #[serde(flatten)]
+    pub kind: EventKind,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "event", content = "details", rename_all = "snake_case", rename_all_fields = "camelCase")]
+pub enum EventKind {
+    SessionStarted {
+        roster: Vec<PersonaId>,
+    },
+    /// The active persona ended its turn with a signal.
+    TurnComplete {
+        message_id: MessageId,
+        keyword: String,
+        next_agent: PersonaId,
+    },
+    /// The deadline passed; `duration_seconds` is the turn's real length, rounded.
+    TurnTimeout {
+        duration_seconds: u64,
+        next_agent: PersonaId,
+    },
+    /// The first message of a persona after its turn timed out (or an edit finishing a past turn): shown, no advance.
+    LateSignal {
+        message_id: MessageId,
+        text: String,
+        had_signal: bool,
+    },
+    /// A persona spoke without the floor. `removed`: the message was deleted; its text is kept here.
+    OutOfTurn {
+        message_id: MessageId,
+        text: String,
+        removed: bool,
+    },
+    Skipped {
+        next_agent: PersonaId,
+    },
+    FloorGiven {
+        from: Option<PersonaId>,
+    },
+    Extended {
+        seconds: u32,
+    },
+    Paused {
+        remaining_seconds: u64,
+    },
+    Resumed {
+        remaining_seconds: u64,
+    },
+    RosterChanged {
+        roster: Vec<PersonaId>,
+    },
+    DisplayModeChanged {
+        mode: super::DisplayMode,
+    },
+    SessionStopped {},
+}
+
+impl EventKind {
+    /// The snake_case name used in the files, e.g. `turn_timeout`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            EventKind::SessionStarted { .. } => "session_started",
+            EventKind::TurnComplete { .. } => "turn_complete",
+            EventKind::TurnTimeout { .. } => "turn_timeout",
+            EventKind::LateSignal { .. } => "late_signal",
+            EventKind::OutOfTurn { .. } => "out_of_turn",
+            EventKind::Skipped { .. } => "skipped",
+            EventKind::FloorGiven { .. } => "floor_given",
+            EventKind::Extended { .. } => "extended",
+            EventKind::Paused { .. } => "paused",
+            EventKind::Resumed { .. } => "resumed",
+            EventKind::RosterChanged { .. } => "roster_changed",
+            EventKind::DisplayModeChanged { .. } => "display_mode_changed",
+            EventKind::SessionStopped {} => "session_stopped",
+        }
+    }
+}
+
+impl HistoryEvent {
+    /// One line for people (`history` command): time, event, persona and the details that matter.
+    pub fn summary(&self) -> String {
+        let who = self.agent_id.as_ref().map(|a| format!(" {a}")).unwrap_or_default();
+        let detail = match &self.kind {
+            EventKind::SessionStarted { roster } | EventKind::RosterChanged { roster } => {
+                format!(": {}", join_ids(roster))
+            }
+            EventKind::TurnComplete { next_agent, .. } | EventKind::Skipped { next_agent } => {
+                format!(" -> {next_agent}")
+            }
+            EventKind::TurnTimeout { duration_seconds, next_agent } => {
+                format!(" after {duration_seconds}s -> {next_agent}")
+            }
+            EventKind::LateSignal { text, .. } | EventKind::OutOfTurn { text, .. } => {
+                format!(": \"{}\"", ellipsize(text, 60))
+            }
+            EventKind::FloorGiven { from } => from.as_ref().map(|f| format!(" (from {f})")).unwrap_or_default(),
+            EventKind::Extended { seconds } => format!(" +{seconds}s"),
+            EventKind::Paused { remaining_seconds } | EventKind::Resumed { remaining_seconds } => {
+                format!(" ({remaining_seconds}s left)")
+            }
+            EventKind::DisplayModeChanged { mode } => format!(": {mode:?}"),
+            EventKind::SessionStopped {} => String::new(),
+        };
+        format!("{} {}{who}{detail}", self.at.format("%H:%M:%S"), self.kind.name())
+    }
+}
+
+pub(crate) fn join_ids(ids: &[PersonaId]) -> String {
+    ids.iter().map(PersonaId::as_str).collect::<Vec<_>>().join(", ")
+}
+
+fn ellipsize(text: &str, max: usize) -> String {
+    let flat = text.replace('\n', " ");
+    if flat.chars().count() <= max { flat } else { format!("{}…", flat.chars().take(max - 1).collect::<String>()) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timeout_event_has_the_seed_shape() {
+        let event = HistoryEvent {
+            at: "2026-02-04T21:21:30Z".parse().unwrap(),
+            round: 2,
+            agent_id: Some(PersonaId::parse("pm").unwrap()),
+            kind: EventKind::TurnTimeout { duration_seconds: 90, next_agent: PersonaId::parse("dev").unwrap() },
+        };
+        let json: serde_json::Value = serde_json::to_value(&event).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({
+                "at": "2026-02-04T21:21:30Z", "round": 2, "agentId": "pm", "event": "turn_timeout",
+                "details": {"durationSeconds": 90, "nextAgent": "dev"}
+            })
+        );
+        assert_eq!(serde_json::from_value::<HistoryEvent>(json).unwrap(), event);
+        assert_eq!(event.summary(), "21:21:30 turn_timeout pm after 90s -> dev");
+    }
+
+    #[test]
+    fn every_event_name_matches_its_serialized_tag() {
+        let kinds = [
+            EventKind::SessionStopped {},
+            EventKind::OutOfTurn { message_id: MessageId(1), text: "hi".into(), removed: true },
+            EventKind::Extended { seconds: 5 },
+        ];
+        for kind in kinds {
+            let event = HistoryEvent { at: chrono::DateTime::UNIX_EPOCH, round: 1, agent_id: None, kind };
+            let json = serde_json::to_value(&event).unwrap();
+            assert_eq!(json["event"], event.kind.name());
+            assert_eq!(serde_json::from_value::<HistoryEvent>(json).unwrap(), event);
+        }
+    }
+}

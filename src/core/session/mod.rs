@@ -1,0 +1,243 @@
+//! One channel under turn management (spec 2, 5, 8): the saved state, the inputs it takes, and status queries.
+//!
+//! Transitions live in `turns` (messages and deadlines) and `commands` (people steering). They take `now` and
+//! return a [`Transition`]; they never sleep, read the clock or do I/O.
+
+mod commands;
+pub mod effects;
+pub mod history;
+mod turns;
+
+#[cfg(test)]
+mod tests;
+
+use crate::core::config::Config;
+use crate::core::ids::{ChannelId, MessageId, PersonaId, UserId};
+use crate::core::persona::PersonaCatalog;
+use chrono::{DateTime, TimeDelta, Utc};
+use effects::Effect;
+use history::HistoryEvent;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, VecDeque};
+
+pub use commands::Command;
+
+/// The session file's format version, for future migrations.
+pub const SESSION_FORMAT_VERSION: u32 = 1;
+/// How many recent signal-less messages may still be finished by an edit that adds the signal.
+const EDITABLE_MESSAGES_KEPT: usize = 32;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SessionStatus {
+    Running,
+    Paused,
+    Stopped,
+}
+
+/// How this channel shows agents' messages, as decided by the Discord layer from its permissions (spec 6).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DisplayMode {
+    Relay,
+    Observe,
+}
+
+/// What the session remembers of one persona.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentState {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_activity: Option<DateTime<Utc>>,
+    /// Its last turn ended by timeout and it has not spoken since: its next message is a late signal.
+    #[serde(default)]
+    pub awaiting_late_reply: bool,
+    #[serde(default)]
+    pub consecutive_timeouts: u32,
+}
+
+/// A channel's session, exactly as saved in `state/channels/<channelId>.json`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Session {
+    pub version: u32,
+    pub channel_id: ChannelId,
+    pub status: SessionStatus,
+    pub display_mode: DisplayMode,
+    pub roster: Vec<PersonaId>,
+    pub active_agent: Option<PersonaId>,
+    pub round: u32,
+    pub turn_started_at: Option<DateTime<Utc>>,
+    /// When the turn ends; `None` while paused or stopped.
+    pub turn_timeout_at: Option<DateTime<Utc>>,
+    /// The active persona's turn length, as it was when the turn began.
+    pub turn_timeout_seconds: u32,
+    pub turn_extended_seconds: u64,
+    /// Time this turn spent paused, added to its deadline.
+    pub turn_paused_ms: i64,
+    /// The turn's announcement has been made (it waits for `resume` when the turn began paused).
+    pub turn_announced: bool,
+    pub paused_at: Option<DateTime<Utc>>,
+    pub paused_remaining_ms: Option<i64>,
+    pub agents: BTreeMap<PersonaId, AgentState>,
+    /// The newest message handled; anything at or below it is a repeat and is ignored.
+    pub last_message_id: Option<MessageId>,
+    /// Recent messages of turn holders without a signal, which an edit adding the signal may still finish.
+    pub editable_messages: VecDeque<MessageId>,
+    /// Counts announcements, so each gets a nonce that stays the same if it is sent again.
+    pub announcement_seq: u64,
+    pub history: VecDeque<HistoryEvent>,
+}
+
+/// What a session needs to know of the world: the personas and the configuration.
+#[derive(Clone, Copy)]
+pub struct Context<'a> {
+    pub personas: &'a PersonaCatalog,
+    pub config: &'a Config,
+}
+
+impl Context<'_> {
+    fn timeout_of(&self, persona: &PersonaId) -> u32 {
+        self.config.timeout_of(self.personas.get(persona).and_then(|p| p.timeout_seconds))
+    }
+}
+
+/// A message seen in the channel (the Discord layer has already dropped the manager's own).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IncomingMessage {
+    pub id: MessageId,
+    pub author: UserId,
+    pub text: String,
+    /// An edit (MESSAGE_UPDATE) of a message seen before, rather than a new message.
+    pub edited: bool,
+}
+
+/// What a transition decided: effects to carry out in order, and the events to record.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Transition {
+    pub effects: Vec<Effect>,
+    pub events: Vec<HistoryEvent>,
+    /// The session changed and must be saved before the effects are carried out.
+    pub changed: bool,
+}
+
+/// A command refused, with the reason to tell the person who gave it.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Refusal(pub String);
+
+/// The answer to `status`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StatusReport {
+    pub status: SessionStatus,
+    pub active_agent: Option<PersonaId>,
+    pub remaining_seconds: Option<u64>,
+    pub roster: Vec<PersonaId>,
+    pub round: u32,
+    pub display_mode: DisplayMode,
+}
+
+impl std::fmt::Display for StatusReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let roster = history::join_ids(&self.roster);
+        match (self.status, &self.active_agent) {
+            (SessionStatus::Stopped, _) | (_, None) => write!(f, "No session is running here."),
+            (status, Some(agent)) => {
+                let state = if status == SessionStatus::Paused { "paused" } else { "running" };
+                let left = self.remaining_seconds.unwrap_or(0);
+                write!(f, "{agent} has the floor, {left}s left ({state}). Round {}. Roster: {roster}.", self.round)?;
+                let mode = match self.display_mode {
+                    DisplayMode::Relay => "relay",
+                    DisplayMode::Observe => "observe",
+                };
+                write!(f, " Display: {mode}.")
+            }
+        }
+    }
+}
+
+impl Session {
+    /// A channel with no session running yet.
+    pub fn new(channel_id: ChannelId) -> Self {
+        Self {
+            version: SESSION_FORMAT_VERSION,
+            channel_id,
+            status: SessionStatus::Stopped,
+            display_mode: DisplayMode::Relay,
+            roster: Vec::new(),
+            active_agent: None,
+            round: 0,
+            turn_started_at: None,
+            turn_timeout_at: None,
+            turn_timeout_seconds: 0,
+            turn_extended_seconds: 0,
+            turn_paused_ms: 0,
+            turn_announced: false,
+            paused_at: None,
+            paused_remaining_ms: None,
+            agents: BTreeMap::new(),
+            last_message_id: None,
+            editable_messages: VecDeque::new(),
+            announcement_seq: 0,
+            history: VecDeque::new(),
+        }
+    }
+
+    pub fn is_active(&self) -> bool {
+        self.status != SessionStatus::Stopped
+    }
+
+    /// The instant the timeout task must wake for this session, if any.
+    pub fn next_deadline(&self) -> Option<DateTime<Utc>> {
+        (self.status == SessionStatus::Running).then_some(self.turn_timeout_at).flatten()
+    }
+
+    pub fn status_report(&self, now: DateTime<Utc>) -> StatusReport {
+        let now = whole_millis(now);
+        let remaining_ms = match self.status {
+            SessionStatus::Running => self.turn_timeout_at.map(|d| (d - now).num_milliseconds()),
+            SessionStatus::Paused => self.paused_remaining_ms,
+            SessionStatus::Stopped => None,
+        };
+        StatusReport {
+            status: self.status,
+            active_agent: self.active_agent.clone(),
+            remaining_seconds: remaining_ms.map(|ms| ceil_seconds(ms.max(0))),
+            roster: self.roster.clone(),
+            round: self.round,
+            display_mode: self.display_mode,
+        }
+    }
+
+    /// The last `n` events, oldest first.
+    pub fn recent_history(&self, n: usize) -> impl Iterator<Item = &HistoryEvent> {
+        self.history.iter().skip(self.history.len().saturating_sub(n))
+    }
+
+    /// Appends events to the bounded history kept in the session file.
+    fn record(&mut self, events: &[HistoryEvent], limit: usize) {
+        self.history.extend(events.iter().cloned());
+        while self.history.len() > limit.max(1) {
+            self.history.pop_front();
+        }
+    }
+}
+
+/// Times inside the engine are whole milliseconds, so deadline arithmetic is exact and survives a save.
+pub(crate) fn whole_millis(t: DateTime<Utc>) -> DateTime<Utc> {
+    DateTime::from_timestamp_millis(t.timestamp_millis()).unwrap_or(t)
+}
+
+/// Seconds to announce for a duration: rounded to the nearest second, as the seed does.
+pub(crate) fn round_seconds(ms: i64) -> u64 {
+    ((ms.max(0) + 500) / 1000) as u64
+}
+
+/// Seconds left, rounded up so that "0s left" only shows when nothing is left.
+pub(crate) fn ceil_seconds(ms: i64) -> u64 {
+    ((ms.max(0) + 999) / 1000) as u64
+}
+
+pub(crate) fn seconds(n: u64) -> TimeDelta {
+    TimeDelta::seconds(n as i64)
+}

@@ -1,0 +1,261 @@
+//! Turn transitions: agents' messages (spec 5), deadlines (spec 8), and the helpers that begin and end turns.
+
+use super::effects::{Announcement, COMPLETED_REACTION, Effect, fit_message};
+use super::history::{EventKind, HistoryEvent, join_ids};
+use super::{
+    Context, DisplayMode, EDITABLE_MESSAGES_KEPT, IncomingMessage, Session, SessionStatus, Transition, ceil_seconds,
+    round_seconds, seconds, whole_millis,
+};
+use crate::core::config::OutOfTurnPolicy;
+use crate::core::ids::{ChannelId, PersonaId};
+use crate::core::templates::Template;
+use chrono::{DateTime, Utc};
+
+impl Session {
+    /// Handles one message of the channel (spec 5, steps 2 to 5).
+    pub fn handle_message(&mut self, message: &IncomingMessage, now: DateTime<Utc>, ctx: Context) -> Transition {
+        let now = whole_millis(now);
+        let mut t = Transition::default();
+        if message.edited {
+            // An edit only matters when it adds the signal to a message seen without one; each message counts once.
+            let Some(position) = self.editable_messages.iter().position(|id| *id == message.id) else {
+                return t;
+            };
+            if !self.is_active() || !ctx.config.signals.has_signal(&message.text) {
+                return t;
+            }
+            self.editable_messages.remove(position);
+        } else {
+            if self.last_message_id.is_some_and(|last| message.id <= last) {
+                return t;
+            }
+            if !self.is_active() {
+                return t;
+            }
+            self.last_message_id = Some(message.id);
+        }
+        t.changed = true;
+        self.expire_if_due(now, ctx, &mut t);
+
+        let Some(persona) = ctx.personas.by_user(message.author).map(|p| p.id.clone()) else {
+            return self.finish(t, ctx); // A person: the message stands.
+        };
+        let signal = ctx.config.signals.detect(&message.text);
+        let holds_floor = self.active_agent.as_ref() == Some(&persona);
+        let agent = self.agents.entry(persona.clone()).or_default();
+        let late = agent.awaiting_late_reply || (message.edited && !holds_floor);
+        agent.awaiting_late_reply = false;
+        if holds_floor {
+            agent.last_activity = Some(now);
+            if signal.is_some() {
+                agent.consecutive_timeouts = 0;
+            }
+        }
+
+        if holds_floor {
+            match signal {
+                None => {
+                    self.editable_messages.push_back(message.id);
+                    if self.editable_messages.len() > EDITABLE_MESSAGES_KEPT {
+                        self.editable_messages.pop_front();
+                    }
+                }
+                Some(found) => {
+                    self.show_stripped(&mut t, message, &persona, found.display, true);
+                    let next = self.following(&persona);
+                    let kind =
+                        EventKind::TurnComplete { message_id: message.id, keyword: found.keyword, next_agent: next };
+                    t.events.push(self.event(now, Some(&persona), kind));
+                    self.advance(now, ctx, &mut t);
+                }
+            }
+        } else if late {
+            let text = signal.as_ref().map_or_else(|| message.text.clone(), |s| s.display.clone().unwrap_or_default());
+            let had_signal = signal.is_some();
+            if let Some(found) = signal {
+                self.show_stripped(&mut t, message, &persona, found.display, false);
+            }
+            let kind = EventKind::LateSignal { message_id: message.id, text, had_signal };
+            t.events.push(self.event(now, Some(&persona), kind));
+        } else {
+            let removed = ctx.config.out_of_turn == OutOfTurnPolicy::Remove && self.display_mode == DisplayMode::Relay;
+            if removed {
+                t.effects.push(Effect::Delete { message_id: message.id });
+            }
+            let kind = EventKind::OutOfTurn { message_id: message.id, text: message.text.clone(), removed };
+            t.events.push(self.event(now, Some(&persona), kind));
+        }
+        self.finish(t, ctx)
+    }
+
+    /// Ends the turn if its deadline has come (spec 8). Called by the timeout task, and at start-up for turns that
+    /// fell due while the bot was down: their duration is the true one.
+    pub fn tick(&mut self, now: DateTime<Utc>, ctx: Context) -> Transition {
+        let now = whole_millis(now);
+        let mut t = Transition::default();
+        self.expire_if_due(now, ctx, &mut t);
+        self.finish(t, ctx)
+    }
+
+    /// A message carrying the signal is shown without it: reposted in relay mode; in observe mode it stays, and a
+    /// completed turn gets a reaction.
+    fn show_stripped(
+        &self,
+        t: &mut Transition,
+        message: &IncomingMessage,
+        persona: &PersonaId,
+        display: Option<String>,
+        completed: bool,
+    ) {
+        match self.display_mode {
+            DisplayMode::Relay => t.effects.push(Effect::Relay {
+                message_id: message.id,
+                persona: persona.clone(),
+                text: display.map(fit_message),
+            }),
+            DisplayMode::Observe if completed => {
+                t.effects.push(Effect::React { message_id: message.id, emoji: COMPLETED_REACTION })
+            }
+            DisplayMode::Observe => {}
+        }
+    }
+
+    /// Times the turn out when `now` has reached its deadline: the turn covers `[start, deadline)`.
+    pub(super) fn expire_if_due(&mut self, now: DateTime<Utc>, ctx: Context, t: &mut Transition) {
+        let (Some(deadline), Some(active)) = (self.next_deadline(), self.active_agent.clone()) else {
+            return;
+        };
+        if now < deadline {
+            return;
+        }
+        let started = self.turn_started_at.unwrap_or(deadline);
+        let duration_seconds = round_seconds((now - started).num_milliseconds());
+        let next = self.following(&active);
+        let agent = self.agents.entry(active.clone()).or_default();
+        agent.awaiting_late_reply = true;
+        agent.consecutive_timeouts += 1;
+        if ctx.config.announce_timeouts {
+            let mut values = self.common_values(ctx, &active);
+            values.push(("duration", duration_seconds.to_string()));
+            let text = ctx.config.templates.render(Template::Timeout, &values);
+            self.announce(t, text, None);
+        }
+        let kind = EventKind::TurnTimeout { duration_seconds, next_agent: next };
+        t.events.push(self.event(now, Some(&active), kind));
+        self.advance(now, ctx, t);
+    }
+
+    /// The persona after `persona` in the roster, wrapping around.
+    pub(super) fn following(&self, persona: &PersonaId) -> PersonaId {
+        match self.roster.iter().position(|p| p == persona) {
+            Some(i) => self.roster[(i + 1) % self.roster.len()].clone(),
+            None => self.roster[0].clone(),
+        }
+    }
+
+    /// Passes the floor to the next persona; the round grows when the roster wraps around.
+    pub(super) fn advance(&mut self, now: DateTime<Utc>, ctx: Context, t: &mut Transition) {
+        let position = self.active_agent.as_ref().and_then(|a| self.roster.iter().position(|p| p == a));
+        let next_index = position.map_or(0, |i| i + 1);
+        if next_index >= self.roster.len() {
+            self.round += 1;
+        }
+        let next = self.roster[next_index % self.roster.len()].clone();
+        self.begin_turn(next, now, ctx, t);
+    }
+
+    /// Gives `persona` the floor now. In a paused session the turn waits, unannounced, for `resume`.
+    pub(super) fn begin_turn(&mut self, persona: PersonaId, now: DateTime<Utc>, ctx: Context, t: &mut Transition) {
+        let timeout = ctx.timeout_of(&persona);
+        self.agents.entry(persona.clone()).or_default().awaiting_late_reply = false;
+        self.active_agent = Some(persona.clone());
+        self.turn_started_at = Some(now);
+        self.turn_timeout_seconds = timeout;
+        self.turn_extended_seconds = 0;
+        self.turn_paused_ms = 0;
+        if self.status == SessionStatus::Paused {
+            self.paused_at = Some(now);
+            self.paused_remaining_ms = Some(i64::from(timeout) * 1000);
+            self.turn_timeout_at = None;
+            self.turn_announced = false;
+        } else {
+            self.turn_timeout_at = Some(now + seconds(u64::from(timeout)));
+            self.announce_turn(ctx, t);
+        }
+    }
+
+    /// The turn-start announcement, which mentions the persona's Discord account (what makes agents answer).
+    pub(super) fn announce_turn(&mut self, ctx: Context, t: &mut Transition) {
+        let Some(persona) = self.active_agent.clone() else { return };
+        let user = ctx.personas.get(&persona).map(|p| p.discord_user_id);
+        let mut values = self.common_values(ctx, &persona);
+        values.push(("userId", user.map(|u| u.to_string()).unwrap_or_default()));
+        values.push(("timeout", self.turn_timeout_seconds.to_string()));
+        values.push(("signal", ctx.config.signal_keyword.clone()));
+        let text = ctx.config.templates.render(Template::TurnStart, &values);
+        self.turn_announced = true;
+        self.announce(t, text, user);
+    }
+
+    /// Placeholder values every announcement about a persona offers.
+    pub(super) fn common_values(&self, ctx: Context, persona: &PersonaId) -> Vec<(&'static str, String)> {
+        let name = ctx.personas.get(persona).map_or_else(|| persona.to_string(), |p| p.display_name.clone());
+        vec![
+            ("agent", persona.to_string()),
+            ("name", name),
+            ("round", self.round.to_string()),
+            ("roster", join_ids(&self.roster)),
+        ]
+    }
+
+    pub(super) fn announce(&mut self, t: &mut Transition, text: String, mention: Option<crate::core::ids::UserId>) {
+        self.announcement_seq += 1;
+        let nonce = nonce_for(self.channel_id, self.announcement_seq);
+        t.effects.push(Effect::Announce(Announcement { text: fit_message(text), mention, nonce }));
+    }
+
+    pub(super) fn event(&self, now: DateTime<Utc>, agent: Option<&PersonaId>, kind: EventKind) -> HistoryEvent {
+        HistoryEvent { at: now, round: self.round, agent_id: agent.cloned(), kind }
+    }
+
+    /// Seconds left in the current turn, rounded up.
+    pub(super) fn remaining_seconds(&self, now: DateTime<Utc>) -> u64 {
+        match (self.status, self.turn_timeout_at, self.paused_remaining_ms) {
+            (SessionStatus::Paused, _, Some(ms)) => ceil_seconds(ms),
+            (_, Some(deadline), _) => ceil_seconds((deadline - now).num_milliseconds()),
+            _ => 0,
+        }
+    }
+
+    /// Records the transition's events in the bounded history.
+    pub(super) fn finish(&mut self, mut t: Transition, ctx: Context) -> Transition {
+        self.record(&t.events, ctx.config.history_limit);
+        t.changed |= !t.events.is_empty() || !t.effects.is_empty();
+        t
+    }
+}
+
+/// A nonce of at most 25 characters, unique per channel and announcement, the same on every retry.
+fn nonce_for(channel: ChannelId, seq: u64) -> String {
+    // splitmix64 over the channel id, then the sequence number kept readable.
+    let mut z = channel.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^= z >> 31;
+    // 1 + 8 + at most 16 characters: within Discord's 25.
+    format!("t{:08x}{seq:x}", z as u32)
+}
+
+#[cfg(test)]
+mod nonce_tests {
+    use super::*;
+
+    #[test]
+    fn nonces_fit_discord_and_differ_by_channel_and_sequence() {
+        let a = nonce_for(ChannelId(u64::MAX), u64::MAX);
+        assert!(a.len() <= 25, "{a} is {} characters", a.len());
+        assert_ne!(nonce_for(ChannelId(1), 1), nonce_for(ChannelId(2), 1));
+        assert_ne!(nonce_for(ChannelId(1), 1), nonce_for(ChannelId(1), 2));
+        assert_eq!(nonce_for(ChannelId(7), 3), nonce_for(ChannelId(7), 3));
+    }
+}

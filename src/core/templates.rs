@@ -1,0 +1,181 @@
+//! Announcement templates (spec 7): their defaults, the placeholders each may use, and rendering.
+
+use std::collections::BTreeMap;
+
+/// One kind of announcement, with its configuration key, default text and allowed placeholders.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Template {
+    TurnStart,
+    Timeout,
+    SessionStart,
+    SessionStop,
+    Paused,
+    Resumed,
+    Skipped,
+    FloorGiven,
+    Extended,
+    RosterChanged,
+}
+
+impl Template {
+    pub const ALL: [Template; 10] = [
+        Template::TurnStart,
+        Template::Timeout,
+        Template::SessionStart,
+        Template::SessionStop,
+        Template::Paused,
+        Template::Resumed,
+        Template::Skipped,
+        Template::FloorGiven,
+        Template::Extended,
+        Template::RosterChanged,
+    ];
+
+    /// The key under `templates` in the configuration file.
+    pub fn key(self) -> &'static str {
+        match self {
+            Template::TurnStart => "turnStart",
+            Template::Timeout => "timeout",
+            Template::SessionStart => "sessionStart",
+            Template::SessionStop => "sessionStop",
+            Template::Paused => "paused",
+            Template::Resumed => "resumed",
+            Template::Skipped => "skipped",
+            Template::FloorGiven => "floorGiven",
+            Template::Extended => "extended",
+            Template::RosterChanged => "rosterChanged",
+        }
+    }
+
+    pub fn default_text(self) -> &'static str {
+        match self {
+            Template::TurnStart => {
+                "🎙️ <@{userId}> ({agent}) has the floor: {timeout}s. End your message with {signal}."
+            }
+            Template::Timeout => "⏱️ {agent} turn timed out after {duration}s",
+            Template::SessionStart => "▶️ Turn management started. Roster: {roster}.",
+            Template::SessionStop => "⏹️ Turn management stopped after {round} round(s). History is kept.",
+            Template::Paused => "⏸️ Paused. {agent} keeps the floor with {remaining}s left.",
+            Template::Resumed => "▶️ Resumed. {agent} has {remaining}s left.",
+            Template::Skipped => "⏭️ {agent}'s turn was skipped.",
+            Template::FloorGiven => "👉 The floor goes to {agent}.",
+            Template::Extended => "⏩ {agent}'s turn extended by {seconds}s: {remaining}s left.",
+            Template::RosterChanged => "🔀 Roster: {roster}.",
+        }
+    }
+
+    /// Placeholders this template may use; anything else in braces is a configuration error.
+    pub fn placeholders(self) -> &'static [&'static str] {
+        const PERSONA: &[&str] = &["agent", "name", "round", "roster"];
+        match self {
+            Template::TurnStart => &["agent", "name", "userId", "timeout", "signal", "round", "roster"],
+            Template::Timeout => &["agent", "name", "duration", "round", "roster"],
+            Template::SessionStart | Template::RosterChanged | Template::SessionStop => &["roster", "round"],
+            Template::Paused | Template::Resumed => &["agent", "name", "remaining", "round", "roster"],
+            Template::Extended => &["agent", "name", "seconds", "remaining", "round", "roster"],
+            Template::Skipped | Template::FloorGiven => PERSONA,
+        }
+    }
+
+    /// Checks a configured text: every `{placeholder}` must be one this template offers.
+    pub fn check(self, text: &str) -> Result<(), String> {
+        for name in placeholders_in(text) {
+            if !self.placeholders().contains(&name) {
+                return Err(format!(
+                    "uses {{{name}}}, which this announcement does not offer; available: {}",
+                    self.placeholders().iter().map(|p| format!("{{{p}}}")).collect::<Vec<_>>().join(", ")
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn placeholders_in(text: &str) -> impl Iterator<Item = &str> {
+    text.split('{').skip(1).filter_map(|rest| rest.split_once('}').map(|(name, _)| name))
+}
+
+/// The configured text of every template.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Templates(BTreeMap<Template, String>);
+
+impl Default for Templates {
+    fn default() -> Self {
+        Self(Template::ALL.iter().map(|t| (*t, t.default_text().to_owned())).collect())
+    }
+}
+
+impl Templates {
+    pub fn set(&mut self, template: Template, text: String) {
+        self.0.insert(template, text);
+    }
+
+    pub fn text(&self, template: Template) -> &str {
+        self.0.get(&template).map_or(template.default_text(), String::as_str)
+    }
+
+    /// Fills `template` with `values`; placeholders without a value are left as written.
+    pub fn render(&self, template: Template, values: &[(&str, String)]) -> String {
+        let mut out = String::new();
+        let mut rest = self.text(template);
+        while let Some(open) = rest.find('{') {
+            out.push_str(&rest[..open]);
+            let after = &rest[open + 1..];
+            match after.split_once('}') {
+                Some((name, tail)) if values.iter().any(|(k, _)| *k == name) => {
+                    out.push_str(&values.iter().find(|(k, _)| *k == name).expect("checked").1);
+                    rest = tail;
+                }
+                _ => {
+                    out.push('{');
+                    rest = after;
+                }
+            }
+        }
+        out.push_str(rest);
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timeout_default_renders_the_seed_text() {
+        let text = Templates::default().render(Template::Timeout, &[("agent", "pm".into()), ("duration", "90".into())]);
+        assert_eq!(text, "⏱️ pm turn timed out after 90s");
+    }
+
+    #[test]
+    fn turn_start_default_renders_the_spec_text() {
+        let values = [
+            ("userId", "42".to_owned()),
+            ("agent", "pm".into()),
+            ("timeout", "90".into()),
+            ("signal", "TURN_COMPLETE".into()),
+        ];
+        let text = Templates::default().render(Template::TurnStart, &values);
+        assert_eq!(text, "🎙️ <@42> (pm) has the floor: 90s. End your message with TURN_COMPLETE.");
+    }
+
+    #[test]
+    fn every_default_uses_only_its_own_placeholders() {
+        for template in Template::ALL {
+            assert_eq!(template.check(template.default_text()), Ok(()), "{template:?}");
+        }
+    }
+
+    #[test]
+    fn unknown_placeholder_is_refused_with_the_available_ones() {
+        let err = Template::Timeout.check("{agent} late by {lateness}").unwrap_err();
+        assert!(err.contains("{lateness}") && err.contains("{duration}"), "{err}");
+    }
+
+    #[test]
+    fn configured_text_replaces_the_default_and_unfilled_braces_stay() {
+        let mut templates = Templates::default();
+        templates.set(Template::Skipped, "skip {agent} {json: 1}".into());
+        assert_eq!(templates.render(Template::Skipped, &[("agent", "dev".into())]), "skip dev {json: 1}");
+    }
+}

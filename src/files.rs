@@ -1,0 +1,180 @@
+//! Reads the configuration file and the persona folder from disk and hands their text to the core.
+//! I/O failures are reported as problems too, so `check` and start-up show everything wrong in one list.
+
+use crate::core::config::Config;
+use crate::core::persona::PersonaCatalog;
+use crate::core::problems::{Problem, Problems, Severity};
+use std::path::{Path, PathBuf};
+
+/// The configuration file looked for when none is named.
+pub const DEFAULT_CONFIG_FILE: &str = "turn-manager.json";
+
+/// Everything the bot is configured with, validated.
+#[derive(Clone, Debug)]
+pub struct Setup {
+    pub config: Config,
+    /// The configuration file read, if one was.
+    pub config_file: Option<PathBuf>,
+    pub personas: PersonaCatalog,
+    pub personas_dir: PathBuf,
+    /// Warnings found on the way (typos of known fields...).
+    pub warnings: Problems,
+}
+
+/// Where to read from; `None` fields use the defaults (and the configuration's folders).
+#[derive(Clone, Debug, Default)]
+pub struct Sources {
+    pub config_file: Option<PathBuf>,
+    pub personas_dir: Option<PathBuf>,
+    pub state_dir: Option<PathBuf>,
+}
+
+/// Reads and validates the configuration and every persona file; all problems come back at once.
+pub fn load_setup(sources: &Sources) -> Result<Setup, Problems> {
+    let mut problems = Vec::new();
+    let (config_path, explicit) = match &sources.config_file {
+        Some(path) => (path.clone(), true),
+        None => (PathBuf::from(DEFAULT_CONFIG_FILE), false),
+    };
+    let (mut config, config_text, config_file) = match std::fs::read_to_string(&config_path) {
+        Ok(text) => match Config::parse(&display(&config_path), &text) {
+            Ok(config) => (config, text, Some(config_path.clone())),
+            Err(found) => {
+                problems.extend(found.0);
+                (Config::default(), text, Some(config_path.clone()))
+            }
+        },
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && !explicit => (Config::default(), String::new(), None),
+        Err(e) => {
+            problems.push(file_problem(&config_path, format!("cannot be read: {e}")));
+            (Config::default(), String::new(), None)
+        }
+    };
+    if let Some(dir) = &sources.personas_dir {
+        config.personas_dir = dir.clone();
+    }
+    if let Some(dir) = &sources.state_dir {
+        config.state_dir = dir.clone();
+    }
+
+    let personas_dir = config.personas_dir.clone();
+    let mut catalog = None;
+    match read_persona_files(&personas_dir) {
+        Err(problem) => problems.push(problem),
+        Ok(files) if files.is_empty() => problems.push(file_problem(
+            &personas_dir,
+            "has no persona files (*.json); add one per agent, see the README".into(),
+        )),
+        Ok(files) => match PersonaCatalog::from_files(&files) {
+            Ok((found, warnings)) => {
+                problems.extend(warnings.0);
+                catalog = Some(found);
+            }
+            Err(found) => problems.extend(found.0),
+        },
+    }
+    if let (Some(catalog), Some(file)) = (&catalog, &config_file) {
+        problems.extend(config.check_against(&display(file), &config_text, catalog));
+    }
+
+    let problems = Problems(problems);
+    match catalog {
+        Some(personas) if !problems.has_errors() => {
+            Ok(Setup { config, config_file, personas, personas_dir, warnings: problems })
+        }
+        _ => Err(problems),
+    }
+}
+
+/// Every `*.json` file of a folder as (path, text), sorted by name. Unreadable files are errors.
+pub fn read_persona_files(dir: &Path) -> Result<Vec<(String, String)>, Problem> {
+    let entries = std::fs::read_dir(dir).map_err(|e| file_problem(dir, format!("cannot be read as a folder: {e}")))?;
+    let mut paths: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .map(|entry| entry.path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "json") && path.is_file())
+        .collect();
+    paths.sort();
+    paths
+        .into_iter()
+        .map(|path| match std::fs::read_to_string(&path) {
+            Ok(text) => Ok((display(&path), text)),
+            Err(e) => Err(file_problem(&path, format!("cannot be read: {e}"))),
+        })
+        .collect()
+}
+
+fn file_problem(path: &Path, message: String) -> Problem {
+    Problem { severity: Severity::Error, file: display(path), line: None, field: String::new(), message }
+}
+
+fn display(path: &Path) -> String {
+    path.display().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(dir: &Path, name: &str, text: &str) {
+        std::fs::write(dir.join(name), text).unwrap();
+    }
+
+    #[test]
+    fn missing_default_config_uses_defaults_but_a_named_one_must_exist() {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), "pm.json", r#"{"id": "pm", "discordUserId": "1"}"#);
+        let mut sources = Sources { personas_dir: Some(dir.path().into()), ..Sources::default() };
+        let setup = load_setup(&sources).unwrap();
+        assert_eq!(setup.personas.all().len(), 1);
+        assert!(setup.config_file.is_none());
+
+        sources.config_file = Some(dir.path().join("nope.json"));
+        let problems = load_setup(&sources).unwrap_err();
+        assert!(problems.to_string().contains("nope.json: cannot be read"), "{problems}");
+    }
+
+    #[test]
+    fn config_and_persona_problems_are_reported_together() {
+        let dir = tempfile::tempdir().unwrap();
+        let personas = dir.path().join("personas");
+        std::fs::create_dir(&personas).unwrap();
+        write(&personas, "a.json", r#"{"id": "A"}"#);
+        write(&personas, "notes.txt", "not a persona");
+        write(dir.path(), "c.json", r#"{"announceTimeouts": "yes"}"#);
+        let sources = Sources {
+            config_file: Some(dir.path().join("c.json")),
+            personas_dir: Some(personas),
+            ..Sources::default()
+        };
+        let problems = load_setup(&sources).unwrap_err();
+        assert!(problems.errors().any(|p| p.file.ends_with("c.json") && p.field == "announceTimeouts"));
+        assert!(problems.errors().any(|p| p.file.ends_with("a.json")));
+        assert!(!problems.to_string().contains("notes.txt"));
+    }
+
+    #[test]
+    fn empty_or_missing_persona_folder_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let sources = Sources { personas_dir: Some(dir.path().into()), ..Sources::default() };
+        assert!(load_setup(&sources).unwrap_err().to_string().contains("has no persona files"));
+        let sources = Sources { personas_dir: Some(dir.path().join("missing")), ..Sources::default() };
+        assert!(load_setup(&sources).unwrap_err().to_string().contains("cannot be read as a folder"));
+    }
+
+    #[test]
+    fn configured_roster_naming_an_unknown_persona_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let personas = dir.path().join("personas");
+        std::fs::create_dir(&personas).unwrap();
+        write(&personas, "pm.json", r#"{"id": "pm", "discordUserId": "1"}"#);
+        write(dir.path(), "c.json", r#"{"channels": [{"channelId": "9", "roster": ["pm", "qa"]}]}"#);
+        let sources = Sources {
+            config_file: Some(dir.path().join("c.json")),
+            personas_dir: Some(personas),
+            ..Sources::default()
+        };
+        let problems = load_setup(&sources).unwrap_err();
+        assert!(problems.to_string().contains("\"qa\""), "{problems}");
+    }
+}

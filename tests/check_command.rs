@@ -1,0 +1,80 @@
+//! `turn-manager check` as a process: the shipped personas pass; bad files are all named and the exit is non-zero.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn check(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_turn-manager"))
+        .arg("check")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("the binary runs")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+fn the_shipped_personas_pass_and_are_listed() {
+    let out = check(Path::new(env!("CARGO_MANIFEST_DIR")), &[]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "stdout: {stdout}\nstderr: {}", text(&out.stderr));
+    for row in ["pm      PM", "dev     Developer", "critic  Critic", "1312000000000000002", "120s"] {
+        assert!(stdout.contains(row), "missing {row:?} in:\n{stdout}");
+    }
+    assert!(stdout.contains("default timeout    60s"));
+    assert!(stdout.contains("OK: 3 personas ready."));
+}
+
+#[test]
+fn a_folder_with_two_bad_files_names_both_and_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    let personas = dir.path().join("personas");
+    std::fs::create_dir(&personas).unwrap();
+    std::fs::write(personas.join("good.json"), r#"{"id": "pm", "discordUserId": "1"}"#).unwrap();
+    std::fs::write(personas.join("bad-id.json"), "{\n  \"id\": \"Critic!\",\n  \"discordUserId\": \"2\"\n}").unwrap();
+    std::fs::write(
+        personas.join("bad-timeout.json"),
+        "{\n  \"id\": \"dev\",\n  \"discordUserId\": \"3\",\n  \"turnBehavior\": {\"timeoutSeconds\": -5}\n}",
+    )
+    .unwrap();
+    let out = check(dir.path(), &[]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "stderr: {stderr}");
+    assert!(stderr.contains("personas/bad-id.json:2: field \"id\""), "{stderr}");
+    assert!(
+        stderr.contains(
+            "personas/bad-timeout.json:4: field \"turnBehavior.timeoutSeconds\" must be between 1 and 86400, found -5"
+        ),
+        "{stderr}"
+    );
+    assert!(stderr.contains("2 errors found"), "{stderr}");
+    assert!(out.stdout.is_empty(), "nothing is reported as fine");
+}
+
+#[test]
+fn warnings_do_not_fail_the_check_but_are_shown() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("pm.json"), r#"{"id": "pm", "discordUserId": "1", "displayNme": "PM"}"#).unwrap();
+    let out = check(dir.path(), &["--personas", "."]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(stdout.contains("did you mean \"displayName\"?"), "{stdout}");
+}
+
+#[test]
+fn a_bad_configuration_file_is_reported_with_its_line() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("personas")).unwrap();
+    std::fs::write(dir.path().join("personas/pm.json"), r#"{"id": "pm", "discordUserId": "1"}"#).unwrap();
+    std::fs::write(dir.path().join("turn-manager.json"), "{\n  \"outOfTurn\": \"delete\"\n}").unwrap();
+    let out = check(dir.path(), &[]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr.contains("turn-manager.json:2: field \"outOfTurn\" is \"delete\"; use one of \"remove\", \"allow\""),
+        "{stderr}"
+    );
+}
