@@ -1,0 +1,233 @@
+//! The JSON gateway (no compression): HELLO, IDENTIFY, READY, GUILD_CREATE, heartbeats, RESUME with replay of
+//! missed dispatches, INVALID_SESSION, and dispatches to every connected bot, with the dispatch faults applied.
+
+use crate::Shared;
+use crate::faults::DispatchAction;
+use crate::world::{LogKind, World};
+use axum::extract::ws::{CloseFrame, Message as WsMessage, WebSocket};
+use serde_json::{Value, json};
+use std::collections::VecDeque;
+use std::sync::Arc;
+use tokio::sync::mpsc::{UnboundedSender, unbounded_channel};
+
+/// How often clients are asked to heartbeat, in milliseconds (Discord's usual value).
+pub const HEARTBEAT_INTERVAL_MS: u64 = 41_250;
+/// Dispatches kept per session for RESUME.
+const REPLAY_BUFFER: usize = 5_000;
+
+/// Close codes with Discord's meaning.
+pub const CLOSE_UNKNOWN_ERROR: u16 = 4000;
+pub const CLOSE_AUTHENTICATION_FAILED: u16 = 4004;
+
+/// What the writer task of a connection sends.
+#[derive(Debug)]
+pub enum Outgoing {
+    Frame(String),
+    Close(u16),
+}
+
+/// A bot's gateway session; it outlives its connection so that it can be resumed.
+#[derive(Debug)]
+pub struct GatewaySession {
+    pub id: String,
+    pub user_id: u64,
+    pub seq: u64,
+    buffer: VecDeque<(u64, String)>,
+    pub connection: Option<UnboundedSender<Outgoing>>,
+}
+
+impl World {
+    /// Sends a dispatch to every session of a bot in `guild_id` (every session when `None`).
+    pub fn dispatch(&mut self, guild_id: Option<u64>, event: &str, data: Value) {
+        let members: Vec<u64> = match guild_id {
+            Some(g) => self.guilds.get(&g).map(|g| g.members.keys().copied().collect()).unwrap_or_default(),
+            None => self.users.keys().copied().collect(),
+        };
+        let targets: Vec<String> =
+            self.sessions.values().filter(|s| members.contains(&s.user_id)).map(|s| s.id.clone()).collect();
+        for session_id in targets {
+            let action = self.faults.take_dispatch_action(event);
+            self.send_dispatch(&session_id, event, data.clone(), action);
+        }
+    }
+
+    fn send_dispatch(&mut self, session_id: &str, event: &str, data: Value, action: Option<DispatchAction>) {
+        let Some(session) = self.sessions.get_mut(session_id) else { return };
+        let user = session.user_id;
+        if action == Some(DispatchAction::Drop) {
+            self.record(LogKind::Refused { what: format!("fault: dropped {event} for user {user}") });
+            return;
+        }
+        session.seq += 1;
+        let seq = session.seq;
+        let frame = json!({"op": 0, "t": event, "s": seq, "d": data}).to_string();
+        session.buffer.push_back((seq, frame.clone()));
+        if session.buffer.len() > REPLAY_BUFFER {
+            session.buffer.pop_front();
+        }
+        let connection = session.connection.clone();
+        self.record(LogKind::GatewaySent { user, op: 0, event: Some(event.to_owned()), seq: Some(seq) });
+        let Some(tx) = connection else { return };
+        match action {
+            Some(DispatchAction::Delay(delay)) => {
+                tokio::spawn(async move {
+                    tokio::time::sleep(delay).await;
+                    let _ = tx.send(Outgoing::Frame(frame));
+                });
+            }
+            Some(DispatchAction::Duplicate) => {
+                let _ = tx.send(Outgoing::Frame(frame.clone()));
+                let _ = tx.send(Outgoing::Frame(frame));
+            }
+            _ => {
+                let _ = tx.send(Outgoing::Frame(frame));
+            }
+        }
+    }
+
+    fn send_op(&mut self, tx: &UnboundedSender<Outgoing>, user: u64, op: u8, d: Value) {
+        let _ = tx.send(Outgoing::Frame(json!({"op": op, "d": d}).to_string()));
+        self.record(LogKind::GatewaySent { user, op, event: None, seq: None });
+    }
+
+    /// Closes a bot's connections. A session that is not `resumable` is forgotten, so a RESUME gets
+    /// INVALID_SESSION and the client identifies again.
+    pub fn close_connections(&mut self, user: u64, resumable: bool) {
+        let ids: Vec<String> = self.sessions.values().filter(|s| s.user_id == user).map(|s| s.id.clone()).collect();
+        for id in ids {
+            let session = self.sessions.get_mut(&id).expect("listed");
+            if let Some(tx) = session.connection.take() {
+                let _ = tx.send(Outgoing::Close(CLOSE_UNKNOWN_ERROR));
+            }
+            if !resumable {
+                self.sessions.remove(&id);
+            }
+        }
+    }
+
+    /// Sends INVALID_SESSION (not resumable) on a bot's live connections and forgets the sessions.
+    pub fn invalidate_sessions(&mut self, user: u64) {
+        let ids: Vec<String> = self.sessions.values().filter(|s| s.user_id == user).map(|s| s.id.clone()).collect();
+        for id in ids {
+            if let Some(session) = self.sessions.remove(&id)
+                && let Some(tx) = session.connection
+            {
+                self.send_op(&tx, user, 9, json!(false));
+            }
+        }
+    }
+}
+
+/// Runs one websocket connection until it closes.
+pub async fn serve_connection(shared: Arc<Shared>, socket: WebSocket) {
+    use futures_util::{SinkExt, StreamExt};
+    let (mut sink, mut stream) = socket.split();
+    let (tx, mut rx) = unbounded_channel::<Outgoing>();
+    let writer = tokio::spawn(async move {
+        while let Some(out) = rx.recv().await {
+            let result = match out {
+                Outgoing::Frame(text) => sink.send(WsMessage::Text(text.into())).await,
+                Outgoing::Close(code) => {
+                    let frame = CloseFrame { code, reason: "closed by the server".into() };
+                    let _ = sink.send(WsMessage::Close(Some(frame))).await;
+                    break;
+                }
+            };
+            if result.is_err() {
+                break;
+            }
+        }
+    });
+    let _ = tx.send(Outgoing::Frame(json!({"op": 10, "d": {"heartbeat_interval": HEARTBEAT_INTERVAL_MS}}).to_string()));
+
+    let mut session_id: Option<String> = None;
+    while let Some(Ok(frame)) = stream.next().await {
+        let text = match frame {
+            WsMessage::Text(text) => text.to_string(),
+            WsMessage::Binary(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+            WsMessage::Close(_) => break,
+            _ => continue,
+        };
+        let Ok(payload) = serde_json::from_str::<Value>(&text) else { continue };
+        let op = payload["op"].as_u64().unwrap_or(255) as u8;
+        let mut world = shared.world.lock().expect("world lock");
+        let user = session_id.as_ref().and_then(|id| world.sessions.get(id)).map(|s| s.user_id);
+        world.record(LogKind::GatewayReceived { user, op });
+        match op {
+            1 => {
+                let _ = tx.send(Outgoing::Frame(json!({"op": 11}).to_string()));
+            }
+            2 => match identify(&mut world, &payload["d"], &tx, &shared.gateway_url) {
+                Some(id) => session_id = Some(id),
+                None => {
+                    let _ = tx.send(Outgoing::Close(CLOSE_AUTHENTICATION_FAILED));
+                }
+            },
+            6 => session_id = resume(&mut world, &payload["d"], &tx),
+            _ => {}
+        }
+        drop(world);
+        shared.changed.notify_waiters();
+    }
+    if let Some(id) = session_id {
+        let mut world = shared.world.lock().expect("world lock");
+        if let Some(session) = world.sessions.get_mut(&id)
+            && session.connection.as_ref().is_some_and(|c| c.same_channel(&tx))
+        {
+            session.connection = None;
+        }
+    }
+    drop(tx);
+    let _ = writer.await;
+}
+
+fn identify(world: &mut World, d: &Value, tx: &UnboundedSender<Outgoing>, gateway_url: &str) -> Option<String> {
+    let token = d["token"].as_str().unwrap_or_default();
+    let Some(user) = world.bot_by_token(token).map(|u| u.id) else {
+        world.record(LogKind::Refused { what: "IDENTIFY with an unknown token".into() });
+        return None;
+    };
+    let id = format!("{:x}", world.snowflake());
+    world.sessions.insert(
+        id.clone(),
+        GatewaySession { id: id.clone(), user_id: user, seq: 0, buffer: VecDeque::new(), connection: Some(tx.clone()) },
+    );
+    let guild_ids: Vec<u64> = world.guilds.values().filter(|g| g.members.contains_key(&user)).map(|g| g.id).collect();
+    let mut me = world.user_json(user);
+    me["verified"] = json!(true);
+    me["mfa_enabled"] = json!(false);
+    me["flags"] = json!(0);
+    let ready = json!({
+        "v": 10, "user": me, "session_id": id, "resume_gateway_url": gateway_url,
+        "guilds": guild_ids.iter().map(|g| json!({"id": g.to_string(), "unavailable": true})).collect::<Vec<_>>(),
+        "application": {"id": user.to_string(), "flags": 0}, "private_channels": [], "relationships": [],
+    });
+    world.send_dispatch(&id, "READY", ready, None);
+    for guild in guild_ids {
+        let data = world.guild_json(&world.guilds[&guild]);
+        world.send_dispatch(&id, "GUILD_CREATE", data, None);
+    }
+    Some(id)
+}
+
+fn resume(world: &mut World, d: &Value, tx: &UnboundedSender<Outgoing>) -> Option<String> {
+    let session_id = d["session_id"].as_str().unwrap_or_default().to_owned();
+    let seq = d["seq"].as_u64().unwrap_or(0);
+    let token_user = world.bot_by_token(d["token"].as_str().unwrap_or_default()).map(|u| u.id);
+    let valid = world.sessions.get(&session_id).is_some_and(|s| Some(s.user_id) == token_user);
+    if !valid {
+        world.record(LogKind::Refused { what: format!("RESUME of unknown session {session_id}") });
+        let _ = tx.send(Outgoing::Frame(json!({"op": 9, "d": false}).to_string()));
+        return None;
+    }
+    let session = world.sessions.get_mut(&session_id).expect("checked");
+    session.connection = Some(tx.clone());
+    let missed: Vec<String> = session.buffer.iter().filter(|(s, _)| *s > seq).map(|(_, f)| f.clone()).collect();
+    let user = session.user_id;
+    for frame in missed {
+        let _ = tx.send(Outgoing::Frame(frame));
+    }
+    world.record(LogKind::GatewaySent { user, op: 0, event: Some("REPLAY".into()), seq: Some(seq) });
+    world.send_dispatch(&session_id, "RESUMED", json!({}), None);
+    Some(session_id)
+}

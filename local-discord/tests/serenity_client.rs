@@ -1,0 +1,409 @@
+//! The real serenity client against the local server: a small test bot (not turn-manager) connects over real
+//! sockets and every behaviour is checked from the client side and in the channel as a person sees it.
+
+use local_discord::LocalDiscord;
+use local_discord::faults::{DispatchAction, RouteAction};
+use local_discord::permissions::Permissions;
+use local_discord::world::{LogKind, OverwriteTarget};
+use serenity::all::{
+    ChannelId, Command, CommandInteraction, Context, CreateAllowedMentions, CreateCommand, CreateInteractionResponse,
+    CreateInteractionResponseMessage, CreateMessage, CreateWebhook, EditMessage, EventHandler, ExecuteWebhook,
+    GatewayIntents, Guild, Http, HttpBuilder, Interaction, Message, MessageId, MessageUpdateEvent, Nonce, ReactionType,
+    Ready, ResumedEvent,
+};
+use serenity::async_trait;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
+
+const WAIT: Duration = Duration::from_secs(10);
+
+/// What the test bot saw, in the order serenity handed it over.
+#[derive(Clone, Debug, PartialEq)]
+enum Seen {
+    Ready,
+    GuildCreate(u64),
+    Message { id: u64, content: String, webhook: bool },
+    Update { id: u64, content: String },
+    Delete(u64),
+    Resumed,
+    Interaction(String),
+}
+
+struct Recorder(UnboundedSender<Seen>);
+
+#[async_trait]
+impl EventHandler for Recorder {
+    async fn ready(&self, _: Context, _: Ready) {
+        let _ = self.0.send(Seen::Ready);
+    }
+    async fn guild_create(&self, _: Context, guild: Guild, _: Option<bool>) {
+        let _ = self.0.send(Seen::GuildCreate(guild.id.get()));
+    }
+    async fn message(&self, _: Context, m: Message) {
+        let _ = self.0.send(Seen::Message { id: m.id.get(), content: m.content, webhook: m.webhook_id.is_some() });
+    }
+    async fn message_update(&self, _: Context, _: Option<Message>, _: Option<Message>, e: MessageUpdateEvent) {
+        let _ = self.0.send(Seen::Update { id: e.id.get(), content: e.content.unwrap_or_default() });
+    }
+    async fn message_delete(&self, _: Context, _: ChannelId, id: MessageId, _: Option<serenity::all::GuildId>) {
+        let _ = self.0.send(Seen::Delete(id.get()));
+    }
+    async fn resume(&self, _: Context, _: ResumedEvent) {
+        let _ = self.0.send(Seen::Resumed);
+    }
+    async fn interaction_create(&self, ctx: Context, interaction: Interaction) {
+        if let Interaction::Command(command) = interaction {
+            answer(&ctx, &command).await;
+            let _ = self.0.send(Seen::Interaction(command.data.name.clone()));
+        }
+    }
+}
+
+async fn answer(ctx: &Context, command: &CommandInteraction) {
+    let text = format!("pong from {}", command.data.name);
+    let reply = CreateInteractionResponse::Message(CreateInteractionResponseMessage::new().content(text));
+    command.create_response(&ctx.http, reply).await.expect("interaction answered");
+}
+
+/// A server with a guild, a channel, a person, and a connected test bot.
+struct Fixture {
+    server: LocalDiscord,
+    guild: u64,
+    channel: u64,
+    person: u64,
+    bot: u64,
+    http: Arc<Http>,
+    seen: UnboundedReceiver<Seen>,
+}
+
+impl Fixture {
+    /// `bot_permissions`: what the bot's role grants.
+    async fn start(bot_permissions: Permissions) -> Self {
+        let server = LocalDiscord::start().await.unwrap();
+        let person = server.create_user("alice");
+        let (bot, token) = server.create_bot("testbot");
+        let guild = server.create_guild("Lab", person);
+        let role = server.create_role(guild, "bot", bot_permissions);
+        server.add_member(guild, bot, &[role]);
+        let channel = server.create_channel(guild, "general");
+        let http = HttpBuilder::new(&token).proxy(server.base_url()).ratelimiter_disabled(true).build();
+        let (tx, seen) = unbounded_channel();
+        let intents = GatewayIntents::GUILDS | GatewayIntents::GUILD_MESSAGES | GatewayIntents::MESSAGE_CONTENT;
+        let mut client =
+            serenity::all::ClientBuilder::new_with_http(http, intents).event_handler(Recorder(tx)).await.unwrap();
+        let http = client.http.clone();
+        tokio::spawn(async move { client.start().await });
+        let mut f = Self { server, guild, channel, person, bot, http, seen };
+        f.expect(|s| *s == Seen::Ready).await;
+        f
+    }
+
+    async fn full() -> Self {
+        Self::start(Permissions::ALL.without(Permissions::ADMINISTRATOR)).await
+    }
+
+    /// The next event matching `want`, skipping others.
+    async fn expect(&mut self, mut want: impl FnMut(&Seen) -> bool) -> Seen {
+        tokio::time::timeout(WAIT, async {
+            loop {
+                let seen = self.seen.recv().await.expect("client alive");
+                if want(&seen) {
+                    return seen;
+                }
+            }
+        })
+        .await
+        .expect("event arrives in time")
+    }
+
+    /// Every event that arrives within `window` (used only to show that something did NOT arrive).
+    async fn drain(&mut self, window: Duration) -> Vec<Seen> {
+        let mut all = Vec::new();
+        while let Ok(Some(seen)) = tokio::time::timeout(window, self.seen.recv()).await {
+            all.push(seen);
+        }
+        all
+    }
+
+    fn channel_id(&self) -> ChannelId {
+        ChannelId::new(self.channel)
+    }
+
+    fn status_of(err: serenity::Error) -> u16 {
+        match err {
+            serenity::Error::Http(e) => e.status_code().map_or(0, |s| s.as_u16()),
+            other => panic!("not an HTTP error: {other:?}"),
+        }
+    }
+}
+
+fn is_message(content: &str) -> impl FnMut(&Seen) -> bool + '_ {
+    move |s| matches!(s, Seen::Message { content: c, .. } if c == content)
+}
+
+#[tokio::test]
+async fn the_bot_gets_ready_and_its_guild() {
+    let mut f = Fixture::full().await;
+    let guild = f.guild;
+    assert_eq!(f.expect(|s| matches!(s, Seen::GuildCreate(_))).await, Seen::GuildCreate(guild));
+    let identified = f.server.log().iter().filter(|e| matches!(e.kind, LogKind::GatewayReceived { op: 2, .. })).count();
+    assert_eq!(identified, 1);
+}
+
+#[tokio::test]
+async fn messages_posted_by_people_reach_the_bot() {
+    let mut f = Fixture::full().await;
+    let id = f.server.post(f.channel, f.person, "hello bot");
+    assert_eq!(
+        f.expect(is_message("hello bot")).await,
+        Seen::Message { id, content: "hello bot".into(), webhook: false }
+    );
+}
+
+#[tokio::test]
+async fn posts_edits_deletes_and_reactions_show_in_the_channel() {
+    let mut f = Fixture::full().await;
+    let sent = f.channel_id().say(&f.http, "first draft").await.unwrap();
+    f.expect(is_message("first draft")).await;
+    let mut sent = sent;
+    sent.edit(&f.http, EditMessage::new().content("final text")).await.unwrap();
+    assert_eq!(
+        f.expect(|s| matches!(s, Seen::Update { .. })).await,
+        Seen::Update { id: sent.id.get(), content: "final text".into() }
+    );
+    sent.react(&f.http, ReactionType::Unicode("✅".into())).await.unwrap();
+    let view = f.server.view(f.channel);
+    assert_eq!(view.len(), 1);
+    assert_eq!((view[0].author.as_str(), view[0].content.as_str(), view[0].edited), ("testbot", "final text", true));
+    assert_eq!(view[0].reactions, [("✅".to_owned(), 1)]);
+
+    let theirs = f.server.post(f.channel, f.person, "delete me");
+    f.http.delete_message(f.channel_id(), MessageId::new(theirs), None).await.unwrap();
+    assert_eq!(f.expect(|s| matches!(s, Seen::Delete(_))).await, Seen::Delete(theirs));
+    assert!(f.server.view(f.channel).iter().all(|m| m.id != theirs), "deleted messages are gone for people");
+    let fetched = f.channel_id().message(&f.http, sent.id).await.unwrap();
+    assert_eq!(fetched.content, "final text");
+}
+
+#[tokio::test]
+async fn webhooks_post_under_their_display_name_also_in_threads() {
+    let mut f = Fixture::full().await;
+    let hook = f.channel_id().create_webhook(&f.http, CreateWebhook::new("relay")).await.unwrap();
+    let listed = f.channel_id().webhooks(&f.http).await.unwrap();
+    assert_eq!(listed.len(), 1);
+    let execute = ExecuteWebhook::new().content("as the PM").username("PM").avatar_url("https://example.org/pm.png");
+    let posted = hook.execute(&f.http, true, execute).await.unwrap().expect("wait=true returns the message");
+    assert_eq!(
+        f.expect(is_message("as the PM")).await,
+        Seen::Message { id: posted.id.get(), content: "as the PM".into(), webhook: true }
+    );
+    let view = f.server.view(f.channel);
+    assert_eq!((view[0].author.as_str(), view[0].from_webhook), ("PM", true));
+
+    let thread = f.server.create_thread(f.channel, "side topic");
+    let in_thread = ExecuteWebhook::new().content("in the thread").username("Dev").in_thread(ChannelId::new(thread));
+    hook.execute(&f.http, true, in_thread).await.unwrap();
+    assert_eq!(f.server.view(thread)[0].author, "Dev");
+    hook.delete(&f.http).await.unwrap();
+    assert!(f.channel_id().webhooks(&f.http).await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn missing_permissions_are_refused_with_403() {
+    let f = Fixture::start(Permissions::EVERYONE_DEFAULT).await;
+    let theirs = f.server.post(f.channel, f.person, "not yours");
+    let err = f.http.delete_message(f.channel_id(), MessageId::new(theirs), None).await.unwrap_err();
+    assert_eq!(Fixture::status_of(err), 403);
+    let err = f.channel_id().create_webhook(&f.http, CreateWebhook::new("relay")).await.unwrap_err();
+    assert_eq!(Fixture::status_of(err), 403);
+    // A channel overwrite can take Send Messages away.
+    f.server.set_overwrite(f.channel, OverwriteTarget::Member(f.bot), Permissions::empty(), Permissions::SEND_MESSAGES);
+    let err = f.channel_id().say(&f.http, "hi").await.unwrap_err();
+    assert_eq!(Fixture::status_of(err), 403);
+    assert_eq!(f.server.view(f.channel).len(), 1);
+}
+
+#[tokio::test]
+async fn discord_rules_length_limit_nonce_and_allowed_mentions() {
+    let mut f = Fixture::full().await;
+    // serenity refuses long messages itself, so the raw route is called to see Discord's own answer.
+    let too_long = serde_json::json!({"content": "x".repeat(2001)});
+    let err = f.http.send_message(f.channel_id(), vec![], &too_long).await.unwrap_err();
+    assert_eq!(Fixture::status_of(err), 400);
+
+    let with_nonce = || CreateMessage::new().content("once").nonce(Nonce::String("n-1".into())).enforce_nonce(true);
+    let first = f.channel_id().send_message(&f.http, with_nonce()).await.unwrap();
+    let again = f.channel_id().send_message(&f.http, with_nonce()).await.unwrap();
+    assert_eq!(first.id, again.id, "a repeated nonce returns the first message");
+    assert_eq!(f.server.view(f.channel).len(), 1);
+
+    let text = format!("@everyone look, <@{}>", f.person);
+    let only_users = CreateMessage::new().content(&text).allowed_mentions(CreateAllowedMentions::new());
+    f.channel_id().send_message(&f.http, only_users).await.unwrap();
+    let pinged = CreateMessage::new()
+        .content("you, <@".to_owned() + &f.person.to_string() + ">")
+        .allowed_mentions(CreateAllowedMentions::new().users([serenity::all::UserId::new(f.person)]));
+    f.channel_id().send_message(&f.http, pinged).await.unwrap();
+    f.expect(|s| matches!(s, Seen::Message { content, .. } if content.starts_with("you"))).await;
+    let view = f.server.view(f.channel);
+    assert!(view[1].pinged.is_empty(), "nothing allowed: nobody pinged");
+    assert_eq!(view[2].pinged, [f.person]);
+}
+
+#[tokio::test]
+async fn history_is_listed_with_before_after_and_limit() {
+    let f = Fixture::full().await;
+    let ids: Vec<u64> = (0..5).map(|i| f.server.post(f.channel, f.person, &format!("m{i}"))).collect();
+    let after = f
+        .http
+        .get_messages(f.channel_id(), Some(serenity::all::MessagePagination::After(MessageId::new(ids[1]))), Some(2))
+        .await
+        .unwrap();
+    assert_eq!(after.iter().map(|m| m.content.as_str()).collect::<Vec<_>>(), ["m3", "m2"]);
+    let before = f
+        .http
+        .get_messages(f.channel_id(), Some(serenity::all::MessagePagination::Before(MessageId::new(ids[4]))), Some(2))
+        .await
+        .unwrap();
+    assert_eq!(before.iter().map(|m| m.content.as_str()).collect::<Vec<_>>(), ["m3", "m2"]);
+}
+
+#[tokio::test]
+async fn a_resumable_close_resumes_and_replays_what_was_missed() {
+    let mut f = Fixture::full().await;
+    f.server.close_gateway(f.bot, true);
+    // Posted while the bot is away (or reconnecting): it must still arrive, by replay.
+    let missed = f.server.post(f.channel, f.person, "while you were away");
+    // serenity runs handlers concurrently, so the replayed message and RESUMED may be seen in either order.
+    let (mut resumed, mut replayed) = (false, None);
+    while !(resumed && replayed.is_some()) {
+        match f.expect(|s| *s == Seen::Resumed || matches!(s, Seen::Message { .. })).await {
+            Seen::Resumed => resumed = true,
+            message => replayed = Some(message),
+        }
+    }
+    assert_eq!(replayed.unwrap(), Seen::Message { id: missed, content: "while you were away".into(), webhook: false });
+    let log = f.server.log();
+    let ops: Vec<u8> = log
+        .iter()
+        .filter_map(|e| match e.kind {
+            LogKind::GatewayReceived { op, .. } => Some(op),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(ops.iter().filter(|op| **op == 2).count(), 1, "no second IDENTIFY");
+    assert!(ops.contains(&6), "the client sent RESUME");
+}
+
+#[tokio::test]
+async fn invalid_session_makes_the_client_identify_again() {
+    let mut f = Fixture::full().await;
+    f.server.invalidate_session(f.bot);
+    f.expect(|s| *s == Seen::Ready).await;
+    let identifies = f.server.log().iter().filter(|e| matches!(e.kind, LogKind::GatewayReceived { op: 2, .. })).count();
+    assert_eq!(identifies, 2);
+    f.server.post(f.channel, f.person, "after re-identify");
+    f.expect(is_message("after re-identify")).await;
+}
+
+#[tokio::test]
+async fn a_close_that_cannot_be_resumed_ends_in_a_new_identify() {
+    let mut f = Fixture::full().await;
+    f.server.close_gateway(f.bot, false);
+    f.expect(|s| *s == Seen::Ready).await;
+    let log = f.server.log();
+    assert!(
+        log.iter()
+            .any(|e| matches!(&e.kind, LogKind::Refused { what } if what.starts_with("RESUME of unknown session")))
+    );
+}
+
+#[tokio::test]
+async fn a_slash_command_is_registered_and_answered() {
+    let mut f = Fixture::full().await;
+    Command::create_global_command(&f.http, CreateCommand::new("ping").description("Check the bot")).await.unwrap();
+    let registered = Command::get_global_commands(&f.http).await.unwrap();
+    assert_eq!(registered[0].name, "ping");
+    let interaction = f.server.invoke_command(f.channel, f.person, f.bot, "ping", serde_json::json!([]));
+    assert_eq!(f.expect(|s| matches!(s, Seen::Interaction(_))).await, Seen::Interaction("ping".into()));
+    let answered =
+        f.server.wait_for("the answer", WAIT, |w| w.interactions[&interaction].response_message).await.unwrap();
+    let view = f.server.view(f.channel);
+    assert_eq!(view.iter().find(|m| m.id == answered).unwrap().content, "pong from ping");
+}
+
+#[tokio::test]
+async fn dispatch_faults_drop_duplicate_and_delay_are_seen_by_the_client() {
+    let mut f = Fixture::full().await;
+    f.server.faults(|x| x.on_dispatch(Some("MESSAGE_CREATE"), DispatchAction::Drop, 1));
+    f.server.post(f.channel, f.person, "dropped");
+    f.server.post(f.channel, f.person, "kept");
+    f.expect(is_message("kept")).await;
+
+    f.server.faults(|x| x.on_dispatch(Some("MESSAGE_CREATE"), DispatchAction::Duplicate, 1));
+    f.server.post(f.channel, f.person, "twice");
+    f.server.post(f.channel, f.person, "marker");
+    f.expect(is_message("marker")).await;
+
+    f.server.faults(|x| x.on_dispatch(Some("MESSAGE_CREATE"), DispatchAction::Delay(Duration::from_millis(300)), 1));
+    f.server.post(f.channel, f.person, "slow");
+    f.server.post(f.channel, f.person, "fast");
+    let rest = f.drain(Duration::from_millis(800)).await;
+    let order: Vec<String> = rest
+        .into_iter()
+        .filter_map(|s| match s {
+            Seen::Message { content, .. } => Some(content),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(order, ["fast", "slow"], "the delayed dispatch is overtaken");
+    // What came before, counted on the server's log of what the client was sent.
+    let creates = f
+        .server
+        .log()
+        .iter()
+        .filter(|e| matches!(&e.kind, LogKind::GatewaySent { event: Some(n), .. } if n == "MESSAGE_CREATE"))
+        .count();
+    assert_eq!(creates, 5, "dropped is never sent; the duplicate is one dispatch sent twice");
+}
+
+#[tokio::test]
+async fn route_faults_429_5xx_and_slow_are_seen_by_the_client() {
+    let f = Fixture::full().await;
+    f.server.faults(|x| {
+        x.on_route(Some("POST"), "/messages", RouteAction::RateLimit { retry_after: Duration::from_secs(2) }, 1)
+    });
+    assert_eq!(Fixture::status_of(f.channel_id().say(&f.http, "a").await.unwrap_err()), 429);
+    f.server.faults(|x| x.on_route(Some("POST"), "/messages", RouteAction::ServerError(502), 1));
+    assert_eq!(Fixture::status_of(f.channel_id().say(&f.http, "b").await.unwrap_err()), 502);
+    f.server.faults(|x| x.on_route(None, "/messages", RouteAction::Slow(Duration::from_millis(400)), 1));
+    let started = Instant::now();
+    f.channel_id().say(&f.http, "c").await.unwrap();
+    assert!(started.elapsed() >= Duration::from_millis(400));
+    let view = f.server.view(f.channel);
+    assert_eq!(view.iter().map(|m| m.content.as_str()).collect::<Vec<_>>(), ["c"]);
+    let statuses: Vec<u16> = f
+        .server
+        .log()
+        .iter()
+        .filter_map(|e| match &e.kind {
+            LogKind::Rest { path, status, .. } if path.ends_with("/messages") => Some(*status),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(statuses, [429, 502, 200]);
+}
+
+#[tokio::test]
+async fn unknown_routes_answer_404_with_discords_body_and_are_logged() {
+    let f = Fixture::full().await;
+    let err = f.http.get_guild_stickers(serenity::all::GuildId::new(f.guild)).await.unwrap_err();
+    assert_eq!(Fixture::status_of(err), 404);
+    assert!(
+        f.server
+            .log()
+            .iter()
+            .any(|e| matches!(&e.kind, LogKind::Refused { what } if what.contains("unknown route GET")))
+    );
+}
