@@ -43,6 +43,11 @@ impl World {
             Some(g) => self.guilds.get(&g).map(|g| g.members.keys().copied().collect()).unwrap_or_default(),
             None => self.users.keys().copied().collect(),
         };
+        self.dispatch_to_users(&members, event, data);
+    }
+
+    /// Sends a dispatch to the sessions of these users only (an interaction goes to its application alone).
+    pub fn dispatch_to_users(&mut self, members: &[u64], event: &str, data: Value) {
         let targets: Vec<String> =
             self.sessions.values().filter(|s| members.contains(&s.user_id)).map(|s| s.id.clone()).collect();
         for session_id in targets {

@@ -5,6 +5,7 @@
 //! - [`world`]: the state (users, guilds, channels, messages, webhooks...), its JSON as Discord sends it, and the
 //!   log of every REST call and gateway frame.
 //! - [`permissions`]: permissions from roles and channel overwrites.
+//! - `messages`: message changes (create, edit, delete, react) with Discord's checks, dispatched to bots.
 //! - `rest`: the REST routes, with Discord's errors, permission checks and nonce deduplication.
 //! - `gateway`: the websocket: HELLO, IDENTIFY, READY, GUILD_CREATE, heartbeats, RESUME with replay.
 //! - [`faults`]: injected faults (closed sockets, invalid sessions, dropped, duplicated or delayed dispatches, 429s,
@@ -15,6 +16,7 @@
 pub mod agents;
 pub mod faults;
 mod gateway;
+mod messages;
 pub mod permissions;
 mod rest;
 pub mod world;
@@ -231,7 +233,7 @@ impl LocalDiscord {
                 id,
                 world::Interaction { id, token, application_id: application, channel_id: channel, user_id: user, response: None, response_message: None },
             );
-            w.dispatch(Some(guild_id), "INTERACTION_CREATE", data);
+            w.dispatch_to_users(&[application], "INTERACTION_CREATE", data);
             id
         })
     }
