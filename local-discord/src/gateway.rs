@@ -32,7 +32,8 @@ pub struct GatewaySession {
     pub id: String,
     pub user_id: u64,
     pub seq: u64,
-    buffer: VecDeque<(u64, String)>,
+    /// Recent dispatches for RESUME: sequence, event name, frame.
+    buffer: VecDeque<(u64, String, String)>,
     pub connection: Option<UnboundedSender<Outgoing>>,
 }
 
@@ -66,13 +67,13 @@ impl World {
         session.seq += 1;
         let seq = session.seq;
         let frame = json!({"op": 0, "t": event, "s": seq, "d": data}).to_string();
-        session.buffer.push_back((seq, frame.clone()));
+        session.buffer.push_back((seq, event.to_owned(), frame.clone()));
         if session.buffer.len() > REPLAY_BUFFER {
             session.buffer.pop_front();
         }
-        let connection = session.connection.clone();
-        self.record(LogKind::GatewaySent { user, op: 0, event: Some(event.to_owned()), seq: Some(seq) });
-        let Some(tx) = connection else { return };
+        // Without a connection the dispatch is only kept for RESUME, and logged when the replay sends it.
+        let Some(tx) = session.connection.clone() else { return };
+        self.record(LogKind::GatewaySent { user: Some(user), op: 0, event: Some(event.to_owned()), seq: Some(seq) });
         match action {
             Some(DispatchAction::Delay(delay)) => {
                 tokio::spawn(async move {
@@ -90,8 +91,13 @@ impl World {
         }
     }
 
-    fn send_op(&mut self, tx: &UnboundedSender<Outgoing>, user: u64, op: u8, d: Value) {
-        let _ = tx.send(Outgoing::Frame(json!({"op": op, "d": d}).to_string()));
+    /// Sends a frame that is not a dispatch (HELLO, heartbeat ACK, INVALID_SESSION) and logs it.
+    fn send_op(&mut self, tx: &UnboundedSender<Outgoing>, user: Option<u64>, op: u8, d: Option<Value>) {
+        let frame = match d {
+            Some(d) => json!({"op": op, "d": d}),
+            None => json!({"op": op}),
+        };
+        let _ = tx.send(Outgoing::Frame(frame.to_string()));
         self.record(LogKind::GatewaySent { user, op, event: None, seq: None });
     }
 
@@ -117,7 +123,7 @@ impl World {
             if let Some(session) = self.sessions.remove(&id)
                 && let Some(tx) = session.connection
             {
-                self.send_op(&tx, user, 9, json!(false));
+                self.send_op(&tx, Some(user), 9, Some(json!(false)));
             }
         }
     }
@@ -143,7 +149,8 @@ pub async fn serve_connection(shared: Arc<Shared>, socket: WebSocket) {
             }
         }
     });
-    let _ = tx.send(Outgoing::Frame(json!({"op": 10, "d": {"heartbeat_interval": HEARTBEAT_INTERVAL_MS}}).to_string()));
+    let hello = json!({"heartbeat_interval": HEARTBEAT_INTERVAL_MS});
+    shared.world.lock().expect("world lock").send_op(&tx, None, 10, Some(hello));
 
     let mut session_id: Option<String> = None;
     while let Some(Ok(frame)) = stream.next().await {
@@ -159,9 +166,7 @@ pub async fn serve_connection(shared: Arc<Shared>, socket: WebSocket) {
         let user = session_id.as_ref().and_then(|id| world.sessions.get(id)).map(|s| s.user_id);
         world.record(LogKind::GatewayReceived { user, op });
         match op {
-            1 => {
-                let _ = tx.send(Outgoing::Frame(json!({"op": 11}).to_string()));
-            }
+            1 => world.send_op(&tx, user, 11, None),
             2 => match identify(&mut world, &payload["d"], &tx, &shared.gateway_url) {
                 Some(id) => session_id = Some(id),
                 None => {
@@ -222,17 +227,17 @@ fn resume(world: &mut World, d: &Value, tx: &UnboundedSender<Outgoing>) -> Optio
     let valid = world.sessions.get(&session_id).is_some_and(|s| Some(s.user_id) == token_user);
     if !valid {
         world.record(LogKind::Refused { what: format!("RESUME of unknown session {session_id}") });
-        let _ = tx.send(Outgoing::Frame(json!({"op": 9, "d": false}).to_string()));
+        world.send_op(tx, token_user, 9, Some(json!(false)));
         return None;
     }
     let session = world.sessions.get_mut(&session_id).expect("checked");
     session.connection = Some(tx.clone());
-    let missed: Vec<String> = session.buffer.iter().filter(|(s, _)| *s > seq).map(|(_, f)| f.clone()).collect();
     let user = session.user_id;
-    for frame in missed {
+    let missed: Vec<(u64, String, String)> = session.buffer.iter().filter(|(s, _, _)| *s > seq).cloned().collect();
+    for (seq, event, frame) in missed {
         let _ = tx.send(Outgoing::Frame(frame));
+        world.record(LogKind::GatewaySent { user: Some(user), op: 0, event: Some(event), seq: Some(seq) });
     }
-    world.record(LogKind::GatewaySent { user, op: 0, event: Some("REPLAY".into()), seq: Some(seq) });
     world.send_dispatch(&session_id, "RESUMED", json!({}), None);
     Some(session_id)
 }

@@ -2,7 +2,7 @@
 //! dispatched to the connected bots.
 
 use crate::rest::ApiError;
-use crate::world::{Author, MESSAGE_CONTENT_LENGTH_MAX, Message, World, now_ms, snowflake_ms};
+use crate::world::{Author, MESSAGE_CONTENT_LENGTH_MAX, Mentions, Message, World, now_ms, snowflake_ms};
 use serde_json::{Value, json};
 
 impl World {
@@ -21,10 +21,7 @@ impl World {
             return Err(ApiError::new(400, 50006, "Cannot send an empty message"));
         }
         if content.chars().count() > MESSAGE_CONTENT_LENGTH_MAX {
-            let mut e = ApiError::new(400, 50035, "Invalid Form Body");
-            e.errors = Some(json!({"content": {"_errors": [{"code": "BASE_TYPE_MAX_LENGTH",
-                "message": format!("Must be {MESSAGE_CONTENT_LENGTH_MAX} or fewer in length.")}]}}));
-            return Err(e);
+            return Err(ApiError::too_long(MESSAGE_CONTENT_LENGTH_MAX));
         }
         if let (Some(nonce), Author::User(user)) = (nonce, &author)
             && let Some(first) = self.nonce_seen(*user, nonce)
@@ -32,10 +29,25 @@ impl World {
             return Ok(first);
         }
         let mentions = self.resolve_mentions(guild_id, &author, content, allowed_mentions);
-        let id = self.snowflake();
+        let id = self.insert_message(channel, author.clone(), content, nonce, mentions, reply_to)?;
         if let (Some(nonce), Author::User(user)) = (nonce, &author) {
             self.remember_nonce(*user, nonce, id);
         }
+        Ok(id)
+    }
+
+    /// Adds a message as it is, without the checks a client's request gets, and dispatches MESSAGE_CREATE.
+    pub(crate) fn insert_message(
+        &mut self,
+        channel: u64,
+        author: Author,
+        content: &str,
+        nonce: Option<&str>,
+        mentions: Mentions,
+        reply_to: Option<u64>,
+    ) -> Result<u64, ApiError> {
+        let guild_id = self.channels.get(&channel).ok_or(ApiError::not_found("Channel", 10003))?.guild_id;
+        let id = self.snowflake();
         let message = Message {
             id,
             channel_id: channel,
@@ -63,7 +75,7 @@ impl World {
     /// Replaces a message's content and dispatches MESSAGE_UPDATE.
     pub fn edit_message(&mut self, message: u64, content: &str) -> Result<(), ApiError> {
         if content.chars().count() > MESSAGE_CONTENT_LENGTH_MAX {
-            return Err(ApiError::new(400, 50035, "Invalid Form Body"));
+            return Err(ApiError::too_long(MESSAGE_CONTENT_LENGTH_MAX));
         }
         let m = self.messages.get_mut(&message).ok_or(ApiError::not_found("Message", 10008))?;
         m.content = content.to_owned();

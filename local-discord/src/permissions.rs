@@ -90,7 +90,8 @@ pub fn base(guild: &Guild, user: u64) -> Permissions {
 /// A member's permissions in a channel, after the channel's overwrites.
 pub fn compute(guild: &Guild, channel: &Channel, user: u64) -> Permissions {
     let base = base(guild, user);
-    if base.contains(Permissions::ADMINISTRATOR) || guild.owner_id == user {
+    // `base` already grants everything to the owner and to administrators; overwrites do not apply to them.
+    if base == Permissions::ALL {
         return Permissions::ALL;
     }
     let member_roles = guild.members.get(&user).cloned().unwrap_or_default();

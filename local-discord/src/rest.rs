@@ -37,6 +37,14 @@ impl ApiError {
     pub(crate) fn not_found(what: &str, code: u32) -> Self {
         Self::new(404, code, format!("Unknown {what}"))
     }
+
+    /// Discord's answer to content over the message limit.
+    pub(crate) fn too_long(limit: usize) -> Self {
+        let mut e = Self::new(400, 50035, "Invalid Form Body");
+        e.errors = Some(json!({"content": {"_errors": [{"code": "BASE_TYPE_MAX_LENGTH",
+            "message": format!("Must be {limit} or fewer in length.")}]}}));
+        e
+    }
 }
 
 type Reply = Result<(u16, Value), ApiError>;
@@ -356,11 +364,19 @@ fn interaction_callback(w: &mut World, interaction: u64, token: &str, body: &Val
     if found.response.is_some() {
         return Err(ApiError::new(400, 40060, "Interaction has already been acknowledged."));
     }
-    if body["type"].as_u64() == Some(4) {
-        let content = body["data"]["content"].as_str().unwrap_or_default();
-        let allowed = body["data"].get("allowed_mentions");
-        let message =
-            w.create_message(found.channel_id, Author::User(found.application_id), content, None, allowed, None)?;
+    let author = Author::User(found.application_id);
+    let message = match body["type"].as_u64() {
+        // CHANNEL_MESSAGE_WITH_SOURCE: the answer is a message from the application.
+        Some(4) => {
+            let content = body["data"]["content"].as_str().unwrap_or_default();
+            let allowed = body["data"].get("allowed_mentions");
+            Some(w.create_message(found.channel_id, author, content, None, allowed, None)?)
+        }
+        // DEFERRED_CHANNEL_MESSAGE_WITH_SOURCE: an empty "thinking" message that editing @original fills in.
+        Some(5) => Some(w.insert_message(found.channel_id, author, "", None, Default::default(), None)?),
+        _ => None,
+    };
+    if let Some(message) = message {
         w.messages.get_mut(&message).expect("created").interaction_id = Some(interaction);
         found.response_message = Some(message);
     }
@@ -453,14 +469,15 @@ fn webhook_json(w: &World, hook: u64) -> Value {
 /// Decodes `%E2%9C%85` and friends in a path segment (reaction emoji).
 fn percent_decode(text: &str) -> String {
     let bytes = text.as_bytes();
+    let hex = |b: u8| (b as char).to_digit(16);
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
     while i < bytes.len() {
         if bytes[i] == b'%'
             && i + 2 < bytes.len()
-            && let Ok(byte) = u8::from_str_radix(&text[i + 1..i + 3], 16)
+            && let (Some(high), Some(low)) = (hex(bytes[i + 1]), hex(bytes[i + 2]))
         {
-            out.push(byte);
+            out.push((high * 16 + low) as u8);
             i += 3;
             continue;
         }
@@ -468,4 +485,17 @@ fn percent_decode(text: &str) -> String {
         i += 1;
     }
     String::from_utf8_lossy(&out).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::percent_decode;
+
+    #[test]
+    fn percent_decoding_handles_emoji_and_stray_percent_signs() {
+        assert_eq!(percent_decode("%E2%9C%85"), "✅");
+        assert_eq!(percent_decode("✅"), "✅");
+        assert_eq!(percent_decode("%✅"), "%✅", "a % before a multi-byte character must not panic");
+        assert_eq!(percent_decode("100%"), "100%");
+    }
 }

@@ -139,8 +139,10 @@ pub enum LogKind {
         status: u16,
     },
     /// A frame the server sent: opcode, dispatch name and sequence where it is a dispatch.
+    /// A frame the server sent: to which bot (unknown before IDENTIFY), the opcode, and the dispatch name and
+    /// sequence where it is a dispatch. A replayed dispatch is logged again with its original sequence.
     GatewaySent {
-        user: u64,
+        user: Option<u64>,
         op: u8,
         event: Option<String>,
         seq: Option<u64>,
@@ -241,7 +243,7 @@ impl World {
         }
     }
 
-    /// Remembers a nonce; returns the message first posted with it when it was seen recently.
+    /// The message first posted with this nonce by this author, when that was recent enough to count.
     pub fn nonce_seen(&mut self, author: u64, nonce: &str) -> Option<u64> {
         self.nonces.retain(|_, (_, at)| at.elapsed() < NONCE_MEMORY);
         self.nonces.get(&(author, nonce.to_owned())).map(|(id, _)| *id)

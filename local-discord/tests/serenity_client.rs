@@ -7,9 +7,9 @@ use local_discord::permissions::Permissions;
 use local_discord::world::{LogKind, OverwriteTarget};
 use serenity::all::{
     ChannelId, Command, CommandInteraction, Context, CreateAllowedMentions, CreateCommand, CreateInteractionResponse,
-    CreateInteractionResponseMessage, CreateMessage, CreateWebhook, EditMessage, EventHandler, ExecuteWebhook,
-    GatewayIntents, Guild, Http, HttpBuilder, Interaction, Message, MessageId, MessageUpdateEvent, Nonce, ReactionType,
-    Ready, ResumedEvent,
+    CreateInteractionResponseFollowup, CreateInteractionResponseMessage, CreateMessage, CreateWebhook,
+    EditInteractionResponse, EditMessage, EventHandler, ExecuteWebhook, GatewayIntents, Guild, Http, HttpBuilder,
+    Interaction, Message, MessageId, MessageUpdateEvent, Nonce, ReactionType, Ready, ResumedEvent,
 };
 use serenity::async_trait;
 use std::sync::Arc;
@@ -61,6 +61,14 @@ impl EventHandler for Recorder {
 }
 
 async fn answer(ctx: &Context, command: &CommandInteraction) {
+    if command.data.name == "slow" {
+        // Deferred: "thinking" first, then the original response is edited, then a follow-up.
+        command.defer(&ctx.http).await.expect("deferred");
+        command.edit_response(&ctx.http, EditInteractionResponse::new().content("done slowly")).await.expect("edited");
+        let followup = CreateInteractionResponseFollowup::new().content("and one more thing");
+        command.create_followup(&ctx.http, followup).await.expect("follow-up sent");
+        return;
+    }
     let text = format!("pong from {}", command.data.name);
     let reply = CreateInteractionResponse::Message(CreateInteractionResponseMessage::new().content(text));
     command.create_response(&ctx.http, reply).await.expect("interaction answered");
@@ -149,6 +157,8 @@ async fn the_bot_gets_ready_and_its_guild() {
     assert_eq!(f.expect(|s| matches!(s, Seen::GuildCreate(_))).await, Seen::GuildCreate(guild));
     let identified = f.server.log().iter().filter(|e| matches!(e.kind, LogKind::GatewayReceived { op: 2, .. })).count();
     assert_eq!(identified, 1);
+    let hello = f.server.log().iter().any(|e| matches!(e.kind, LogKind::GatewaySent { user: None, op: 10, .. }));
+    assert!(hello, "HELLO is in the log of frames sent");
 }
 
 #[tokio::test]
@@ -285,6 +295,17 @@ async fn a_resumable_close_resumes_and_replays_what_was_missed() {
     }
     assert_eq!(replayed.unwrap(), Seen::Message { id: missed, content: "while you were away".into(), webhook: false });
     let log = f.server.log();
+    // The missed dispatch went out once, by the replay after the client's RESUME.
+    let resume_at = log.iter().position(|e| matches!(e.kind, LogKind::GatewayReceived { op: 6, .. })).unwrap();
+    let sent_at: Vec<usize> = log
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| matches!(&e.kind, LogKind::GatewaySent { event: Some(n), .. } if n == "MESSAGE_CREATE"))
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(sent_at.len(), 1);
+    assert!(sent_at[0] > resume_at, "replayed after RESUME");
+    assert!(f.server.is_connected(f.bot));
     let ops: Vec<u8> = log
         .iter()
         .filter_map(|e| match e.kind {
@@ -331,6 +352,18 @@ async fn a_slash_command_is_registered_and_answered() {
         f.server.wait_for("the answer", WAIT, |w| w.interactions[&interaction].response_message).await.unwrap();
     let view = f.server.view(f.channel);
     assert_eq!(view.iter().find(|m| m.id == answered).unwrap().content, "pong from ping");
+}
+
+#[tokio::test]
+async fn a_deferred_answer_is_filled_in_by_editing_it_and_followed_up() {
+    let mut f = Fixture::full().await;
+    Command::create_global_command(&f.http, CreateCommand::new("slow").description("Takes a while")).await.unwrap();
+    let interaction = f.server.invoke_command(f.channel, f.person, f.bot, "slow", serde_json::json!([]));
+    f.expect(|s| matches!(s, Seen::Interaction(_))).await;
+    let original = f.server.with(|w| w.interactions[&interaction].response_message).expect("deferring made a message");
+    let contents: Vec<(u64, String)> = f.server.view(f.channel).into_iter().map(|m| (m.id, m.content)).collect();
+    assert_eq!(contents, [(original, "done slowly".to_owned()), (contents[1].0, "and one more thing".to_owned())]);
+    assert!(f.server.view(f.channel)[0].edited);
 }
 
 #[tokio::test]
