@@ -9,5 +9,7 @@
 
 pub mod cli;
 pub mod core;
+pub mod demo;
+pub mod discord;
 pub mod files;
 pub mod store;

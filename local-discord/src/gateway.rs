@@ -38,6 +38,11 @@ pub struct GatewaySession {
 }
 
 impl World {
+    /// Whether a bot has a live, identified gateway connection.
+    pub fn is_connected(&self, bot: u64) -> bool {
+        self.sessions.values().any(|s| s.user_id == bot && s.connection.is_some())
+    }
+
     /// Sends a dispatch to every session of a bot in `guild_id` (every session when `None`).
     pub fn dispatch(&mut self, guild_id: Option<u64>, event: &str, data: Value) {
         let members: Vec<u64> = match guild_id {
@@ -157,7 +162,11 @@ pub async fn serve_connection(shared: Arc<Shared>, socket: WebSocket) {
         let text = match frame {
             WsMessage::Text(text) => text.to_string(),
             WsMessage::Binary(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
-            WsMessage::Close(_) => break,
+            WsMessage::Close(frame) => {
+                // Answer a client's close with the same code, as Discord does, so it shuts down cleanly.
+                let _ = tx.send(Outgoing::Close(frame.map_or(1000, |f| f.code)));
+                break;
+            }
             _ => continue,
         };
         let Ok(payload) = serde_json::from_str::<Value>(&text) else { continue };

@@ -290,7 +290,7 @@ impl LocalDiscord {
 
     /// Whether a bot has a live, identified gateway connection.
     pub fn is_connected(&self, bot: u64) -> bool {
-        self.world().sessions.values().any(|s| s.user_id == bot && s.connection.is_some())
+        self.world().is_connected(bot)
     }
 }
 

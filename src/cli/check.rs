@@ -13,11 +13,7 @@ pub fn run(args: &SourceArgs) -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(problems) => {
-            for problem in &problems.0 {
-                eprintln!("{problem}");
-            }
-            let errors = problems.errors().count();
-            eprintln!("\n{errors} error{} found; the bot will not start until they are fixed.", plural(errors));
+            super::print_problems(&problems);
             ExitCode::FAILURE
         }
     }

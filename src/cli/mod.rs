@@ -1,6 +1,9 @@
 //! The command line (spec 11): subcommands and their options.
 
 mod check;
+mod demo;
+mod invite;
+mod run;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -43,13 +46,59 @@ impl SourceArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum CliCommand {
+    /// Run the bot (needs DISCORD_TOKEN).
+    Run(RunArgs),
+    /// The whole bot against a built-in local Discord-compatible server, with scripted agents: no account needed.
+    Demo(DemoArgs),
     /// Validate the personas and configuration and print what was found, or every error.
     Check(SourceArgs),
+    /// Print the OAuth2 URL that invites the bot with exactly the permissions it uses.
+    Invite(InviteArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub sources: SourceArgs,
+    /// Send every REST call to this base URL instead of discord.com (a rate-limiting proxy, a local server); the
+    /// gateway address comes from its /api/v10/gateway
+    #[arg(long, value_name = "URL", env = "DISCORD_API_BASE")]
+    pub api_base: Option<String>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct DemoArgs {
+    /// How many full rounds of the roster to run before stopping
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=20))]
+    pub rounds: u32,
+    /// The folder of persona files to play
+    #[arg(long, value_name = "DIR", default_value = "personas")]
+    pub personas: PathBuf,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct InviteArgs {
+    /// Your application's id (the developer portal's General Information page)
+    #[arg(long, value_name = "ID")]
+    pub client_id: String,
 }
 
 /// Runs the chosen subcommand and returns the process exit code.
 pub fn run(cli: Cli) -> ExitCode {
     match cli.command {
+        CliCommand::Run(args) => run::run(&args),
+        CliCommand::Demo(args) => demo::run(&args),
         CliCommand::Check(args) => check::run(&args),
+        CliCommand::Invite(args) => invite::run(&args),
     }
+}
+
+/// Prints every problem found in the set-up, then how many errors stop the bot.
+fn print_problems(problems: &crate::core::problems::Problems) {
+    for problem in &problems.0 {
+        eprintln!("{problem}");
+    }
+    let errors = problems.errors().count();
+    let s = if errors == 1 { "" } else { "s" };
+    eprintln!("\n{errors} error{s} found; the bot will not start until they are fixed.");
 }

@@ -1,0 +1,94 @@
+//! `turn-manager run`: the bot on Discord. Reads the token from `DISCORD_TOKEN` (never printed), the set-up from
+//! disk, connects, and shuts down gracefully on Ctrl-C or SIGTERM.
+
+use super::RunArgs;
+use crate::discord::{self, BotOptions};
+use crate::files::load_setup;
+use crate::store::Store;
+use std::process::ExitCode;
+
+pub fn run(args: &RunArgs) -> ExitCode {
+    let token = match std::env::var("DISCORD_TOKEN") {
+        Ok(token) if !token.trim().is_empty() => token,
+        _ => {
+            eprintln!(
+                "error: DISCORD_TOKEN is not set. Put your bot's token in it (developer portal → your application → \
+                 Bot → Reset Token), e.g. `DISCORD_TOKEN=... turn-manager run`."
+            );
+            return ExitCode::from(2);
+        }
+    };
+    if let Err(e) = discord::bot::check_token(&token) {
+        eprintln!("error: DISCORD_TOKEN: {e}");
+        return ExitCode::from(2);
+    }
+    let setup = match load_setup(&args.sources.sources()) {
+        Ok(setup) => setup,
+        Err(problems) => {
+            super::print_problems(&problems);
+            return ExitCode::FAILURE;
+        }
+    };
+    for warning in &setup.warnings.0 {
+        eprintln!("{warning}");
+    }
+    let store = match Store::open(&setup.config.state_dir) {
+        Ok(store) => store,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let options =
+        BotOptions { token, api_base: args.api_base.clone(), config: setup.config, personas: setup.personas, store };
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(serve(options)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Runs the bot until a shutdown signal, or until the gateway refuses it.
+async fn serve(options: BotOptions) -> anyhow::Result<()> {
+    let mut bot = discord::start(options).await?;
+    let signal = tokio::select! {
+        signal = shutdown_signal() => signal,
+        ended = bot.finished() => return ended,
+    };
+    tracing::info!("{signal}: shutting down");
+    bot.shutdown().await;
+    Ok(())
+}
+
+/// Waits for Ctrl-C or SIGTERM and says which came.
+async fn shutdown_signal() -> &'static str {
+    #[cfg(unix)]
+    {
+        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(term) => term,
+            Err(_) => return ctrl_c().await,
+        };
+        tokio::select! {
+            name = ctrl_c() => name,
+            _ = term.recv() => "SIGTERM",
+        }
+    }
+    #[cfg(not(unix))]
+    ctrl_c().await
+}
+
+async fn ctrl_c() -> &'static str {
+    match tokio::signal::ctrl_c().await {
+        Ok(()) => "Ctrl-C",
+        Err(_) => std::future::pending().await,
+    }
+}

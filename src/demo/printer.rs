@@ -1,0 +1,120 @@
+//! Prints a channel live, as a person watching it would see it: each message as it appears (time, author as shown,
+//! text with mentions as names), edits, reactions, and messages that vanish.
+
+use local_discord::LocalDiscord;
+use local_discord::world::{SeenMessage, World};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// Runs until the task is aborted.
+pub async fn print_channel(server: LocalDiscord, channel: u64) {
+    let mut shown: BTreeMap<u64, SeenMessage> = BTreeMap::new();
+    loop {
+        let changed = server
+            .wait_for("a change in the channel", Duration::from_secs(3600), |w| {
+                let now = w.view(channel);
+                let before: Vec<&SeenMessage> = shown.values().collect();
+                (now.iter().collect::<Vec<_>>() != before).then(|| (now, names(w)))
+            })
+            .await;
+        let Ok((now, names)) = changed else { continue };
+        for line in differences(&shown, &now, &names) {
+            println!("{line}");
+        }
+        shown = now.into_iter().map(|m| (m.id, m)).collect();
+    }
+}
+
+/// The lines that describe how the channel went from `before` to `now`.
+pub fn differences(
+    before: &BTreeMap<u64, SeenMessage>,
+    now: &[SeenMessage],
+    names: &BTreeMap<u64, String>,
+) -> Vec<String> {
+    let mut lines = Vec::new();
+    let time = chrono::Local::now().format("%H:%M:%S%.3f");
+    for gone in before.values().filter(|old| !now.iter().any(|m| m.id == old.id)) {
+        lines.push(format!("{time}  ✂ {}'s message was removed: \"{}\"", gone.author, one_line(&gone.content, names)));
+    }
+    for message in now {
+        match before.get(&message.id) {
+            None => {
+                let who =
+                    if message.from_webhook { format!("{} (relayed)", message.author) } else { message.author.clone() };
+                lines.push(format!("{time}  {who}: {}", indent(&readable(&message.content, names))));
+                lines.extend(message.reactions.iter().map(|(emoji, _)| format!("{time}    {emoji} on it")));
+            }
+            Some(old) => {
+                if old.content != message.content {
+                    lines.push(format!(
+                        "{time}  {} edited: {}",
+                        message.author,
+                        indent(&readable(&message.content, names))
+                    ));
+                }
+                for (emoji, _) in message.reactions.iter().filter(|r| !old.reactions.iter().any(|o| o.0 == r.0)) {
+                    lines.push(format!("{time}    {emoji} on {}'s message", message.author));
+                }
+            }
+        }
+    }
+    lines
+}
+
+/// Every user's name by id, to show `<@id>` as `@name`.
+fn names(w: &World) -> BTreeMap<u64, String> {
+    w.users.values().map(|u| (u.id, u.name.clone())).collect()
+}
+
+/// Mentions as a person sees them: `<@123>` becomes `@PM`.
+fn readable(text: &str, names: &BTreeMap<u64, String>) -> String {
+    let mut out = text.to_owned();
+    for (id, name) in names {
+        out = out.replace(&format!("<@{id}>"), &format!("@{name}")).replace(&format!("<@!{id}>"), &format!("@{name}"));
+    }
+    out
+}
+
+fn one_line(text: &str, names: &BTreeMap<u64, String>) -> String {
+    readable(text, names).replace('\n', " ⏎ ")
+}
+
+/// Continuation lines of a multi-line message, indented under its first line.
+fn indent(text: &str) -> String {
+    text.replace('\n', "\n              ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn seen(id: u64, author: &str, content: &str) -> SeenMessage {
+        SeenMessage {
+            id,
+            author: author.into(),
+            author_id: 7,
+            from_webhook: false,
+            content: content.into(),
+            edited: false,
+            reactions: Vec::new(),
+            pinged: Vec::new(),
+            created_ms: 0,
+        }
+    }
+
+    #[test]
+    fn new_edited_removed_and_reacted_messages_are_each_described() {
+        let names = BTreeMap::from([(42, "PM".to_owned())]);
+        let before: BTreeMap<u64, SeenMessage> =
+            [seen(1, "dev", "part one"), seen(2, "pm", "bye TURN_COMPLETE")].into_iter().map(|m| (m.id, m)).collect();
+        let mut edited = seen(1, "dev", "part one, two");
+        edited.reactions.push(("✅".into(), 1));
+        let now = vec![edited, seen(3, "turn-manager", "🎙️ <@42> (pm) has the floor")];
+        let lines = differences(&before, &now, &names);
+        assert_eq!(lines.len(), 4, "{lines:#?}");
+        assert!(lines[0].ends_with("✂ pm's message was removed: \"bye TURN_COMPLETE\""));
+        assert!(lines[1].ends_with("dev edited: part one, two"));
+        assert!(lines[2].ends_with("✅ on dev's message"));
+        assert!(lines[3].ends_with("turn-manager: 🎙️ @PM (pm) has the floor"));
+    }
+}

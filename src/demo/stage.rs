@@ -1,0 +1,91 @@
+//! A local Discord server set up for turn-manager: a guild owned by a human operator, a channel, one bot account
+//! per persona (their ids replace the ones in the persona files), and the bot's own account with the permissions
+//! it uses. The demo plays on it; the end-to-end tests build their scenes on it.
+
+use crate::core::config::Config;
+use crate::core::ids::UserId;
+use crate::core::persona::{Persona, PersonaCatalog};
+use crate::discord::{self, BotOptions, RunningBot};
+use crate::store::Store;
+use local_discord::LocalDiscord;
+use local_discord::permissions::Permissions;
+use std::path::Path;
+use std::time::Duration;
+
+/// How long to wait for the bot to connect and register its commands.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(20);
+
+pub struct Stage {
+    pub server: LocalDiscord,
+    pub guild: u64,
+    pub channel: u64,
+    /// The guild's owner: a person who may run every command.
+    pub operator: u64,
+    pub bot_user: u64,
+    bot_token: String,
+    /// The role that gives the bot its permissions.
+    pub bot_role: u64,
+    /// The personas, each speaking through its own local bot account.
+    pub personas: Vec<Persona>,
+}
+
+impl Stage {
+    /// Starts the server and sets up the guild, the channel and an account per persona.
+    pub async fn new(personas: &[Persona]) -> std::io::Result<Self> {
+        let server = LocalDiscord::start().await?;
+        let operator = server.create_user("operator");
+        let guild = server.create_guild("Agents HQ", operator);
+        let channel = server.create_channel(guild, "agents");
+        let (bot_user, bot_token) = server.create_bot("turn-manager");
+        let bot_role = server.create_role(guild, "turn-manager", bot_permissions());
+        server.add_member(guild, bot_user, &[bot_role]);
+        let personas = personas
+            .iter()
+            .map(|persona| {
+                let (user, _) = server.create_bot(&persona.display_name);
+                server.add_member(guild, user, &[]);
+                Persona { discord_user_id: UserId(user), ..persona.clone() }
+            })
+            .collect();
+        Ok(Self { server, guild, channel, operator, bot_user, bot_token, bot_role, personas })
+    }
+
+    pub fn catalog(&self) -> PersonaCatalog {
+        PersonaCatalog::new(self.personas.clone())
+    }
+
+    /// The local account of a persona.
+    pub fn user_of(&self, persona: &str) -> u64 {
+        self.personas.iter().find(|p| p.id.as_str() == persona).map(|p| p.discord_user_id.0).expect("a known persona")
+    }
+
+    /// Starts the real bot against the server (through `--api-base`, as `run` does) and waits until it is connected
+    /// and its slash commands are registered.
+    pub async fn start_bot(&self, config: Config, state_dir: &Path) -> anyhow::Result<RunningBot> {
+        let options = BotOptions {
+            token: self.bot_token.clone(),
+            api_base: Some(self.server.base_url()),
+            config,
+            personas: self.catalog(),
+            store: Store::open(state_dir)?,
+        };
+        let bot = discord::start(options).await?;
+        let me = self.bot_user;
+        self.server
+            .wait_for("the bot to connect and register its commands", CONNECT_TIMEOUT, |w| {
+                (w.is_connected(me) && w.commands.iter().any(|c| c.application_id == me)).then_some(())
+            })
+            .await?;
+        Ok(bot)
+    }
+
+    /// The operator types a message (a command) in the channel.
+    pub fn operator_says(&self, text: &str) -> u64 {
+        self.server.post(self.channel, self.operator, text)
+    }
+}
+
+/// What the bot's role grants: exactly what `invite` asks for.
+fn bot_permissions() -> Permissions {
+    Permissions::from_bits(discord::permissions_used().bits())
+}
