@@ -131,10 +131,14 @@ impl LocalDiscord {
         })
     }
 
+    /// A role; if the guild is live, bots connected to it see GUILD_ROLE_CREATE.
     pub fn create_role(&self, guild: u64, name: &str, permissions: Permissions) -> u64 {
         self.with(|w| {
             let id = w.snowflake();
-            w.guilds.get_mut(&guild).expect("guild").roles.push(Role { id, name: name.into(), permissions });
+            let roles = &mut w.guilds.get_mut(&guild).expect("guild").roles;
+            roles.push(Role { id, name: name.into(), permissions });
+            let role = World::role_json(&roles[roles.len() - 1], roles.len() - 1);
+            w.dispatch(Some(guild), "GUILD_ROLE_CREATE", json!({"guild_id": guild.to_string(), "role": role}));
             id
         })
     }

@@ -44,6 +44,17 @@ snowflake!(
     MessageId
 );
 
+/// Discord's epoch (2015-01-01T00:00:00Z) in Unix milliseconds: a snowflake's top bits count from it.
+const DISCORD_EPOCH_MS: i64 = 1_420_070_400_000;
+
+impl MessageId {
+    /// The smallest id a message created at `at` or later can have: "after this" means "created from then on".
+    pub fn first_at(at: chrono::DateTime<chrono::Utc>) -> Self {
+        let since_epoch = (at.timestamp_millis() - DISCORD_EPOCH_MS).max(0) as u64;
+        MessageId(since_epoch << 22)
+    }
+}
+
 /// Parses a snowflake written as a decimal string; explains what is wrong otherwise.
 pub fn parse_snowflake(text: &str) -> Result<u64, String> {
     if text.is_empty() {
@@ -133,5 +144,19 @@ mod tests {
         assert!(PersonaId::parse("a b").is_err());
         assert!(PersonaId::parse("").is_err());
         assert!(PersonaId::parse(&"a".repeat(33)).unwrap_err().contains("33 characters"));
+    }
+}
+
+#[cfg(test)]
+mod snowflake_time_tests {
+    use super::*;
+
+    #[test]
+    fn an_id_made_from_a_time_orders_with_real_ids_of_that_time() {
+        // 175928847299117063 is Discord's documented example: 2016-04-30T11:18:25.796Z.
+        let at = chrono::DateTime::parse_from_rfc3339("2016-04-30T11:18:25.796Z").unwrap().to_utc();
+        let first = MessageId::first_at(at);
+        assert!(first <= MessageId(175928847299117063));
+        assert!(MessageId::first_at(at + chrono::TimeDelta::milliseconds(1)) > MessageId(175928847299117063));
     }
 }

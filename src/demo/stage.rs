@@ -22,7 +22,8 @@ pub struct Stage {
     /// The guild's owner: a person who may run every command.
     pub operator: u64,
     pub bot_user: u64,
-    bot_token: String,
+    /// The bot's token on the local server (a made-up one, worthless anywhere else).
+    pub bot_token: String,
     /// The role that gives the bot its permissions.
     pub bot_role: u64,
     /// The personas, each speaking through its own local bot account.

@@ -28,7 +28,7 @@ pub struct BotOptions {
     pub store: Store,
 }
 
-/// Figures the timeout task keeps, for the demo and the logs.
+/// Figures the bot keeps, for the demo, the logs and the tests.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Stats {
     /// Turns ended by the timeout task.
@@ -36,6 +36,8 @@ pub struct Stats {
     /// How long after its deadline the latest and the latest-ending turn were ended, in milliseconds.
     pub max_lateness_ms: i64,
     pub total_lateness_ms: i64,
+    /// Messages and edits given to the engine.
+    pub messages_handled: u64,
 }
 
 /// The state shared by the event handler, the commands and the timeout task.
@@ -81,6 +83,10 @@ impl Bot {
 
     pub fn stats(&self) -> Stats {
         *self.stats.lock().expect("stats lock")
+    }
+
+    pub(super) fn record_message(&self) {
+        self.stats.lock().expect("stats lock").messages_handled += 1;
     }
 
     pub(super) fn record_timeout(&self, lateness_ms: i64) {

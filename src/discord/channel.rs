@@ -155,7 +155,9 @@ impl ChannelSlot {
             if !session.is_active() {
                 return;
             }
-            session.last_message_id
+            // With no message handled yet, everything since the session started is new.
+            let started = session.history.iter().rev().find(|e| e.kind.name() == "session_started").map(|e| e.at);
+            session.last_message_id.or(started.or(session.turn_started_at).map(MessageId::first_at))
         };
         let Some(after) = after else { return };
         let request = discord::GetMessages::new().after(to_message(after)).limit(100);
@@ -197,6 +199,7 @@ impl ChannelSlot {
     }
 
     async fn handle(&self, bot: &Bot, message: IncomingMessage) {
+        bot.record_message();
         let mut session = self.session.lock().await;
         let t = session.handle_message(&message, Utc::now(), bot.context());
         self.commit(bot, &session, t).await;

@@ -169,7 +169,9 @@ async fn history(ctx: Ctx<'_>, #[description = "how many events (default 10)"] n
 
 /// Runs a command that changes the session, after the permission check; refusals are answered.
 async fn change(ctx: Ctx<'_>, command: Command) -> Result<(), Error> {
+    tracing::debug!(channel = %ctx.channel_id(), user = %ctx.author().id, "command {command:?}");
     if let Err(reason) = authorize(ctx, true).await {
+        tracing::debug!(channel = %ctx.channel_id(), "refused: {reason}");
         return reply(ctx, &reason).await;
     }
     let bot = ctx.data();

@@ -1,0 +1,181 @@
+//! End to end, spec section 7: every command as `!turn ...` and `/turn ...`, the permission rule, and the replies
+//! to refusals and bad arguments.
+
+mod common;
+
+use common::{Scene, count_floor, is_floor};
+use local_discord::faults::DispatchAction;
+use local_discord::permissions::Permissions;
+use local_discord::world::{OverwriteTarget, SeenMessage};
+use serde_json::json;
+use turn_manager::core::config::Config;
+use turn_manager::core::ids::PersonaId;
+use turn_manager::core::session::SessionStatus;
+
+/// The operator types `!turn <args>` and waits for a message from the bot that satisfies `reply`.
+async fn command(scene: &Scene, by: u64, args: &str, reply: impl Fn(&SeenMessage) -> bool) -> SeenMessage {
+    let id = scene.stage.server.post(scene.stage.channel, by, &format!("!turn {args}"));
+    scene
+        .until(&format!("an answer to `!turn {args}`"), |v| {
+            v.iter().find(|m| m.id > id && m.author == "turn-manager" && reply(m)).cloned()
+        })
+        .await
+}
+
+fn starts(prefix: &'static str) -> impl Fn(&SeenMessage) -> bool {
+    move |m| m.content.starts_with(prefix)
+}
+
+fn active(session: &turn_manager::core::session::Session) -> Option<String> {
+    session.active_agent.as_ref().map(|p| p.to_string())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_prefix_command_works_for_the_operator() {
+    let scene = Scene::new().await;
+    let op = scene.stage.operator;
+    let started = command(&scene, op, "start dev, pm", starts("▶️ Turn management started")).await;
+    assert_eq!(started.content, "▶️ Turn management started. Roster: dev, pm.");
+    scene.until("dev's floor", |v| v.iter().any(|m| is_floor(m, "dev")).then_some(())).await;
+
+    let status = command(&scene, op, "status", starts("dev has the floor")).await;
+    assert!(status.content.contains("Round 1. Roster: dev, pm.") && status.content.contains("(running)"));
+
+    command(&scene, op, "pause", starts("⏸️ Paused.")).await;
+    assert_eq!(scene.session().await.status, SessionStatus::Paused);
+    command(&scene, op, "resume", starts("▶️ Resumed.")).await;
+    assert_eq!(scene.session().await.status, SessionStatus::Running);
+
+    let extended = command(&scene, op, "extend 30", starts("⏩")).await;
+    assert!(extended.content.starts_with("⏩ dev's turn extended by 30s"), "{}", extended.content);
+
+    command(&scene, op, "skip", starts("⏭️ dev's turn was skipped.")).await;
+    scene.until("pm's floor", |v| v.iter().any(|m| is_floor(m, "pm")).then_some(())).await;
+
+    command(&scene, op, "add critic", |m| m.content == "🔀 Roster: dev, pm, critic.").await;
+    command(&scene, op, "give critic", starts("👉 The floor goes to critic.")).await;
+    scene.until("critic's floor", |v| v.iter().any(|m| is_floor(m, "critic")).then_some(())).await;
+    assert_eq!(active(&scene.session().await).as_deref(), Some("critic"));
+
+    command(&scene, op, "order critic pm dev", |m| m.content == "🔀 Roster: critic, pm, dev.").await;
+    command(&scene, op, "remove dev", |m| m.content == "🔀 Roster: critic, pm.").await;
+
+    let history = command(&scene, op, "history 3", |m| m.content.contains("roster")).await;
+    assert_eq!(history.content.lines().count(), 3, "{}", history.content);
+
+    command(&scene, op, "stop", starts("⏹️ Turn management stopped")).await;
+    assert_eq!(scene.session().await.status, SessionStatus::Stopped);
+    let status = command(&scene, op, "status", starts("No session is running here.")).await;
+    assert!(status.pinged.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_person_without_the_right_may_read_but_not_change() {
+    let scene = Scene::started().await;
+    let visitor = scene.stage.server.create_user("visitor");
+    scene.stage.server.add_member(scene.stage.guild, visitor, &[]);
+
+    let refused = command(&scene, visitor, "skip", starts("You can't change the session here")).await;
+    assert!(refused.content.contains("Administrator, Manage Channels"));
+    assert!(refused.pinged.is_empty(), "a refusal pings nobody");
+    assert_eq!(active(&scene.session().await).as_deref(), Some("pm"));
+    command(&scene, visitor, "status", starts("pm has the floor")).await;
+    command(&scene, visitor, "history", |m| m.content.contains("session_started")).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn manage_channels_in_the_channel_or_a_control_role_allows_changes() {
+    common::logs();
+    let config = Config { control_roles: vec!["moderators".into()], ..Config::default() };
+    let scene = Scene::with(config, [60, 60, 60]).await;
+    scene.start_session().await;
+    let (server, guild) = (&scene.stage.server, scene.stage.guild);
+
+    let moderator = server.create_user("moderator");
+    let role = server.create_role(guild, "moderators", Permissions::empty());
+    server.add_member(guild, moderator, &[role]);
+    command(&scene, moderator, "skip", starts("⏭️ pm's turn was skipped.")).await;
+
+    let lead = server.create_user("channel-lead");
+    server.add_member(guild, lead, &[]);
+    server.set_overwrite(
+        scene.stage.channel,
+        OverwriteTarget::Member(lead),
+        Permissions::MANAGE_CHANNELS,
+        Permissions::empty(),
+    );
+    command(&scene, lead, "skip", starts("⏭️ dev's turn was skipped.")).await;
+    assert_eq!(active(&scene.session().await).as_deref(), Some("critic"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn personas_may_run_no_command_and_are_not_mentioned_in_the_refusal() {
+    let scene = Scene::started().await;
+    let pm = scene.user("pm");
+    let refused = command(&scene, pm, "status", starts("Personas can't run turn-manager commands")).await;
+    assert!(refused.pinged.is_empty());
+    assert!(!refused.content.contains(&pm.to_string()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refusals_and_bad_arguments_say_what_is_wrong() {
+    let scene = Scene::started().await;
+    let op = scene.stage.operator;
+    let unknown = command(&scene, op, "give bob", |m| m.content.contains("bob")).await;
+    assert!(unknown.content.contains("pm, dev, critic"), "names the known personas: {}", unknown.content);
+    let bad = command(&scene, op, "extend soon", |m| m.content.starts_with("I couldn't read")).await;
+    assert!(
+        bad.content.contains("`soon`") && bad.content.contains("Usage: `!turn extend <seconds>`"),
+        "{}",
+        bad.content
+    );
+    let again = command(&scene, op, "start", starts("A session is already running here")).await;
+    assert!(again.content.contains("pm has the floor"));
+    let which = command(&scene, op, "frobnicate", starts("Usage: `!turn <")).await;
+    assert!(which.content.contains("start|stop|pause|resume|skip|give|extend|order|add|remove|status|history"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_delivered_twice_runs_once() {
+    let scene = Scene::started().await;
+    scene.stage.server.faults(|f| f.on_dispatch(Some("MESSAGE_CREATE"), DispatchAction::Duplicate, 1));
+    command(&scene, scene.stage.operator, "skip", starts("⏭️")).await;
+    let marker = scene.stage.operator_says("marker");
+    scene.handled(marker).await;
+    let view = scene.view();
+    assert_eq!(view.iter().filter(|m| m.content.starts_with("⏭️")).count(), 1);
+    assert_eq!(count_floor(&view, "critic"), 0);
+    assert_eq!(active(&scene.session().await).as_deref(), Some("dev"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slash_commands_share_the_definitions_and_the_permission_rule() {
+    let scene = Scene::new().await;
+    let (server, channel, app) = (&scene.stage.server, scene.stage.channel, scene.stage.bot_user);
+    let registered = server.with(|w| w.commands.iter().find(|c| c.application_id == app).map(|c| c.body.clone()));
+    let body = registered.expect("/turn is registered");
+    assert_eq!(body["name"], "turn");
+    let subcommands: Vec<&str> =
+        body["options"].as_array().unwrap().iter().filter_map(|o| o["name"].as_str()).collect();
+    assert_eq!(
+        subcommands,
+        ["start", "stop", "pause", "resume", "skip", "give", "extend", "order", "add", "remove", "status", "history"]
+    );
+
+    let start = json!([{"type": 1, "name": "start", "options": [{"type": 3, "name": "roster", "value": "critic pm"}]}]);
+    server.invoke_command(channel, scene.stage.operator, app, "turn", start);
+    scene.until("critic's floor", |v| v.iter().any(|m| is_floor(m, "critic")).then_some(())).await;
+    let give = json!([{"type": 1, "name": "give", "options": [{"type": 3, "name": "persona", "value": "pm"}]}]);
+    server.invoke_command(channel, scene.stage.operator, app, "turn", give);
+    scene.until("pm's floor", |v| v.iter().any(|m| is_floor(m, "pm")).then_some(())).await;
+    assert_eq!(active(&scene.session().await).as_deref(), Some("pm"));
+    scene.until("the replies", |v| (v.iter().filter(|m| m.content == "Done.").count() == 2).then_some(())).await;
+
+    let visitor = server.create_user("visitor");
+    server.add_member(scene.stage.guild, visitor, &[]);
+    server.invoke_command(channel, visitor, app, "turn", json!([{"type": 1, "name": "stop", "options": []}]));
+    scene.until("the refusal", |v| v.iter().any(|m| m.content.starts_with("You can't change")).then_some(())).await;
+    assert_eq!(scene.session().await.status, SessionStatus::Running);
+    let pm = PersonaId::parse("pm").unwrap();
+    assert_eq!(scene.session().await.roster, vec![PersonaId::parse("critic").unwrap(), pm]);
+}

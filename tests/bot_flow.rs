@@ -1,0 +1,322 @@
+//! End to end, spec section 5 and 6: the real bot against the local Discord-compatible server, each agent message
+//! checked in the channel as a person sees it.
+
+mod common;
+
+use common::{Scene, count_floor, is_floor};
+use local_discord::faults::DispatchAction;
+use local_discord::permissions::Permissions;
+use local_discord::world::OverwriteTarget;
+use std::time::Duration;
+use turn_manager::core::config::{Config, OutOfTurnPolicy};
+use turn_manager::core::ids::PersonaId;
+use turn_manager::core::session::history::EventKind;
+
+fn holder(session: &turn_manager::core::session::Session) -> Option<&str> {
+    session.active_agent.as_ref().map(PersonaId::as_str)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_signal_is_stripped_and_the_next_persona_is_mentioned() {
+    let scene = Scene::started().await;
+    let original = scene.say("pm", "Here's my response.\n\nTURN_COMPLETE");
+    let dev = scene.user("dev");
+    let view = scene.until("dev to get the floor", |v| v.iter().any(|m| is_floor(m, "dev")).then(|| v.to_vec())).await;
+
+    assert!(view.iter().all(|m| m.id != original), "the agent's own message is gone");
+    let repost = view.iter().find(|m| m.from_webhook).expect("a repost");
+    assert_eq!((repost.author.as_str(), repost.content.as_str()), ("PM", "Here's my response."));
+    let announcement = view.iter().find(|m| is_floor(m, "dev")).unwrap();
+    assert!(announcement.content.starts_with(&format!("🎙️ <@{dev}> (dev) has the floor: 60s.")));
+    assert_eq!(announcement.pinged, vec![dev], "only the persona whose turn starts is pinged");
+    assert_eq!(holder(&scene.session().await), Some("dev"));
+    assert_eq!(scene.events("turn_complete").len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_without_the_signal_stays_and_the_turn_goes_on() {
+    let scene = Scene::started().await;
+    let id = scene.say("pm", "Still working on it: TURN_COMPLETE comes later.");
+    scene.handled(id).await;
+
+    let view = scene.view();
+    let kept = view.iter().find(|m| m.id == id).expect("the message stays");
+    assert_eq!(kept.content, "Still working on it: TURN_COMPLETE comes later.");
+    assert!(!kept.from_webhook && kept.reactions.is_empty());
+    assert_eq!(count_floor(&view, "dev"), 0);
+    let session = scene.session().await;
+    assert_eq!(holder(&session), Some("pm"));
+    assert!(session.agents[&PersonaId::parse("pm").unwrap()].last_activity.is_some());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_the_signal_shows_nothing_and_advances() {
+    let scene = Scene::started().await;
+    let id = scene.say("pm", "TURN_COMPLETE");
+    let view = scene.until("dev to get the floor", |v| v.iter().any(|m| is_floor(m, "dev")).then(|| v.to_vec())).await;
+    assert!(view.iter().all(|m| m.id != id), "the bare signal is removed");
+    assert!(view.iter().all(|m| !m.from_webhook), "nothing is reposted");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn several_messages_then_the_signal_make_one_turn() {
+    let scene = Scene::started().await;
+    let first = scene.say("pm", "Part one.");
+    let second = scene.say("pm", "Part two.");
+    scene.say("pm", "Part three. TURN_COMPLETE");
+    let view = scene.until("dev to get the floor", |v| v.iter().any(|m| is_floor(m, "dev")).then(|| v.to_vec())).await;
+
+    let shown: Vec<(&str, bool)> =
+        view.iter().filter(|m| m.content.starts_with("Part")).map(|m| (m.content.as_str(), m.from_webhook)).collect();
+    assert_eq!(shown, vec![("Part one.", false), ("Part two.", false), ("Part three.", true)]);
+    assert!(view.iter().any(|m| m.id == first) && view.iter().any(|m| m.id == second));
+    assert_eq!(scene.events("turn_complete").len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn out_of_turn_messages_are_removed_and_kept_in_history_without_a_mention() {
+    let scene = Scene::started().await;
+    let dev = scene.user("dev");
+    let id = scene.say("dev", "Let me jump in here.");
+    scene.handled(id).await;
+
+    let view = scene.until("the message to go", |v| v.iter().all(|m| m.id != id).then(|| v.to_vec())).await;
+    assert!(view.iter().all(|m| !m.pinged.contains(&dev)), "no notice mentions the persona");
+    let events = scene.events("out_of_turn");
+    assert_eq!(events.len(), 1);
+    let EventKind::OutOfTurn { text, removed, .. } = &events[0].kind else { unreachable!() };
+    assert_eq!((text.as_str(), *removed), ("Let me jump in here.", true));
+    assert_eq!(holder(&scene.session().await), Some("pm"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn out_of_turn_messages_stay_under_the_allow_policy() {
+    let scene = Scene::with(Config { out_of_turn: OutOfTurnPolicy::Allow, ..Config::default() }, [60, 60, 60]).await;
+    scene.start_session().await;
+    let id = scene.say("dev", "Let me jump in here. TURN_COMPLETE");
+    scene.handled(id).await;
+
+    let view = scene.view();
+    assert!(view.iter().any(|m| m.id == id && m.content.ends_with("TURN_COMPLETE")), "left alone");
+    let events = scene.events("out_of_turn");
+    assert_eq!(events.len(), 1);
+    assert!(matches!(events[0].kind, EventKind::OutOfTurn { removed: false, .. }));
+    assert_eq!(holder(&scene.session().await), Some("pm"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_timed_out_turn_is_announced_exactly_and_a_late_signal_is_shown_without_advancing() {
+    let scene = Scene::with(Config::default(), [1, 60, 60]).await;
+    scene.start_session().await;
+    let view = scene
+        .until("pm's turn to time out", |v| v.iter().any(|m| m.content.starts_with("⏱️")).then(|| v.to_vec()))
+        .await;
+    let timeout = view.iter().find(|m| m.content.starts_with("⏱️")).unwrap();
+    assert_eq!(timeout.content, "⏱️ pm turn timed out after 1s");
+    assert!(timeout.pinged.is_empty());
+    scene.until("dev to get the floor", |v| v.iter().any(|m| is_floor(m, "dev")).then_some(())).await;
+
+    let late = scene.say("pm", "Sorry, here it is. TURN_COMPLETE");
+    let view = scene
+        .until("the late reply to be relayed", |v| {
+            (v.iter().any(|m| m.from_webhook) && v.iter().all(|m| m.id != late)).then(|| v.to_vec())
+        })
+        .await;
+    let repost = view.iter().find(|m| m.from_webhook).unwrap();
+    assert_eq!((repost.author.as_str(), repost.content.as_str()), ("PM", "Sorry, here it is."));
+    scene.handled(late).await;
+    assert_eq!(holder(&scene.session().await), Some("dev"), "a late signal does not advance");
+    assert_eq!(count_floor(&scene.view(), "critic"), 0);
+    assert_eq!(scene.events("late_signal").len(), 1);
+    assert_eq!(scene.events("turn_timeout").len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_streamed_answer_ends_the_turn_on_the_edit_that_adds_the_signal() {
+    let scene = Scene::started().await;
+    let id = scene.say("pm", "Draft");
+    scene.handled(id).await;
+    scene.stage.server.edit(id, "Draft, more");
+    scene.stage.server.edit(id, "Draft, more, done.\nTURN_COMPLETE");
+    let view = scene.until("dev to get the floor", |v| v.iter().any(|m| is_floor(m, "dev")).then(|| v.to_vec())).await;
+
+    assert!(view.iter().all(|m| m.id != id), "the streamed message is replaced");
+    let repost = view.iter().find(|m| m.from_webhook).unwrap();
+    assert_eq!(repost.content, "Draft, more, done.");
+    assert_eq!(scene.events("turn_complete").len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_signal_delivered_twice_advances_once() {
+    let scene = Scene::started().await;
+    scene.stage.server.faults(|f| f.on_dispatch(Some("MESSAGE_CREATE"), DispatchAction::Duplicate, 1));
+    let id = scene.say("pm", "Done. TURN_COMPLETE");
+    scene.handled(id).await;
+    scene.until("dev to get the floor", |v| v.iter().any(|m| is_floor(m, "dev")).then_some(())).await;
+    let marker = scene.say("dev", "Thinking.");
+    scene.handled(marker).await;
+
+    let view = scene.view();
+    assert_eq!(count_floor(&view, "dev"), 1);
+    assert_eq!(count_floor(&view, "critic"), 0);
+    assert_eq!(view.iter().filter(|m| m.from_webhook).count(), 1, "one repost");
+    assert_eq!(scene.events("turn_complete").len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_signals_posted_at_once_make_one_advance() {
+    let scene = Scene::started().await;
+    let first = scene.say("pm", "One. TURN_COMPLETE");
+    let second = scene.say("pm", "Two. TURN_COMPLETE");
+    scene.handled(second).await;
+
+    let view = scene.view();
+    assert_eq!(count_floor(&view, "dev"), 1);
+    assert_eq!(count_floor(&view, "critic"), 0);
+    assert!(view.iter().all(|m| m.id != first && m.id != second));
+    assert_eq!(scene.events("turn_complete").len(), 1);
+    assert_eq!(scene.events("out_of_turn").len(), 1, "the second came when pm no longer had the floor");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn messages_overtaken_on_the_gateway_are_handled_in_the_order_discord_created_them() {
+    let scene = Scene::started().await;
+    // pm's signal reaches the bot after dev's first message, which was posted right after it.
+    scene
+        .stage
+        .server
+        .faults(|f| f.on_dispatch(Some("MESSAGE_CREATE"), DispatchAction::Delay(Duration::from_millis(8)), 1));
+    scene.say("pm", "Over to you. TURN_COMPLETE");
+    let dev_message = scene.say("dev", "Thanks, starting now.");
+    scene.handled(dev_message).await;
+
+    let view = scene.view();
+    assert!(view.iter().any(|m| m.id == dev_message), "dev spoke in its own turn, so its message stays");
+    assert!(scene.events("out_of_turn").is_empty());
+    assert_eq!(holder(&scene.session().await), Some("dev"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_bot_ignores_its_own_messages_and_its_webhook_reposts() {
+    let scene = Scene::started().await;
+    let settled = scene.stage.operator_says("settled");
+    scene.handled(settled).await;
+    let before = scene.bot().bot.stats().messages_handled;
+    scene.say("pm", "Done. TURN_COMPLETE");
+    let view = scene.until("dev to get the floor", |v| v.iter().any(|m| is_floor(m, "dev")).then(|| v.to_vec())).await;
+    let marker = scene.stage.operator_says("nice");
+    scene.handled(marker).await;
+    // The repost and the announcement came back on the gateway too, but only pm's message and the marker reached
+    // the engine.
+    assert_eq!(scene.bot().bot.stats().messages_handled - before, 2);
+    assert_eq!(scene.events("turn_complete").len(), 1);
+    assert_eq!(scene.view().len(), view.len() + 1, "no loop: nothing more was posted");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn everyone_here_and_roles_in_an_agents_text_ping_nobody() {
+    let scene = Scene::started().await;
+    let role = scene.stage.server.create_role(scene.stage.guild, "reviewers", Permissions::empty());
+    scene.stage.server.add_member(scene.stage.guild, scene.stage.operator, &[role]);
+    scene.say("pm", &format!("@everyone @here <@&{role}> look at this. TURN_COMPLETE"));
+    let view = scene.until("the repost", |v| v.iter().find(|m| m.from_webhook).cloned()).await;
+    assert!(view.content.starts_with("@everyone @here"));
+    assert!(view.pinged.is_empty(), "pinged {:?}", view.pinged);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_manage_messages_the_bot_observes_and_says_so_once() {
+    let scene = Scene::new().await;
+    let (channel, role) = (scene.stage.channel, scene.stage.bot_role);
+    scene.stage.server.set_overwrite(
+        channel,
+        OverwriteTarget::Role(role),
+        Permissions::empty(),
+        Permissions::MANAGE_MESSAGES,
+    );
+    scene.start_session().await;
+    let id = scene.say("pm", "Observed answer. TURN_COMPLETE");
+    let view = scene.until("dev to get the floor", |v| v.iter().any(|m| is_floor(m, "dev")).then(|| v.to_vec())).await;
+    let kept = view.iter().find(|m| m.id == id).expect("the message stays in observe mode");
+    assert_eq!(kept.content, "Observed answer. TURN_COMPLETE");
+    assert_eq!(kept.reactions, vec![("✅".to_owned(), 1)]);
+    assert!(view.iter().all(|m| !m.from_webhook));
+
+    // Stopping and starting again does not repeat the notice.
+    scene.stage.operator_says("!turn stop");
+    scene.until("the stop", |v| v.iter().any(|m| m.content.starts_with("⏹️")).then_some(())).await;
+    scene.stage.operator_says("!turn start");
+    scene
+        .until("a second start", |v| (v.iter().filter(|m| m.content.starts_with("▶️")).count() == 2).then_some(()))
+        .await;
+    let notices: Vec<_> = scene.view().into_iter().filter(|m| m.content.contains("Falling back to observe")).collect();
+    assert_eq!(notices.len(), 1);
+    assert!(notices[0].content.contains("**Manage Messages**"));
+    assert!(!notices[0].content.contains("Manage Webhooks"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rest_calls_per_completed_turn_are_three_in_relay_and_two_in_observe() {
+    let scene = Scene::started().await;
+    scene.say("pm", "First. TURN_COMPLETE");
+    scene.until("dev to get the floor", |v| v.iter().any(|m| is_floor(m, "dev")).then_some(())).await;
+    let before = scene.rest_calls().len();
+    let id = scene.say("dev", "Second. TURN_COMPLETE");
+    scene.handled(id).await;
+    let calls = scene.rest_calls()[before..].to_vec();
+    assert_eq!(calls.len(), 3, "relay: repost, delete, announce; got {calls:#?}");
+
+    let observe = Scene::new().await;
+    let role = observe.stage.bot_role;
+    observe.stage.server.set_overwrite(
+        observe.stage.channel,
+        OverwriteTarget::Role(role),
+        Permissions::empty(),
+        Permissions::MANAGE_WEBHOOKS,
+    );
+    observe.start_session().await;
+    let before = observe.rest_calls().len();
+    let id = observe.say("pm", "First. TURN_COMPLETE");
+    observe.handled(id).await;
+    let calls = observe.rest_calls()[before..].to_vec();
+    assert_eq!(calls.len(), 2, "observe: react, announce; got {calls:#?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deleted_webhook_is_made_again() {
+    let scene = Scene::started().await;
+    scene.say("pm", "First. TURN_COMPLETE");
+    scene.until("the first repost", |v| v.iter().any(|m| m.from_webhook).then_some(())).await;
+    let hooks: Vec<u64> = scene.stage.server.with(|w| w.webhooks.keys().copied().collect());
+    assert_eq!(hooks.len(), 1);
+    scene.stage.server.with(|w| w.webhooks.clear());
+    scene.until("dev to get the floor", |v| v.iter().any(|m| is_floor(m, "dev")).then_some(())).await;
+    scene.say("dev", "Second. TURN_COMPLETE");
+    scene.until("the second repost", |v| (v.iter().filter(|m| m.from_webhook).count() == 2).then_some(())).await;
+    let now: Vec<u64> = scene.stage.server.with(|w| w.webhooks.keys().copied().collect());
+    assert_eq!(now.len(), 1);
+    assert_ne!(now, hooks);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_in_a_thread_reposts_through_the_parents_webhook() {
+    let scene = Scene::new().await;
+    let thread = scene.stage.server.create_thread(scene.stage.channel, "design");
+    scene.stage.server.post(thread, scene.stage.operator, "!turn start");
+    let server = &scene.stage.server;
+    server
+        .wait_for("pm's floor in the thread", common::PATIENCE, |w| {
+            w.view(thread).iter().any(|m| is_floor(m, "pm")).then_some(())
+        })
+        .await
+        .unwrap();
+    server.post(thread, scene.user("pm"), "In the thread. TURN_COMPLETE");
+    let repost = server
+        .wait_for("the repost in the thread", common::PATIENCE, |w| w.view(thread).into_iter().find(|m| m.from_webhook))
+        .await
+        .unwrap();
+    assert_eq!(repost.content, "In the thread.");
+    let owner = server.with(|w| w.webhooks.values().map(|h| h.channel_id).collect::<Vec<_>>());
+    assert_eq!(owner, vec![scene.stage.channel], "the webhook belongs to the parent channel");
+    assert!(scene.view().iter().all(|m| !m.from_webhook), "nothing leaked into the parent channel");
+}

@@ -1,0 +1,200 @@
+//! End to end: restarts (overdue turns, messages missed while down), sessions from the configuration, and the
+//! `run`, `demo` and `invite` commands as processes.
+
+mod common;
+
+use chrono::Utc;
+use common::{PATIENCE, Scene, is_floor};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+use turn_manager::core::config::{Config, ManagedChannel};
+use turn_manager::core::ids::{ChannelId, PersonaId};
+use turn_manager::demo::stage::Stage;
+
+const BINARY: &str = env!("CARGO_BIN_EXE_turn-manager");
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_that_fell_due_while_the_bot_was_down_ends_at_start_with_its_true_duration() {
+    let mut scene = Scene::with(Config::default(), [2, 60, 60]).await;
+    scene.start_session().await;
+    let started = scene.session().await.turn_started_at.expect("a turn is running");
+    scene.stop_bot().await;
+    // Down for a good while past pm's 2 s deadline.
+    while Utc::now() < started + chrono::TimeDelta::milliseconds(3600) {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    scene.restart_bot().await;
+    let restarted = Utc::now();
+
+    let timeout = scene.until("the overdue timeout", |v| v.iter().find(|m| m.content.starts_with("⏱️")).cloned()).await;
+    let seconds: i64 =
+        timeout.content.trim_start_matches("⏱️ pm turn timed out after ").trim_end_matches('s').parse().unwrap();
+    let true_duration = (restarted - started).num_milliseconds();
+    assert!(seconds >= 4, "the true duration, not the 2 s timeout: {}", timeout.content);
+    assert!((seconds * 1000 - true_duration).abs() <= 1500, "{seconds}s for a turn of {true_duration} ms");
+    scene.until("dev's floor", |v| v.iter().any(|m| is_floor(m, "dev")).then_some(())).await;
+    assert_eq!(scene.events("turn_timeout").len(), 1, "ended once");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn messages_posted_while_the_bot_was_down_are_handled_after_it_restarts() {
+    let mut scene = Scene::started().await;
+    scene.stop_bot().await;
+    let id = scene.say("pm", "Finished while you were away. TURN_COMPLETE");
+    scene.restart_bot().await;
+    let view = scene.until("dev's floor", |v| v.iter().any(|m| is_floor(m, "dev")).then(|| v.to_vec())).await;
+    assert!(view.iter().all(|m| m.id != id));
+    assert!(view.iter().any(|m| m.from_webhook && m.content == "Finished while you were away."));
+    assert_eq!(scene.session().await.active_agent, Some(PersonaId::parse("dev").unwrap()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn channels_in_the_configuration_are_managed_from_start_up() {
+    let scene = Scene::build([60, 60, 60], |stage| Config {
+        channels: vec![ManagedChannel {
+            channel_id: ChannelId(stage.channel),
+            roster: vec![PersonaId::parse("critic").unwrap(), PersonaId::parse("dev").unwrap()],
+        }],
+        ..Config::default()
+    })
+    .await;
+    let start = scene
+        .until("the session to start by itself", |v| v.iter().find(|m| m.content.starts_with("▶️")).cloned())
+        .await;
+    assert_eq!(start.content, "▶️ Turn management started. Roster: critic, dev.");
+    scene.until("critic's floor", |v| v.iter().any(|m| is_floor(m, "critic")).then_some(())).await;
+}
+
+/// Writes the stage's personas (with their local accounts) as persona files.
+fn write_personas(stage: &Stage, dir: &std::path::Path) {
+    for persona in &stage.personas {
+        let json = serde_json::json!({
+            "id": persona.id.as_str(),
+            "displayName": persona.display_name,
+            "discordUserId": persona.discord_user_id.0.to_string(),
+            "turnBehavior": {"timeoutSeconds": 60},
+            "order": persona.order,
+        });
+        std::fs::write(dir.join(format!("{}.json", persona.id)), json.to_string()).unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_connects_through_api_base_and_shuts_down_gracefully_on_sigterm() {
+    let stage = Stage::new(&common::personas([60, 60, 60])).await.unwrap();
+    let (personas, state) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    write_personas(&stage, personas.path());
+    let child = Command::new(BINARY)
+        .args(["run", "--api-base", &stage.server.base_url(), "--config", "/nonexistent/none.json"])
+        .arg("--personas")
+        .arg(personas.path())
+        .arg("--state")
+        .arg(state.path())
+        .env("DISCORD_TOKEN", &stage.bot_token)
+        .env("RUST_LOG", "info,turn_manager=debug")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // An explicit --config that does not exist is an error: the bot must not start.
+    let output = tokio::task::spawn_blocking(move || child.wait_with_output()).await.unwrap().unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("none.json"));
+
+    // The log goes to a file: a pipe nobody reads while the bot runs would fill up and stall it.
+    let log_path = state.path().join("run.log");
+    let child = Command::new(BINARY)
+        .args(["run", "--api-base", &stage.server.base_url()])
+        .arg("--personas")
+        .arg(personas.path())
+        .arg("--state")
+        .arg(state.path())
+        .env("DISCORD_TOKEN", &stage.bot_token)
+        .env("RUST_LOG", "info,turn_manager=debug")
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log_path).unwrap())
+        .spawn()
+        .unwrap();
+    let me = stage.bot_user;
+    stage
+        .server
+        .wait_for("run to connect", PATIENCE, |w| {
+            (w.is_connected(me) && w.commands.iter().any(|c| c.application_id == me)).then_some(())
+        })
+        .await
+        .unwrap();
+    stage.operator_says("!turn start");
+    let channel = stage.channel;
+    let floor = stage
+        .server
+        .wait_for("pm's floor", PATIENCE, |w| w.view(channel).iter().any(|m| is_floor(m, "pm")).then_some(()))
+        .await;
+    if let Err(e) = floor {
+        let _ = Command::new("kill").args(["-KILL", &child.id().to_string()]).status();
+        let calls: Vec<String> = stage.server.log().iter().map(|e| format!("{:?}", e.kind)).collect();
+        panic!(
+            "{e}; the server saw:\n{}\nthe bot said:\n{}",
+            calls.join("\n"),
+            std::fs::read_to_string(&log_path).unwrap_or_default()
+        );
+    }
+
+    let status = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+    assert!(status.success());
+    let mut child = child;
+    let status = tokio::task::spawn_blocking(move || child.wait()).await.unwrap().unwrap();
+    let log = std::fs::read_to_string(&log_path).unwrap();
+    assert!(status.success(), "exit {status:?}:\n{log}");
+    assert!(log.contains("SIGTERM: shutting down") && log.contains("turn-manager stopped"), "{log}");
+    assert!(!log.contains(&stage.bot_token), "the token never reaches the log");
+    assert!(!stage.server.is_connected(me), "the gateway is closed");
+    let saved = std::fs::read_to_string(state.path().join("channels").join(format!("{channel}.json"))).unwrap();
+    let saved: serde_json::Value = serde_json::from_str(&saved).unwrap();
+    assert_eq!(saved["activeAgent"], "pm");
+}
+
+#[test]
+fn run_refuses_a_missing_or_malformed_token_before_connecting() {
+    let missing = Command::new(BINARY).arg("run").env_remove("DISCORD_TOKEN").output().unwrap();
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("DISCORD_TOKEN is not set"));
+
+    let secret = "not a token at all";
+    let malformed = Command::new(BINARY).arg("run").env("DISCORD_TOKEN", secret).output().unwrap();
+    let stderr = String::from_utf8_lossy(&malformed.stderr);
+    assert_eq!(malformed.status.code(), Some(2));
+    assert!(stderr.contains("does not look like a Discord bot token"), "{stderr}");
+    assert!(!stderr.contains(secret), "the token is never printed");
+}
+
+#[test]
+fn invite_prints_the_oauth2_url() {
+    let out = Command::new(BINARY).args(["invite", "--client-id", "1312000000000000009"]).output().unwrap();
+    assert!(out.status.success());
+    let url = String::from_utf8_lossy(&out.stdout);
+    assert!(url.starts_with("https://discord.com/oauth2/authorize?client_id=1312000000000000009&scope=bot%20applications.commands&permissions="));
+    let bad = Command::new(BINARY).args(["invite", "--client-id", "abc"]).output().unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+}
+
+#[test]
+fn the_demo_runs_one_round_and_shows_every_case() {
+    let out =
+        Command::new(BINARY).args(["demo", "--rounds", "1"]).current_dir(env!("CARGO_MANIFEST_DIR")).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    for expected in [
+        "operator: !turn start",
+        "turn-manager: ▶️ Turn management started. Roster: pm, dev, critic.",
+        "turn-manager: 🎙️ @PM (pm) has the floor: 3s. End your message with TURN_COMPLETE.",
+        "PM (relayed): pm: my answer for turn 1.",
+        "✂ PM's message was removed: \"pm: may I add something? TURN_COMPLETE\"",
+        "Developer (relayed): dev: streaming ...1 ...2 ...3.",
+        "turn-manager: ⏱️ critic turn timed out after 3s",
+        "Critic (relayed): critic: sorry, I was slow.",
+        "turn-manager: ⏹️ Turn management stopped",
+        "1 late signal(s) shown without advancing, 1 out-of-turn message(s) removed.",
+    ] {
+        assert!(stdout.contains(expected), "missing {expected:?} in:\n{stdout}");
+    }
+}

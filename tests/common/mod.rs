@@ -1,0 +1,185 @@
+//! The scene every end-to-end test plays on: the local Discord-compatible server, three personas (pm, dev, critic)
+//! each speaking through its own bot account, a human operator, and the real turn-manager bot connected to it.
+#![allow(dead_code)] // Each test file uses its own part of the scene.
+
+use local_discord::world::{LogKind, SeenMessage};
+use std::time::Duration;
+use turn_manager::core::config::Config;
+use turn_manager::core::ids::{ChannelId, PersonaId, UserId};
+use turn_manager::core::persona::Persona;
+use turn_manager::core::session::Session;
+use turn_manager::core::session::history::HistoryEvent;
+use turn_manager::demo::stage::Stage;
+use turn_manager::discord::RunningBot;
+
+/// Generous: conditions are waited on, never slept for; this only bounds a failing test.
+pub const PATIENCE: Duration = Duration::from_secs(15);
+
+pub struct Scene {
+    pub stage: Stage,
+    pub bot: Option<RunningBot>,
+    pub state: tempfile::TempDir,
+    pub config: Config,
+}
+
+/// pm, dev and critic, in that order, with these turn lengths in seconds.
+pub fn personas(timeouts: [u32; 3]) -> Vec<Persona> {
+    [("pm", "PM"), ("dev", "Developer"), ("critic", "Critic")]
+        .iter()
+        .zip(timeouts)
+        .enumerate()
+        .map(|(i, ((id, name), timeout))| Persona {
+            id: PersonaId::parse(id).unwrap(),
+            display_name: (*name).into(),
+            discord_user_id: UserId(0),
+            avatar_url: Some(format!("https://example.org/{id}.png")),
+            timeout_seconds: Some(timeout),
+            order: Some(i as i64 + 1),
+            source: format!("personas/{id}.json"),
+        })
+        .collect()
+}
+
+impl Scene {
+    /// Default configuration; turns long enough never to time out during a test.
+    pub async fn new() -> Self {
+        Self::with(Config::default(), [60, 60, 60]).await
+    }
+
+    pub async fn with(config: Config, timeouts: [u32; 3]) -> Self {
+        Self::build(timeouts, |_| config).await
+    }
+
+    /// A scene whose configuration depends on the stage (its channel ids...).
+    pub async fn build(timeouts: [u32; 3], config: impl FnOnce(&Stage) -> Config) -> Self {
+        let stage = Stage::new(&personas(timeouts)).await.expect("local server");
+        let config = config(&stage);
+        let state = tempfile::tempdir().expect("state folder");
+        let bot = stage.start_bot(config.clone(), state.path()).await.expect("bot connects");
+        Self { stage, bot: Some(bot), state, config }
+    }
+
+    /// A scene where the operator has started a session and pm has the floor.
+    pub async fn started() -> Self {
+        let scene = Self::new().await;
+        scene.start_session().await;
+        scene
+    }
+
+    pub async fn start_session(&self) {
+        self.stage.operator_says("!turn start");
+        self.until("pm to get the floor", |view| view.iter().any(|m| is_floor(m, "pm")).then_some(())).await;
+    }
+
+    pub fn bot(&self) -> &RunningBot {
+        self.bot.as_ref().expect("the bot is running")
+    }
+
+    pub fn user(&self, persona: &str) -> u64 {
+        self.stage.user_of(persona)
+    }
+
+    /// A persona's agent posts a message.
+    pub fn say(&self, persona: &str, text: &str) -> u64 {
+        self.stage.server.post(self.stage.channel, self.user(persona), text)
+    }
+
+    pub fn view(&self) -> Vec<SeenMessage> {
+        self.stage.server.view(self.stage.channel)
+    }
+
+    /// Waits until `condition` holds for the channel as a person sees it.
+    pub async fn until<T>(&self, what: &str, mut condition: impl FnMut(&[SeenMessage]) -> Option<T>) -> T {
+        let channel = self.stage.channel;
+        match self.stage.server.wait_for(what, PATIENCE, |w| condition(&w.view(channel))).await {
+            Ok(found) => found,
+            Err(e) => {
+                let calls = self.rest_calls();
+                let recent = calls[calls.len().saturating_sub(8)..].join("\n  ");
+                panic!("{e}; the channel shows:\n{}\nthe last REST calls:\n  {recent}", render(&self.view()))
+            }
+        }
+    }
+
+    /// The session as the bot holds it now.
+    pub async fn session(&self) -> Session {
+        self.bot().bot.session(ChannelId(self.stage.channel)).await.expect("a session here")
+    }
+
+    /// Waits until the bot has handled message `id` and carried out what it decided (effects run under the
+    /// session's lock, so once the session shows the id, they are done).
+    pub async fn handled(&self, id: u64) {
+        let deadline = tokio::time::Instant::now() + PATIENCE;
+        loop {
+            if self.bot().bot.session(ChannelId(self.stage.channel)).await.and_then(|s| s.last_message_id)
+                >= Some(turn_manager::core::ids::MessageId(id))
+            {
+                return;
+            }
+            assert!(tokio::time::Instant::now() < deadline, "message {id} was never handled");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    /// The full history log of the channel.
+    pub fn history(&self) -> Vec<HistoryEvent> {
+        self.bot().bot.store.read_log(ChannelId(self.stage.channel)).expect("history log")
+    }
+
+    pub fn events(&self, kind: &str) -> Vec<HistoryEvent> {
+        self.history().into_iter().filter(|e| e.kind.name() == kind).collect()
+    }
+
+    /// REST calls made so far (every REST call on the local server is the bot's: people and agents act through
+    /// the server's handle).
+    pub fn rest_calls(&self) -> Vec<String> {
+        self.stage
+            .server
+            .log()
+            .into_iter()
+            .filter_map(|e| match e.kind {
+                LogKind::Rest { method, path, status } => Some(format!("{method} {path} -> {status}")),
+                _ => None,
+            })
+            .collect()
+    }
+
+    pub async fn stop_bot(&mut self) {
+        if let Some(bot) = self.bot.take() {
+            bot.shutdown().await;
+        }
+    }
+
+    pub async fn restart_bot(&mut self) {
+        self.stop_bot().await;
+        let bot = self.stage.start_bot(self.config.clone(), self.state.path()).await.expect("bot reconnects");
+        self.bot = Some(bot);
+    }
+}
+
+/// The announcement that gives `persona` the floor.
+pub fn is_floor(m: &SeenMessage, persona: &str) -> bool {
+    m.author == "turn-manager" && m.content.contains(&format!("({persona}) has the floor"))
+}
+
+pub fn count_floor(view: &[SeenMessage], persona: &str) -> usize {
+    view.iter().filter(|m| is_floor(m, persona)).count()
+}
+
+pub fn render(view: &[SeenMessage]) -> String {
+    view.iter()
+        .map(|m| {
+            let via = if m.from_webhook { " (webhook)" } else { "" };
+            format!("  {}{via}: {:?} reactions={:?} pinged={:?}", m.author, m.content, m.reactions, m.pinged)
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Logs to the test's output when RUST_LOG is set.
+pub fn logs() {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_test_writer()
+        .try_init();
+}
