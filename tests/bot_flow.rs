@@ -4,7 +4,7 @@
 mod common;
 
 use common::{Scene, count_floor, is_floor};
-use local_discord::faults::DispatchAction;
+use local_discord::faults::{DispatchAction, RouteAction};
 use local_discord::permissions::Permissions;
 use local_discord::world::OverwriteTarget;
 use std::time::Duration;
@@ -258,8 +258,9 @@ async fn without_manage_messages_the_bot_observes_and_says_so_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rest_calls_per_completed_turn_are_three_in_relay_and_two_in_observe() {
     let scene = Scene::started().await;
-    scene.say("pm", "First. TURN_COMPLETE");
-    scene.until("dev to get the floor", |v| v.iter().any(|m| is_floor(m, "dev")).then_some(())).await;
+    let first = scene.say("pm", "First. TURN_COMPLETE");
+    // Handled means the bot has had the answers to all its calls, so all of them are in the log.
+    scene.handled(first).await;
     let before = scene.rest_calls().len();
     let id = scene.say("dev", "Second. TURN_COMPLETE");
     scene.handled(id).await;
@@ -275,6 +276,8 @@ async fn rest_calls_per_completed_turn_are_three_in_relay_and_two_in_observe() {
         Permissions::MANAGE_WEBHOOKS,
     );
     observe.start_session().await;
+    let settled = observe.stage.operator_says("settled");
+    observe.handled(settled).await;
     let before = observe.rest_calls().len();
     let id = observe.say("pm", "First. TURN_COMPLETE");
     observe.handled(id).await;
@@ -319,4 +322,17 @@ async fn a_session_in_a_thread_reposts_through_the_parents_webhook() {
     let owner = server.with(|w| w.webhooks.values().map(|h| h.channel_id).collect::<Vec<_>>());
     assert_eq!(owner, vec![scene.stage.channel], "the webhook belongs to the parent channel");
     assert!(scene.view().iter().all(|m| !m.from_webhook), "nothing leaked into the parent channel");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_announcement_that_meets_a_server_error_is_retried_and_posted_once() {
+    let scene = Scene::started().await;
+    scene.stage.server.faults(|f| f.on_route(Some("POST"), "/messages", RouteAction::ServerError(502), 1));
+    let id = scene.say("pm", "Done. TURN_COMPLETE");
+    scene.handled(id).await;
+    let view = scene.view();
+    assert_eq!(count_floor(&view, "dev"), 1, "posted after the retry, once");
+    let statuses: Vec<String> =
+        scene.rest_calls().into_iter().filter(|c| c.starts_with("POST /api/v10/channels")).collect();
+    assert!(statuses.iter().any(|c| c.ends_with("-> 502")), "{statuses:#?}");
 }

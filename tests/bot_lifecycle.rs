@@ -79,20 +79,28 @@ fn write_personas(stage: &Stage, dir: &std::path::Path) {
     }
 }
 
+/// `turn-manager run` against the stage's server, with the stage's token.
+fn run(stage: &Stage, personas: &std::path::Path, state: &std::path::Path) -> Command {
+    let mut command = Command::new(BINARY);
+    command
+        .args(["run", "--api-base", &stage.server.base_url()])
+        .arg("--personas")
+        .arg(personas)
+        .arg("--state")
+        .arg(state)
+        .env("DISCORD_TOKEN", &stage.bot_token)
+        .env("RUST_LOG", "info,turn_manager=debug")
+        .stdout(Stdio::null());
+    command
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn run_connects_through_api_base_and_shuts_down_gracefully_on_sigterm() {
     let stage = Stage::new(&common::personas([60, 60, 60])).await.unwrap();
     let (personas, state) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     write_personas(&stage, personas.path());
-    let child = Command::new(BINARY)
-        .args(["run", "--api-base", &stage.server.base_url(), "--config", "/nonexistent/none.json"])
-        .arg("--personas")
-        .arg(personas.path())
-        .arg("--state")
-        .arg(state.path())
-        .env("DISCORD_TOKEN", &stage.bot_token)
-        .env("RUST_LOG", "info,turn_manager=debug")
-        .stdout(Stdio::null())
+    let child = run(&stage, personas.path(), state.path())
+        .args(["--config", "/nonexistent/none.json"])
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
@@ -103,18 +111,8 @@ async fn run_connects_through_api_base_and_shuts_down_gracefully_on_sigterm() {
 
     // The log goes to a file: a pipe nobody reads while the bot runs would fill up and stall it.
     let log_path = state.path().join("run.log");
-    let child = Command::new(BINARY)
-        .args(["run", "--api-base", &stage.server.base_url()])
-        .arg("--personas")
-        .arg(personas.path())
-        .arg("--state")
-        .arg(state.path())
-        .env("DISCORD_TOKEN", &stage.bot_token)
-        .env("RUST_LOG", "info,turn_manager=debug")
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log_path).unwrap())
-        .spawn()
-        .unwrap();
+    let child =
+        run(&stage, personas.path(), state.path()).stderr(std::fs::File::create(&log_path).unwrap()).spawn().unwrap();
     let me = stage.bot_user;
     stage
         .server

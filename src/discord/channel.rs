@@ -5,7 +5,7 @@ use super::bot::Bot;
 use super::{access, effects, events, to_channel, to_message};
 use crate::core::config::DisplayModeSetting;
 use crate::core::ids::{ChannelId, MessageId};
-use crate::core::session::{Command, IncomingMessage, Refusal, Session, Transition};
+use crate::core::session::{Command, DisplayMode, IncomingMessage, Refusal, Session, Transition};
 use chrono::{DateTime, Utc};
 use serenity::all as discord;
 use std::collections::VecDeque;
@@ -93,15 +93,8 @@ impl ChannelSlot {
         let starting = matches!(command, Command::Start { .. }) && !self.session.lock().await.is_active();
         let fallback = if starting { self.choose_display_mode(bot).await } else { None };
         let mut session = self.session.lock().await;
-        if let Some((mode, notice)) = fallback {
-            if !session.is_active() {
-                let t = session.set_display_mode(mode, Utc::now(), bot.context());
-                let switched = t.changed;
-                self.commit(bot, &session, t).await;
-                if let Some(notice) = notice.filter(|_| switched) {
-                    effects::notice(bot, self.id, &notice).await;
-                }
-            }
+        if !session.is_active() {
+            self.apply_display_mode(bot, &mut session, fallback).await;
         }
         let t = session.handle_command(command, None, Utc::now(), bot.context())?;
         self.commit(bot, &session, t).await;
@@ -109,8 +102,7 @@ impl ChannelSlot {
     }
 
     /// The display mode to use here, and the notice to give if relay is not possible.
-    async fn choose_display_mode(&self, bot: &Bot) -> Option<(crate::core::session::DisplayMode, Option<String>)> {
-        use crate::core::session::DisplayMode;
+    async fn choose_display_mode(&self, bot: &Bot) -> Option<(DisplayMode, Option<String>)> {
         match bot.config.display_mode {
             DisplayModeSetting::Relay => Some((DisplayMode::Relay, None)),
             DisplayModeSetting::Observe => Some((DisplayMode::Observe, None)),
@@ -125,22 +117,31 @@ impl ChannelSlot {
         }
     }
 
+    /// Switches the display mode if it changed; the fallback notice is given only on the switch, so only once.
+    async fn apply_display_mode(
+        &self,
+        bot: &Bot,
+        session: &mut Session,
+        choice: Option<(DisplayMode, Option<String>)>,
+    ) {
+        let Some((mode, notice)) = choice else { return };
+        let t = session.set_display_mode(mode, Utc::now(), bot.context());
+        let switched = t.changed;
+        self.commit(bot, session, t).await;
+        if let Some(notice) = notice.filter(|_| switched) {
+            effects::notice(bot, self.id, &notice).await;
+        }
+    }
+
     /// At start-up: checks the display mode again, drops personas that no longer exist, and ends turns that fell
     /// due while the bot was down (with their true duration).
     pub(super) async fn bring_up_to_date(&self, bot: &Bot) {
         if !self.session.lock().await.is_active() {
             return;
         }
-        let mode = self.choose_display_mode(bot).await;
+        let choice = self.choose_display_mode(bot).await;
         let mut session = self.session.lock().await;
-        if let Some((mode, notice)) = mode {
-            let t = session.set_display_mode(mode, Utc::now(), bot.context());
-            let switched = t.changed;
-            self.commit(bot, &session, t).await;
-            if let Some(notice) = notice.filter(|_| switched) {
-                effects::notice(bot, self.id, &notice).await;
-            }
-        }
+        self.apply_display_mode(bot, &mut session, choice).await;
         let t = session.reconcile(Utc::now(), bot.context());
         self.commit(bot, &session, t).await;
         let t = session.tick(Utc::now(), bot.context());

@@ -76,7 +76,7 @@ async fn announce(bot: &Bot, channel: ChannelId, announcement: &Announcement) ->
 
 /// A server error or a time-out may pass; a refusal (4xx) will not.
 fn is_transient(error: &str) -> bool {
-    error.starts_with("timed out") || error.contains("Internal Server Error") || error.contains("status: 5")
+    error.starts_with("timed out") || error.starts_with("status: 5")
 }
 
 /// Runs a REST call with [`REST_TIMEOUT`], turning both failures into one message.

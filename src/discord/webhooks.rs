@@ -42,27 +42,31 @@ impl Webhooks {
         if let Some(thread) = thread {
             builder = builder.in_thread(to_channel(thread));
         }
-        let mut hooks = self.hooks.lock().await;
         for attempt in 0..2 {
-            let hook = match hooks.get(&owner) {
-                Some(hook) => hook.clone(),
-                None => {
-                    let hook = self.find_or_create(bot, owner).await?;
-                    hooks.insert(owner, hook.clone());
-                    hook
-                }
-            };
+            let hook = self.hook_for(bot, owner).await?;
             match rest(hook.execute(bot.http(), false, builder.clone())).await {
                 Ok(_) => return Ok(()),
                 // 404: someone deleted the webhook; make a new one and try once more.
                 Err(e) if attempt == 0 && e.starts_with("status: 404") => {
                     tracing::info!(channel = %owner, "my webhook was deleted; making a new one");
-                    hooks.remove(&owner);
+                    self.hooks.lock().await.remove(&owner);
                 }
                 Err(e) => return Err(e),
             }
         }
         Err("the webhook kept disappearing".into())
+    }
+
+    /// The channel's webhook, found or made on first use. The lock is held only while one is being made, so two
+    /// reposts never make two webhooks, and posting in one channel never waits for another.
+    async fn hook_for(&self, bot: &Bot, owner: ChannelId) -> Result<discord::Webhook, String> {
+        let mut hooks = self.hooks.lock().await;
+        if let Some(hook) = hooks.get(&owner) {
+            return Ok(hook.clone());
+        }
+        let hook = self.find_or_create(bot, owner).await?;
+        hooks.insert(owner, hook.clone());
+        Ok(hook)
     }
 
     /// Where a channel's webhook lives: the channel itself, or a thread's parent with the thread to post in.
