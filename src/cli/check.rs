@@ -122,6 +122,6 @@ fn settings(config: &Config) -> Vec<(&'static str, String)> {
     ]
 }
 
-fn plural(n: usize) -> &'static str {
+pub(super) fn plural(n: usize) -> &'static str {
     if n == 1 { "" } else { "s" }
 }

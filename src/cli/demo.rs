@@ -14,21 +14,11 @@ pub fn run(args: &DemoArgs) -> ExitCode {
         }
     };
     let state_dir = std::env::temp_dir().join(format!("turn-manager-demo-{}", std::process::id()));
-    let runtime = match tokio::runtime::Runtime::new() {
-        Ok(runtime) => runtime,
-        Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
     let personas = setup.personas.all().to_vec();
-    let result = runtime.block_on(crate::demo::run(args.rounds, personas, &state_dir));
-    let _ = std::fs::remove_dir_all(&state_dir);
-    match result.and_then(|outcome| crate::demo::summarize(&outcome)) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            ExitCode::FAILURE
-        }
-    }
+    let rounds = args.rounds;
+    super::run_async(async move {
+        let outcome = crate::demo::run(rounds, personas, &state_dir).await;
+        let _ = std::fs::remove_dir_all(&state_dir);
+        crate::demo::summarize(&outcome?)
+    })
 }

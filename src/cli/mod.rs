@@ -99,6 +99,19 @@ fn print_problems(problems: &crate::core::problems::Problems) {
         eprintln!("{problem}");
     }
     let errors = problems.errors().count();
-    let s = if errors == 1 { "" } else { "s" };
-    eprintln!("\n{errors} error{s} found; the bot will not start until they are fixed.");
+    eprintln!("\n{errors} error{} found; the bot will not start until they are fixed.", check::plural(errors));
+}
+
+/// Runs an async subcommand on a new runtime; an error is printed with its causes and fails the process.
+fn run_async(job: impl std::future::Future<Output = anyhow::Result<()>>) -> ExitCode {
+    let result = tokio::runtime::Runtime::new()
+        .map_err(|e| anyhow::anyhow!("cannot start the async runtime: {e}"))
+        .and_then(|runtime| runtime.block_on(job));
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
 }

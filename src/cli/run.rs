@@ -18,10 +18,13 @@ pub fn run(args: &RunArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    if let Err(e) = discord::bot::check_token(&token) {
-        eprintln!("error: DISCORD_TOKEN: {e}");
-        return ExitCode::from(2);
-    }
+    let token = match discord::bot::clean_token(&token) {
+        Ok(token) => token,
+        Err(e) => {
+            eprintln!("error: DISCORD_TOKEN: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let setup = match load_setup(&args.sources.sources()) {
         Ok(setup) => setup,
         Err(problems) => {
@@ -32,29 +35,11 @@ pub fn run(args: &RunArgs) -> ExitCode {
     for warning in &setup.warnings.0 {
         eprintln!("{warning}");
     }
-    let store = match Store::open(&setup.config.state_dir) {
-        Ok(store) => store,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let options =
-        BotOptions { token, api_base: args.api_base.clone(), config: setup.config, personas: setup.personas, store };
-    let runtime = match tokio::runtime::Runtime::new() {
-        Ok(runtime) => runtime,
-        Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    match runtime.block_on(serve(options)) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            ExitCode::FAILURE
-        }
-    }
+    let api_base = args.api_base.clone();
+    super::run_async(async move {
+        let store = Store::open(&setup.config.state_dir)?;
+        serve(BotOptions { token, api_base, config: setup.config, personas: setup.personas, store }).await
+    })
 }
 
 /// Runs the bot until a shutdown signal, or until the gateway refuses it.

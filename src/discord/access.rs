@@ -58,12 +58,7 @@ async fn standing(
     user: discord::UserId,
     member: Option<discord::Member>,
 ) -> Result<(discord::Permissions, Vec<String>), String> {
-    let mut place = guild_channel(bot, to_channel(channel)).await?;
-    if place.thread_metadata.is_some() {
-        if let Some(parent) = place.parent_id {
-            place = guild_channel(bot, parent).await?;
-        }
-    }
+    let (place, _) = home_channel(bot, channel).await?;
     let member = match member {
         Some(member) => member,
         None => match bot.cache().and_then(|c| c.guild(place.guild_id)?.members.get(&user).cloned()) {
@@ -76,6 +71,18 @@ async fn standing(
     let permissions = guild.user_permissions_in(&place, &member);
     let roles = member.roles.iter().filter_map(|id| guild.roles.get(id).map(|r| r.name.clone())).collect();
     Ok((permissions, roles))
+}
+
+/// The channel that holds permissions and webhooks for `channel`: itself, or a thread's parent (with the thread).
+pub(super) async fn home_channel(
+    bot: &Bot,
+    channel: ChannelId,
+) -> Result<(discord::GuildChannel, Option<ChannelId>), String> {
+    let place = guild_channel(bot, to_channel(channel)).await?;
+    match (place.thread_metadata.is_some(), place.parent_id) {
+        (true, Some(parent)) => Ok((guild_channel(bot, parent).await?, Some(channel))),
+        _ => Ok((place, None)),
+    }
 }
 
 async fn guild_channel(bot: &Bot, id: discord::ChannelId) -> Result<discord::GuildChannel, String> {

@@ -191,12 +191,14 @@ impl RunningBot {
     }
 }
 
-/// Checks the token's shape before connecting, without ever printing it.
-pub fn check_token(token: &str) -> anyhow::Result<()> {
-    if token.trim().is_empty() {
+/// The token as serenity wants it (trimmed, a pasted `Bot ` prefix dropped), or why it cannot be one. Checked
+/// before connecting; the token itself is never printed.
+pub fn clean_token(raw: &str) -> anyhow::Result<String> {
+    let token = raw.trim().trim_start_matches("Bot ").trim();
+    if token.is_empty() {
         anyhow::bail!("the token is empty");
     }
-    discord::validate_token(token).map_err(|_| {
+    discord::validate_token(token).map(|()| token.to_owned()).map_err(|_| {
         anyhow::anyhow!(
             "the token does not look like a Discord bot token (three parts separated by dots, no spaces); \
              copy it again from the Bot page of your application in the developer portal"
@@ -206,8 +208,7 @@ pub fn check_token(token: &str) -> anyhow::Result<()> {
 
 /// Connects the bot: REST client, sessions from the state folder, commands, gateway, timeout task.
 pub async fn start(options: BotOptions) -> anyhow::Result<RunningBot> {
-    let token = options.token.trim().trim_start_matches("Bot ").to_owned();
-    check_token(&token)?;
+    let token = clean_token(&options.token)?;
     let mut http = discord::HttpBuilder::new(&token);
     if let Some(base) = &options.api_base {
         // serenity's rate limiter builds its requests without the proxy, so it must be off with a base URL.
@@ -269,5 +270,23 @@ fn explain_gateway_error(e: discord::Error) -> anyhow::Error {
             "Discord refused the token (DISCORD_TOKEN): reset it on the Bot page of the developer portal"
         ),
         _ => anyhow::anyhow!("the gateway connection ended: {e}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::clean_token;
+
+    #[test]
+    fn a_token_is_trimmed_and_a_pasted_bot_prefix_dropped() {
+        assert_eq!(clean_token("  Bot MTIz.abc.def-ghi\n").unwrap(), "MTIz.abc.def-ghi");
+        assert_eq!(clean_token("MTIz.abc.def").unwrap(), "MTIz.abc.def");
+    }
+
+    #[test]
+    fn an_empty_or_malformed_token_is_refused_without_echoing_it() {
+        assert_eq!(clean_token(" ").unwrap_err().to_string(), "the token is empty");
+        let error = clean_token("secret words").unwrap_err().to_string();
+        assert!(error.contains("does not look like a Discord bot token") && !error.contains("secret"), "{error}");
     }
 }

@@ -5,6 +5,7 @@ use super::bot::Bot;
 use super::{access, effects, events, to_channel, to_message};
 use crate::core::config::DisplayModeSetting;
 use crate::core::ids::{ChannelId, MessageId};
+use crate::core::session::history::EventKind;
 use crate::core::session::{Command, DisplayMode, IncomingMessage, Refusal, Session, Transition};
 use chrono::{DateTime, Utc};
 use serenity::all as discord;
@@ -82,8 +83,12 @@ impl ChannelSlot {
                 return;
             }
         }
-        *self.deadline.lock().expect("deadline lock") = session.next_deadline();
-        bot.deadlines_changed.notify_one();
+        let deadline = session.next_deadline();
+        let moved = std::mem::replace(&mut *self.deadline.lock().expect("deadline lock"), deadline) != deadline;
+        if moved {
+            // Most messages leave the deadline as it was; only a change needs the timeout task to look again.
+            bot.deadlines_changed.notify_one();
+        }
         effects::carry_out(bot, self.id, &t.effects).await;
     }
 
@@ -157,7 +162,8 @@ impl ChannelSlot {
                 return;
             }
             // With no message handled yet, everything since the session started is new.
-            let started = session.history.iter().rev().find(|e| e.kind.name() == "session_started").map(|e| e.at);
+            let started =
+                session.history.iter().rev().find(|e| matches!(e.kind, EventKind::SessionStarted { .. })).map(|e| e.at);
             session.last_message_id.or(started.or(session.turn_started_at).map(MessageId::first_at))
         };
         let Some(after) = after else { return };

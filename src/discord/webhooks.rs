@@ -1,6 +1,7 @@
 //! The one webhook per channel that reposts go through, with the persona's name and avatar. It is found or made on
 //! first use, reused after that, and made again if someone deleted it. Threads use their parent's webhook.
 
+use super::access;
 use super::bot::Bot;
 use super::effects::rest;
 use super::to_channel;
@@ -74,14 +75,8 @@ impl Webhooks {
         if let Some(route) = self.routes.lock().expect("routes lock").get(&channel) {
             return Ok(*route);
         }
-        let found = rest(bot.http().get_channel(to_channel(channel))).await?;
-        let route = match found.guild() {
-            Some(guild_channel) if guild_channel.thread_metadata.is_some() => match guild_channel.parent_id {
-                Some(parent) => (ChannelId(parent.get()), Some(channel)),
-                None => (channel, None),
-            },
-            _ => (channel, None),
-        };
+        let (home, thread) = access::home_channel(bot, channel).await?;
+        let route = (ChannelId(home.id.get()), thread);
         self.routes.lock().expect("routes lock").insert(channel, route);
         Ok(route)
     }
