@@ -12,7 +12,8 @@ use serde_json::{Map, Value};
 use std::path::PathBuf;
 
 pub const DEFAULT_TIMEOUT_SECONDS: u32 = 60;
-pub const DEFAULT_HISTORY_LIMIT: usize = 200;
+/// A short tail, read on every load of the session file; the JSON-lines log beside it keeps every event.
+pub const DEFAULT_HISTORY_LIMIT: usize = 20;
 pub const HISTORY_LIMIT_MAX: i64 = 100_000;
 
 const KNOWN_FIELDS: &[&str] = &[
@@ -268,7 +269,7 @@ mod tests {
         assert!(config.announce_timeouts);
         assert_eq!(config.display_mode, DisplayModeSetting::Auto);
         assert_eq!(config.out_of_turn, OutOfTurnPolicy::Remove);
-        assert_eq!(config.history_limit, 200);
+        assert_eq!(config.history_limit, 20);
         assert_eq!(config.personas_dir, PathBuf::from("personas"));
         assert!(config.signals.has_signal("x TURN_COMPLETE"));
     }

@@ -53,6 +53,15 @@ impl MessageId {
         let since_epoch = (at.timestamp_millis() - DISCORD_EPOCH_MS).max(0) as u64;
         MessageId(since_epoch << 22)
     }
+
+    /// When the message was created, to the millisecond: a snowflake's top 42 bits (the inverse of [`first_at`]).
+    /// This is Discord's clock, so messages are judged by when their authors wrote them, not when they arrived.
+    ///
+    /// [`first_at`]: MessageId::first_at
+    pub fn created_at(self) -> chrono::DateTime<chrono::Utc> {
+        let ms = (self.0 >> 22) as i64 + DISCORD_EPOCH_MS;
+        chrono::DateTime::from_timestamp_millis(ms).expect("42 bits of milliseconds after 2015 fit chrono's range")
+    }
 }
 
 /// Parses a snowflake written as a decimal string; explains what is wrong otherwise.
@@ -158,5 +167,13 @@ mod snowflake_time_tests {
         let first = MessageId::first_at(at);
         assert!(first <= MessageId(175928847299117063));
         assert!(MessageId::first_at(at + chrono::TimeDelta::milliseconds(1)) > MessageId(175928847299117063));
+    }
+
+    #[test]
+    fn created_at_reads_the_time_back_from_any_id_of_that_millisecond() {
+        let at = chrono::DateTime::parse_from_rfc3339("2016-04-30T11:18:25.796Z").unwrap().to_utc();
+        assert_eq!(MessageId(175928847299117063).created_at(), at);
+        assert_eq!(MessageId::first_at(at).created_at(), at);
+        assert_eq!(MessageId(u64::MAX).created_at().timestamp_millis(), (u64::MAX >> 22) as i64 + DISCORD_EPOCH_MS);
     }
 }

@@ -66,5 +66,8 @@ pub(super) fn incoming(
     if webhook.is_some_and(|hook| bot.webhooks.is_own(hook)) {
         return None;
     }
-    Some(IncomingMessage { id: MessageId(id.get()), author: UserId(author.get()), text: text.to_owned(), edited })
+    let id = MessageId(id.get());
+    // An edit is judged by when it was made; its arrival is the closest this layer knows of that.
+    let written_at = if edited { chrono::Utc::now() } else { id.created_at() };
+    Some(IncomingMessage { id, author: UserId(author.get()), text: text.to_owned(), edited, written_at })
 }

@@ -73,8 +73,13 @@ fn a_torn_session_file_is_moved_aside_and_the_last_good_copy_is_used() {
     let (mut session, events) = started(&config, &personas);
     store.save(&session, &events).unwrap();
     let first = session.clone();
-    let message =
-        IncomingMessage { id: MessageId(9), author: UserId(1), text: "ok TURN_COMPLETE".into(), edited: false };
+    let message = IncomingMessage {
+        id: MessageId(9),
+        author: UserId(1),
+        text: "ok TURN_COMPLETE".into(),
+        edited: false,
+        written_at: t0() + TimeDelta::seconds(5),
+    };
     let t = session.handle_message(&message, t0() + TimeDelta::seconds(5), ctx);
     store.save(&session, &t.events).unwrap();
 

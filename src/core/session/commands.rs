@@ -37,32 +37,22 @@ pub enum Command {
 }
 
 impl Session {
-    /// Claims a message id for handling: false when it (or a newer one) was handled already.
-    pub fn claim(&mut self, id: MessageId) -> bool {
-        if self.last_message_id.is_some_and(|last| id <= last) {
-            return false;
-        }
-        self.last_message_id = Some(id);
-        true
-    }
-
-    /// Runs a command. `message_id` is the command message's id (none for slash commands): a command delivered
-    /// twice runs once. A refusal says why, for the person who gave the command.
+    /// Runs a command. A refusal says why, for the person who gave the command.
+    ///
+    /// `origin` is the snowflake of the command message or interaction: when the command ends a turn (`skip`,
+    /// `give`, a roster change that moves the floor), it marks that end in Discord's clock, so the holder's messages
+    /// written before it stay in turn however late they are handled. `None` marks the end at `now`. A command
+    /// delivered twice is the Discord layer's to drop: the core runs what it is given.
     pub fn handle_command(
         &mut self,
         command: &Command,
-        message_id: Option<MessageId>,
+        origin: Option<MessageId>,
         now: DateTime<Utc>,
         ctx: Context,
     ) -> Result<Transition, Refusal> {
         let now = whole_millis(now);
         let mut t = Transition::default();
-        if let Some(id) = message_id {
-            if !self.claim(id) {
-                return Ok(t);
-            }
-            t.changed = true;
-        }
+        let turn_end = origin.unwrap_or_else(|| MessageId::first_at(now));
         if let Command::Start { roster } = command {
             return self.start(roster, now, ctx, t);
         }
@@ -70,7 +60,7 @@ impl Session {
             return Err(refuse("No session is running here. Start one with `start`."));
         }
         // A turn already past its deadline ends first: the command applies to the turn that follows.
-        self.expire_if_due(now, ctx, &mut t);
+        self.expire_if_due(now, now, ctx, &mut t);
         let active = self.active_agent.clone().expect("an active session has an active persona");
         match command {
             Command::Start { .. } => unreachable!("handled above"),
@@ -90,8 +80,7 @@ impl Session {
                 if self.status == SessionStatus::Paused {
                     return Err(refuse("The session is already paused. Use `resume` to go on."));
                 }
-                let deadline = self.turn_timeout_at.expect("a running turn has a deadline");
-                let remaining_ms = (deadline - now).num_milliseconds();
+                let remaining_ms = (self.deadline_or_rebuilt(now) - now).num_milliseconds().max(0);
                 self.status = SessionStatus::Paused;
                 self.paused_at = Some(now);
                 self.paused_remaining_ms = Some(remaining_ms);
@@ -126,6 +115,7 @@ impl Session {
                 let next = self.following(&active);
                 t.events.push(self.event(now, Some(&active), EventKind::Skipped { next_agent: next }));
                 self.announce_about(&mut t, ctx, Template::Skipped, &active, now, &[]);
+                self.end_turn(turn_end);
                 self.advance(now, ctx, &mut t);
             }
             Command::Give { persona } => {
@@ -136,6 +126,7 @@ impl Session {
                 let kind = EventKind::FloorGiven { from: Some(active) };
                 t.events.push(self.event(now, Some(&persona), kind));
                 self.announce_about(&mut t, ctx, Template::FloorGiven, &persona, now, &[]);
+                self.end_turn(turn_end);
                 self.begin_turn(persona, now, ctx, &mut t);
             }
             Command::Extend { seconds: added } => {
@@ -162,6 +153,7 @@ impl Session {
                 self.roster = roster;
                 self.roster_changed(now, ctx, &mut t);
                 if !self.roster.contains(&active) {
+                    self.end_turn(turn_end);
                     let first = self.roster[0].clone();
                     self.begin_turn(first, now, ctx, &mut t);
                 }
@@ -184,6 +176,7 @@ impl Session {
                 self.roster_changed(now, ctx, &mut t);
                 if persona == active {
                     // The floor goes to whoever came after the removed persona.
+                    self.end_turn(turn_end);
                     if index >= self.roster.len() {
                         self.round += 1;
                     }
@@ -256,11 +249,15 @@ impl Session {
             return Err(refuse("No personas are configured: add persona files to the personas folder first."));
         }
         let roster = if names.is_empty() { ctx.personas.default_roster() } else { resolve_roster(names, ctx)? };
-        let keep = (self.channel_id, self.display_mode, self.last_message_id, self.announcement_seq);
-        let history = std::mem::take(&mut self.history);
-        *self = Session::new(keep.0);
-        (self.display_mode, self.last_message_id, self.announcement_seq, self.history) =
-            (keep.1, keep.2, keep.3, history);
+        // A new session, keeping what outlives one: the channel's settings, message identity, nonces and history.
+        *self = Session {
+            display_mode: self.display_mode,
+            last_message_id: self.last_message_id,
+            recent_ids: std::mem::take(&mut self.recent_ids),
+            announcement_seq: self.announcement_seq,
+            history: std::mem::take(&mut self.history),
+            ..Session::new(self.channel_id)
+        };
         self.status = SessionStatus::Running;
         self.round = 1;
         self.roster = roster.clone();
@@ -270,6 +267,15 @@ impl Session {
         self.announce(&mut t, text, None);
         self.begin_turn(roster[0].clone(), now, ctx, &mut t);
         Ok(self.finish(t, ctx))
+    }
+
+    /// The running turn's deadline; a session saved without one (never written so, but files can be edited) gets
+    /// it back from when the turn started, rather than a panic.
+    fn deadline_or_rebuilt(&self, now: DateTime<Utc>) -> DateTime<Utc> {
+        self.turn_timeout_at.unwrap_or_else(|| {
+            let length = seconds(u64::from(self.turn_timeout_seconds) + self.turn_extended_seconds);
+            self.turn_started_at.unwrap_or(now) + length + chrono::TimeDelta::milliseconds(self.turn_paused_ms)
+        })
     }
 
     fn roster_changed(&mut self, now: DateTime<Utc>, ctx: Context, t: &mut Transition) {

@@ -92,7 +92,8 @@ impl EventKind {
 }
 
 impl HistoryEvent {
-    /// One line for people (`history` command): time, event, persona and the details that matter.
+    /// One line for people (`history` command): event, persona and the details that matter. The time is left to the
+    /// caller, which shows it in its own format.
     pub fn summary(&self) -> String {
         let who = self.agent_id.as_ref().map(|a| format!(" {a}")).unwrap_or_default();
         let detail = match &self.kind {
@@ -116,7 +117,7 @@ impl HistoryEvent {
             EventKind::DisplayModeChanged { mode } => format!(": {mode:?}"),
             EventKind::SessionStopped {} => String::new(),
         };
-        format!("{} {}{who}{detail}", self.at.format("%H:%M:%S"), self.kind.name())
+        format!("{}{who}{detail}", self.kind.name())
     }
 }
 
@@ -150,7 +151,7 @@ mod tests {
             })
         );
         assert_eq!(serde_json::from_value::<HistoryEvent>(json).unwrap(), event);
-        assert_eq!(event.summary(), "21:21:30 turn_timeout pm after 90s -> dev");
+        assert_eq!(event.summary(), "turn_timeout pm after 90s -> dev", "no time: the caller prints it");
     }
 
     #[test]

@@ -6,6 +6,7 @@
 mod commands;
 pub mod effects;
 pub mod history;
+mod recent;
 mod turns;
 
 #[cfg(test)]
@@ -21,6 +22,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, VecDeque};
 
 pub use commands::Command;
+pub use recent::RecentIds;
 
 /// The session file's format version, for future migrations.
 pub const SESSION_FORMAT_VERSION: u32 = 1;
@@ -54,6 +56,30 @@ pub struct AgentState {
     pub awaiting_late_reply: bool,
     #[serde(default)]
     pub consecutive_timeouts: u32,
+    /// Its last turn that ended by its signal or by a command (not by timeout), so that a message it wrote during
+    /// that turn and that is handled only after the turn ended is still in turn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_turn: Option<TurnSpan>,
+}
+
+/// A past turn in Discord's clock (message ids), which is the clock its messages' ids are written in: the bot's own
+/// clock may differ from Discord's, and a message can arrive long after it was written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TurnSpan {
+    /// The newest message handled when the turn began: every message after it may have been written in the turn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<MessageId>,
+    /// The message that ended the turn: the signal, or the command's own id (or the first id of the instant it was
+    /// run, when it had none).
+    pub until: MessageId,
+}
+
+impl TurnSpan {
+    /// Whether a message with this id was written during the turn: strictly between its two ends.
+    pub fn contains(&self, id: MessageId) -> bool {
+        self.after.is_none_or(|after| id > after) && id < self.until
+    }
 }
 
 /// A channel's session, exactly as saved in `state/channels/<channelId>.json`.
@@ -80,9 +106,18 @@ pub struct Session {
     pub paused_at: Option<DateTime<Utc>>,
     pub paused_remaining_ms: Option<i64>,
     pub agents: BTreeMap<PersonaId, AgentState>,
-    /// The newest message handled; anything at or below it is a repeat and is ignored.
+    /// The newest message handled: where catch-up resumes reading. Older messages are still handled when they
+    /// arrive late (overtaken by newer ones); `recent_ids` is what tells a repeat.
     pub last_message_id: Option<MessageId>,
-    /// Recent messages of turn holders without a signal, which an edit adding the signal may still finish.
+    /// The messages handled lately, in memory only: a restart starts it empty, and then `last_message_id` bounds
+    /// what may still be new.
+    #[serde(skip)]
+    pub recent_ids: RecentIds,
+    /// `last_message_id` when the current turn began: the holder's messages at or before it were written before
+    /// its turn and belong to an earlier one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn_began_after: Option<MessageId>,
+    /// Recent messages written in turn without a signal, which an edit adding the signal may still finish.
     pub editable_messages: VecDeque<MessageId>,
     /// Counts announcements, so each gets a nonce that stays the same if it is sent again.
     pub announcement_seq: u64,
@@ -110,6 +145,9 @@ pub struct IncomingMessage {
     pub text: String,
     /// An edit (MESSAGE_UPDATE) of a message seen before, rather than a new message.
     pub edited: bool,
+    /// When the author wrote it, on Discord's clock: the id's time for a new message (`MessageId::created_at`), the
+    /// edit's time for an edit. Messages are judged by it, not by when they arrived (spec 5, step 7).
+    pub written_at: DateTime<Utc>,
 }
 
 /// What a transition decided: effects to carry out in order, and the events to record.
@@ -117,8 +155,19 @@ pub struct IncomingMessage {
 pub struct Transition {
     pub effects: Vec<Effect>,
     pub events: Vec<HistoryEvent>,
-    /// The session changed and must be saved before the effects are carried out.
+    /// The session changed and must be saved at some point; see [`Transition::durable`] for when it must be
+    /// saved before anything else happens.
     pub changed: bool,
+}
+
+impl Transition {
+    /// The turn or the settings changed, or something is to be said or done: the session must be on disk (fsync'd)
+    /// before any effect is carried out, so that nothing is announced that a crash could take back. A transition
+    /// that is only `changed` (activity, the newest message id) may be saved lazily: losing it loses nothing that
+    /// matters, as its messages are read again by catch-up and handled the same way.
+    pub fn durable(&self) -> bool {
+        !self.events.is_empty() || !self.effects.is_empty()
+    }
 }
 
 /// A command refused, with the reason to tell the person who gave it.
@@ -177,6 +226,8 @@ impl Session {
             paused_remaining_ms: None,
             agents: BTreeMap::new(),
             last_message_id: None,
+            recent_ids: RecentIds::default(),
+            turn_began_after: None,
             editable_messages: VecDeque::new(),
             announcement_seq: 0,
             history: VecDeque::new(),

@@ -3,71 +3,87 @@
 use super::effects::{Announcement, COMPLETED_REACTION, Effect, fit_message};
 use super::history::{EventKind, HistoryEvent, join_ids};
 use super::{
-    Context, DisplayMode, EDITABLE_MESSAGES_KEPT, IncomingMessage, Session, SessionStatus, Transition, ceil_seconds,
-    round_seconds, seconds, whole_millis,
+    Context, DisplayMode, EDITABLE_MESSAGES_KEPT, IncomingMessage, Session, SessionStatus, Transition, TurnSpan,
+    ceil_seconds, round_seconds, seconds, whole_millis,
 };
 use crate::core::config::OutOfTurnPolicy;
-use crate::core::ids::{ChannelId, PersonaId};
+use crate::core::ids::{ChannelId, MessageId, PersonaId};
 use crate::core::templates::Template;
 use chrono::{DateTime, Utc};
 
 impl Session {
-    /// Handles one message of the channel (spec 5, steps 2 to 5).
+    /// Handles one message of the channel (spec 5, steps 2 to 7), judged by when it was written.
     pub fn handle_message(&mut self, message: &IncomingMessage, now: DateTime<Utc>, ctx: Context) -> Transition {
         let now = whole_millis(now);
+        // Discord's clock running ahead of ours must not put a message after our present.
+        let written = whole_millis(message.written_at).min(now);
         let mut t = Transition::default();
+        if !self.is_active() {
+            return t;
+        }
         if message.edited {
             // An edit only matters when it adds the signal to a message seen without one; each message counts once.
             let Some(position) = self.editable_messages.iter().position(|id| *id == message.id) else {
                 return t;
             };
-            if !self.is_active() || !ctx.config.signals.has_signal(&message.text) {
+            if !ctx.config.signals.has_signal(&message.text) {
                 return t;
             }
             self.editable_messages.remove(position);
         } else {
-            if self.last_message_id.is_some_and(|last| message.id <= last) {
+            if !self.recent_ids.claim(message.id, self.last_message_id) {
                 return t;
             }
-            if !self.is_active() {
-                return t;
-            }
-            self.last_message_id = Some(message.id);
+            self.last_message_id = self.last_message_id.max(Some(message.id));
         }
         t.changed = true;
-        self.expire_if_due(now, ctx, &mut t);
+        // Only a message written at or after the deadline finds the turn over; one written before it is judged
+        // against the turn it was written in. Nothing expires at `now` here: catch-up replays old messages in order,
+        // and the deadline tick ends overdue turns afterwards.
+        self.expire_if_due(written, now, ctx, &mut t);
 
         let Some(persona) = ctx.personas.by_user(message.author).map(|p| p.id.clone()) else {
             return self.finish(t, ctx); // A person: the message stands.
         };
         let signal = ctx.config.signals.detect(&message.text);
         let holds_floor = self.active_agent.as_ref() == Some(&persona);
+        // An edit finishes the message it edits, so it is in the turn of its holder; a new message must also have
+        // been written after the holder's turn began.
+        let in_turn = holds_floor && (message.edited || self.turn_began_after.is_none_or(|after| message.id > after));
         let agent = self.agents.entry(persona.clone()).or_default();
-        let late = agent.awaiting_late_reply || (message.edited && !holds_floor);
-        agent.awaiting_late_reply = false;
-        if holds_floor {
-            agent.last_activity = Some(now);
+        let in_past_turn = !in_turn && !message.edited && agent.last_turn.is_some_and(|span| span.contains(message.id));
+        let late = !in_turn && !in_past_turn && (agent.awaiting_late_reply || message.edited);
+        if !in_past_turn {
+            // A message from an older turn is not the reply to a turn that timed out since.
+            agent.awaiting_late_reply = false;
+        }
+        if in_turn {
+            agent.last_activity = Some(written);
             if signal.is_some() {
                 agent.consecutive_timeouts = 0;
             }
         }
 
-        if holds_floor {
+        if in_turn {
             match signal {
-                None => {
-                    self.editable_messages.push_back(message.id);
-                    if self.editable_messages.len() > EDITABLE_MESSAGES_KEPT {
-                        self.editable_messages.pop_front();
-                    }
-                }
+                None => self.remember_editable(message),
                 Some(found) => {
                     self.show_stripped(&mut t, message, &persona, found.display, true);
                     let next = self.following(&persona);
                     let kind =
                         EventKind::TurnComplete { message_id: message.id, keyword: found.keyword, next_agent: next };
                     t.events.push(self.event(now, Some(&persona), kind));
+                    self.end_turn(message.id);
                     self.advance(now, ctx, &mut t);
                 }
+            }
+        } else if in_past_turn {
+            // Written while its author held the floor, handled after that turn ended (by its own signal or a
+            // command): in turn, but the turn is over, so it does not advance. Its turn's end is recorded already
+            // and a repost keeps its text, so no event is recorded for it.
+            match signal {
+                None => self.remember_editable(message),
+                Some(found) => self.show_stripped(&mut t, message, &persona, found.display, true),
             }
         } else if late {
             let text = signal.as_ref().map_or_else(|| message.text.clone(), |s| s.display.clone().unwrap_or_default());
@@ -88,12 +104,20 @@ impl Session {
         self.finish(t, ctx)
     }
 
+    /// A message without the signal, which an edit adding the signal may still finish.
+    fn remember_editable(&mut self, message: &IncomingMessage) {
+        self.editable_messages.push_back(message.id);
+        if self.editable_messages.len() > EDITABLE_MESSAGES_KEPT {
+            self.editable_messages.pop_front();
+        }
+    }
+
     /// Ends the turn if its deadline has come (spec 8). Called by the timeout task, and at start-up for turns that
     /// fell due while the bot was down: their duration is the true one.
     pub fn tick(&mut self, now: DateTime<Utc>, ctx: Context) -> Transition {
         let now = whole_millis(now);
         let mut t = Transition::default();
-        self.expire_if_due(now, ctx, &mut t);
+        self.expire_if_due(now, now, ctx, &mut t);
         self.finish(t, ctx)
     }
 
@@ -120,12 +144,20 @@ impl Session {
         }
     }
 
-    /// Times the turn out when `now` has reached its deadline: the turn covers `[start, deadline)`.
-    pub(super) fn expire_if_due(&mut self, now: DateTime<Utc>, ctx: Context, t: &mut Transition) {
+    /// Times the turn out when `reached` (the instant being judged: a message's written time, or now) has reached
+    /// its deadline: the turn covers `[start, deadline)`. The timeout itself happens `now`: the next turn starts
+    /// then, and the duration announced is the turn's real length.
+    pub(super) fn expire_if_due(
+        &mut self,
+        reached: DateTime<Utc>,
+        now: DateTime<Utc>,
+        ctx: Context,
+        t: &mut Transition,
+    ) {
         let (Some(deadline), Some(active)) = (self.next_deadline(), self.active_agent.clone()) else {
             return;
         };
-        if now < deadline {
+        if reached < deadline {
             return;
         }
         let started = self.turn_started_at.unwrap_or(deadline);
@@ -153,6 +185,14 @@ impl Session {
         }
     }
 
+    /// Records the span of the holder's turn as it ends by its signal or a command, `until` marking the end in
+    /// Discord's clock. Timeouts do not call this: a message after one follows the late-signal rule.
+    pub(super) fn end_turn(&mut self, until: MessageId) {
+        let Some(active) = self.active_agent.clone() else { return };
+        let after = self.turn_began_after;
+        self.agents.entry(active).or_default().last_turn = Some(TurnSpan { after, until });
+    }
+
     /// Passes the floor to the next persona; the round grows when the roster wraps around.
     pub(super) fn advance(&mut self, now: DateTime<Utc>, ctx: Context, t: &mut Transition) {
         let position = self.active_agent.as_ref().and_then(|a| self.roster.iter().position(|p| p == a));
@@ -169,6 +209,7 @@ impl Session {
         let timeout = ctx.timeout_of(&persona);
         self.agents.entry(persona.clone()).or_default().awaiting_late_reply = false;
         self.active_agent = Some(persona.clone());
+        self.turn_began_after = self.last_message_id;
         self.turn_started_at = Some(now);
         self.turn_timeout_seconds = timeout;
         self.turn_extended_seconds = 0;

@@ -1,0 +1,221 @@
+//! Commands that people steer a session with (spec 7), status, history and the saved form.
+
+use super::*;
+
+// --- commands (spec 7) ---------------------------------------------------------------------------------------
+
+#[test]
+fn pause_freezes_the_clock_and_resume_restores_the_remaining_time() {
+    let mut f = Fixture::new();
+    let t = f.command(Command::Pause, 30_000).unwrap();
+    assert_eq!(texts(&t), ["⏸️ Paused. pm keeps the floor with 60s left."]);
+    assert_eq!(f.session.next_deadline(), None);
+    assert_eq!(f.tick(500_000), Transition::default(), "no timeout while paused");
+    let t = f.command(Command::Resume, 100_000).unwrap();
+    assert_eq!(texts(&t), ["▶️ Resumed. pm has 60s left."]);
+    assert_eq!(f.session.turn_timeout_at, Some(Fixture::at(160_000)));
+    assert_eq!(f.command(Command::Resume, 100_001).unwrap_err().0, "The session is not paused.");
+    f.command(Command::Pause, 100_002).unwrap();
+    assert!(f.command(Command::Pause, 100_003).unwrap_err().0.contains("already paused"));
+}
+
+#[test]
+fn pause_of_a_session_saved_without_its_deadline_rebuilds_it_rather_than_panicking() {
+    let mut f = Fixture::new();
+    f.session.turn_timeout_at = None;
+    let t = f.command(Command::Pause, 30_000).unwrap();
+    assert_eq!(texts(&t), ["⏸️ Paused. pm keeps the floor with 60s left."], "start + 90 s, as if it had been saved");
+    f.command(Command::Resume, 40_000).unwrap();
+    assert_eq!(f.session.turn_timeout_at, Some(Fixture::at(100_000)));
+
+    let mut f = Fixture::new();
+    (f.session.turn_timeout_at, f.session.turn_started_at) = (None, None);
+    f.command(Command::Pause, 30_000).unwrap();
+    assert_eq!(f.session.paused_remaining_ms, Some(90_000), "with no start either, the whole turn");
+}
+
+#[test]
+fn a_signal_during_a_pause_hands_over_but_the_next_turn_waits_for_resume() {
+    let mut f = Fixture::new();
+    f.command(Command::Pause, 10_000).unwrap();
+    let t = f.say(PM, "Finishing my thought. TURN_COMPLETE", 20_000);
+    assert_eq!(event_names(&t), ["turn_complete"]);
+    assert!(announcements(&t).is_empty(), "nobody is called on while paused");
+    assert_eq!((f.active(), f.session.status), ("dev", SessionStatus::Paused));
+    let t = f.command(Command::Resume, 50_000).unwrap();
+    assert_eq!(
+        texts(&t),
+        ["▶️ Resumed. dev has 120s left.", "🎙️ <@102> (dev) has the floor: 120s. End your message with TURN_COMPLETE."]
+    );
+    assert_eq!(f.session.turn_started_at, Some(Fixture::at(50_000)));
+    assert_eq!(f.session.turn_timeout_at, Some(Fixture::at(170_000)));
+}
+
+#[test]
+fn skip_ends_the_turn_now_and_records_it() {
+    let mut f = Fixture::new();
+    let t = f.command(Command::Skip, 5_000).unwrap();
+    assert_eq!(texts(&t)[0], "⏭️ pm's turn was skipped.");
+    assert_eq!(t.events[0].kind, EventKind::Skipped { next_agent: id("dev") });
+    assert_eq!(f.active(), "dev");
+}
+
+#[test]
+fn give_hands_the_floor_to_a_roster_member() {
+    let mut f = Fixture::new();
+    let t = f.command(Command::Give { persona: "critic".into() }, 5_000).unwrap();
+    assert_eq!(texts(&t)[0], "👉 The floor goes to critic.");
+    assert_eq!(announcements(&t)[1].mention, Some(CRITIC));
+    assert_eq!((f.active(), f.session.round), ("critic", 1));
+    assert_eq!(f.session.turn_timeout_at, Some(Fixture::at(65_000)));
+    assert!(
+        f.command(Command::Give { persona: "critic".into() }, 6_000).unwrap_err().0.contains("already has the floor")
+    );
+    f.command(Command::Remove { persona: "dev".into() }, 7_000).unwrap();
+    let refusal = f.command(Command::Give { persona: "dev".into() }, 8_000).unwrap_err();
+    assert_eq!(refusal.0, "dev is not in this session's roster (pm, critic); add it with `add dev`.");
+    let refusal = f.command(Command::Give { persona: "qa".into() }, 9_000).unwrap_err();
+    assert!(refusal.0.contains("known personas: pm, dev, critic"));
+}
+
+#[test]
+fn extend_adds_time_running_or_paused() {
+    let mut f = Fixture::new();
+    let t = f.command(Command::Extend { seconds: 30 }, 10_000).unwrap();
+    assert_eq!(texts(&t), ["⏩ pm's turn extended by 30s: 110s left."]);
+    assert_eq!(f.session.turn_timeout_at, Some(Fixture::at(120_000)));
+    f.command(Command::Pause, 20_000).unwrap();
+    f.command(Command::Extend { seconds: 10 }, 25_000).unwrap();
+    f.command(Command::Resume, 40_000).unwrap();
+    assert_eq!(f.session.turn_timeout_at, Some(Fixture::at(40_000 + 110_000)));
+    assert!(f.command(Command::Extend { seconds: 0 }, 41_000).is_err());
+    assert!(f.command(Command::Extend { seconds: 86_401 }, 41_000).is_err());
+}
+
+#[test]
+fn order_changes_the_roster_and_keeps_the_turn_of_a_member() {
+    let mut f = Fixture::new();
+    let t = f.command(Command::Order { roster: vec!["critic".into(), "pm".into(), "dev".into()] }, 1_000).unwrap();
+    assert_eq!(texts(&t), ["🔀 Roster: critic, pm, dev."]);
+    assert_eq!(f.active(), "pm");
+    f.say(PM, "ok TURN_COMPLETE", 2_000);
+    assert_eq!(f.active(), "dev");
+    f.say(DEV, "ok TURN_COMPLETE", 3_000);
+    assert_eq!((f.active(), f.session.round), ("critic", 2));
+}
+
+#[test]
+fn order_without_the_floor_holder_gives_the_floor_to_the_first() {
+    let mut f = Fixture::new();
+    f.command(Command::Order { roster: vec!["dev".into(), "critic".into()] }, 1_000).unwrap();
+    assert_eq!(f.active(), "dev");
+    assert!(f.command(Command::Order { roster: vec![] }, 2_000).is_err());
+}
+
+#[test]
+fn add_and_remove_change_the_roster_mid_session() {
+    let mut f = Fixture::new();
+    f.command(Command::Order { roster: vec!["pm".into(), "dev".into()] }, 1_000).unwrap();
+    assert!(f.command(Command::Add { persona: "dev".into() }, 2_000).unwrap_err().0.contains("already in the roster"));
+    f.command(Command::Add { persona: "critic".into() }, 3_000).unwrap();
+    assert_eq!(f.session.roster, [id("pm"), id("dev"), id("critic")]);
+    f.command(Command::Remove { persona: "dev".into() }, 4_000).unwrap();
+    assert_eq!(f.session.roster, [id("pm"), id("critic")]);
+    assert_eq!(f.active(), "pm");
+}
+
+#[test]
+fn removing_the_floor_holder_passes_the_floor_to_the_one_after_it() {
+    let mut f = Fixture::new();
+    let t = f.command(Command::Remove { persona: "pm".into() }, 1_000).unwrap();
+    assert_eq!(texts(&t)[0], "🔀 Roster: dev, critic.");
+    assert_eq!(announcements(&t)[1].mention, Some(DEV));
+    assert_eq!((f.active(), f.session.round), ("dev", 1));
+    // Removing the last of the roster while it holds the floor wraps around to a new round.
+    f.command(Command::Give { persona: "critic".into() }, 2_000).unwrap();
+    f.command(Command::Remove { persona: "critic".into() }, 3_000).unwrap();
+    assert_eq!((f.active(), f.session.round), ("dev", 2));
+    let refusal = f.command(Command::Remove { persona: "dev".into() }, 4_000).unwrap_err();
+    assert!(refusal.0.contains("only persona left"));
+}
+
+#[test]
+fn stop_ends_the_session_and_later_messages_are_not_managed() {
+    let mut f = Fixture::new();
+    let t = f.command(Command::Stop, 1_000).unwrap();
+    assert_eq!(texts(&t), ["⏹️ Turn management stopped after 1 round(s). History is kept."]);
+    assert_eq!((f.session.active_agent.as_ref(), f.session.next_deadline()), (None, None));
+    assert_eq!(f.say(PM, "hello TURN_COMPLETE", 2_000), Transition::default());
+    assert!(f.command(Command::Skip, 3_000).unwrap_err().0.contains("No session is running here"));
+    assert!(f.command(Command::Stop, 3_000).is_err());
+}
+
+#[test]
+fn restarting_keeps_history_and_announcement_numbering() {
+    let mut f = Fixture::new();
+    f.command(Command::Stop, 1_000).unwrap();
+    let seq = f.session.announcement_seq;
+    let events = f.session.history.len();
+    let t = f.command(Command::Start { roster: vec![] }, 2_000).unwrap();
+    assert!(f.session.history.len() > events);
+    assert_eq!(f.session.announcement_seq, seq + 2);
+    let nonces: Vec<&str> = announcements(&t).iter().map(|a| a.nonce.as_str()).collect();
+    assert_ne!(nonces[0], nonces[1]);
+}
+
+#[test]
+fn status_reports_the_floor_time_left_roster_and_round() {
+    let mut f = Fixture::new();
+    let report = f.session.status_report(Fixture::at(30_500));
+    assert_eq!(report.remaining_seconds, Some(60));
+    assert_eq!(
+        report.to_string(),
+        "pm has the floor, 60s left (running). Round 1. Roster: pm, dev, critic. Display: relay."
+    );
+    f.command(Command::Pause, 40_000).unwrap();
+    assert!(f.session.status_report(Fixture::at(99_000)).to_string().contains("50s left (paused)"));
+    f.command(Command::Stop, 41_000).unwrap();
+    assert_eq!(f.session.status_report(Fixture::at(0)).to_string(), "No session is running here.");
+}
+
+#[test]
+fn history_in_the_session_is_bounded_by_the_configured_limit() {
+    let config = Config { history_limit: 3, ..Config::default() };
+    let mut f = Fixture::with_config(config);
+    for i in 0..5 {
+        f.command(Command::Skip, 1_000 * (i + 1)).unwrap();
+    }
+    assert_eq!(f.session.history.len(), 3);
+    assert!(f.session.history.iter().all(|e| e.kind.name() == "skipped"));
+    let recent: Vec<_> = f.session.recent_history(2).collect();
+    assert_eq!(recent.len(), 2);
+    assert_eq!(recent[1].at, Fixture::at(5_000));
+}
+
+#[test]
+fn reconcile_drops_personas_that_no_longer_exist_and_moves_the_floor_on() {
+    let mut f = Fixture::new();
+    f.personas = PersonaCatalog::new(vec![persona("dev", DEV, Some(120)), persona("critic", CRITIC, None)]);
+    let (personas, config) = (f.personas.clone(), f.config.clone());
+    let t = f.session.reconcile(Fixture::at(1_000), Context { personas: &personas, config: &config });
+    assert_eq!(f.session.roster, [id("dev"), id("critic")]);
+    assert_eq!(f.active(), "dev");
+    assert_eq!(event_names(&t), ["roster_changed"]);
+    let none = PersonaCatalog::new(vec![]);
+    f.session.reconcile(Fixture::at(2_000), Context { personas: &none, config: &config });
+    assert!(!f.session.is_active());
+}
+
+#[test]
+fn saved_session_uses_the_seed_field_names() {
+    let mut f = Fixture::new();
+    f.say(PM, "hi", 1_000);
+    let json = serde_json::to_value(&f.session).unwrap();
+    assert_eq!(json["activeAgent"], "pm");
+    assert_eq!(json["turnStartedAt"], "2026-02-04T21:20:00Z");
+    assert_eq!(json["turnTimeoutAt"], "2026-02-04T21:21:30Z");
+    assert_eq!(json["agents"]["pm"]["lastActivity"], "2026-02-04T21:20:01Z");
+    assert_eq!(json["channelId"], "555");
+    let back: Session = serde_json::from_value(json).unwrap();
+    assert_eq!(back, f.session);
+}

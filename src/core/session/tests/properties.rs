@@ -1,0 +1,209 @@
+//! Invariants over random sequences of messages (new, overtaken, repeated, edited), deadlines and commands.
+
+use super::*;
+use proptest::prelude::*;
+use std::collections::HashSet;
+
+#[derive(Clone, Debug)]
+enum Step {
+    /// A new message. `author` 0..3 are the personas, 3 is a person; written `age_ms` before it is handled (an
+    /// overtaken or caught-up message; negative when Discord's clock runs ahead of ours).
+    Say {
+        author: usize,
+        signal: bool,
+        age_ms: i64,
+    },
+    /// The message said `back` messages ago, delivered again.
+    Repeat {
+        back: usize,
+    },
+    EditLast {
+        signal: bool,
+    },
+    Wait {
+        ms: i64,
+    },
+    /// A command, with a snowflake of its own or not.
+    Command {
+        command: Command,
+        origin: bool,
+    },
+}
+
+fn persona_name() -> impl Strategy<Value = String> {
+    prop_oneof![Just("pm".to_owned()), Just("dev".to_owned()), Just("critic".to_owned()), Just("ghost".to_owned())]
+}
+
+fn step() -> impl Strategy<Value = Step> {
+    let command = prop_oneof![
+        prop::collection::vec(persona_name(), 0..4).prop_map(|roster| Command::Start { roster }),
+        Just(Command::Stop),
+        Just(Command::Pause),
+        Just(Command::Resume),
+        Just(Command::Skip),
+        persona_name().prop_map(|persona| Command::Give { persona }),
+        (-5i64..200).prop_map(|seconds| Command::Extend { seconds }),
+        prop::collection::vec(persona_name(), 0..4).prop_map(|roster| Command::Order { roster }),
+        persona_name().prop_map(|persona| Command::Add { persona }),
+        persona_name().prop_map(|persona| Command::Remove { persona }),
+    ];
+    let age = prop_oneof![6 => Just(0i64), 3 => 1i64..150_000, 1 => -2_000i64..0];
+    prop_oneof![
+        4 => (0usize..4, any::<bool>(), age).prop_map(|(author, signal, age_ms)| Step::Say { author, signal, age_ms }),
+        1 => (1usize..5).prop_map(|back| Step::Repeat { back }),
+        1 => any::<bool>().prop_map(|signal| Step::EditLast { signal }),
+        3 => (0i64..150_000).prop_map(|ms| Step::Wait { ms }),
+        2 => (command, any::<bool>()).prop_map(|(command, origin)| Step::Command { command, origin }),
+    ]
+}
+
+fn check_invariants(session: &Session, personas: &PersonaCatalog, config: &Config) -> Result<(), TestCaseError> {
+    match session.status {
+        SessionStatus::Stopped => prop_assert!(session.active_agent.is_none(), "nobody holds the floor after stop"),
+        _ => {
+            let active = session.active_agent.as_ref();
+            prop_assert!(
+                active.is_some_and(|a| session.roster.contains(a)),
+                "exactly one roster member holds the floor"
+            );
+            let holder = active.and_then(|a| session.agents.get(a));
+            prop_assert!(!holder.is_some_and(|a| a.awaiting_late_reply), "the floor holder owes no late reply");
+        }
+    }
+    if session.status == SessionStatus::Running {
+        let active = session.active_agent.as_ref().unwrap();
+        let timeout = config.timeout_of(personas.get(active).and_then(|p| p.timeout_seconds));
+        prop_assert_eq!(session.turn_timeout_seconds, timeout);
+        let expected = session.turn_started_at.unwrap()
+            + TimeDelta::seconds(i64::from(timeout) + session.turn_extended_seconds as i64)
+            + TimeDelta::milliseconds(session.turn_paused_ms);
+        prop_assert_eq!(session.turn_timeout_at, Some(expected), "deadline = start + timeout + extensions + paused");
+    }
+    if session.status == SessionStatus::Paused {
+        prop_assert!(session.turn_timeout_at.is_none() && session.paused_remaining_ms.is_some_and(|ms| ms >= 0));
+    }
+    Ok(())
+}
+
+/// Messages and commands of the run, with ids minted from their times as Discord does.
+struct Run {
+    session: Session,
+    now: DateTime<Utc>,
+    minted: u64,
+    said: Vec<IncomingMessage>,
+    /// Ids handled while a session was running: delivering one again must change nothing.
+    handled: HashSet<MessageId>,
+    /// Messages that completed a turn: none may complete a second.
+    completed: HashSet<MessageId>,
+}
+
+impl Run {
+    fn mint(&mut self, at: DateTime<Utc>) -> MessageId {
+        self.minted += 1;
+        MessageId(MessageId::first_at(at).0 + self.minted)
+    }
+
+    /// Delivers a message, checking that each id is handled once.
+    fn deliver(&mut self, message: &IncomingMessage, ctx: Context) -> Result<Transition, TestCaseError> {
+        let before = self.session.clone();
+        let transition = self.session.handle_message(message, self.now, ctx);
+        if self.handled.contains(&message.id) {
+            prop_assert_eq!(&self.session, &before, "a repeated message id must not change the state");
+            prop_assert_eq!(&transition, &Transition::default());
+        } else if before.is_active() {
+            prop_assert!(transition.changed, "a new message is handled, however old its id");
+            self.handled.insert(message.id);
+        }
+        let after = self.session.clone();
+        prop_assert_eq!(self.session.handle_message(message, self.now, ctx), Transition::default());
+        prop_assert_eq!(&self.session, &after, "the same message again never changes anything");
+        Ok(transition)
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn random_sessions_keep_their_invariants(steps in prop::collection::vec(step(), 1..60)) {
+        let personas = catalog();
+        let config = Config::default();
+        let ctx = Context { personas: &personas, config: &config };
+        let users = [PM, DEV, CRITIC, HUMAN];
+        let mut run = Run {
+            session: Session::new(CHANNEL),
+            now: t0(),
+            minted: 0,
+            said: Vec::new(),
+            handled: HashSet::new(),
+            completed: HashSet::new(),
+        };
+        let mut round = 0;
+
+        for step in steps {
+            let transition = match step {
+                Step::Say { author, signal, age_ms } => {
+                    let id = run.mint(run.now - TimeDelta::milliseconds(age_ms));
+                    let text = if signal { "words\nTURN_COMPLETE " } else { "words" };
+                    let message = IncomingMessage {
+                        id,
+                        author: users[author],
+                        text: text.into(),
+                        edited: false,
+                        written_at: id.created_at(),
+                    };
+                    run.said.push(message.clone());
+                    run.deliver(&message, ctx)?
+                }
+                Step::Repeat { back } => match run.said.len().checked_sub(back).map(|i| run.said[i].clone()) {
+                    Some(message) => run.deliver(&message, ctx)?,
+                    None => Transition::default(),
+                },
+                Step::EditLast { signal } => match run.said.last() {
+                    Some(message) => {
+                        let text = if signal { "edited TURN_COMPLETE" } else { "edited" };
+                        let edit =
+                            IncomingMessage { text: text.into(), edited: true, written_at: run.now, ..message.clone() };
+                        let transition = run.session.handle_message(&edit, run.now, ctx);
+                        let after = run.session.clone();
+                        let again = run.session.handle_message(&edit, run.now, ctx);
+                        prop_assert_eq!(again, Transition::default(), "an edit counts once");
+                        prop_assert_eq!(&run.session, &after);
+                        transition
+                    }
+                    None => Transition::default(),
+                },
+                Step::Wait { ms } => {
+                    run.now += TimeDelta::milliseconds(ms);
+                    run.session.tick(run.now, ctx)
+                }
+                Step::Command { command, origin } => {
+                    let origin = origin.then(|| run.mint(run.now));
+                    run.session.handle_command(&command, origin, run.now, ctx).unwrap_or_default()
+                }
+            };
+            for effect in &transition.effects {
+                if let Effect::Relay { text: Some(text), .. } = effect {
+                    prop_assert!(!config.signals.has_signal(text), "shown text never ends with the signal: {:?}", text);
+                }
+                if let Effect::Announce(a) = effect {
+                    prop_assert!(a.nonce.len() <= 25);
+                }
+            }
+            for event in &transition.events {
+                if let EventKind::TurnComplete { message_id, .. } = event.kind {
+                    prop_assert!(run.completed.insert(message_id), "{} completed a second turn", message_id);
+                }
+            }
+            prop_assert!(transition.changed || !transition.durable(), "whatever must be saved first is a change");
+            // Stop then start resets the round to 1; otherwise it never decreases.
+            let restarted = transition.events.iter().any(|e| e.kind.name() == "session_started");
+            prop_assert!(restarted || run.session.round >= round, "round went from {} to {}", round, run.session.round);
+            round = run.session.round;
+            check_invariants(&run.session, &personas, &config)?;
+            // Whatever happened survives a save and a load unchanged.
+            let saved = serde_json::to_string(&run.session).unwrap();
+            prop_assert_eq!(&serde_json::from_str::<Session>(&saved).unwrap(), &run.session);
+        }
+    }
+}

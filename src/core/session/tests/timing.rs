@@ -1,0 +1,301 @@
+//! Messages judged by when they were written (spec 5, steps 6 and 7; spec 8): each id handled once, overtaken
+//! messages, signals read after their deadline, messages of a turn that already ended, catch-up, durability.
+
+use super::*;
+
+/// How many turns have ended, by signal or deadline, as the history tells.
+fn turn_ends(session: &Session) -> usize {
+    session
+        .history
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::TurnComplete { .. } | EventKind::TurnTimeout { .. }))
+        .count()
+}
+
+// --- exactly once per message id -----------------------------------------------------------------------------
+
+#[test]
+fn a_repeated_delivery_of_a_message_is_handled_once() {
+    let mut f = Fixture::new();
+    let message = f.message(PM, "x TURN_COMPLETE", 1_000);
+    assert_eq!(event_names(&f.deliver(&message, 1_000)), ["turn_complete"]);
+    let before = f.session.clone();
+    assert_eq!(f.deliver(&message, 1_001), Transition::default());
+    assert_eq!(f.deliver(&message, 500_000), Transition::default(), "however late the repeat");
+    assert_eq!(f.session, before);
+    assert_eq!(f.active(), "dev");
+}
+
+#[test]
+fn a_signal_overtaken_by_a_newer_message_is_still_handled_and_completes_the_turn() {
+    let mut f = Fixture::new();
+    let signal = f.message(PM, "Done. TURN_COMPLETE", 1_000);
+    let newer = f.message(HUMAN, "Looks good", 1_005);
+    f.deliver(&newer, 1_010);
+    let t = f.deliver(&signal, 1_020);
+    assert_eq!(event_names(&t), ["turn_complete"]);
+    assert_eq!(f.active(), "dev");
+    assert_eq!(f.session.last_message_id, Some(newer.id), "the catch-up cursor stays on the newest message");
+}
+
+#[test]
+fn repeats_are_recognised_across_many_messages_with_a_bounded_memory() {
+    let mut f = Fixture::new();
+    let messages: Vec<IncomingMessage> = (0..1_000).map(|i| f.message(HUMAN, "chatter", 1_000 + i)).collect();
+    for m in &messages {
+        assert!(f.deliver(m, 2_000).changed);
+    }
+    assert_eq!(f.session.recent_ids.len(), RecentIds::CAPACITY);
+    for m in messages.iter().rev().take(RecentIds::CAPACITY) {
+        assert_eq!(f.deliver(m, 3_000), Transition::default(), "remembered");
+    }
+    assert_eq!(f.deliver(&messages[0], 3_000), Transition::default(), "forgotten, and older than all it keeps");
+    // One written among the remembered ones but never delivered is new.
+    let unseen = IncomingMessage { id: MessageId(messages[900].id.0 + 1_000_000), ..messages[900].clone() };
+    assert!(unseen.id < messages[901].id);
+    assert!(f.deliver(&unseen, 3_000).changed);
+}
+
+#[test]
+fn after_a_load_messages_at_or_before_the_saved_newest_id_are_repeats() {
+    let mut f = Fixture::new();
+    let old = f.message(PM, "part one", 1_000);
+    f.say(PM, "part two", 2_000);
+    let saved = serde_json::to_string(&f.session).unwrap();
+    f.session = serde_json::from_str(&saved).unwrap();
+    assert!(f.session.recent_ids.is_empty(), "not saved");
+    let before = f.session.clone();
+    assert_eq!(f.deliver(&old, 3_000), Transition::default(), "it may have been handled before the restart");
+    let signal = f.message(PM, "TURN_COMPLETE", 3_000);
+    assert_eq!(event_names(&f.deliver(&signal, 3_000)), ["turn_complete"]);
+    assert_eq!(f.deliver(&old, 3_001), Transition::default(), "still a repeat once newer ids are remembered");
+    assert_ne!(f.session, before);
+}
+
+#[test]
+fn commands_are_not_deduplicated_in_the_core_and_do_not_claim_their_message_id() {
+    let mut f = Fixture::new();
+    let origin = f.mint(1_000);
+    assert_eq!(event_names(&f.run(Command::Skip, Some(origin), 1_000).unwrap()), ["skipped"]);
+    assert_eq!(
+        event_names(&f.run(Command::Skip, Some(origin), 1_001).unwrap()),
+        ["skipped"],
+        "the layer above dedupes"
+    );
+    assert_eq!(f.active(), "critic");
+    // The command's own message still reaches the engine as a message of a person.
+    let typed = IncomingMessage {
+        id: origin,
+        author: HUMAN,
+        text: "!skip".into(),
+        edited: false,
+        written_at: Fixture::at(1_000),
+    };
+    assert!(f.deliver(&typed, 1_002).changed);
+}
+
+// --- deadlines judged by written time ------------------------------------------------------------------------
+
+#[test]
+fn a_signal_written_before_the_deadline_and_handled_after_it_completes_the_turn() {
+    let mut f = Fixture::new();
+    let t = f.say_written(PM, "Just in time. TURN_COMPLETE", 89_000, 95_000);
+    assert_eq!(event_names(&t), ["turn_complete"]);
+    assert_eq!(f.active(), "dev");
+    assert_eq!(f.session.turn_started_at, Some(Fixture::at(95_000)), "dev's turn starts when it is announced");
+    assert_eq!(f.tick(95_000), Transition::default());
+    assert_eq!(f.session.agents[&id("pm")].consecutive_timeouts, 0);
+}
+
+#[test]
+fn a_signal_written_before_the_deadline_is_late_once_the_turn_timed_out() {
+    let mut f = Fixture::new();
+    assert_eq!(event_names(&f.tick(90_000)), ["turn_timeout"]);
+    let t = f.say_written(PM, "Just in time? TURN_COMPLETE", 89_000, 90_500);
+    assert_eq!(event_names(&t), ["late_signal"]);
+    assert_eq!(f.active(), "dev", "a turn ended and announced is not taken back");
+}
+
+#[test]
+fn a_signal_written_exactly_at_the_deadline_is_late() {
+    // The turn covers [start, deadline).
+    for handled in [90_000, 95_000] {
+        let mut f = Fixture::new();
+        let t = f.say_written(PM, "Made it? TURN_COMPLETE", 90_000, handled);
+        assert_eq!(event_names(&t), ["turn_timeout", "late_signal"], "handled at {handled}");
+        assert_eq!(f.active(), "dev");
+        assert_eq!(f.tick(handled), Transition::default());
+        assert_eq!(turn_ends(&f.session), 1);
+    }
+}
+
+#[test]
+fn a_deadline_and_a_signal_at_the_same_instant_end_one_turn() {
+    // The tick first: the signal written a millisecond before the deadline is late.
+    let mut f = Fixture::new();
+    f.tick(90_000);
+    assert_eq!(event_names(&f.say_written(PM, "Made it. TURN_COMPLETE", 89_999, 90_000)), ["late_signal"]);
+    assert_eq!((f.active(), turn_ends(&f.session)), ("dev", 1));
+
+    // The signal first: the deadline that follows finds nothing to end.
+    let mut f = Fixture::new();
+    assert_eq!(event_names(&f.say_written(PM, "Made it. TURN_COMPLETE", 89_999, 90_000)), ["turn_complete"]);
+    assert_eq!(f.tick(90_000), Transition::default());
+    assert_eq!((f.active(), turn_ends(&f.session)), ("dev", 1));
+}
+
+#[test]
+fn a_discord_clock_ahead_of_ours_does_not_end_a_turn_early() {
+    let mut f = Fixture::new();
+    let t = f.say_written(PM, "Still thinking", 91_000, 89_000);
+    assert!(t.events.is_empty());
+    assert_eq!(f.active(), "pm");
+    assert_eq!(f.session.agents[&id("pm")].last_activity, Some(Fixture::at(89_000)), "not in our future");
+}
+
+// --- messages of a turn that already ended -------------------------------------------------------------------
+
+#[test]
+fn a_message_written_in_turn_and_handled_after_its_own_signal_is_in_turn_without_a_second_advance() {
+    let mut f = Fixture::new();
+    let earlier = f.message(PM, "Part one.", 1_000);
+    f.say(PM, "Part two. TURN_COMPLETE", 2_000);
+    assert_eq!(f.active(), "dev");
+    let before = (f.session.turn_started_at, f.session.round, f.session.history.len());
+    let t = f.deliver(&earlier, 2_010);
+    assert!(t.effects.is_empty() && t.events.is_empty(), "neither out of turn nor deleted: {t:?}");
+    assert_eq!(f.active(), "dev");
+    assert_eq!((f.session.turn_started_at, f.session.round, f.session.history.len()), before);
+}
+
+#[test]
+fn an_older_signal_of_a_completed_turn_is_shown_stripped_without_advancing() {
+    for mode in [DisplayMode::Relay, DisplayMode::Observe] {
+        let mut f = Fixture::new();
+        f.set_display_mode(mode);
+        let earlier = f.message(PM, "First answer. TURN_COMPLETE", 1_000);
+        f.say(PM, "Second answer. TURN_COMPLETE", 2_000);
+        let t = f.deliver(&earlier, 2_010);
+        let shown = match mode {
+            DisplayMode::Relay => {
+                Effect::Relay { message_id: earlier.id, persona: id("pm"), text: Some("First answer.".into()) }
+            }
+            DisplayMode::Observe => Effect::React { message_id: earlier.id, emoji: "✅" },
+        };
+        assert_eq!(t.effects, [shown]);
+        assert!(t.events.is_empty());
+        assert_eq!((f.active(), turn_ends(&f.session)), ("dev", 1), "{mode:?}");
+    }
+}
+
+#[test]
+fn skip_handled_before_a_signal_written_earlier_leaves_the_signal_in_its_past_turn() {
+    // The skip's snowflake marks the end of pm's turn, or the instant it was run when it has none.
+    for origin in [true, false] {
+        let mut f = Fixture::new();
+        if origin {
+            f.command_given(Command::Skip, 5_000, 5_500).unwrap();
+        } else {
+            f.command(Command::Skip, 5_000).unwrap();
+        }
+        assert_eq!(f.active(), "dev");
+        let t = f.say_written(PM, "Here it is. TURN_COMPLETE", 4_000, 6_000);
+        assert_eq!(
+            t.effects,
+            [Effect::Relay { message_id: f.last_id, persona: id("pm"), text: Some("Here it is.".into()) }]
+        );
+        assert!(t.events.is_empty(), "no out_of_turn");
+        assert_eq!((f.active(), f.session.round), ("dev", 1), "no advance");
+    }
+}
+
+#[test]
+fn a_message_written_after_its_turn_ended_is_out_of_turn() {
+    let mut f = Fixture::new();
+    f.say(PM, "Done. TURN_COMPLETE", 2_000);
+    let t = f.say(PM, "One more thing.", 3_000);
+    assert_eq!(t.effects, [Effect::Delete { message_id: f.last_id }]);
+    assert_eq!(event_names(&t), ["out_of_turn"]);
+
+    let mut f = Fixture::new();
+    // The skip's snowflake marks the end, not the moment it was handled.
+    f.command_given(Command::Skip, 5_000, 7_000).unwrap();
+    let t = f.say_written(PM, "But wait.", 6_000, 7_100);
+    assert_eq!(event_names(&t), ["out_of_turn"]);
+}
+
+#[test]
+fn a_message_of_an_older_turn_does_not_use_up_the_late_reply_to_a_timeout() {
+    let mut f = Fixture::new();
+    let old = f.message(PM, "An afterthought.", 1_000);
+    f.say(PM, "a TURN_COMPLETE", 2_000);
+    f.say(DEV, "b TURN_COMPLETE", 3_000);
+    f.say(CRITIC, "c TURN_COMPLETE", 4_000);
+    assert_eq!(f.active(), "pm");
+    f.tick(94_000);
+    assert_eq!(f.active(), "dev");
+    assert!(f.deliver(&old, 95_000).events.is_empty(), "in its own past turn");
+    assert_eq!(event_names(&f.say(PM, "Sorry. TURN_COMPLETE", 96_000)), ["late_signal"]);
+}
+
+#[test]
+fn in_a_roster_of_one_an_older_signal_does_not_end_the_next_turn() {
+    let mut f = Fixture::new();
+    f.command(Command::Order { roster: vec!["pm".into()] }, 100).unwrap();
+    let first = f.message(PM, "First. TURN_COMPLETE", 1_000);
+    assert_eq!(event_names(&f.say(PM, "Second. TURN_COMPLETE", 2_000)), ["turn_complete"]);
+    assert_eq!((f.active(), f.session.round), ("pm", 2));
+    let t = f.deliver(&first, 2_010);
+    assert!(t.events.is_empty(), "written before pm's new turn began: {t:?}");
+    assert_eq!((f.session.round, f.session.turn_started_at), (2, Some(Fixture::at(2_000))));
+}
+
+// --- catch-up ------------------------------------------------------------------------------------------------
+
+#[test]
+fn catch_up_judges_replayed_messages_by_when_they_were_written_and_a_later_tick_ends_the_turn() {
+    let mut f = Fixture::new();
+    for (who, text, written) in [(PM, "Part one.", 10_000), (HUMAN, "Go on", 50_000), (PM, "Part two.", 80_000)] {
+        let t = f.say_written(who, text, written, 200_000);
+        assert!(t.events.is_empty() && t.effects.is_empty(), "{text} was written in pm's turn");
+    }
+    assert_eq!(f.active(), "pm", "handling old messages does not time the turn out");
+    let t = f.tick(200_001);
+    assert_eq!(t.events[0].kind, EventKind::TurnTimeout { duration_seconds: 200, next_agent: id("dev") });
+}
+
+#[test]
+fn catch_up_completes_a_turn_signalled_in_time_and_times_out_at_a_message_written_after_the_deadline() {
+    let mut f = Fixture::new();
+    assert_eq!(event_names(&f.say_written(PM, "Done. TURN_COMPLETE", 80_000, 300_000)), ["turn_complete"]);
+    // dev's turn starts now (300 s), so its deadline is 420 s; a message written later than that ends it.
+    assert!(f.say_written(DEV, "Working on it.", 200_000, 300_001).events.is_empty(), "dev holds the floor");
+    let t = f.say_written(HUMAN, "Anyone?", 420_000, 420_005);
+    assert_eq!(event_names(&t), ["turn_timeout"]);
+    assert_eq!(f.active(), "critic");
+}
+
+// --- durability ----------------------------------------------------------------------------------------------
+
+#[test]
+fn only_turn_and_settings_changes_or_effects_must_be_saved_before_going_on() {
+    let mut f = Fixture::new();
+    let t = f.say(PM, "Thinking.", 1_000);
+    assert!(t.changed && !t.durable(), "an in-turn message without the signal");
+    let t = f.say(HUMAN, "Take your time.", 2_000);
+    assert!(t.changed && !t.durable(), "a person's message");
+    let t = f.deliver(&Fixture::edit(f.last_id, HUMAN, "Take your time!", 2_500), 2_500);
+    assert!(!t.changed && !t.durable(), "an edit without the signal");
+    let t = f.say(PM, "Done. TURN_COMPLETE", 3_000);
+    assert!(t.changed && t.durable(), "a signal");
+    let t = f.say(PM, "Oops.", 4_000);
+    assert!(t.durable(), "out of turn is recorded");
+    assert!(!f.tick(5_000).durable() && !f.tick(5_000).changed);
+    let (personas, config) = (f.personas.clone(), f.config.clone());
+    let t = f.session.set_display_mode(
+        DisplayMode::Observe,
+        Fixture::at(6_000),
+        Context { personas: &personas, config: &config },
+    );
+    assert!(t.durable(), "a setting");
+}
