@@ -25,20 +25,26 @@ pub fn write_temporary(path: &Path, bytes: &[u8]) -> io::Result<PathBuf> {
 /// Puts the synced temporary file in place of `path`, keeping the old `path` as `previous` (a hard link, or a
 /// copy where links are not supported). Durable only once the folder is synced.
 pub fn install(tmp: &Path, path: &Path, previous: &Path) -> io::Result<()> {
-    match fs::remove_file(previous) {
-        Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
-        _ => {}
-    }
-    match fs::hard_link(path, previous) {
-        Ok(()) => {}
-        // The first save of a channel: there is no old version to keep.
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-        Err(_) => match fs::copy(path, previous) {
-            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
-            _ => {}
-        },
-    }
+    keep_previous(path, previous)?;
     fs::rename(tmp, path)
+}
+
+/// Keeps the current version of `path` as `previous`. When there is no `path` (a first save, or a restore after the
+/// file was moved aside), `previous` is left as it is.
+fn keep_previous(path: &Path, previous: &Path) -> io::Result<()> {
+    let linked = match fs::hard_link(path, previous) {
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+            fs::remove_file(previous)?;
+            fs::hard_link(path, previous)
+        }
+        other => other,
+    };
+    match linked {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        // A file system without hard links: copy instead.
+        Err(_) => fs::copy(path, previous).map(drop),
+    }
 }
 
 /// Replaces `path` with `bytes` so that a crash at any instant leaves the old or the new file, never a torn one.

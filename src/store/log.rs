@@ -1,9 +1,11 @@
-//! The history log (`<channelId>.history.jsonl`): appending events, cutting a torn tail left by a crash first, and
-//! reading it back whole or only its last events (read from the end, so a long log costs no more than its tail).
+//! The history log (`<channelId>.history.jsonl`): appending events (cutting a torn tail left by a crash first, and
+//! noting which events the session file holds that the log lacks), and reading it back whole or only its last
+//! events (read from the end, so a long log costs no more than its tail).
 
 use super::{Store, StoreError, io};
 use crate::core::ids::ChannelId;
 use crate::core::session::history::HistoryEvent;
+use std::collections::VecDeque;
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::Path;
@@ -11,11 +13,50 @@ use std::sync::PoisonError;
 
 /// How much of the log is read at a time when reading it from the end.
 const TAIL_BLOCK_BYTES: usize = 16 * 1024;
+/// Enough for the last event in one read, most of the time (a line is a few hundred bytes).
+const LAST_EVENT_BLOCK_BYTES: usize = 1024;
 
 /// A channel's log opened for appending, its tail known to end with a whole line. A log just created is durable
 /// only after the next folder fsync.
 pub(super) struct OpenLog {
     file: File,
+    /// What the log ended with, when this process opens it for the first time (or first since a failed save of
+    /// its channel): the save compares it with the session's history to catch up on events a crash lost.
+    pub first_look: Option<LastLogged>,
+}
+
+/// The newest event in a log.
+#[derive(Debug, PartialEq)]
+pub(super) enum LastLogged {
+    /// The log is empty or was just created.
+    Nothing,
+    Event(Box<HistoryEvent>),
+    /// Its last line cannot be read: better not to guess.
+    Unknown,
+}
+
+/// The events a crash (or a failed save) kept out of the log although the session file holds them: the events of
+/// `history` before the `new` ones (which end it) that come after the newest logged one. Nothing when the log is
+/// ahead of the session (its last good copy was used) or when it cannot be told.
+pub(super) fn missing_from_log(
+    history: &VecDeque<HistoryEvent>,
+    new: &[HistoryEvent],
+    last: &LastLogged,
+) -> Vec<HistoryEvent> {
+    let Some(older) = history.len().checked_sub(new.len()) else { return Vec::new() };
+    if !history.iter().skip(older).eq(new) {
+        return Vec::new();
+    }
+    let older: Vec<&HistoryEvent> = history.iter().take(older).collect();
+    let from = match last {
+        LastLogged::Nothing => 0,
+        LastLogged::Event(event) => match older.iter().rposition(|e| *e == &**event) {
+            Some(at) => at + 1,
+            None => return Vec::new(),
+        },
+        LastLogged::Unknown => return Vec::new(),
+    };
+    older[from..].iter().map(|&e| e.clone()).collect()
 }
 
 /// The events as log lines, one JSON object each.
@@ -30,7 +71,7 @@ pub(super) fn encode_events(channel: ChannelId, events: &[HistoryEvent]) -> Resu
 
 impl Store {
     /// Opens a channel's log for appending (creating it). The first time this process does so, a torn last line
-    /// (a crash mid-append) is cut, so that the next line is never glued to it.
+    /// (a crash mid-append) is cut, so that the next line is never glued to it, and the last event is read.
     pub(super) fn open_log(&self, channel: ChannelId) -> Result<OpenLog, StoreError> {
         let path = self.log_path(channel);
         let (mut file, created) = match OpenOptions::new().read(true).append(true).open(&path) {
@@ -42,21 +83,28 @@ impl Store {
             Err(e) => return Err(io("open the history log", &path)(e)),
         };
         let mut checked = self.logs_checked.lock().unwrap_or_else(PoisonError::into_inner);
-        if !created && !checked.contains(&channel) {
-            cut_torn_tail(&mut file, &path).map_err(io("repair the torn end of the history log", &path))?;
-        }
+        let first_look = match (checked.contains(&channel), created) {
+            (true, _) => None,
+            (false, true) => Some(LastLogged::Nothing),
+            (false, false) => {
+                cut_torn_tail(&mut file, &path).map_err(io("repair the torn end of the history log", &path))?;
+                Some(last_logged(&mut file).map_err(io("read the history log", &path))?)
+            }
+        };
         checked.insert(channel);
-        Ok(OpenLog { file })
+        Ok(OpenLog { file, first_look })
     }
 
-    /// Appends lines to an open log and syncs them. After a failure the tail may be torn, so the next append
-    /// checks it again.
+    /// After a failed save of a channel, its log may be torn or behind its session file: look again at the next
+    /// append.
+    pub(super) fn forget_log_check(&self, channel: ChannelId) {
+        self.logs_checked.lock().unwrap_or_else(PoisonError::into_inner).remove(&channel);
+    }
+
+    /// Appends lines to an open log and syncs them.
     pub(super) fn append_log(&self, channel: ChannelId, log: &mut OpenLog, lines: &[u8]) -> Result<(), StoreError> {
         let result = log.file.write_all(lines).and_then(|()| log.file.sync_data());
-        result.map_err(|e| {
-            self.logs_checked.lock().unwrap_or_else(PoisonError::into_inner).remove(&channel);
-            io("append to the history log", &self.log_path(channel))(e)
-        })
+        result.map_err(io("append to the history log", &self.log_path(channel)))
     }
 
     /// Every event ever recorded for a channel, oldest first. A torn last line (a crash mid-append) is skipped.
@@ -126,6 +174,19 @@ fn lines_backwards(file: &mut File, block: usize, mut wanted: impl FnMut(&[u8]) 
         wanted(&carry);
     }
     Ok(())
+}
+
+/// The newest event of a log whose tail is whole.
+fn last_logged(file: &mut File) -> std::io::Result<LastLogged> {
+    let mut last = LastLogged::Nothing;
+    lines_backwards(file, LAST_EVENT_BLOCK_BYTES, |line| {
+        if line.is_empty() {
+            return true;
+        }
+        last = serde_json::from_slice(line).map_or(LastLogged::Unknown, |e| LastLogged::Event(Box::new(e)));
+        false
+    })?;
+    Ok(last)
 }
 
 fn read_tail(file: &mut File, n: usize, block: usize) -> std::io::Result<Vec<HistoryEvent>> {

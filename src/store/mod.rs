@@ -2,7 +2,8 @@
 //! beside it, and an append-only JSON-lines log of every history event.
 //!
 //! Layout under the state folder:
-//! - `channels/<channelId>.json`: the session, as [`Session`] serializes it (compact JSON, one line).
+//! - `channels/<channelId>.json`: the session, as [`Session`](crate::core::session::Session) serializes it, in
+//!   compact JSON on one line.
 //! - `channels/<channelId>.prev.json`: the version before the last save (a hard link, so it costs no copy).
 //! - `channels/<channelId>.history.jsonl`: every event, one JSON object a line, never truncated.
 //! - `channels/<channelId>.json.corrupt-<unix time>`: a file that could not be read, moved aside for a person to see.
@@ -11,7 +12,8 @@
 //! - `atomic`: the file system steps (temporary file, rename keeping the previous version, folder fsync).
 //! - `save`: saving one session ([`Store::save`]) or many in one group commit; the session file before the log.
 //! - [`writer`]: the thread that does every write of the running bot, batching saves ([`Writer`]).
-//! - `log`: the JSON-lines log: appending (a torn tail cut first), reading it whole or its last events.
+//! - `log`: the JSON-lines log: appending (a torn tail cut first, events a crash lost caught up), reading it whole
+//!   or its last events.
 //! - `load`: reading the sessions back at start ([`Store::load_all`], [`Store::load_one`]).
 //! - `validate`: what a session file must hold to be used.
 

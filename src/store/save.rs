@@ -1,9 +1,10 @@
 //! Saving sessions: one ([`Store::save`]) or many in one group commit ([`Store::save_batch`], used by the
 //! writer thread). In both, the session file is durable before its events are appended to the log, so the log never
-//! records a transition that a crash could undo.
+//! records a transition that a crash could undo; the events a crash kept out of the log are still in the session's
+//! history, and the channel's next save appends them first.
 
 use super::atomic::{install, sync_folder, write_temporary};
-use super::log::encode_events;
+use super::log::{OpenLog, encode_events, missing_from_log};
 use super::{Store, StoreError, io};
 use crate::core::ids::ChannelId;
 use crate::core::session::Session;
@@ -88,9 +89,9 @@ impl Store {
         // Logs are opened (created, their torn tails cut) before the folder fsync, so a new log's folder entry is
         // made durable by the same fsync as the renames. Nothing is appended yet.
         let mut open_logs = Vec::with_capacity(items.len());
-        for ((item, step), lines) in items.iter().zip(&mut steps).zip(&logs) {
-            let log = match (&*step, lines) {
-                (Step::Installed, Some(_)) => match self.open_log(item.session.channel_id) {
+        for ((item, step), lines) in items.iter().zip(&mut steps).zip(&mut logs) {
+            let log = match (&*step, lines.as_mut()) {
+                (Step::Installed, Some(lines)) => match self.open_log_catching_up(item, lines) {
                     Ok(log) => Some(log),
                     Err(e) => {
                         *step = Step::Failed(e);
@@ -114,15 +115,40 @@ impl Store {
         }
 
         let results = items.iter().zip(steps).zip(open_logs).zip(&logs).map(|(((item, step), log), lines)| {
-            match (step, log, lines) {
+            let channel = item.session.channel_id;
+            let result = match (step, log, lines) {
                 (Step::Failed(e), _, _) => Err(e),
-                (Step::Installed, Some(mut log), Some(lines)) => {
-                    self.append_log(item.session.channel_id, &mut log, lines)
-                }
+                (Step::Installed, Some(mut log), Some(lines)) => self.append_log(channel, &mut log, lines),
                 _ => Ok(()),
+            };
+            if result.is_err() {
+                self.forget_log_check(channel);
             }
+            result
         });
         results.collect()
+    }
+
+    /// Opens the log of `item`'s channel; the first time, puts before `lines` the events its session file holds
+    /// but the log lacks (a crash, or a failed save, between the session file and the log).
+    fn open_log_catching_up(&self, item: &SaveItem<'_>, lines: &mut Vec<u8>) -> Result<OpenLog, StoreError> {
+        let channel = item.session.channel_id;
+        let log = self.open_log(channel)?;
+        if let Some(last) = &log.first_look {
+            let missing = missing_from_log(&item.session.history, item.events, last);
+            if !missing.is_empty() {
+                tracing::warn!(
+                    %channel,
+                    events = missing.len(),
+                    "the history log lacks events its session file holds (a crash or a failed save between the two); \
+                     appending them first"
+                );
+                let mut caught_up = encode_events(channel, &missing)?;
+                caught_up.append(lines);
+                *lines = caught_up;
+            }
+        }
+        Ok(log)
     }
 
     /// Writes a session file on its own, for restoring the last good copy at load.

@@ -71,7 +71,8 @@ fn a_torn_session_file_is_moved_aside_and_the_last_good_copy_is_used() {
     let aside = corrupt_files(dir.path());
     assert_eq!(aside.len(), 1);
     assert_eq!(std::fs::read(&aside[0]).unwrap(), torn, "the corrupt file is kept as it was, not overwritten");
-    // The good copy became the current file again.
+    // The good copy became the current file again, and stays the last good copy too.
+    assert_eq!(std::fs::read(dir.path().join("channels/42.prev.json")).unwrap(), std::fs::read(&path).unwrap());
     assert_eq!(store.load_all().unwrap().sessions, [first]);
 }
 

@@ -91,6 +91,64 @@ fn a_log_that_is_all_torn_line_is_emptied_before_the_next_append() {
 }
 
 #[test]
+fn events_a_crash_kept_out_of_the_log_are_appended_before_the_next_ones() {
+    let (dir, store) = open_store();
+    let config = Config::default();
+    let (mut session, started_events) = started();
+    store.save(&session, &started_events).unwrap();
+    let lost = skips(&mut session, &config, 1).remove(0);
+    // The crash came after the session file was durable, before its events reached the log.
+    store.save(&session, &[]).unwrap();
+    assert_eq!(store.read_log(CHANNEL).unwrap(), started_events);
+
+    let store = Store::open(dir.path()).unwrap();
+    let mut session = store.load_one(CHANNEL).unwrap().unwrap();
+    let next = skips(&mut session, &config, 1).remove(0);
+    store.save(&session, &next).unwrap();
+    assert_eq!(store.read_log(CHANNEL).unwrap(), [started_events, lost, next].concat());
+}
+
+#[test]
+fn a_log_ahead_of_the_last_good_copy_gets_no_event_twice() {
+    let (dir, store) = open_store();
+    let config = Config::default();
+    let (mut session, started_events) = started();
+    store.save(&session, &started_events).unwrap();
+    let skipped = skips(&mut session, &config, 1).remove(0);
+    store.save(&session, &skipped).unwrap();
+    std::fs::write(dir.path().join("channels/42.json"), "{\"torn").unwrap();
+
+    let store = Store::open(dir.path()).unwrap();
+    let mut session = store.load_all().unwrap().sessions.remove(0);
+    assert_eq!(session.history.len(), 1, "the last good copy is from before the skip");
+    let personas = catalog();
+    let ctx = Context { personas: &personas, config: &config };
+    let again = session.handle_command(&Command::Skip, None, t0() + TimeDelta::seconds(9), ctx).unwrap().events;
+    store.save(&session, &again).unwrap();
+    assert_eq!(store.read_log(CHANNEL).unwrap(), [started_events, skipped, again].concat());
+}
+
+#[test]
+fn after_a_failed_save_the_next_one_also_logs_the_events_its_session_file_holds() {
+    let (dir, store) = open_store();
+    let config = Config::default();
+    let (mut session, started_events) = started();
+    store.save(&session, &started_events).unwrap();
+    let path = dir.path().join("channels/42.json");
+    std::fs::remove_file(&path).unwrap();
+    std::fs::create_dir_all(path.join("in-the-way")).unwrap();
+    let failed = skips(&mut session, &config, 1).remove(0);
+    assert!(store.save(&session, &failed).is_err());
+    std::fs::remove_dir_all(&path).unwrap();
+
+    let personas = catalog();
+    let ctx = Context { personas: &personas, config: &config };
+    let next = session.handle_command(&Command::Skip, None, t0() + TimeDelta::seconds(9), ctx).unwrap().events;
+    store.save(&session, &next).unwrap();
+    assert_eq!(store.read_log(CHANNEL).unwrap(), [started_events, failed, next].concat());
+}
+
+#[test]
 fn read_log_tail_returns_the_last_events_in_order_across_block_boundaries() {
     let (dir, store) = open_store();
     let config = Config::default();
