@@ -1,50 +1,68 @@
-//! Durable file writes: replace a file atomically (keeping the old version as a hard link), and append to a log.
+//! Durable file steps: a temporary file written and synced, put in place keeping the old version as a hard link,
+//! and the folder synced so the renames survive a crash.
+//!
+//! A save is these steps in order; a group commit runs each step for many files and syncs the folder once.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io::{self, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-/// Replaces `path` with `bytes` so that a crash at any instant leaves the old or the new file, never a torn one:
-/// temporary file in the same folder, fsync, keep the old version as `previous`, rename, fsync the folder.
-pub fn write_atomically(path: &Path, previous: &Path, bytes: &[u8]) -> io::Result<()> {
-    let folder = path.parent().unwrap_or(Path::new("."));
-    let tmp = path.with_extension("json.tmp");
-    {
-        let mut file = File::create(&tmp)?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
-    }
-    if path.exists() {
-        match fs::remove_file(previous) {
-            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
-            _ => {}
-        }
-        if fs::hard_link(path, previous).is_err() {
-            fs::copy(path, previous)?;
-        }
-    }
-    fs::rename(&tmp, path)?;
-    sync_folder(folder)
+/// The temporary file a save of `path` writes first.
+pub fn temporary_path(path: &Path) -> PathBuf {
+    path.with_extension("json.tmp")
 }
 
-/// Appends `bytes` to `path` (created if missing) and syncs it to disk.
-pub fn append_durably(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let created = !path.exists();
-    let mut file = OpenOptions::new().create(true).append(true).open(path)?;
+/// Writes `bytes` to the temporary file of `path` and syncs it, so the rename that follows never exposes a torn
+/// file.
+pub fn write_temporary(path: &Path, bytes: &[u8]) -> io::Result<PathBuf> {
+    let tmp = temporary_path(path);
+    let mut file = File::create(&tmp)?;
     file.write_all(bytes)?;
-    file.sync_data()?;
-    if created {
-        sync_folder(path.parent().unwrap_or(Path::new(".")))?;
-    }
-    Ok(())
+    file.sync_all()?;
+    Ok(tmp)
 }
 
+/// Puts the synced temporary file in place of `path`, keeping the old `path` as `previous` (a hard link, or a
+/// copy where links are not supported). Durable only once the folder is synced.
+pub fn install(tmp: &Path, path: &Path, previous: &Path) -> io::Result<()> {
+    keep_previous(path, previous)?;
+    fs::rename(tmp, path)
+}
+
+/// Keeps the current version of `path` as `previous`. When there is no `path` (a first save, or a restore after the
+/// file was moved aside), `previous` is left as it is.
+fn keep_previous(path: &Path, previous: &Path) -> io::Result<()> {
+    let linked = match fs::hard_link(path, previous) {
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+            fs::remove_file(previous)?;
+            fs::hard_link(path, previous)
+        }
+        other => other,
+    };
+    match linked {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        // A file system without hard links: copy instead.
+        Err(_) => fs::copy(path, previous).map(drop),
+    }
+}
+
+/// Replaces `path` with `bytes` so that a crash at any instant leaves the old or the new file, never a torn one.
+pub fn write_atomically(path: &Path, previous: &Path, bytes: &[u8]) -> io::Result<()> {
+    let tmp = write_temporary(path, bytes)?;
+    install(&tmp, path, previous).inspect_err(|_| {
+        let _ = fs::remove_file(&tmp);
+    })?;
+    sync_folder(path.parent().unwrap_or(Path::new(".")))
+}
+
+/// Makes the folder's entries (renames, new files) durable.
 #[cfg(unix)]
-fn sync_folder(folder: &Path) -> io::Result<()> {
+pub fn sync_folder(folder: &Path) -> io::Result<()> {
     File::open(folder)?.sync_all()
 }
 
 #[cfg(not(unix))]
-fn sync_folder(_folder: &Path) -> io::Result<()> {
+pub fn sync_folder(_folder: &Path) -> io::Result<()> {
     Ok(())
 }

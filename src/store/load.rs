@@ -1,0 +1,170 @@
+//! Loading sessions back: all of them at start ([`Store::load_all`], parsed in parallel), or one channel's for an
+//! actor spawned later ([`Store::load_one`]). A file that cannot be used is moved aside, never overwritten, and the
+//! last good copy is used where there is one.
+
+use super::validate::check_session;
+use super::{Store, StoreError, io};
+use crate::core::ids::ChannelId;
+use crate::core::session::Session;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// At most this many threads read session files at start: the work is mostly parsing, bounded by the cores.
+const LOAD_THREADS_MAX: usize = 8;
+/// Fewer sessions than this per thread are not worth a thread.
+const LOAD_SESSIONS_PER_THREAD_MIN: usize = 256;
+
+/// What loading found: the sessions, and what a person should know about files that could not be used.
+#[derive(Debug, Default)]
+pub struct LoadReport {
+    /// Ordered by channel id.
+    pub sessions: Vec<Session>,
+    pub problems: Vec<String>,
+}
+
+/// Which of a channel's session files the folder listing showed, so that loading tries only those.
+#[derive(Clone, Copy, Debug, Default)]
+struct Listed {
+    current: bool,
+    previous: bool,
+}
+
+impl Store {
+    /// Loads every saved session. Leftovers of interrupted saves are removed; a file that cannot be read is moved
+    /// aside (never overwritten) and the last good copy is used where there is one.
+    pub fn load_all(&self) -> Result<LoadReport, StoreError> {
+        let channels = self.list_channels()?;
+        let threads = std::thread::available_parallelism()
+            .map_or(1, usize::from)
+            .min(LOAD_THREADS_MAX)
+            .min(channels.len() / LOAD_SESSIONS_PER_THREAD_MIN)
+            .max(1);
+        let chunk = channels.len().div_ceil(threads).max(1);
+        let load_chunk = |chunk: &[(ChannelId, Listed)]| -> Result<LoadReport, StoreError> {
+            let mut report = LoadReport::default();
+            for &(channel, listed) in chunk {
+                if let Some(session) = self.load_listed(channel, listed, &mut report.problems)? {
+                    report.sessions.push(session);
+                }
+            }
+            Ok(report)
+        };
+        // Chunks are consecutive runs of the sorted channels, so joining them in order keeps the order.
+        let reports: Vec<Result<LoadReport, StoreError>> = std::thread::scope(|scope| {
+            let mut chunks = channels.chunks(chunk);
+            let first = chunks.next().unwrap_or_default();
+            let others: Vec<_> = chunks.map(|c| scope.spawn(move || load_chunk(c))).collect();
+            let mut reports = vec![load_chunk(first)];
+            reports
+                .extend(others.into_iter().map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))));
+            reports
+        });
+        let mut all = LoadReport { sessions: Vec::with_capacity(channels.len()), problems: Vec::new() };
+        for report in reports {
+            let report = report?;
+            all.sessions.extend(report.sessions);
+            all.problems.extend(report.problems);
+        }
+        Ok(all)
+    }
+
+    /// Loads one channel's session, `None` when it has none. What could not be used is logged and handled as
+    /// [`Store::load_all`] does.
+    pub fn load_one(&self, channel: ChannelId) -> Result<Option<Session>, StoreError> {
+        self.load_listed(channel, Listed { current: true, previous: true }, &mut Vec::new())
+    }
+
+    /// The channels with a session file or a last good copy, from one listing of the folder; removes leftover
+    /// temporary files of interrupted saves on the way.
+    fn list_channels(&self) -> Result<Vec<(ChannelId, Listed)>, StoreError> {
+        let entries = std::fs::read_dir(&self.channels_dir).map_err(io("read the state folder", &self.channels_dir))?;
+        let mut channels: BTreeMap<u64, Listed> = BTreeMap::new();
+        for entry in entries.filter_map(Result::ok) {
+            let name = entry.file_name();
+            let Some(name) = name.to_str() else { continue };
+            if name.ends_with(".tmp") {
+                tracing::warn!(file = %entry.path().display(), "removing the leftover of an interrupted save");
+                let _ = std::fs::remove_file(entry.path());
+            } else if let Some(id) = name.strip_suffix(".prev.json").and_then(|s| s.parse::<u64>().ok()) {
+                channels.entry(id).or_default().previous = true;
+            } else if let Some(id) = name.strip_suffix(".json").and_then(|s| s.parse::<u64>().ok()) {
+                channels.entry(id).or_default().current = true;
+            }
+        }
+        Ok(channels.into_iter().map(|(id, listed)| (ChannelId(id), listed)).collect())
+    }
+
+    fn load_listed(
+        &self,
+        channel: ChannelId,
+        listed: Listed,
+        problems: &mut Vec<String>,
+    ) -> Result<Option<Session>, StoreError> {
+        let path = self.session_path(channel);
+        let previous = self.previous_path(channel);
+        if listed.current {
+            match read_session(&path, channel) {
+                Ok(Some(session)) => return Ok(Some(session)),
+                Ok(None) => {}
+                Err(why) => {
+                    let aside = move_aside(&path)?;
+                    let message = format!(
+                        "{} cannot be read ({why}); moved it to {} and kept it for inspection",
+                        path.display(),
+                        aside.display()
+                    );
+                    tracing::error!("{message}");
+                    problems.push(message);
+                }
+            }
+        }
+        if !listed.previous {
+            return Ok(None);
+        }
+        match read_session(&previous, channel) {
+            Ok(Some(session)) => {
+                let message = format!("channel {channel}: using the last good copy {}", previous.display());
+                tracing::warn!("{message}");
+                problems.push(message);
+                // Make it the current file again, so the next start does not depend on the copy.
+                self.write_session_file(channel, &session)?;
+                Ok(Some(session))
+            }
+            Ok(None) => Ok(None),
+            Err(why) => {
+                let message = format!(
+                    "channel {channel}: the last good copy {} cannot be read either ({why}); the session is lost, its history log is kept",
+                    previous.display()
+                );
+                tracing::error!("{message}");
+                problems.push(message);
+                Ok(None)
+            }
+        }
+    }
+}
+
+/// Reads one session file: `Ok(None)` when it does not exist, `Err` with the reason when it cannot be used.
+fn read_session(path: &Path, channel: ChannelId) -> Result<Option<Session>, String> {
+    let bytes = match std::fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e.to_string()),
+    };
+    let session: Session = serde_json::from_slice(&bytes).map_err(|e| format!("invalid session JSON: {e}"))?;
+    check_session(&session, channel)?;
+    Ok(Some(session))
+}
+
+/// Renames an unreadable file to `<name>.corrupt-<unix time>` (with a counter if taken), for a person to look at.
+fn move_aside(path: &Path) -> Result<PathBuf, StoreError> {
+    let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let mut aside = PathBuf::from(format!("{}.corrupt-{stamp}", path.display()));
+    let mut n = 1;
+    while aside.exists() {
+        aside = PathBuf::from(format!("{}.corrupt-{stamp}-{n}", path.display()));
+        n += 1;
+    }
+    std::fs::rename(path, &aside).map_err(io("move aside the unreadable file", path))?;
+    Ok(aside)
+}

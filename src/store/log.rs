@@ -1,0 +1,239 @@
+//! The history log (`<channelId>.history.jsonl`): appending events (cutting a torn tail left by a crash first, and
+//! noting which events the session file holds that the log lacks), and reading it back whole or only its last
+//! events (read from the end, so a long log costs no more than its tail).
+
+use super::{Store, StoreError, io};
+use crate::core::ids::ChannelId;
+use crate::core::session::history::HistoryEvent;
+use std::collections::VecDeque;
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::Path;
+use std::sync::PoisonError;
+
+/// How much of the log is read at a time when reading it from the end.
+const TAIL_BLOCK_BYTES: usize = 16 * 1024;
+/// Enough for the last event in one read, most of the time (a line is a few hundred bytes).
+const LAST_EVENT_BLOCK_BYTES: usize = 1024;
+
+/// A channel's log opened for appending, its tail known to end with a whole line. A log just created is durable
+/// only after the next folder fsync.
+pub(super) struct OpenLog {
+    file: File,
+    /// What the log ended with, when this process opens it for the first time (or first since a failed save of
+    /// its channel): the save compares it with the session's history to catch up on events a crash lost.
+    pub first_look: Option<LastLogged>,
+}
+
+/// The newest event in a log.
+#[derive(Debug, PartialEq)]
+pub(super) enum LastLogged {
+    /// The log is empty or was just created.
+    Nothing,
+    Event(Box<HistoryEvent>),
+    /// Its last line cannot be read: better not to guess.
+    Unknown,
+}
+
+/// The events a crash (or a failed save) kept out of the log although the session file holds them: the events of
+/// `history` before the `new` ones (which end it) that come after the newest logged one. Nothing when the log is
+/// ahead of the session (its last good copy was used) or when it cannot be told.
+pub(super) fn missing_from_log(
+    history: &VecDeque<HistoryEvent>,
+    new: &[HistoryEvent],
+    last: &LastLogged,
+) -> Vec<HistoryEvent> {
+    let Some(older) = history.len().checked_sub(new.len()) else { return Vec::new() };
+    if !history.iter().skip(older).eq(new) {
+        return Vec::new();
+    }
+    let older: Vec<&HistoryEvent> = history.iter().take(older).collect();
+    let from = match last {
+        LastLogged::Nothing => 0,
+        LastLogged::Event(event) => match older.iter().rposition(|e| *e == &**event) {
+            Some(at) => at + 1,
+            None => return Vec::new(),
+        },
+        LastLogged::Unknown => return Vec::new(),
+    };
+    older[from..].iter().map(|&e| e.clone()).collect()
+}
+
+/// The events as log lines, one JSON object each.
+pub(super) fn encode_events(channel: ChannelId, events: &[HistoryEvent]) -> Result<Vec<u8>, StoreError> {
+    let mut lines = Vec::new();
+    for event in events {
+        serde_json::to_writer(&mut lines, event).map_err(|source| StoreError::Encode { channel, source })?;
+        lines.push(b'\n');
+    }
+    Ok(lines)
+}
+
+impl Store {
+    /// Opens a channel's log for appending (creating it). The first time this process does so, a torn last line
+    /// (a crash mid-append) is cut, so that the next line is never glued to it, and the last event is read.
+    pub(super) fn open_log(&self, channel: ChannelId) -> Result<OpenLog, StoreError> {
+        let path = self.log_path(channel);
+        let (mut file, created) = match OpenOptions::new().read(true).append(true).open(&path) {
+            Ok(file) => (file, false),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let file = OpenOptions::new().read(true).append(true).create(true).open(&path);
+                (file.map_err(io("create the history log", &path))?, true)
+            }
+            Err(e) => return Err(io("open the history log", &path)(e)),
+        };
+        let mut checked = self.logs_checked.lock().unwrap_or_else(PoisonError::into_inner);
+        let first_look = match (checked.contains(&channel), created) {
+            (true, _) => None,
+            (false, true) => Some(LastLogged::Nothing),
+            (false, false) => {
+                cut_torn_tail(&mut file, &path).map_err(io("repair the torn end of the history log", &path))?;
+                Some(last_logged(&mut file).map_err(io("read the history log", &path))?)
+            }
+        };
+        checked.insert(channel);
+        Ok(OpenLog { file, first_look })
+    }
+
+    /// After a failed save of a channel, its log may be torn or behind its session file: look again at the next
+    /// append.
+    pub(super) fn forget_log_check(&self, channel: ChannelId) {
+        self.logs_checked.lock().unwrap_or_else(PoisonError::into_inner).remove(&channel);
+    }
+
+    /// Appends lines to an open log and syncs them.
+    pub(super) fn append_log(&self, channel: ChannelId, log: &mut OpenLog, lines: &[u8]) -> Result<(), StoreError> {
+        let result = log.file.write_all(lines).and_then(|()| log.file.sync_data());
+        result.map_err(io("append to the history log", &self.log_path(channel)))
+    }
+
+    /// Every event ever recorded for a channel, oldest first. A torn last line (a crash mid-append) is skipped.
+    pub fn read_log(&self, channel: ChannelId) -> Result<Vec<HistoryEvent>, StoreError> {
+        let path = self.log_path(channel);
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(io("read the history log", &path)(e)),
+        };
+        Ok(text.lines().filter_map(|line| serde_json::from_str(line).ok()).collect())
+    }
+
+    /// The last `n` events recorded for a channel, oldest first, read from the end of the log. A torn last line
+    /// and lines that cannot be read are skipped, as [`Store::read_log`] does.
+    pub fn read_log_tail(&self, channel: ChannelId, n: usize) -> Result<Vec<HistoryEvent>, StoreError> {
+        self.read_log_tail_in_blocks(channel, n, TAIL_BLOCK_BYTES)
+    }
+
+    pub(super) fn read_log_tail_in_blocks(
+        &self,
+        channel: ChannelId,
+        n: usize,
+        block: usize,
+    ) -> Result<Vec<HistoryEvent>, StoreError> {
+        let path = self.log_path(channel);
+        let mut file = match File::open(&path) {
+            Ok(file) => file,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(io("read the history log", &path)(e)),
+        };
+        read_tail(&mut file, n, block).map_err(io("read the history log", &path))
+    }
+}
+
+/// Reads whole lines backwards from the end of `file`, newest first, until `wanted` returns false. The bytes after
+/// the last newline (nothing, or a torn line) are never given.
+fn lines_backwards(file: &mut File, block: usize, mut wanted: impl FnMut(&[u8]) -> bool) -> std::io::Result<()> {
+    let block = block.max(1);
+    let mut pos = file.metadata()?.len();
+    // The bytes from `pos` to the start of the part already split into lines, not yet known to be a whole line.
+    let mut carry: Vec<u8> = Vec::new();
+    let mut tail_skipped = false;
+    while pos > 0 {
+        let start = pos.saturating_sub(block as u64);
+        let mut region = vec![0; (pos - start) as usize];
+        file.seek(SeekFrom::Start(start))?;
+        file.read_exact(&mut region)?;
+        region.extend_from_slice(&carry);
+        pos = start;
+        let mut end = region.len();
+        while let Some(newline) = region[..end].iter().rposition(|&b| b == b'\n') {
+            let line = &region[newline + 1..end];
+            end = newline;
+            if !std::mem::replace(&mut tail_skipped, true) {
+                continue;
+            }
+            if !wanted(line) {
+                return Ok(());
+            }
+        }
+        region.truncate(end);
+        carry = region;
+    }
+    // The first line of the file, unless the file has no newline at all (then it is all torn tail).
+    if tail_skipped {
+        wanted(&carry);
+    }
+    Ok(())
+}
+
+/// The newest event of a log whose tail is whole.
+fn last_logged(file: &mut File) -> std::io::Result<LastLogged> {
+    let mut last = LastLogged::Nothing;
+    lines_backwards(file, LAST_EVENT_BLOCK_BYTES, |line| {
+        if line.is_empty() {
+            return true;
+        }
+        last = serde_json::from_slice(line).map_or(LastLogged::Unknown, |e| LastLogged::Event(Box::new(e)));
+        false
+    })?;
+    Ok(last)
+}
+
+fn read_tail(file: &mut File, n: usize, block: usize) -> std::io::Result<Vec<HistoryEvent>> {
+    let mut newest_first = Vec::new();
+    if n > 0 {
+        lines_backwards(file, block, |line| {
+            if let Ok(event) = serde_json::from_slice(line) {
+                newest_first.push(event);
+            }
+            newest_first.len() < n
+        })?;
+    }
+    newest_first.reverse();
+    Ok(newest_first)
+}
+
+/// Cuts the file back to its last newline when it does not end with one: a crash mid-append left a torn line.
+fn cut_torn_tail(file: &mut File, path: &Path) -> std::io::Result<()> {
+    let len = file.metadata()?.len();
+    if len == 0 {
+        return Ok(());
+    }
+    let mut last = [0u8];
+    file.seek(SeekFrom::Start(len - 1))?;
+    file.read_exact(&mut last)?;
+    if last[0] == b'\n' {
+        return Ok(());
+    }
+    let mut keep = 0;
+    let mut found = false;
+    let mut pos = len;
+    while pos > 0 && !found {
+        let start = pos.saturating_sub(TAIL_BLOCK_BYTES as u64);
+        let mut block = vec![0; (pos - start) as usize];
+        file.seek(SeekFrom::Start(start))?;
+        file.read_exact(&mut block)?;
+        if let Some(newline) = block.iter().rposition(|&b| b == b'\n') {
+            keep = start + newline as u64 + 1;
+            found = true;
+        }
+        pos = start;
+    }
+    tracing::warn!(
+        file = %path.display(),
+        cut_bytes = len - keep,
+        "the history log ends with a torn line (a crash while appending); cutting it before appending"
+    );
+    file.set_len(keep)?;
+    file.sync_data()
+}

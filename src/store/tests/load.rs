@@ -1,0 +1,210 @@
+//! Saving and loading sessions: compact files, interrupted saves, unreadable or impossible files moved aside and the
+//! last good copy used, loading one channel, loading many.
+
+use super::*;
+use crate::core::ids::MessageId;
+use crate::core::session::{IncomingMessage, SessionStatus};
+
+#[test]
+fn a_saved_session_loads_back_identical() {
+    let (dir, store) = open_store();
+    let (session, events) = started();
+    store.save(&session, &events).unwrap();
+    let report = store.load_all().unwrap();
+    assert_eq!(report.sessions, [session]);
+    assert!(report.problems.is_empty());
+    let text = std::fs::read_to_string(dir.path().join("channels/42.json")).unwrap();
+    assert!(text.contains("\"activeAgent\":\"pm\"") && text.contains("\"turnTimeoutAt\":\"2026-03-01T10:01:30Z\""));
+}
+
+#[test]
+fn session_files_are_compact_json_on_one_line_and_small_with_a_twenty_event_history() {
+    let (dir, store) = open_store();
+    let config = Config { history_limit: 20, ..Config::default() };
+    let (mut session, _) = started();
+    skips(&mut session, &config, 30);
+    assert_eq!(session.history.len(), 20);
+    store.save(&session, &[]).unwrap();
+    let bytes = std::fs::read(dir.path().join("channels/42.json")).unwrap();
+    assert_eq!(bytes, [serde_json::to_vec(&session).unwrap(), b"\n".to_vec()].concat(), "compact, not pretty");
+    assert_eq!(bytes.iter().filter(|&&b| b == b'\n').count(), 1);
+    assert!(bytes.len() < 4096, "a started session with 20 events takes {} bytes", bytes.len());
+}
+
+#[test]
+fn a_stray_temporary_file_from_an_interrupted_save_is_ignored_and_removed() {
+    let (dir, store) = open_store();
+    let (session, events) = started();
+    store.save(&session, &events).unwrap();
+    // The crash came after the temporary file was written but before the rename.
+    let tmp = dir.path().join("channels/42.json.tmp");
+    std::fs::write(&tmp, "{\"version\": 1, \"chan").unwrap();
+    let report = store.load_all().unwrap();
+    assert_eq!(report.sessions, [session]);
+    assert!(!tmp.exists());
+}
+
+#[test]
+fn a_torn_session_file_is_moved_aside_and_the_last_good_copy_is_used() {
+    let (dir, store) = open_store();
+    let (config, personas) = (Config::default(), catalog());
+    let ctx = Context { personas: &personas, config: &config };
+    let (mut session, events) = started();
+    store.save(&session, &events).unwrap();
+    let first = session.clone();
+    let message = IncomingMessage {
+        id: MessageId(9),
+        author: UserId(1),
+        text: "ok TURN_COMPLETE".into(),
+        edited: false,
+        written_at: t0() + TimeDelta::seconds(5),
+    };
+    let t = session.handle_message(&message, t0() + TimeDelta::seconds(5), ctx);
+    store.save(&session, &t.events).unwrap();
+
+    let path = dir.path().join("channels/42.json");
+    let torn = std::fs::read(&path).unwrap()[..40].to_vec();
+    std::fs::write(&path, &torn).unwrap();
+
+    let report = store.load_all().unwrap();
+    assert_eq!(report.sessions, std::slice::from_ref(&first), "the version before the last save is used");
+    assert!(
+        report.problems.iter().any(|p| p.contains("cannot be read") && p.contains("moved it to")),
+        "{:?}",
+        report.problems
+    );
+    let aside = corrupt_files(dir.path());
+    assert_eq!(aside.len(), 1);
+    assert_eq!(std::fs::read(&aside[0]).unwrap(), torn, "the corrupt file is kept as it was, not overwritten");
+    // The good copy became the current file again, and stays the last good copy too.
+    assert_eq!(std::fs::read(dir.path().join("channels/42.prev.json")).unwrap(), std::fs::read(&path).unwrap());
+    assert_eq!(store.load_all().unwrap().sessions, [first]);
+}
+
+fn corrupt_files(state: &std::path::Path) -> Vec<std::path::PathBuf> {
+    std::fs::read_dir(state.join("channels"))
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().contains(".corrupt-"))
+        .map(|e| e.path())
+        .collect()
+}
+
+#[test]
+fn a_corrupt_file_without_a_good_copy_is_reported_and_kept() {
+    let (dir, store) = open_store();
+    std::fs::write(dir.path().join("channels/77.json"), "not json at all").unwrap();
+    let report = store.load_all().unwrap();
+    assert!(report.sessions.is_empty());
+    assert!(report.problems.iter().any(|p| p.contains("77.json cannot be read")));
+    assert!(!dir.path().join("channels/77.json").exists());
+    let kept = std::fs::read_dir(dir.path().join("channels")).unwrap().count();
+    assert_eq!(kept, 1, "the unreadable file is moved aside, not deleted");
+}
+
+#[test]
+fn a_file_holding_another_channel_is_refused() {
+    let (dir, store) = open_store();
+    let (session, _) = started();
+    std::fs::write(dir.path().join("channels/43.json"), serde_json::to_vec(&session).unwrap()).unwrap();
+    let report = store.load_all().unwrap();
+    assert!(report.sessions.is_empty());
+    assert!(report.problems[0].contains("holds channel 42 instead"));
+}
+
+/// Sessions the engine could not have written, each with the words its refusal must give.
+fn impossible_sessions() -> Vec<(&'static str, Session, &'static str)> {
+    let (running, _) = started();
+    let mut paused = running.clone();
+    paused.status = SessionStatus::Paused;
+    paused.paused_remaining_ms = Some(30_000);
+    paused.turn_timeout_at = None;
+    let mut cases = Vec::new();
+    let mut s = running.clone();
+    s.turn_timeout_at = None;
+    cases.push(("running without a deadline", s, "no turnTimeoutAt"));
+    let mut s = running.clone();
+    s.turn_started_at = None;
+    cases.push(("running without a start", s, "no turnStartedAt"));
+    let mut s = paused.clone();
+    s.paused_remaining_ms = None;
+    cases.push(("paused without its remaining time", s, "no pausedRemainingMs"));
+    let mut s = running.clone();
+    s.active_agent = Some(PersonaId::parse("ghost").unwrap());
+    cases.push(("running, the floor held outside the roster", s, "not in its roster"));
+    let mut s = paused;
+    s.active_agent = None;
+    cases.push(("paused, nobody holding the floor", s, "not in its roster"));
+    cases
+}
+
+#[test]
+fn each_impossible_session_is_refused_at_load_and_the_last_good_copy_is_used() {
+    for (case, bad, reason) in impossible_sessions() {
+        let (dir, store) = open_store();
+        let (good, events) = started();
+        store.save(&good, &events).unwrap();
+        store.save(&bad, &[]).unwrap();
+        let report = store.load_all().unwrap();
+        assert_eq!(report.sessions, std::slice::from_ref(&good), "{case}: the last good copy is used");
+        assert!(report.problems.iter().any(|p| p.contains(reason) && p.contains("moved it to")), "{case}: {report:?}");
+        assert_eq!(corrupt_files(dir.path()).len(), 1, "{case}: the refused file is kept aside");
+    }
+}
+
+#[test]
+fn the_sessions_the_engine_writes_pass_validation() {
+    let (running, _) = started();
+    let config = Config::default();
+    let personas = catalog();
+    let ctx = Context { personas: &personas, config: &config };
+    let mut paused = running.clone();
+    paused.handle_command(&Command::Pause, None, t0() + TimeDelta::seconds(3), ctx).unwrap();
+    assert_eq!(paused.status, SessionStatus::Paused);
+    let mut stopped = running.clone();
+    stopped.handle_command(&Command::Stop, None, t0() + TimeDelta::seconds(3), ctx).unwrap();
+    for session in [Session::new(CHANNEL), running, paused, stopped] {
+        assert_eq!(validate::check_session(&session, CHANNEL), Ok(()), "{session:?}");
+    }
+}
+
+#[test]
+fn load_one_reads_one_channel_and_falls_back_to_its_last_good_copy() {
+    let (dir, store) = open_store();
+    let (session, events) = started();
+    store.save(&session, &events).unwrap();
+    assert_eq!(store.load_one(CHANNEL).unwrap(), Some(session.clone()));
+    assert_eq!(store.load_one(ChannelId(5)).unwrap(), None, "a channel never saved has no session");
+
+    let mut later = session.clone();
+    later.round = 3;
+    store.save(&later, &[]).unwrap();
+    std::fs::write(dir.path().join("channels/42.json"), "{\"torn").unwrap();
+    assert_eq!(store.load_one(CHANNEL).unwrap(), Some(session.clone()));
+    assert_eq!(corrupt_files(dir.path()).len(), 1);
+    assert_eq!(store.load_one(CHANNEL).unwrap(), Some(session), "the good copy is the current file again");
+}
+
+#[test]
+fn loading_many_channels_returns_every_session_ordered_by_channel() {
+    let (dir, store) = open_store();
+    // Enough channels for the parallel load to split them; written plainly, since only loading is tested here.
+    let ids: Vec<u64> = (1..=700).rev().map(|i| i * 1_000_003).collect();
+    let mut expected = Vec::new();
+    for &id in &ids {
+        let (session, _) = started_in(ChannelId(id));
+        std::fs::write(dir.path().join(format!("channels/{id}.json")), serde_json::to_vec(&session).unwrap()).unwrap();
+        expected.push(session);
+    }
+    // One more with only its last good copy left.
+    let (previous_only, _) = started_in(ChannelId(999));
+    std::fs::write(dir.path().join("channels/999.prev.json"), serde_json::to_vec(&previous_only).unwrap()).unwrap();
+    expected.push(previous_only);
+    expected.sort_by_key(|s| s.channel_id);
+
+    let report = store.load_all().unwrap();
+    assert_eq!(report.sessions.len(), expected.len());
+    assert!(report.sessions == expected, "every session, in channel order");
+    assert_eq!(report.problems.len(), 1, "{:?}", report.problems);
+    assert!(report.problems[0].contains("using the last good copy"));
+}

@@ -1,0 +1,189 @@
+//! The history log: every event kept, the session file written before the log, a torn tail cut before the next
+//! append, the last events read from the end.
+
+use super::*;
+
+#[test]
+fn the_log_keeps_every_event_that_the_bounded_history_drops() {
+    let (_dir, store) = open_store();
+    let config = Config { history_limit: 2, ..Config::default() };
+    let (mut session, events) = started();
+    store.save(&session, &events).unwrap();
+    let personas = catalog();
+    let ctx = Context { personas: &personas, config: &config };
+    for i in 1..=5 {
+        let t = session.handle_command(&Command::Skip, None, t0() + TimeDelta::seconds(i), ctx).unwrap();
+        store.save(&session, &t.events).unwrap();
+    }
+    let loaded = &store.load_all().unwrap().sessions[0];
+    assert_eq!(loaded.history.len(), 2);
+    let log = store.read_log(CHANNEL).unwrap();
+    assert_eq!(log.len(), 6);
+    assert_eq!(log[0].kind.name(), "session_started");
+    assert_eq!(&log[4..], loaded.history.iter().cloned().collect::<Vec<_>>().as_slice());
+}
+
+#[test]
+fn a_save_writes_the_session_file_and_then_appends_its_events_to_the_log() {
+    let (dir, store) = open_store();
+    let (session, events) = started();
+    store.save(&session, &events).unwrap();
+    assert_eq!(store.load_one(CHANNEL).unwrap(), Some(session));
+    assert_eq!(store.read_log(CHANNEL).unwrap(), events);
+    assert!(dir.path().join("channels/42.history.jsonl").exists());
+}
+
+#[test]
+fn a_failed_session_write_appends_nothing_to_the_log() {
+    let (dir, store) = open_store();
+    // A folder where the session file should be: the rename over it fails.
+    std::fs::create_dir_all(dir.path().join("channels/42.json/in-the-way")).unwrap();
+    let (session, events) = started();
+    let error = store.save(&session, &events).unwrap_err();
+    assert!(error.to_string().contains("42.json"), "the error names the file: {error}");
+    assert!(!dir.path().join("channels/42.history.jsonl").exists(), "no event is logged for a session not saved");
+    assert_eq!(store.read_log(CHANNEL).unwrap(), []);
+}
+
+#[test]
+fn a_torn_last_log_line_is_skipped() {
+    let (dir, store) = open_store();
+    let (session, events) = started();
+    store.save(&session, &events).unwrap();
+    let log = dir.path().join("channels/42.history.jsonl");
+    let mut text = std::fs::read_to_string(&log).unwrap();
+    text.push_str("{\"at\":\"2026-03-01T10:0");
+    std::fs::write(&log, text).unwrap();
+    assert_eq!(store.read_log(CHANNEL).unwrap(), events);
+    assert_eq!(store.read_log_tail(CHANNEL, 10).unwrap(), events);
+}
+
+#[test]
+fn a_torn_last_log_line_is_cut_before_the_next_append() {
+    let (dir, store) = open_store();
+    let config = Config::default();
+    let (mut session, started_events) = started();
+    store.save(&session, &started_events).unwrap();
+    let log = dir.path().join("channels/42.history.jsonl");
+    let good = std::fs::read_to_string(&log).unwrap();
+    std::fs::write(&log, format!("{good}{{\"at\":\"2026-03-01T10:0")).unwrap();
+
+    // A new process: it has not appended to this log yet.
+    let store = Store::open(dir.path()).unwrap();
+    let skipped = skips(&mut session, &config, 1).remove(0);
+    store.save(&session, &skipped).unwrap();
+
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.starts_with(&good) && text.ends_with('\n'), "{text}");
+    assert!(text.lines().all(|line| serde_json::from_str::<HistoryEvent>(line).is_ok()), "no glued line: {text}");
+    assert_eq!(store.read_log(CHANNEL).unwrap(), [started_events, skipped].concat());
+}
+
+#[test]
+fn a_log_that_is_all_torn_line_is_emptied_before_the_next_append() {
+    let (dir, store) = open_store();
+    let log = dir.path().join("channels/42.history.jsonl");
+    std::fs::write(&log, "{\"at\":\"2026").unwrap();
+    let (session, events) = started();
+    store.save(&session, &events).unwrap();
+    assert_eq!(store.read_log(CHANNEL).unwrap(), events);
+    assert_eq!(std::fs::read_to_string(&log).unwrap().lines().count(), events.len());
+}
+
+#[test]
+fn events_a_crash_kept_out_of_the_log_are_appended_before_the_next_ones() {
+    let (dir, store) = open_store();
+    let config = Config::default();
+    let (mut session, started_events) = started();
+    store.save(&session, &started_events).unwrap();
+    let lost = skips(&mut session, &config, 1).remove(0);
+    // The crash came after the session file was durable, before its events reached the log.
+    store.save(&session, &[]).unwrap();
+    assert_eq!(store.read_log(CHANNEL).unwrap(), started_events);
+
+    let store = Store::open(dir.path()).unwrap();
+    let mut session = store.load_one(CHANNEL).unwrap().unwrap();
+    let next = skips(&mut session, &config, 1).remove(0);
+    store.save(&session, &next).unwrap();
+    assert_eq!(store.read_log(CHANNEL).unwrap(), [started_events, lost, next].concat());
+}
+
+#[test]
+fn a_log_ahead_of_the_last_good_copy_gets_no_event_twice() {
+    let (dir, store) = open_store();
+    let config = Config::default();
+    let (mut session, started_events) = started();
+    store.save(&session, &started_events).unwrap();
+    let skipped = skips(&mut session, &config, 1).remove(0);
+    store.save(&session, &skipped).unwrap();
+    std::fs::write(dir.path().join("channels/42.json"), "{\"torn").unwrap();
+
+    let store = Store::open(dir.path()).unwrap();
+    let mut session = store.load_all().unwrap().sessions.remove(0);
+    assert_eq!(session.history.len(), 1, "the last good copy is from before the skip");
+    let personas = catalog();
+    let ctx = Context { personas: &personas, config: &config };
+    let again = session.handle_command(&Command::Skip, None, t0() + TimeDelta::seconds(9), ctx).unwrap().events;
+    store.save(&session, &again).unwrap();
+    assert_eq!(store.read_log(CHANNEL).unwrap(), [started_events, skipped, again].concat());
+}
+
+#[test]
+fn after_a_failed_save_the_next_one_also_logs_the_events_its_session_file_holds() {
+    let (dir, store) = open_store();
+    let config = Config::default();
+    let (mut session, started_events) = started();
+    store.save(&session, &started_events).unwrap();
+    let path = dir.path().join("channels/42.json");
+    std::fs::remove_file(&path).unwrap();
+    std::fs::create_dir_all(path.join("in-the-way")).unwrap();
+    let failed = skips(&mut session, &config, 1).remove(0);
+    assert!(store.save(&session, &failed).is_err());
+    std::fs::remove_dir_all(&path).unwrap();
+
+    let personas = catalog();
+    let ctx = Context { personas: &personas, config: &config };
+    let next = session.handle_command(&Command::Skip, None, t0() + TimeDelta::seconds(9), ctx).unwrap().events;
+    store.save(&session, &next).unwrap();
+    assert_eq!(store.read_log(CHANNEL).unwrap(), [started_events, failed, next].concat());
+}
+
+#[test]
+fn read_log_tail_returns_the_last_events_in_order_across_block_boundaries() {
+    let (dir, store) = open_store();
+    let config = Config::default();
+    let (mut session, events) = started();
+    store.save(&session, &events).unwrap();
+    for events in skips(&mut session, &config, 30) {
+        store.save(&session, &events).unwrap();
+    }
+    let all = store.read_log(CHANNEL).unwrap();
+    assert_eq!(all.len(), 31);
+    // Block sizes from one byte to more than the file, so lines start, end and span blocks everywhere.
+    for block in [1, 7, 64, 150, 1000, 1 << 20] {
+        for n in [0, 1, 2, 7, 30, 31, 50] {
+            let tail = store.read_log_tail_in_blocks(CHANNEL, n, block).unwrap();
+            assert_eq!(tail, all[all.len().saturating_sub(n)..], "last {n} events, read {block} bytes at a time");
+        }
+    }
+    assert_eq!(store.read_log_tail(CHANNEL, 5).unwrap(), all[26..]);
+
+    // A torn tail is not an event.
+    let log = dir.path().join("channels/42.history.jsonl");
+    let text = std::fs::read_to_string(&log).unwrap();
+    std::fs::write(&log, format!("{text}{{\"at\":\"20")).unwrap();
+    assert_eq!(store.read_log_tail_in_blocks(CHANNEL, 3, 7).unwrap(), all[28..]);
+    assert_eq!(store.read_log_tail(ChannelId(5), 3).unwrap(), [], "a channel without a log has no events");
+}
+
+#[test]
+fn saving_keeps_the_previous_version_beside_the_current_one() {
+    let (dir, store) = open_store();
+    let (mut session, events) = started();
+    store.save(&session, &events).unwrap();
+    let before = std::fs::read(dir.path().join("channels/42.json")).unwrap();
+    session.round = 7;
+    store.save(&session, &[]).unwrap();
+    assert_eq!(std::fs::read(dir.path().join("channels/42.prev.json")).unwrap(), before);
+    assert_ne!(std::fs::read(dir.path().join("channels/42.json")).unwrap(), before);
+}

@@ -1,0 +1,62 @@
+//! Store tests, on real files in temporary folders: saving and loading (`load`), the history log (`log`), and the
+//! writer thread's group commit (`writer`). This file holds what they share.
+
+mod load;
+mod log;
+mod writer;
+
+use super::*;
+use crate::core::config::Config;
+use crate::core::ids::{PersonaId, UserId};
+use crate::core::persona::{Persona, PersonaCatalog};
+use crate::core::session::history::HistoryEvent;
+use crate::core::session::{Command, Context, Session};
+use chrono::{DateTime, TimeDelta, Utc};
+
+const CHANNEL: ChannelId = ChannelId(42);
+
+fn catalog() -> PersonaCatalog {
+    let persona = |id: &str, user: u64| Persona {
+        id: PersonaId::parse(id).unwrap(),
+        display_name: id.into(),
+        discord_user_id: UserId(user),
+        avatar_url: None,
+        timeout_seconds: Some(90),
+        order: Some(user as i64),
+        source: String::new(),
+    };
+    PersonaCatalog::new(vec![persona("pm", 1), persona("dev", 2)])
+}
+
+fn t0() -> DateTime<Utc> {
+    "2026-03-01T10:00:00Z".parse().unwrap()
+}
+
+/// A started session of `channel` and the events of its start.
+fn started_in(channel: ChannelId) -> (Session, Vec<HistoryEvent>) {
+    let (config, personas) = (Config::default(), catalog());
+    let mut session = Session::new(channel);
+    let ctx = Context { personas: &personas, config: &config };
+    let t = session.handle_command(&Command::Start { roster: vec![] }, None, t0(), ctx).unwrap();
+    (session, t.events)
+}
+
+/// A started session of [`CHANNEL`] and the events of its start.
+fn started() -> (Session, Vec<HistoryEvent>) {
+    started_in(CHANNEL)
+}
+
+/// Skips the turn of `session` (started at [`t0`]) `n` times, one second apart: the events of each skip.
+fn skips(session: &mut Session, config: &Config, n: i64) -> Vec<Vec<HistoryEvent>> {
+    let personas = catalog();
+    let ctx = Context { personas: &personas, config };
+    (1..=n)
+        .map(|i| session.handle_command(&Command::Skip, None, t0() + TimeDelta::seconds(i), ctx).unwrap().events)
+        .collect()
+}
+
+fn open_store() -> (tempfile::TempDir, Store) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    (dir, store)
+}

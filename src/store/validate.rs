@@ -1,0 +1,32 @@
+//! What a session file must hold to be used: a session the engine could not have written (a running turn without a
+//! deadline, a pause without its remaining time, a floor held by a persona outside the roster) is refused at load,
+//! so the last good copy is used instead of a session that would misbehave or panic later.
+
+use crate::core::ids::ChannelId;
+use crate::core::session::{SESSION_FORMAT_VERSION, Session, SessionStatus};
+
+/// Checks a session read from `channel`'s file; the error says what is wrong, for the log and the person reading it.
+pub fn check_session(session: &Session, channel: ChannelId) -> Result<(), String> {
+    if session.channel_id != channel {
+        return Err(format!("it holds channel {} instead", session.channel_id));
+    }
+    if session.version > SESSION_FORMAT_VERSION {
+        return Err(format!("format version {} is newer than this build understands", session.version));
+    }
+    match session.status {
+        SessionStatus::Running if session.turn_timeout_at.is_none() => {
+            return Err("it is running but has no turnTimeoutAt".into());
+        }
+        SessionStatus::Running if session.turn_started_at.is_none() => {
+            return Err("it is running but has no turnStartedAt".into());
+        }
+        SessionStatus::Paused if session.paused_remaining_ms.is_none() => {
+            return Err("it is paused but has no pausedRemainingMs".into());
+        }
+        _ => {}
+    }
+    if session.is_active() && !session.active_agent.as_ref().is_some_and(|a| session.roster.contains(a)) {
+        return Err("its active persona is not in its roster".into());
+    }
+    Ok(())
+}

@@ -1,0 +1,245 @@
+//! The writer thread: every disk write of the running bot, on one dedicated std thread, with group commit.
+//!
+//! Channel actors hand sessions to a cheap cloneable [`Writer`] handle and never block a tokio worker on the disk.
+//! The thread takes everything queued, keeps the latest session of each channel (events concatenated in order),
+//! writes them all with ONE folder fsync (`Store::save_batch`), and only then answers the waiters.
+//! Lazy saves (activity only: last activity, last handled message) wait up to [`LAZY_SAVE_DELAY`] so that a busy
+//! channel costs at most one write a second, not one fsync per message; a durable save of the same channel carries
+//! them sooner.
+
+use super::save::SaveItem;
+use super::{Store, StoreError};
+use crate::core::ids::ChannelId;
+use crate::core::session::Session;
+use crate::core::session::history::HistoryEvent;
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, TryRecvError};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+use tokio::sync::oneshot;
+
+/// A lazy save is on disk at most this long after it was queued (or sooner, with a durable save of its channel).
+pub const LAZY_SAVE_DELAY: Duration = Duration::from_secs(1);
+/// At most this many queued requests join one batch, so a flood of lazy saves cannot hold back the answers.
+const BATCH_REQUESTS_MAX: usize = 10_000;
+
+pub(super) type Answer = oneshot::Sender<Result<(), StoreError>>;
+
+pub(super) enum Request {
+    /// `done` is `None` for a lazy save.
+    Save {
+        session: Box<Session>,
+        events: Vec<HistoryEvent>,
+        done: Option<Answer>,
+    },
+    Flush(oneshot::Sender<()>),
+}
+
+/// A handle to the writer thread. Cloning is cheap; the thread writes what is queued and ends when every handle is
+/// dropped. Call [`Writer::flush`] before the process exits, since exiting does not wait for the thread.
+#[derive(Clone, Debug)]
+pub struct Writer {
+    requests: mpsc::Sender<Request>,
+}
+
+impl std::fmt::Debug for Request {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Request::Save { session, events, done } => f
+                .debug_struct("Save")
+                .field("channel", &session.channel_id)
+                .field("events", &events.len())
+                .field("durable", &done.is_some())
+                .finish(),
+            Request::Flush(_) => f.write_str("Flush"),
+        }
+    }
+}
+
+impl Writer {
+    /// Starts the writer thread for `store`, lazy saves written within [`LAZY_SAVE_DELAY`].
+    pub fn spawn(store: Store) -> Writer {
+        Self::spawn_with_delay(store, LAZY_SAVE_DELAY)
+    }
+
+    /// Starts the writer thread with another delay for lazy saves (tests use a short one).
+    pub fn spawn_with_delay(store: Store, lazy_delay: Duration) -> Writer {
+        Self::spawn_joinable(store, lazy_delay).0
+    }
+
+    pub(super) fn spawn_joinable(store: Store, lazy_delay: Duration) -> (Writer, JoinHandle<()>) {
+        let (requests, inbox) = mpsc::channel();
+        let thread = std::thread::Builder::new()
+            .name("store-writer".into())
+            .spawn(move || run(&store, &inbox, lazy_delay))
+            .expect("the operating system refused to start the store writer thread");
+        (Writer { requests }, thread)
+    }
+
+    /// Saves a session whose turn or settings changed, with its new events. Resolves once the session file is
+    /// replaced atomically and durably and the events are appended to the log and synced; only then may the
+    /// transition's effects be carried out. If this future is dropped early the save still happens.
+    pub async fn save_durable(&self, session: Session, events: Vec<HistoryEvent>) -> Result<(), StoreError> {
+        let (done, answer) = oneshot::channel();
+        self.requests
+            .send(Request::Save { session: Box::new(session), events, done: Some(done) })
+            .map_err(|_| StoreError::WriterStopped)?;
+        answer.await.unwrap_or(Err(StoreError::WriterStopped))
+    }
+
+    /// Saves an activity-only change without waiting: on disk within the lazy delay, or with the channel's next
+    /// durable save, whichever comes first. A later save of the channel supersedes it. A failure is logged; the
+    /// channel's next save writes its latest session anyway.
+    pub fn save_lazy(&self, session: Session) {
+        let channel = session.channel_id;
+        if self.requests.send(Request::Save { session: Box::new(session), events: Vec::new(), done: None }).is_err() {
+            tracing::error!(%channel, "the store's writer thread has stopped; this channel's activity is not saved");
+        }
+    }
+
+    /// Resolves once everything queued before it (lazy saves included) is on disk, or has failed and been answered
+    /// or logged. For shutdown and tests.
+    pub async fn flush(&self) {
+        let (done, answer) = oneshot::channel();
+        if self.requests.send(Request::Flush(done)).is_err() || answer.await.is_err() {
+            tracing::error!("the store's writer thread has stopped; nothing more can be flushed");
+        }
+    }
+}
+
+/// One channel's saves waiting for the next batch: its latest session, every event not yet logged, every waiter.
+struct Pending {
+    session: Box<Session>,
+    events: Vec<HistoryEvent>,
+    waiters: Vec<Answer>,
+}
+
+/// What the thread holds between batches.
+pub(super) struct Queue {
+    pending: HashMap<ChannelId, Pending>,
+    flushes: Vec<oneshot::Sender<()>>,
+    /// When the oldest lazy save still queued must be written.
+    lazy_due: Option<Instant>,
+    lazy_delay: Duration,
+}
+
+fn run(store: &Store, inbox: &Receiver<Request>, lazy_delay: Duration) {
+    let mut queue = Queue::new(lazy_delay);
+    let mut open = true;
+    while open {
+        if !queue.anyone_waiting() {
+            let next = match queue.lazy_due {
+                None => inbox.recv().map_err(|_| RecvTimeoutError::Disconnected),
+                Some(due) => inbox.recv_timeout(due.saturating_duration_since(Instant::now())),
+            };
+            match next {
+                Ok(request) => queue.accept(request),
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => open = false,
+            }
+        }
+        // Everything already queued joins this batch.
+        for _ in 0..BATCH_REQUESTS_MAX {
+            match inbox.try_recv() {
+                Ok(request) => queue.accept(request),
+                Err(TryRecvError::Empty) => break,
+                Err(TryRecvError::Disconnected) => {
+                    open = false;
+                    break;
+                }
+            }
+        }
+        // Lazy saves of other channels go with this batch only when they are due (or on flush and at the end):
+        // otherwise they would make the durable waiters wait for their fsyncs.
+        let everything = !open || !queue.flushes.is_empty() || queue.lazy_due.is_some_and(|due| due <= Instant::now());
+        queue.commit(store, everything);
+    }
+}
+
+impl Queue {
+    pub(super) fn new(lazy_delay: Duration) -> Self {
+        Queue { pending: HashMap::new(), flushes: Vec::new(), lazy_due: None, lazy_delay }
+    }
+
+    pub(super) fn accept(&mut self, request: Request) {
+        match request {
+            Request::Save { session, events, done } => {
+                if done.is_none() {
+                    let delay = self.lazy_delay;
+                    self.lazy_due.get_or_insert_with(|| Instant::now() + delay);
+                }
+                match self.pending.entry(session.channel_id) {
+                    Entry::Occupied(entry) => {
+                        // Requests of one channel arrive in the order its actor sent them: the latest session wins.
+                        let pending = entry.into_mut();
+                        pending.session = session;
+                        pending.events.extend(events);
+                        pending.waiters.extend(done);
+                    }
+                    Entry::Vacant(entry) => {
+                        entry.insert(Pending { session, events, waiters: done.into_iter().collect() });
+                    }
+                }
+            }
+            Request::Flush(done) => self.flushes.push(done),
+        }
+    }
+
+    #[cfg(test)]
+    pub(super) fn is_empty(&self) -> bool {
+        self.pending.is_empty() && self.flushes.is_empty()
+    }
+
+    /// A durable save or a flush is queued: write now rather than wait for more.
+    fn anyone_waiting(&self) -> bool {
+        !self.flushes.is_empty() || self.pending.values().any(|p| !p.waiters.is_empty())
+    }
+
+    /// Writes the channels with durable waiters (all channels when `everything`) in one group commit, then answers.
+    pub(super) fn commit(&mut self, store: &Store, everything: bool) {
+        let channels: Vec<ChannelId> = self
+            .pending
+            .iter()
+            .filter(|(_, pending)| everything || !pending.waiters.is_empty())
+            .map(|(&channel, _)| channel)
+            .collect();
+        let batch: Vec<Pending> = channels.iter().filter_map(|channel| self.pending.remove(channel)).collect();
+        if !batch.is_empty() {
+            let items: Vec<SaveItem<'_>> =
+                batch.iter().map(|p| SaveItem { session: &p.session, events: &p.events }).collect();
+            let results = store.save_batch(&items);
+            for (pending, result) in batch.into_iter().zip(results) {
+                answer(pending, result);
+            }
+        }
+        if everything || self.pending.is_empty() {
+            self.lazy_due = None;
+        }
+        if everything {
+            for flush in self.flushes.drain(..) {
+                let _ = flush.send(());
+            }
+        }
+    }
+}
+
+/// Tells every waiter of one channel how its save went (a waiter that gave up is simply not told).
+fn answer(pending: Pending, result: Result<(), StoreError>) {
+    let channel = pending.session.channel_id;
+    match result {
+        Ok(()) => {
+            for waiter in pending.waiters {
+                let _ = waiter.send(Ok(()));
+            }
+        }
+        Err(e) => {
+            if pending.waiters.is_empty() {
+                tracing::error!(%channel, "could not save the session's activity: {e}");
+            }
+            for waiter in pending.waiters {
+                let _ = waiter.send(Err(e.duplicate()));
+            }
+        }
+    }
+}
