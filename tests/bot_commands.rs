@@ -62,6 +62,14 @@ async fn every_prefix_command_works_for_the_operator() {
 
     let history = command(&scene, op, "history 3", |m| m.content.contains("roster")).await;
     assert_eq!(history.content.lines().count(), 3, "{}", history.content);
+    for line in history.content.lines() {
+        // "`12:34:56` roster_changed: ...": the time once, then the event.
+        let times = line
+            .split(|c: char| !c.is_ascii_digit() && c != ':')
+            .filter(|w| w.len() == 8 && w.matches(':').count() == 2);
+        assert_eq!(times.count(), 1, "{line}");
+        assert!(line.starts_with('`') && line[10..].starts_with(' '), "{line}");
+    }
 
     command(&scene, op, "stop", starts("⏹️ Turn management stopped")).await;
     assert_eq!(scene.session().await.status, SessionStatus::Stopped);

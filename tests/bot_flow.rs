@@ -179,19 +179,22 @@ async fn two_signals_posted_at_once_make_one_advance() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn messages_overtaken_on_the_gateway_are_handled_in_the_order_discord_created_them() {
+async fn a_signal_overtaken_by_a_newer_message_is_still_handled_by_the_time_it_was_written() {
     let scene = Scene::started().await;
-    // pm's signal reaches the bot after dev's first message, which was posted right after it.
+    // pm's signal reaches the bot 300 ms late, after a newer message of the operator (far beyond any waiting window).
     scene
         .stage
         .server
-        .faults(|f| f.on_dispatch(Some("MESSAGE_CREATE"), DispatchAction::Delay(Duration::from_millis(8)), 1));
-    scene.say("pm", "Over to you. TURN_COMPLETE");
-    let dev_message = scene.say("dev", "Thanks, starting now.");
-    scene.handled(dev_message).await;
+        .faults(|f| f.on_dispatch(Some("MESSAGE_CREATE"), DispatchAction::Delay(Duration::from_millis(300)), 1));
+    let signal = scene.say("pm", "Over to you. TURN_COMPLETE");
+    let newer = scene.stage.operator_says("go on");
+    scene.handled(newer).await;
+    scene.handled(signal).await;
 
     let view = scene.view();
-    assert!(view.iter().any(|m| m.id == dev_message), "dev spoke in its own turn, so its message stays");
+    assert_eq!(count_floor(&view, "dev"), 1, "the overtaken signal completed pm's turn");
+    assert!(view.iter().all(|m| m.id != signal), "and was relayed");
+    assert_eq!(scene.events("turn_complete").len(), 1);
     assert!(scene.events("out_of_turn").is_empty());
     assert_eq!(holder(&scene.session().await), Some("dev"));
 }
@@ -201,14 +204,14 @@ async fn the_bot_ignores_its_own_messages_and_its_webhook_reposts() {
     let scene = Scene::started().await;
     let settled = scene.stage.operator_says("settled");
     scene.handled(settled).await;
-    let before = scene.bot().bot.stats().messages_handled;
+    let before = scene.bot().stats().messages_handled;
     scene.say("pm", "Done. TURN_COMPLETE");
     let view = scene.until("dev to get the floor", |v| v.iter().any(|m| is_floor(m, "dev")).then(|| v.to_vec())).await;
     let marker = scene.stage.operator_says("nice");
     scene.handled(marker).await;
     // The repost and the announcement came back on the gateway too, but only pm's message and the marker reached
     // the engine.
-    assert_eq!(scene.bot().bot.stats().messages_handled - before, 2);
+    assert_eq!(scene.bot().stats().messages_handled - before, 2);
     assert_eq!(scene.events("turn_complete").len(), 1);
     assert_eq!(scene.view().len(), view.len() + 1, "no loop: nothing more was posted");
 }

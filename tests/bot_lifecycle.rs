@@ -5,10 +5,13 @@ mod common;
 
 use chrono::Utc;
 use common::{PATIENCE, Scene, is_floor};
+use local_discord::permissions::Permissions;
+use local_discord::world::OverwriteTarget;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 use turn_manager::core::config::{Config, ManagedChannel};
 use turn_manager::core::ids::{ChannelId, PersonaId};
+use turn_manager::core::session::DisplayMode;
 use turn_manager::demo::stage::Stage;
 
 const BINARY: &str = env!("CARGO_BIN_EXE_turn-manager");
@@ -46,6 +49,27 @@ async fn messages_posted_while_the_bot_was_down_are_handled_after_it_restarts() 
     assert!(view.iter().all(|m| m.id != id));
     assert!(view.iter().any(|m| m.from_webhook && m.content == "Finished while you were away."));
     assert_eq!(scene.session().await.active_agent, Some(PersonaId::parse("dev").unwrap()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_permission_lost_while_the_bot_was_down_is_noticed_at_start_up_once_the_server_is_known() {
+    let mut scene = Scene::started().await;
+    assert_eq!(scene.session().await.display_mode, DisplayMode::Relay);
+    scene.stop_bot().await;
+    let (channel, role) = (scene.stage.channel, scene.stage.bot_role);
+    scene.stage.server.set_overwrite(
+        channel,
+        OverwriteTarget::Role(role),
+        Permissions::empty(),
+        Permissions::MANAGE_WEBHOOKS,
+    );
+    scene.restart_bot().await;
+    let notice = scene
+        .until("the fallback notice", |v| v.iter().find(|m| m.content.contains("Falling back to observe")).cloned())
+        .await;
+    assert!(notice.content.contains("**Manage Webhooks**"), "{}", notice.content);
+    assert_eq!(scene.session().await.display_mode, DisplayMode::Observe);
+    assert_eq!(scene.events("display_mode_changed").len(), 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

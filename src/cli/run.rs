@@ -18,7 +18,7 @@ pub fn run(args: &RunArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let token = match discord::bot::clean_token(&token) {
+    let token = match discord::clean_token(&token) {
         Ok(token) => token,
         Err(e) => {
             eprintln!("error: DISCORD_TOKEN: {e}");

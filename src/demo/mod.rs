@@ -84,7 +84,7 @@ pub async fn run(rounds: u32, personas: Vec<Persona>, state_dir: &Path) -> anyho
     let deadline = Instant::now() + DEMO_LIMIT;
     // Done when the rounds are over and no late reply is still on its way.
     loop {
-        let session = bot.bot.session(channel).await;
+        let session = bot.session(channel).await;
         let done = session.as_ref().is_some_and(|s| {
             s.round > rounds && s.agents.values().all(|a| !a.awaiting_late_reply) && s.status == SessionStatus::Running
         });
@@ -102,15 +102,16 @@ pub async fn run(rounds: u32, personas: Vec<Persona>, state_dir: &Path) -> anyho
     stage.operator_says("!turn stop");
     let stopped = async {
         loop {
-            if bot.bot.session(channel).await.is_some_and(|s| s.status == SessionStatus::Stopped) {
+            if bot.session(channel).await.is_some_and(|s| s.status == SessionStatus::Stopped) {
                 break;
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     };
     tokio::time::timeout(Duration::from_secs(10), stopped).await.context("the session did not stop")?;
-    let history = bot.bot.store.read_log(channel)?;
-    let stats = bot.bot.stats();
+    bot.settle(channel).await;
+    let history = bot.store().read_log(channel)?;
+    let stats = bot.stats();
     bot.shutdown().await;
     // Let the printer show the last messages.
     tokio::time::sleep(Duration::from_millis(200)).await;
@@ -123,8 +124,8 @@ pub async fn run(rounds: u32, personas: Vec<Persona>, state_dir: &Path) -> anyho
         late_signals: count(&history, "late_signal"),
         out_of_turn: count(&history, "out_of_turn"),
         rest_calls,
-        max_lateness_ms: stats.max_lateness_ms,
-        mean_lateness_ms: stats.total_lateness_ms / stats.timeouts.max(1) as i64,
+        max_lateness_ms: stats.max_lateness_ms(),
+        mean_lateness_ms: stats.mean_lateness_ms(),
     };
     Ok(outcome)
 }

@@ -1,27 +1,141 @@
-//! Permissions: whether the bot can relay in a channel (else it observes), and who may change a session (spec 6, 7).
+//! Permissions (spec 6, 7): whether the bot can relay in a channel (else it observes), and who may change a session.
+//! Reads the gateway cache, falling back to REST for what the cache does not hold (threads, members).
 
-use super::bot::Bot;
-use super::effects::rest;
-use super::to_channel;
+use super::identity::Identity;
+use super::rest::RestError;
+use super::rest::serenity::call;
 use crate::core::ids::ChannelId;
 use serenity::all as discord;
+use std::sync::{Arc, OnceLock};
 
-/// The permissions relay mode needs, by name, that the bot lacks in `channel`.
-pub(super) async fn relay_permissions_missing(bot: &Bot, channel: ChannelId) -> Result<Vec<&'static str>, String> {
-    let me = bot.user_id().ok_or("not connected yet")?;
-    let (permissions, _) = standing(bot, channel, me, None).await?;
-    let mut missing = Vec::new();
-    if !permissions.manage_messages() {
-        missing.push("Manage Messages");
+pub struct Access {
+    /// serenity's REST client and gateway cache, known once the client is built.
+    http: OnceLock<Arc<discord::Http>>,
+    cache: OnceLock<Arc<discord::Cache>>,
+    identity: Arc<Identity>,
+    /// Role names, or role ids, whose members may steer sessions.
+    control_roles: Vec<String>,
+}
+
+impl Access {
+    pub fn new(identity: Arc<Identity>, control_roles: Vec<String>) -> Self {
+        Self { http: OnceLock::new(), cache: OnceLock::new(), identity, control_roles }
     }
-    if !permissions.manage_webhooks() {
-        missing.push("Manage Webhooks");
+
+    /// serenity's client is built: its REST client and cache are what every lookup goes through.
+    pub fn connect(&self, http: Arc<discord::Http>, cache: Arc<discord::Cache>) {
+        let _ = self.http.set(http);
+        let _ = self.cache.set(cache);
     }
-    Ok(missing)
+
+    pub fn http(&self) -> Result<&Arc<discord::Http>, RestError> {
+        self.http.get().ok_or_else(|| RestError::Unavailable("not connected yet".into()))
+    }
+
+    /// The permissions relay mode needs, by name, that the bot lacks in `channel`.
+    pub async fn relay_permissions_missing(&self, channel: ChannelId) -> Result<Vec<&'static str>, RestError> {
+        let me = self.identity.user().ok_or_else(|| RestError::Unavailable("not connected yet".into()))?;
+        let (permissions, _) = self.standing(channel, discord::UserId::new(me.0), None).await?;
+        let mut missing = Vec::new();
+        if !permissions.manage_messages() {
+            missing.push("Manage Messages");
+        }
+        if !permissions.manage_webhooks() {
+            missing.push("Manage Webhooks");
+        }
+        Ok(missing)
+    }
+
+    /// Whether `member` may change the session in `channel`: administrators, Manage Channels there, or a member of
+    /// a control role (named by id or by name). The refusal says what it takes.
+    pub async fn may_manage(&self, channel: ChannelId, member: discord::Member) -> Result<(), String> {
+        let (permissions, roles) = self
+            .standing(channel, member.user.id, Some(member))
+            .await
+            .map_err(|e| format!("I could not check: {e}"))?;
+        if permissions.administrator()
+            || permissions.manage_channels()
+            || holds_control_role(&self.control_roles, &roles)
+        {
+            return Ok(());
+        }
+        let control = &self.control_roles;
+        let roles = if control.is_empty() {
+            String::new()
+        } else {
+            format!(", or the role{} {}", if control.len() == 1 { "" } else { "s" }, control.join(", "))
+        };
+        Err(format!(
+            "You can't change the session here: that takes Administrator, Manage Channels in this channel{roles}. \
+             Anyone may use `status` and `history`."
+        ))
+    }
+
+    /// A member's permissions in a channel (a thread counts as its parent) and its roles (id, name).
+    async fn standing(
+        &self,
+        channel: ChannelId,
+        user: discord::UserId,
+        member: Option<discord::Member>,
+    ) -> Result<(discord::Permissions, Vec<(u64, String)>), RestError> {
+        let (place, _) = self.home_channel(channel).await?;
+        let member = match member {
+            Some(member) => member,
+            None => match self.cache.get().and_then(|c| c.guild(place.guild_id)?.members.get(&user).cloned()) {
+                Some(member) => member,
+                None => call(self.http()?.get_member(place.guild_id, user)).await?,
+            },
+        };
+        let unknown = || RestError::Unavailable("this server is not in my cache yet".into());
+        let cache = self.cache.get().ok_or_else(unknown)?;
+        let guild = cache.guild(place.guild_id).ok_or_else(unknown)?;
+        let permissions = guild.user_permissions_in(&place, &member);
+        let roles = member
+            .roles
+            .iter()
+            .filter_map(|id| guild.roles.get(id).map(|role| (id.get(), role.name.clone())))
+            .collect();
+        Ok((permissions, roles))
+    }
+
+    /// The channel that holds permissions and webhooks for `channel`: itself, or a thread's parent (with the thread).
+    pub async fn home_channel(
+        &self,
+        channel: ChannelId,
+    ) -> Result<(discord::GuildChannel, Option<ChannelId>), RestError> {
+        let place = self.guild_channel(discord::ChannelId::new(channel.0)).await?;
+        match (place.thread_metadata.is_some(), place.parent_id) {
+            (true, Some(parent)) => Ok((self.guild_channel(parent).await?, Some(channel))),
+            _ => Ok((place, None)),
+        }
+    }
+
+    async fn guild_channel(&self, id: discord::ChannelId) -> Result<discord::GuildChannel, RestError> {
+        // Deprecated in favour of going through the guild, but it is the only lookup by channel id alone that does
+        // not scan every guild.
+        #[allow(deprecated)]
+        let cached = self.cache.get().and_then(|cache| cache.channel(id).map(|c| c.clone()));
+        if let Some(found) = cached {
+            return Ok(found);
+        }
+        call(self.http()?.get_channel(id))
+            .await?
+            .guild()
+            .ok_or_else(|| RestError::Unavailable("this is not a server channel".into()))
+    }
+}
+
+/// Whether one of `roles` (id, name) is a control role: an entry that is a snowflake names a role by id and matches
+/// only that id (a role merely *named* "1234..." does not count); any other entry matches a role's name.
+fn holds_control_role(control: &[String], roles: &[(u64, String)]) -> bool {
+    control.iter().any(|entry| match crate::core::ids::parse_snowflake(entry) {
+        Ok(id) => roles.iter().any(|(role, _)| *role == id),
+        Err(_) => roles.iter().any(|(_, name)| name == entry),
+    })
 }
 
 /// What the bot says, once, when it cannot relay in a channel.
-pub(super) fn fallback_notice(missing: &[&str]) -> String {
+pub fn fallback_notice(missing: &[&str]) -> String {
     let (names, them) = match missing {
         [one] => (format!("the **{one}** permission"), "it"),
         _ => (format!("the **{}** permissions", missing.join("** and **")), "them"),
@@ -33,65 +147,17 @@ pub(super) fn fallback_notice(missing: &[&str]) -> String {
     )
 }
 
-/// Whether `member` may change the session in `channel`: administrators, Manage Channels there, or a control role.
-pub(super) async fn may_manage(bot: &Bot, channel: ChannelId, member: discord::Member) -> Result<(), String> {
-    let (permissions, roles) = standing(bot, channel, member.user.id, Some(member)).await?;
-    let control = &bot.config.control_roles;
-    if permissions.administrator() || permissions.manage_channels() || roles.iter().any(|r| control.contains(r)) {
-        return Ok(());
-    }
-    let roles = if control.is_empty() {
-        String::new()
-    } else {
-        format!(", or the role{} {}", if control.len() == 1 { "" } else { "s" }, control.join(", "))
-    };
-    Err(format!(
-        "You can't change the session here: that takes Administrator, Manage Channels in this channel{roles}. \
-         Anyone may use `status` and `history`."
-    ))
-}
+#[cfg(test)]
+mod tests {
+    use super::holds_control_role;
 
-/// A member's permissions in a channel (a thread counts as its parent) and the names of its roles.
-async fn standing(
-    bot: &Bot,
-    channel: ChannelId,
-    user: discord::UserId,
-    member: Option<discord::Member>,
-) -> Result<(discord::Permissions, Vec<String>), String> {
-    let (place, _) = home_channel(bot, channel).await?;
-    let member = match member {
-        Some(member) => member,
-        None => match bot.cache().and_then(|c| c.guild(place.guild_id)?.members.get(&user).cloned()) {
-            Some(member) => member,
-            None => rest(bot.http().get_member(place.guild_id, user)).await?,
-        },
-    };
-    let cache = bot.cache().ok_or("not connected yet")?;
-    let guild = cache.guild(place.guild_id).ok_or("this server is not known to me yet")?;
-    let permissions = guild.user_permissions_in(&place, &member);
-    let roles = member.roles.iter().filter_map(|id| guild.roles.get(id).map(|r| r.name.clone())).collect();
-    Ok((permissions, roles))
-}
-
-/// The channel that holds permissions and webhooks for `channel`: itself, or a thread's parent (with the thread).
-pub(super) async fn home_channel(
-    bot: &Bot,
-    channel: ChannelId,
-) -> Result<(discord::GuildChannel, Option<ChannelId>), String> {
-    let place = guild_channel(bot, to_channel(channel)).await?;
-    match (place.thread_metadata.is_some(), place.parent_id) {
-        (true, Some(parent)) => Ok((guild_channel(bot, parent).await?, Some(channel))),
-        _ => Ok((place, None)),
+    #[test]
+    fn control_roles_match_by_id_or_by_name_and_an_id_never_matches_a_name() {
+        let control = vec!["Moderators".to_owned(), "123456789012345678".to_owned()];
+        assert!(holds_control_role(&control, &[(5, "Moderators".into())]), "by name");
+        assert!(holds_control_role(&control, &[(123_456_789_012_345_678, "Staff".into())]), "by id");
+        assert!(!holds_control_role(&control, &[(6, "123456789012345678".into())]), "a role named like the id");
+        assert!(!holds_control_role(&control, &[(6, "moderators".into())]), "names are exact");
+        assert!(!holds_control_role(&[], &[(5, "Moderators".into())]));
     }
-}
-
-async fn guild_channel(bot: &Bot, id: discord::ChannelId) -> Result<discord::GuildChannel, String> {
-    // Deprecated in favour of going through the guild, but it is the only lookup by channel id alone that does
-    // not scan every guild.
-    #[allow(deprecated)]
-    let cached = bot.cache().and_then(|cache| cache.channel(id).map(|c| c.clone()));
-    if let Some(found) = cached {
-        return Ok(found);
-    }
-    rest(bot.http().get_channel(id)).await?.guild().ok_or_else(|| "this is not a server channel".to_owned())
 }

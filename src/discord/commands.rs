@@ -1,18 +1,27 @@
-//! The commands people steer with (spec 7), as `!turn ...` and `/turn ...` from the same poise definitions, with
-//! the permission rule: personas may run none; anyone else may read `status` and `history`; only administrators,
-//! people with Manage Channels in the channel, or members of a control role may change the session.
+//! The commands people steer with (spec 7), as `!turn ...` and `/turn ...` from the same poise definitions: parsed
+//! and authorised here, then handed to the channel's actor like any other input. The permission rule: personas may
+//! run none; anyone else may read `status` and `history`; only administrators, people with Manage Channels in the
+//! channel, or members of a control role may change the session.
 
-use super::access;
-use super::bot::Bot;
+use super::access::Access;
+use super::actor::Input;
+use super::router::Router;
 use crate::core::ids::{ChannelId, MessageId, UserId};
 use crate::core::session::Command;
 use crate::core::session::effects::fit_message;
-use chrono::Utc;
+use crate::store::Store;
 use poise::serenity_prelude as discord;
 use std::sync::Arc;
 
 type Error = Box<dyn std::error::Error + Send + Sync>;
-type Ctx<'a> = poise::Context<'a, Arc<Bot>, Error>;
+type Ctx<'a> = poise::Context<'a, Arc<Commands>, Error>;
+
+/// What the commands need: the way to the actors, the permission checks, and the history logs.
+pub struct Commands {
+    pub router: Arc<Router>,
+    pub access: Arc<Access>,
+    pub store: Store,
+}
 
 /// The prefix of text commands: `!turn ...`.
 pub const PREFIX: &str = "!";
@@ -21,7 +30,7 @@ const HISTORY_DEFAULT: usize = 10;
 const HISTORY_MAX: usize = 50;
 
 /// The poise framework: commands, prefix, replies that ping nobody, slash commands registered on connect.
-pub fn framework(bot: Arc<Bot>) -> poise::Framework<Arc<Bot>, Error> {
+pub fn framework(data: Arc<Commands>) -> poise::Framework<Arc<Commands>, Error> {
     let options = poise::FrameworkOptions {
         commands: vec![turn()],
         on_error: |error| Box::pin(on_error(error)),
@@ -44,7 +53,7 @@ pub fn framework(bot: Arc<Bot>) -> poise::Framework<Arc<Bot>, Error> {
                 if let Err(e) = poise::builtins::register_globally(ctx, &framework.options().commands).await {
                     tracing::warn!("could not register the /turn slash commands ({e}); `!turn` still works");
                 }
-                Ok(bot)
+                Ok(data)
             })
         })
         .build()
@@ -140,9 +149,10 @@ async fn status(ctx: Ctx<'_>) -> Result<(), Error> {
     if let Err(reason) = authorize(ctx, false).await {
         return reply(ctx, &reason).await;
     }
-    let session = ctx.data().session(ChannelId(ctx.channel_id().get())).await;
+    let router = &ctx.data().router;
+    let session = router.ask(ChannelId(ctx.channel_id().get()), Input::Snapshot).await;
     let text = match session {
-        Some(session) if session.is_active() => session.status_report(Utc::now()).to_string(),
+        Some(session) if session.is_active() => session.status_report(router.env().clock.now()).to_string(),
         _ => format!("No session is running here. Start one with `{PREFIX}turn start`."),
     };
     reply(ctx, &text).await
@@ -155,14 +165,11 @@ async fn history(ctx: Ctx<'_>, #[description = "how many events (default 10)"] n
         return reply(ctx, &reason).await;
     }
     let n = n.map_or(HISTORY_DEFAULT, |n| n as usize).clamp(1, HISTORY_MAX);
-    let session = ctx.data().session(ChannelId(ctx.channel_id().get())).await;
-    let lines: Vec<String> = match &session {
-        Some(session) => session
-            .recent_history(n)
-            .map(|event| format!("`{}` {}", event.at.format("%H:%M:%S"), event.summary()))
-            .collect(),
-        None => Vec::new(),
-    };
+    // The full log, not only the short tail the session file keeps; read off the async threads.
+    let (store, channel) = (ctx.data().store.clone(), ChannelId(ctx.channel_id().get()));
+    let events = tokio::task::spawn_blocking(move || store.read_log_tail(channel, n)).await?;
+    let lines: Vec<String> =
+        events?.iter().map(|event| format!("`{}` {}", event.at.format("%H:%M:%S"), event.summary())).collect();
     let text = if lines.is_empty() { "Nothing has happened here yet.".to_owned() } else { lines.join("\n") };
     reply(ctx, &fit_message(text)).await
 }
@@ -174,14 +181,19 @@ async fn change(ctx: Ctx<'_>, command: Command) -> Result<(), Error> {
         tracing::debug!(channel = %ctx.channel_id(), "refused: {reason}");
         return reply(ctx, &reason).await;
     }
-    let bot = ctx.data();
-    let slot = bot.slot_or_create(ChannelId(ctx.channel_id().get()));
-    if let poise::Context::Prefix(prefix) = ctx {
-        if !slot.claim_command(MessageId(prefix.msg.id.get())) {
-            return Ok(()); // The same message delivered again around a reconnect.
-        }
-    }
-    match slot.run_command(bot, &command).await {
+    // The command's own snowflake: it marks when the command was given, and lets one delivered twice run once.
+    let origin = match ctx {
+        poise::Context::Prefix(prefix) => MessageId(prefix.msg.id.get()),
+        poise::Context::Application(application) => MessageId(application.interaction.id.get()),
+    };
+    let channel = ChannelId(ctx.channel_id().get());
+    let outcome = ctx
+        .data()
+        .router
+        .ask(channel, |reply| Input::Command { command, origin: Some(origin), reply: Some(reply) })
+        .await
+        .unwrap_or_else(|| Err(crate::core::session::Refusal("I am shutting down; try again in a moment.".into())));
+    match outcome {
         // The announcement in the channel is the answer; a slash command still needs a reply of its own.
         Ok(()) if matches!(ctx, poise::Context::Application(_)) => {
             ctx.send(poise::CreateReply::default().content("Done.").ephemeral(true)).await?;
@@ -194,15 +206,15 @@ async fn change(ctx: Ctx<'_>, command: Command) -> Result<(), Error> {
 
 /// Who may run what: personas nothing; people `status` and `history`; managers everything.
 async fn authorize(ctx: Ctx<'_>, changing: bool) -> Result<(), String> {
-    let bot = ctx.data();
-    if bot.personas.by_user(UserId(ctx.author().id.get())).is_some() {
+    let data = ctx.data();
+    if data.router.env().personas.by_user(UserId(ctx.author().id.get())).is_some() {
         return Err("Personas can't run turn-manager commands: only people steer the session.".into());
     }
     if !changing {
         return Ok(());
     }
     let member = ctx.author_member().await.ok_or("I could not look up your membership in this server.")?;
-    access::may_manage(bot, ChannelId(ctx.channel_id().get()), member.into_owned()).await
+    data.access.may_manage(ChannelId(ctx.channel_id().get()), member.into_owned()).await
 }
 
 async fn reply(ctx: Ctx<'_>, text: &str) -> Result<(), Error> {
@@ -221,7 +233,7 @@ fn names(typed: Option<&str>) -> Vec<String> {
 }
 
 /// `!turn give <persona>`: how to write a command, for replies to bad arguments.
-fn usage(command: &poise::Command<Arc<Bot>, Error>) -> String {
+fn usage(command: &poise::Command<Arc<Commands>, Error>) -> String {
     let mut text = format!("{PREFIX}turn {}", command.name);
     for parameter in &command.parameters {
         let (open, close) = if parameter.required { ('<', '>') } else { ('[', ']') };
@@ -230,7 +242,7 @@ fn usage(command: &poise::Command<Arc<Bot>, Error>) -> String {
     text
 }
 
-async fn on_error(error: poise::FrameworkError<'_, Arc<Bot>, Error>) {
+async fn on_error(error: poise::FrameworkError<'_, Arc<Commands>, Error>) {
     let outcome = match error {
         poise::FrameworkError::ArgumentParse { error, input, ctx, .. } => {
             let what = input.map(|i| format!("`{i}`: ")).unwrap_or_default();

@@ -1,39 +1,215 @@
-//! The Discord layer (serenity and poise): turns gateway events into engine inputs, carries out the engine's
-//! decisions, and owns the timeout task. Everything about *what* should happen lives in `crate::core`.
+//! The Discord layer (serenity and poise). Data flows one way:
 //!
-//! - [`bot`]: the state shared by every part of a running bot, and how it connects and shuts down.
-//! - `channel`: one managed channel: its session, the ordered queue of its messages, saving before acting.
-//! - `events`: the gateway event handler (messages, edits, ready).
-//! - `effects`: carrying out the engine's effects (reposts, deletions, reactions, announcements).
-//! - `webhooks`: the one webhook per channel that reposts go through.
-//! - `access`: permissions: relay or observe, and who may run which command.
-//! - `timeouts`: the task that ends turns at their deadline.
-//! - `commands`: `!turn ...` and `/turn ...` (poise).
+//! - [`gateway`] (serenity's event handler) and [`commands`] (poise: parse, authorise) hand inputs to
+//! - [`router`], which owns the map from channel to
+//! - [`actor`]: one task per channel that owns its session, asks the core, saves through [`persist`], and hands the
+//!   effects to
+//! - [`sender`]: the channel's effects, in order, through
+//! - [`rest`]: the network seam (a trait, its serenity implementation, the typed error), with the webhooks.
+//!
+//! [`access`] (permissions) and [`identity`] (who the bot is) are services for those; [`clock`] and [`stats`] are
+//! plain helpers. This file wires them and is the only one that knows them all. What *should* happen lives in
+//! `crate::core`.
 
-mod access;
-pub mod bot;
-mod channel;
+pub mod access;
+pub mod actor;
+pub mod clock;
 mod commands;
-mod effects;
-mod events;
-pub mod timeouts;
-mod webhooks;
+mod gateway;
+pub mod identity;
+pub mod persist;
+pub mod rest;
+pub mod router;
+pub mod sender;
+pub mod stats;
 
-pub use bot::{BotOptions, RunningBot, Stats, start};
-
-use crate::core::ids::{ChannelId, MessageId, UserId};
+use crate::core::config::Config;
+use crate::core::ids::{ChannelId, MessageId};
+use crate::core::persona::PersonaCatalog;
+use crate::core::session::{Command, Session};
+use crate::store::{Store, Writer};
+use access::Access;
+use actor::{Env, Input};
+use anyhow::Context as _;
+use clock::Clock;
+use identity::Identity;
+use persist::{DiskSaver, Saver};
+use rest::serenity::SerenityRest;
+use router::Router;
 use serenity::all as discord;
+use stats::{Stats, StatsSnapshot};
+use std::sync::Arc;
+use tokio::sync::Semaphore;
+use tokio::task::JoinHandle;
 
-fn to_channel(id: ChannelId) -> discord::ChannelId {
-    discord::ChannelId::new(id.0)
+/// How many channels read their missed messages at once after a new gateway session.
+const CATCH_UP_CONCURRENCY: usize = 8;
+
+/// What the bot needs to run. The token is never printed: this type has no `Debug`.
+pub struct BotOptions {
+    pub token: String,
+    /// Send every REST call here instead of discord.com (a rate-limiting proxy, or a local server).
+    pub api_base: Option<String>,
+    pub config: Config,
+    pub personas: PersonaCatalog,
+    pub store: Store,
 }
 
-fn to_message(id: MessageId) -> discord::MessageId {
-    discord::MessageId::new(id.0)
+/// A bot connected (or connecting) to Discord.
+pub struct RunningBot {
+    router: Arc<Router>,
+    saver: Arc<DiskSaver>,
+    stats: Arc<Stats>,
+    shard_manager: Arc<discord::ShardManager>,
+    client: JoinHandle<Result<(), discord::Error>>,
 }
 
-fn to_user(id: UserId) -> discord::UserId {
-    discord::UserId::new(id.0)
+impl RunningBot {
+    /// Waits until the gateway connection ends by itself (an error such as a refused intent or token).
+    pub async fn finished(&mut self) -> anyhow::Result<()> {
+        match (&mut self.client).await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(explain_gateway_error(e)),
+            Err(e) => Err(anyhow::anyhow!("the gateway task failed: {e}")),
+        }
+    }
+
+    /// Graceful shutdown: stop taking events, let every channel finish what is in hand (each transition is saved
+    /// before its effects), write what is still queued, then close the gateway.
+    pub async fn shutdown(self) {
+        self.router.shutdown().await;
+        self.saver.flush().await;
+        self.shard_manager.shutdown_all().await;
+        let _ = self.client.await;
+        tracing::info!("turn-manager stopped");
+    }
+
+    /// The channel's session as its actor holds it now (read from disk when the channel has no actor).
+    pub async fn session(&self, channel: ChannelId) -> Option<Session> {
+        self.router.ask(channel, Input::Snapshot).await
+    }
+
+    /// Whether the channel's actor has handled message `id`.
+    pub async fn handled(&self, channel: ChannelId, id: MessageId) -> bool {
+        self.router.ask(channel, |reply| Input::Handled { id, reply }).await.unwrap_or(false)
+    }
+
+    /// Waits until everything the channel's actor decided so far has been carried out.
+    pub async fn settle(&self, channel: ChannelId) {
+        self.router.ask(channel, Input::Flush).await;
+    }
+
+    pub fn stats(&self) -> StatsSnapshot {
+        self.stats.snapshot()
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.saver.store
+    }
+}
+
+/// The token as serenity wants it (trimmed, a pasted `Bot ` prefix dropped), or why it cannot be one. Checked
+/// before connecting; the token itself is never printed.
+pub fn clean_token(raw: &str) -> anyhow::Result<String> {
+    let token = raw.trim().trim_start_matches("Bot ").trim();
+    if token.is_empty() {
+        anyhow::bail!("the token is empty");
+    }
+    discord::validate_token(token).map(|()| token.to_owned()).map_err(|_| {
+        anyhow::anyhow!(
+            "the token does not look like a Discord bot token (three parts separated by dots, no spaces); \
+             copy it again from the Bot page of your application in the developer portal"
+        )
+    })
+}
+
+/// Connects the bot: REST client, saved sessions (each channel's actor), commands, gateway.
+pub async fn start(options: BotOptions) -> anyhow::Result<RunningBot> {
+    let token = clean_token(&options.token)?;
+    let mut http = discord::HttpBuilder::new(&token);
+    if let Some(base) = &options.api_base {
+        // serenity's rate limiter builds its requests without the proxy, so it must be off with a base URL.
+        http = http.proxy(base.trim_end_matches('/')).ratelimiter_disabled(true);
+    }
+    let http = http.build();
+
+    let store = options.store;
+    let loading = store.clone();
+    let report = tokio::task::spawn_blocking(move || loading.load_all())
+        .await
+        .context("reading the saved sessions")?
+        .context("reading the saved sessions")?;
+    for problem in &report.problems {
+        tracing::warn!("{problem}");
+    }
+    let identity = Arc::new(Identity::default());
+    let access = Arc::new(Access::new(identity.clone(), options.config.control_roles.clone()));
+    let saver = Arc::new(DiskSaver { writer: Writer::spawn(store.clone()), store: store.clone() });
+    let stats = Arc::new(Stats::default());
+    let env = Arc::new(Env {
+        personas: Arc::new(options.personas),
+        config: Arc::new(options.config),
+        rest: Arc::new(SerenityRest::new(access.clone(), identity.clone())),
+        saver: saver.clone(),
+        clock: Clock::system(),
+        stats: stats.clone(),
+        catch_up_permits: Arc::new(Semaphore::new(CATCH_UP_CONCURRENCY)),
+    });
+    let router = Router::new(env);
+    let configured = configured_starts(&router.env().config, &report.sessions);
+    router.resume(report.sessions);
+
+    let intents = discord::GatewayIntents::GUILDS
+        | discord::GatewayIntents::GUILD_MESSAGES
+        | discord::GatewayIntents::MESSAGE_CONTENT;
+    let commands = Arc::new(commands::Commands { router: router.clone(), access: access.clone(), store });
+    let mut client = discord::ClientBuilder::new_with_http(http, intents)
+        .event_handler(gateway::Gateway::new(router.clone(), identity))
+        .framework(commands::framework(commands))
+        .await
+        .context("building the Discord client")?;
+    access.connect(client.http.clone(), client.cache.clone());
+    // Only now can their announcements be sent.
+    for (channel, command) in configured {
+        let router = router.clone();
+        tokio::spawn(async move {
+            let started = |reply| Input::Command { command, origin: None, reply: Some(reply) };
+            if let Some(Err(refusal)) = router.ask(channel, started).await {
+                tracing::error!(channel = %channel, "could not start the configured session: {refusal}");
+            }
+        });
+    }
+    let shard_manager = client.shard_manager.clone();
+    let client = tokio::spawn(async move { client.start().await });
+    Ok(RunningBot { router, saver, stats, shard_manager, client })
+}
+
+/// The `start` of each channel the configuration manages from start-up that has no running or paused session.
+fn configured_starts(config: &Config, saved: &[Session]) -> Vec<(ChannelId, Command)> {
+    config
+        .channels
+        .iter()
+        .filter(|managed| !saved.iter().any(|s| s.channel_id == managed.channel_id && s.is_active()))
+        .map(|managed| {
+            let roster = managed.roster.iter().map(|p| p.as_str().to_owned()).collect();
+            (managed.channel_id, Command::Start { roster })
+        })
+        .collect()
+}
+
+/// Turns the gateway errors people meet on a real server into what to do about them.
+fn explain_gateway_error(e: discord::Error) -> anyhow::Error {
+    use discord::GatewayError;
+    match &e {
+        discord::Error::Gateway(GatewayError::DisallowedGatewayIntents) => anyhow::anyhow!(
+            "Discord refused the Message Content intent: enable \"Message Content Intent\" on the Bot page of your \
+             application in the developer portal, then start again"
+        ),
+        discord::Error::Gateway(GatewayError::InvalidAuthentication) => anyhow::anyhow!(
+            "Discord refused the token (DISCORD_TOKEN): reset it on the Bot page of the developer portal"
+        ),
+        _ => anyhow::anyhow!("the gateway connection ended: {e}"),
+    }
 }
 
 /// Exactly the permissions the bot uses: read and post in channels and threads, read history (to catch up after a
@@ -46,4 +222,22 @@ pub fn permissions_used() -> discord::Permissions {
         | discord::Permissions::ADD_REACTIONS
         | discord::Permissions::MANAGE_MESSAGES
         | discord::Permissions::MANAGE_WEBHOOKS
+}
+
+#[cfg(test)]
+mod tests {
+    use super::clean_token;
+
+    #[test]
+    fn a_token_is_trimmed_and_a_pasted_bot_prefix_dropped() {
+        assert_eq!(clean_token("  Bot MTIz.abc.def-ghi\n").unwrap(), "MTIz.abc.def-ghi");
+        assert_eq!(clean_token("MTIz.abc.def").unwrap(), "MTIz.abc.def");
+    }
+
+    #[test]
+    fn an_empty_or_malformed_token_is_refused_without_echoing_it() {
+        assert_eq!(clean_token(" ").unwrap_err().to_string(), "the token is empty");
+        let error = clean_token("secret words").unwrap_err().to_string();
+        assert!(error.contains("does not look like a Discord bot token") && !error.contains("secret"), "{error}");
+    }
 }

@@ -5,7 +5,7 @@
 use local_discord::world::{LogKind, SeenMessage};
 use std::time::Duration;
 use turn_manager::core::config::Config;
-use turn_manager::core::ids::{ChannelId, PersonaId, UserId};
+use turn_manager::core::ids::{ChannelId, MessageId, PersonaId, UserId};
 use turn_manager::core::persona::Persona;
 use turn_manager::core::session::Session;
 use turn_manager::core::session::history::HistoryEvent;
@@ -103,27 +103,24 @@ impl Scene {
 
     /// The session as the bot holds it now.
     pub async fn session(&self) -> Session {
-        self.bot().bot.session(ChannelId(self.stage.channel)).await.expect("a session here")
+        self.bot().session(ChannelId(self.stage.channel)).await.expect("a session here")
     }
 
-    /// Waits until the bot has handled message `id` and carried out what it decided (effects run under the
-    /// session's lock, so once the session shows the id, they are done).
+    /// Waits until the channel's actor has handled message `id`, then until its sender has carried out everything
+    /// decided so far.
     pub async fn handled(&self, id: u64) {
+        let (bot, channel) = (self.bot(), ChannelId(self.stage.channel));
         let deadline = tokio::time::Instant::now() + PATIENCE;
-        loop {
-            if self.bot().bot.session(ChannelId(self.stage.channel)).await.and_then(|s| s.last_message_id)
-                >= Some(turn_manager::core::ids::MessageId(id))
-            {
-                return;
-            }
+        while !bot.handled(channel, MessageId(id)).await {
             assert!(tokio::time::Instant::now() < deadline, "message {id} was never handled");
-            tokio::time::sleep(Duration::from_millis(10)).await;
+            tokio::time::sleep(Duration::from_millis(5)).await;
         }
+        bot.settle(channel).await;
     }
 
     /// The full history log of the channel.
     pub fn history(&self) -> Vec<HistoryEvent> {
-        self.bot().bot.store.read_log(ChannelId(self.stage.channel)).expect("history log")
+        self.bot().store().read_log(ChannelId(self.stage.channel)).expect("history log")
     }
 
     pub fn events(&self, kind: &str) -> Vec<HistoryEvent> {

@@ -234,6 +234,11 @@ impl Session {
         }
     }
 
+    /// Whether message `id` has been handled (or is too old to tell, which counts as handled).
+    pub fn has_handled(&self, id: MessageId) -> bool {
+        self.recent_ids.contains(id, self.last_message_id)
+    }
+
     pub fn is_active(&self) -> bool {
         self.status != SessionStatus::Stopped
     }

@@ -38,6 +38,14 @@ impl RecentIds {
         true
     }
 
+    /// Whether `id` counts as handled, by the same rule as [`RecentIds::claim`], without recording it.
+    pub(super) fn contains(&self, id: MessageId, newest_handled: Option<MessageId>) -> bool {
+        let floor = self.floor.unwrap_or(newest_handled);
+        floor.is_some_and(|floor| id <= floor)
+            || self.ids.contains(&id)
+            || (self.ids.len() >= Self::CAPACITY && self.ids.first().is_some_and(|oldest| id < *oldest))
+    }
+
     pub fn len(&self) -> usize {
         self.ids.len()
     }
@@ -68,6 +76,9 @@ mod tests {
         assert!(!recent.claim(MessageId(10), Some(MessageId(10))), "a repeat");
         assert!(recent.claim(MessageId(9), Some(MessageId(10))), "overtaken, not a repeat");
         assert!(!recent.claim(MessageId(9), Some(MessageId(10))));
+        assert!(
+            recent.contains(MessageId(9), Some(MessageId(10))) && !recent.contains(MessageId(8), Some(MessageId(10)))
+        );
     }
 
     #[test]

@@ -1,0 +1,321 @@
+//! The channel actor (style practice 4): one task per managed channel owns its [`Session`] and takes every input of
+//! that channel from one inbox: messages, edits, commands, catch-up pages, its own deadline, shutdown. Each input is
+//! handled the moment it arrives and judged by when it was written; the actor decides with the core, saves (durably
+//! when the turn or the settings changed), then hands the effects to the channel's [`Sender`]. No lock is shared
+//! with another task, and nothing it waits for belongs to another channel.
+
+mod catch_up;
+#[cfg(test)]
+mod tests;
+
+use super::access::fallback_notice;
+use super::clock::Clock;
+use super::persist::Saver;
+use super::rest::{Rest, RestError};
+use super::sender::Sender;
+use super::stats::Stats;
+use crate::core::config::{Config, DisplayModeSetting};
+use crate::core::ids::{ChannelId, MessageId};
+use crate::core::persona::PersonaCatalog;
+use crate::core::session::{Command, Context, DisplayMode, IncomingMessage, Refusal, Session, Transition};
+use std::collections::VecDeque;
+use std::sync::Arc;
+use tokio::sync::{Semaphore, mpsc, oneshot};
+
+/// Commands remembered by their snowflake, so one delivered twice around a reconnect runs once.
+const COMMANDS_REMEMBERED: usize = 64;
+
+/// What every actor shares: the set-up, the seams to Discord and the disk, the clock and the figures.
+pub struct Env {
+    pub personas: Arc<PersonaCatalog>,
+    pub config: Arc<Config>,
+    pub rest: Arc<dyn Rest>,
+    pub saver: Arc<dyn Saver>,
+    pub clock: Clock,
+    pub stats: Arc<Stats>,
+    /// Bounds how many channels read their missed messages at once.
+    pub catch_up_permits: Arc<Semaphore>,
+}
+
+impl Env {
+    fn context(&self) -> Context<'_> {
+        Context { personas: &self.personas, config: &self.config }
+    }
+}
+
+/// One input for a channel's actor.
+#[derive(Debug)]
+pub enum Input {
+    /// A new or edited message seen on the gateway.
+    Message(IncomingMessage),
+    /// A command from a person; `origin` is its message's or interaction's snowflake (when it was given).
+    Command { command: Command, origin: Option<MessageId>, reply: Option<oneshot::Sender<Result<(), Refusal>>> },
+    /// A copy of the session as it is now.
+    Snapshot(oneshot::Sender<Session>),
+    /// Whether a message id has been handled.
+    Handled { id: MessageId, reply: oneshot::Sender<bool> },
+    /// A new gateway session began: read everything after the last handled message before ending overdue turns.
+    CatchUp,
+    /// A page of missed messages, oldest first; `done` on the last one.
+    Missed { messages: Vec<IncomingMessage>, done: bool },
+    /// The channel's server is in the cache now: check the display mode against the bot's permissions.
+    CheckDisplayMode,
+    /// Answered once everything decided so far has been carried out.
+    Flush(oneshot::Sender<()>),
+    /// Finish what is in hand and stop.
+    Shutdown(oneshot::Sender<()>),
+}
+
+/// How an actor begins.
+pub enum Origin {
+    /// A session read at start-up: its deadline waits for the first catch-up, since signals may have been missed.
+    Saved(Box<Session>),
+    /// A channel with no actor yet (a command came): its session is read from disk, if it has one.
+    Load,
+}
+
+/// Called when a stopped channel's actor retires; answers false if inputs arrived meanwhile (the actor goes on).
+pub type Retire = Box<dyn Fn(&mut mpsc::UnboundedReceiver<Input>) -> bool + Send + Sync>;
+
+pub struct Actor {
+    channel: ChannelId,
+    session: Session,
+    env: Arc<Env>,
+    sender: Sender,
+    inbox: mpsc::UnboundedReceiver<Input>,
+    /// For the catch-up task, which posts its pages to this inbox.
+    myself: mpsc::UnboundedSender<Input>,
+    /// Deadlines wait until the missed messages have been read (at start-up, and after each new gateway session).
+    awaiting_catch_up: bool,
+    catch_ups_running: u32,
+    commands_seen: VecDeque<MessageId>,
+}
+
+impl Actor {
+    /// Starts the actor's task; `retire` is how a stopped channel's actor leaves the router.
+    pub fn spawn(
+        channel: ChannelId,
+        origin: Origin,
+        env: Arc<Env>,
+        inbox: mpsc::UnboundedReceiver<Input>,
+        myself: mpsc::UnboundedSender<Input>,
+        retire: Retire,
+    ) {
+        tokio::spawn(async move {
+            let (session, awaiting_catch_up) = match origin {
+                Origin::Saved(session) => (*session, true),
+                Origin::Load => (load(&env, channel).await, false),
+            };
+            let sender = Sender::spawn(channel, env.rest.clone(), env.personas.clone());
+            let mut actor = Actor {
+                channel,
+                session,
+                env,
+                sender,
+                inbox,
+                myself,
+                awaiting_catch_up,
+                catch_ups_running: 0,
+                commands_seen: VecDeque::new(),
+            };
+            actor.run(retire).await;
+        });
+    }
+
+    async fn run(&mut self, retire: Retire) {
+        // Personas may have changed while the bot was down.
+        let t = self.session.reconcile(self.env.clock.now(), self.env.context());
+        self.commit(t).await;
+        loop {
+            let deadline = self.armed_deadline();
+            let input = tokio::select! {
+                biased;
+                input = self.inbox.recv() => input,
+                () = sleep_until(deadline) => {
+                    self.on_deadline().await;
+                    continue;
+                }
+            };
+            let Some(input) = input else { return };
+            if let Input::Shutdown(done) = input {
+                self.sender.flush().await;
+                let _ = done.send(());
+                return;
+            }
+            self.handle(input).await;
+            if !self.session.is_active() && self.catch_ups_running == 0 {
+                // A stopped channel needs no task: its state is on disk; what it said is sent first.
+                self.sender.flush().await;
+                if retire(&mut self.inbox) {
+                    return;
+                }
+            }
+        }
+    }
+
+    /// The instant to wake for the turn's deadline, unless deadlines wait for a catch-up.
+    fn armed_deadline(&self) -> Option<tokio::time::Instant> {
+        if self.awaiting_catch_up || self.catch_ups_running > 0 {
+            return None;
+        }
+        self.session.next_deadline().map(|deadline| self.env.clock.instant_at(deadline))
+    }
+
+    async fn handle(&mut self, input: Input) {
+        match input {
+            Input::Message(message) => self.on_message(message).await,
+            Input::Command { command, origin, reply } => {
+                let outcome = self.on_command(&command, origin).await;
+                if let Some(reply) = reply {
+                    let _ = reply.send(outcome);
+                }
+            }
+            Input::Snapshot(reply) => {
+                let _ = reply.send(self.session.clone());
+            }
+            Input::Handled { id, reply } => {
+                let _ = reply.send(self.session.has_handled(id));
+            }
+            Input::CatchUp => self.start_catch_up(),
+            Input::Missed { messages, done } => {
+                for message in messages {
+                    self.on_message(message).await;
+                }
+                if done {
+                    self.catch_ups_running = self.catch_ups_running.saturating_sub(1);
+                }
+            }
+            Input::CheckDisplayMode => {
+                if self.session.is_active() {
+                    let choice = self.choose_display_mode().await;
+                    self.apply_display_mode(choice).await;
+                }
+            }
+            Input::Flush(done) => {
+                self.sender.flush().await;
+                let _ = done.send(());
+            }
+            Input::Shutdown(_) => unreachable!("handled by the loop"),
+        }
+    }
+
+    async fn on_message(&mut self, message: IncomingMessage) {
+        self.env.stats.message();
+        let t = self.session.handle_message(&message, self.env.clock.now(), self.env.context());
+        self.commit(t).await;
+    }
+
+    async fn on_deadline(&mut self) {
+        let Some(deadline) = self.session.next_deadline() else { return };
+        let now = self.env.clock.now();
+        let t = self.session.tick(now, self.env.context());
+        if !t.events.is_empty() {
+            let lateness_ms = (now - deadline).num_milliseconds();
+            self.env.stats.timeout(lateness_ms);
+            tracing::debug!(channel = %self.channel, lateness_ms, "turn timed out");
+        }
+        self.commit(t).await;
+    }
+
+    /// Runs a command. Starting a session first picks relay or observe from the bot's permissions (when the
+    /// configuration says `auto`) and says once in the channel if it had to fall back.
+    async fn on_command(&mut self, command: &Command, origin: Option<MessageId>) -> Result<(), Refusal> {
+        if let Some(id) = origin {
+            if self.commands_seen.contains(&id) {
+                return Ok(()); // The same command delivered again around a reconnect.
+            }
+            self.commands_seen.push_back(id);
+            if self.commands_seen.len() > COMMANDS_REMEMBERED {
+                self.commands_seen.pop_front();
+            }
+        }
+        if matches!(command, Command::Start { .. }) && !self.session.is_active() {
+            let choice = self.choose_display_mode().await;
+            self.apply_display_mode(choice).await;
+        }
+        let t = self.session.handle_command(command, origin, self.env.clock.now(), self.env.context())?;
+        self.commit(t).await;
+        Ok(())
+    }
+
+    /// The display mode to use here, and the notice to give if relay is not possible.
+    async fn choose_display_mode(&self) -> Option<(DisplayMode, Option<String>)> {
+        match self.env.config.display_mode {
+            DisplayModeSetting::Relay => Some((DisplayMode::Relay, None)),
+            DisplayModeSetting::Observe => Some((DisplayMode::Observe, None)),
+            DisplayModeSetting::Auto => match self.env.rest.relay_permissions_missing(self.channel).await {
+                Ok(missing) if missing.is_empty() => Some((DisplayMode::Relay, None)),
+                Ok(missing) => Some((DisplayMode::Observe, Some(fallback_notice(&missing)))),
+                // Not connected, or the server not in the cache yet: its arrival checks again (CheckDisplayMode).
+                Err(RestError::Unavailable(why)) => {
+                    tracing::debug!(channel = %self.channel, "display mode checked once the server is known: {why}");
+                    None
+                }
+                Err(e) => {
+                    tracing::warn!(channel = %self.channel, "could not read my permissions, keeping the display mode: {e}");
+                    None
+                }
+            },
+        }
+    }
+
+    /// Switches the display mode if it changed; the fallback notice is given only on the switch, so only once.
+    async fn apply_display_mode(&mut self, choice: Option<(DisplayMode, Option<String>)>) {
+        let Some((mode, notice)) = choice else { return };
+        let t = self.session.set_display_mode(mode, self.env.clock.now(), self.env.context());
+        let switched = t.changed;
+        if self.commit(t).await && switched {
+            if let Some(notice) = notice {
+                self.sender.notice(notice);
+            }
+        }
+    }
+
+    /// Saves the transition, then hands its effects to the sender: nothing is announced that is not on disk. A change
+    /// of the turn or the settings is saved durably first; activity alone is saved lazily. False when the save
+    /// failed (the effects are held back).
+    async fn commit(&mut self, t: Transition) -> bool {
+        if !t.changed {
+            return true;
+        }
+        if !t.durable() {
+            self.env.saver.save_lazy(self.session.clone());
+            return true;
+        }
+        if let Err(e) = self.env.saver.save_durable(self.session.clone(), t.events).await {
+            tracing::error!(channel = %self.channel, "could not save the session, so its announcements are held back: {e}");
+            return false;
+        }
+        self.sender.effects(t.effects);
+        true
+    }
+
+    fn start_catch_up(&mut self) {
+        self.awaiting_catch_up = false;
+        if !self.session.is_active() {
+            return;
+        }
+        let Some(after) = catch_up::read_from(&self.session) else { return };
+        self.catch_ups_running += 1;
+        let env = self.env.clone();
+        tokio::spawn(catch_up::read_missed(env, self.channel, after, self.myself.clone()));
+    }
+}
+
+async fn load(env: &Env, channel: ChannelId) -> Session {
+    match env.saver.load(channel).await {
+        Ok(Some(session)) => session,
+        Ok(None) => Session::new(channel),
+        Err(e) => {
+            tracing::error!(channel = %channel, "could not read this channel's saved session, starting afresh: {e}");
+            Session::new(channel)
+        }
+    }
+}
+
+async fn sleep_until(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(deadline) => tokio::time::sleep_until(deadline).await,
+        None => std::future::pending().await,
+    }
+}

@@ -1,0 +1,401 @@
+//! The channel actor on tokio's paused clock, with a recording fake behind the network seam and an in-memory saver:
+//! judging by creation time, exactly-once handling, deadlines owned by each actor, and effects kept off the actor's
+//! path.
+
+use super::super::clock::Clock;
+use super::super::persist::Saver;
+use super::super::rest::{Page, Rest, RestError, Voice};
+use super::super::router::Router;
+use super::super::stats::Stats;
+use super::{Env, Input};
+use crate::core::config::Config;
+use crate::core::ids::{ChannelId, MessageId, PersonaId, UserId};
+use crate::core::persona::{Persona, PersonaCatalog};
+use crate::core::session::effects::Announcement;
+use crate::core::session::history::HistoryEvent;
+use crate::core::session::{Command, IncomingMessage, Session};
+use crate::store::StoreError;
+use async_trait::async_trait;
+use chrono::{DateTime, TimeDelta, Utc};
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::Semaphore;
+
+const PM: UserId = UserId(101);
+const DEV: UserId = UserId(102);
+const HUMAN: UserId = UserId(900);
+const TURN_SECONDS: u32 = 60;
+
+fn t0() -> DateTime<Utc> {
+    "2026-05-01T12:00:00Z".parse().unwrap()
+}
+
+/// What happened, in order, across the saver and the network: "save <channel> <events>", "announce <channel> <text>".
+#[derive(Default)]
+struct Journal(Mutex<Vec<String>>);
+
+impl Journal {
+    fn push(&self, line: String) {
+        self.0.lock().unwrap().push(line);
+    }
+
+    fn lines(&self) -> Vec<String> {
+        self.0.lock().unwrap().clone()
+    }
+
+    fn of(&self, channel: ChannelId) -> Vec<String> {
+        let tag = format!(" {channel} ");
+        self.lines().into_iter().filter(|l| l.contains(&tag)).collect()
+    }
+}
+
+/// The network: records every call; calls for a "hanging" channel never answer.
+struct FakeRest {
+    journal: Arc<Journal>,
+    hanging: Mutex<HashSet<ChannelId>>,
+    next_id: AtomicU64,
+    /// What `messages_after` finds, per channel.
+    history: Mutex<HashMap<ChannelId, Vec<IncomingMessage>>>,
+}
+
+impl FakeRest {
+    async fn call(&self, channel: ChannelId, line: String) {
+        self.journal.push(line);
+        if self.hanging.lock().unwrap().contains(&channel) {
+            std::future::pending::<()>().await;
+        }
+    }
+}
+
+#[async_trait]
+impl Rest for FakeRest {
+    async fn announce(&self, channel: ChannelId, announcement: &Announcement) -> Result<MessageId, RestError> {
+        self.call(channel, format!("announce {channel} {}", announcement.text)).await;
+        Ok(MessageId(self.next_id.fetch_add(1, Ordering::Relaxed)))
+    }
+
+    async fn notice(&self, channel: ChannelId, text: &str) -> Result<(), RestError> {
+        self.call(channel, format!("notice {channel} {text}")).await;
+        Ok(())
+    }
+
+    async fn repost(&self, channel: ChannelId, voice: Voice<'_>, text: &str) -> Result<(), RestError> {
+        self.call(channel, format!("repost {channel} {}: {text}", voice.name)).await;
+        Ok(())
+    }
+
+    async fn delete(&self, channel: ChannelId, message: MessageId) -> Result<(), RestError> {
+        self.call(channel, format!("delete {channel} {message}")).await;
+        Ok(())
+    }
+
+    async fn react(&self, channel: ChannelId, message: MessageId, emoji: &str) -> Result<(), RestError> {
+        self.call(channel, format!("react {channel} {message} {emoji}")).await;
+        Ok(())
+    }
+
+    async fn messages_after(&self, channel: ChannelId, after: MessageId, limit: u8) -> Result<Page, RestError> {
+        self.call(channel, format!("read {channel} after {after}")).await;
+        let found = self.history.lock().unwrap().get(&channel).cloned().unwrap_or_default();
+        let messages: Vec<IncomingMessage> =
+            found.into_iter().filter(|m| m.id > after).take(usize::from(limit)).collect();
+        Ok(Page { newest: messages.last().map(|m| m.id), read: messages.len(), messages })
+    }
+
+    async fn relay_permissions_missing(&self, _channel: ChannelId) -> Result<Vec<&'static str>, RestError> {
+        Ok(Vec::new())
+    }
+}
+
+/// The disk: keeps the last durable copy of each session and journals each durable save with its events.
+struct MemorySaver {
+    journal: Arc<Journal>,
+    saved: Mutex<HashMap<ChannelId, Session>>,
+}
+
+#[async_trait]
+impl Saver for MemorySaver {
+    async fn save_durable(&self, session: Session, events: Vec<HistoryEvent>) -> Result<(), StoreError> {
+        let names: Vec<&str> = events.iter().map(|e| e.kind.name()).collect();
+        self.journal.push(format!("save {} {}", session.channel_id, names.join(",")));
+        self.saved.lock().unwrap().insert(session.channel_id, session);
+        Ok(())
+    }
+
+    fn save_lazy(&self, _session: Session) {}
+
+    async fn load(&self, channel: ChannelId) -> Result<Option<Session>, StoreError> {
+        Ok(self.saved.lock().unwrap().get(&channel).cloned())
+    }
+
+    async fn flush(&self) {}
+}
+
+struct Harness {
+    router: Arc<Router>,
+    rest: Arc<FakeRest>,
+    saver: Arc<MemorySaver>,
+    journal: Arc<Journal>,
+    stats: Arc<Stats>,
+    clock: Clock,
+    next_id: AtomicU64,
+}
+
+fn personas() -> PersonaCatalog {
+    let persona = |id: &str, user: UserId, order: i64| Persona {
+        id: PersonaId::parse(id).unwrap(),
+        display_name: id.to_uppercase(),
+        discord_user_id: user,
+        avatar_url: None,
+        timeout_seconds: Some(TURN_SECONDS),
+        order: Some(order),
+        source: format!("{id}.json"),
+    };
+    PersonaCatalog::new(vec![persona("pm", PM, 1), persona("dev", DEV, 2), persona("critic", UserId(103), 3)])
+}
+
+impl Harness {
+    fn new() -> Self {
+        let journal = Arc::new(Journal::default());
+        let rest = Arc::new(FakeRest {
+            journal: journal.clone(),
+            hanging: Mutex::default(),
+            next_id: AtomicU64::new(1),
+            history: Mutex::default(),
+        });
+        let saver = Arc::new(MemorySaver { journal: journal.clone(), saved: Mutex::default() });
+        let stats = Arc::new(Stats::default());
+        let clock = Clock::starting_at(t0());
+        let env = Arc::new(Env {
+            personas: Arc::new(personas()),
+            config: Arc::new(Config::default()),
+            rest: rest.clone(),
+            saver: saver.clone(),
+            clock,
+            stats: stats.clone(),
+            catch_up_permits: Arc::new(Semaphore::new(8)),
+        });
+        Self { router: Router::new(env), rest, saver, journal, stats, clock, next_id: AtomicU64::new(0) }
+    }
+
+    async fn command(&self, channel: ChannelId, command: Command) {
+        let origin = self.id_at(self.clock.now());
+        let outcome = self
+            .router
+            .ask(channel, |reply| Input::Command { command, origin: Some(origin), reply: Some(reply) })
+            .await
+            .expect("the actor answers");
+        outcome.expect("the command is accepted");
+    }
+
+    async fn start(&self, channel: ChannelId) {
+        self.command(channel, Command::Start { roster: vec![] }).await;
+    }
+
+    /// A message id minted at `at` on Discord's clock (unique, growing).
+    fn id_at(&self, at: DateTime<Utc>) -> MessageId {
+        MessageId(MessageId::first_at(at).0 + self.next_id.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// A message `author` wrote `offset_ms` after the session started.
+    fn written(&self, author: UserId, text: &str, offset_ms: i64) -> IncomingMessage {
+        let written_at = t0() + TimeDelta::milliseconds(offset_ms);
+        let id = self.id_at(written_at);
+        IncomingMessage { id, author, text: text.into(), edited: false, written_at: id.created_at() }
+    }
+
+    fn deliver(&self, channel: ChannelId, message: &IncomingMessage) {
+        self.router.deliver(channel, Input::Message(message.clone()));
+    }
+
+    async fn settle(&self, channel: ChannelId) {
+        self.router.ask(channel, Input::Flush).await;
+    }
+
+    async fn session(&self, channel: ChannelId) -> Session {
+        self.router.ask(channel, Input::Snapshot).await.expect("the actor answers")
+    }
+
+    async fn holder(&self, channel: ChannelId) -> Option<String> {
+        self.session(channel).await.active_agent.map(|a| a.to_string())
+    }
+
+    fn events(&self, channel: ChannelId, name: &str) -> usize {
+        self.journal.of(channel).iter().filter(|l| l.starts_with("save") && l.contains(name)).count()
+    }
+
+    fn floors(&self, channel: ChannelId, persona: &str) -> usize {
+        let needle = format!("({persona}) has the floor");
+        self.journal.of(channel).iter().filter(|l| l.starts_with("announce") && l.contains(&needle)).count()
+    }
+}
+
+const A: ChannelId = ChannelId(7001);
+const B: ChannelId = ChannelId(7002);
+
+#[tokio::test(start_paused = true)]
+async fn a_signal_is_saved_before_it_is_relayed_and_the_next_persona_announced() {
+    let h = Harness::new();
+    h.start(A).await;
+    h.deliver(A, &h.written(PM, "Here it is. TURN_COMPLETE", 1_000));
+    h.settle(A).await;
+    let lines = h.journal.of(A);
+    let saved = lines.iter().position(|l| l.starts_with("save") && l.contains("turn_complete")).expect("saved");
+    let relayed =
+        lines.iter().position(|l| l.starts_with("repost") && l.ends_with("PM: Here it is.")).expect("relayed");
+    let announced = lines.iter().position(|l| l.contains("(dev) has the floor")).expect("announced");
+    assert!(saved < relayed && relayed < announced, "{lines:#?}");
+    assert_eq!(h.holder(A).await.as_deref(), Some("dev"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_signal_handled_before_an_older_message_of_its_author_leaves_the_older_one_in_turn() {
+    let h = Harness::new();
+    h.start(A).await;
+    let older = h.written(PM, "First part.", 1_000);
+    let signal = h.written(PM, "Second part. TURN_COMPLETE", 2_000);
+    h.deliver(A, &signal);
+    h.deliver(A, &older);
+    h.settle(A).await;
+    assert_eq!(h.events(A, "turn_complete"), 1);
+    assert_eq!(h.events(A, "out_of_turn"), 0, "{:#?}", h.journal.of(A));
+    assert!(!h.journal.of(A).iter().any(|l| l == &format!("delete {A} {}", older.id)), "the older one stays");
+    let session = h.session(A).await;
+    assert!(session.has_handled(older.id) && session.has_handled(signal.id));
+    assert_eq!(session.active_agent.map(|a| a.to_string()).as_deref(), Some("dev"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_signal_written_before_the_deadline_but_delivered_after_it_completes_the_turn() {
+    let h = Harness::new();
+    h.start(A).await;
+    let signal = h.written(PM, "Just in time. TURN_COMPLETE", i64::from(TURN_SECONDS) * 1000 - 500);
+    // It reaches the bot a second after the deadline, before the deadline was acted on.
+    h.deliver(A, &signal);
+    tokio::time::advance(Duration::from_secs(u64::from(TURN_SECONDS) + 1)).await;
+    h.settle(A).await;
+    assert_eq!(h.events(A, "turn_complete"), 1);
+    assert_eq!(h.events(A, "turn_timeout"), 0);
+    assert_eq!(h.holder(A).await.as_deref(), Some("dev"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_deadline_and_a_signal_at_the_same_instant_make_one_turn_end() {
+    let h = Harness::new();
+    h.start(A).await;
+    let deadline_ms = i64::from(TURN_SECONDS) * 1000;
+    tokio::time::advance(Duration::from_millis(deadline_ms as u64)).await;
+    h.deliver(A, &h.written(PM, "Right at the deadline. TURN_COMPLETE", deadline_ms));
+    h.settle(A).await;
+    let ends = h.events(A, "turn_complete") + h.events(A, "turn_timeout");
+    assert_eq!(ends, 1, "{:#?}", h.journal.of(A));
+    assert_eq!(h.floors(A, "dev"), 1);
+    assert_eq!(h.floors(A, "critic"), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_command_racing_a_signal_judges_the_signal_by_its_own_time() {
+    let h = Harness::new();
+    h.start(A).await;
+    let signal = h.written(PM, "Done. TURN_COMPLETE", 4_000);
+    tokio::time::advance(Duration::from_secs(5)).await;
+    // The operator's `skip` (given after the signal was written) reaches the actor first.
+    h.command(A, Command::Skip).await;
+    h.deliver(A, &signal);
+    h.settle(A).await;
+    assert_eq!(h.events(A, "skipped"), 1);
+    assert_eq!(h.events(A, "out_of_turn"), 0, "pm wrote it while holding the floor");
+    assert!(h.journal.of(A).iter().any(|l| l == &format!("repost {A} PM: Done.")), "shown stripped, as in its turn");
+    assert_eq!(h.holder(A).await.as_deref(), Some("dev"), "one turn end, not two");
+    assert_eq!(h.floors(A, "critic"), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_message_delivered_twice_is_handled_once() {
+    let h = Harness::new();
+    h.start(A).await;
+    let signal = h.written(PM, "Done. TURN_COMPLETE", 1_000);
+    h.deliver(A, &signal);
+    h.deliver(A, &signal);
+    h.settle(A).await;
+    assert_eq!(h.events(A, "turn_complete"), 1);
+    assert_eq!(h.floors(A, "dev"), 1);
+    assert_eq!(h.stats.snapshot().messages_handled, 2, "both deliveries reached the actor");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_thousand_channels_whose_deadlines_fall_together_each_end_once_on_time() {
+    let h = Harness::new();
+    let channels: Vec<ChannelId> = (0..1000).map(|i| ChannelId(10_000 + i)).collect();
+    for &channel in &channels {
+        h.start(channel).await;
+    }
+    tokio::time::advance(Duration::from_secs(u64::from(TURN_SECONDS))).await;
+    for &channel in &channels {
+        h.settle(channel).await;
+    }
+    let stats = h.stats.snapshot();
+    assert_eq!(stats.timeouts, 1000);
+    assert_eq!(stats.max_lateness_ms(), 0, "every turn ended at its deadline on the paused clock");
+    for &channel in &channels {
+        assert_eq!(h.events(channel, "turn_timeout"), 1, "channel {channel}");
+        assert_eq!(h.floors(channel, "dev"), 1, "channel {channel}");
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_hanging_rest_call_in_one_channel_delays_neither_its_decisions_nor_another_channels_timeout() {
+    let h = Harness::new();
+    h.rest.hanging.lock().unwrap().insert(A);
+    h.start(A).await;
+    h.start(B).await;
+    tokio::time::advance(Duration::from_secs(u64::from(TURN_SECONDS))).await;
+    h.settle(B).await;
+    assert_eq!(h.floors(B, "dev"), 1, "B announced its next turn");
+    assert_eq!(h.events(A, "turn_timeout"), 1, "A's actor decided and saved, though its sender is stuck");
+    assert_eq!(h.holder(A).await.as_deref(), Some("dev"));
+    assert_eq!(h.stats.snapshot().lateness_ms, vec![0, 0]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn after_a_restart_deadlines_wait_for_the_missed_messages_which_are_judged_by_their_time() {
+    let h = Harness::new();
+    h.start(A).await;
+    h.settle(A).await;
+    let saved = h.saver.saved.lock().unwrap()[&A].clone();
+    // The bot was down from 10 s to 90 s; pm signalled at 30 s, before its 60 s deadline.
+    let signal = h.written(PM, "Finished while you were away. TURN_COMPLETE", 30_000);
+    h.rest.history.lock().unwrap().insert(A, vec![h.written(HUMAN, "hello?", 20_000), signal.clone()]);
+    h.router.shutdown().await;
+    tokio::time::advance(Duration::from_secs(90)).await;
+
+    let restarted = Harness { router: Router::new(h.router.env().clone()), ..h };
+    restarted.router.resume(vec![saved]);
+    assert!(restarted.session(A).await.is_active());
+    assert_eq!(restarted.stats.snapshot().timeouts, 0, "no turn ends blind before the catch-up");
+    restarted.router.broadcast(|| Input::CatchUp);
+    restarted.settle(A).await;
+    assert_eq!(restarted.events(A, "turn_complete"), 1);
+    assert_eq!(restarted.events(A, "turn_timeout"), 0);
+    assert_eq!(restarted.holder(A).await.as_deref(), Some("dev"));
+    assert!(restarted.session(A).await.has_handled(signal.id));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_stopped_channels_actor_retires_and_a_later_command_finds_its_saved_session() {
+    let h = Harness::new();
+    h.start(A).await;
+    h.command(A, Command::Stop).await;
+    h.settle(A).await;
+    for _ in 0..10 {
+        tokio::task::yield_now().await;
+    }
+    assert!(h.router.channels().is_empty(), "no task is left for a stopped session");
+    let seq_before = h.saver.saved.lock().unwrap()[&A].announcement_seq;
+    h.start(A).await;
+    let session = h.session(A).await;
+    assert!(session.is_active());
+    assert!(session.announcement_seq > seq_before, "nonces go on from the saved session, never reused");
+}

@@ -1,0 +1,67 @@
+//! serenity's event handler: routes each gateway event to its channel's actor, with no logic of its own. serenity
+//! runs every handler call in its own task, so nothing here waits: ordering and judging are the actors' job.
+
+use super::actor::Input;
+use super::identity::Identity;
+use super::router::Router;
+use crate::core::ids::{ChannelId, MessageId, UserId};
+use serenity::all as discord;
+use serenity::async_trait;
+use std::sync::Arc;
+
+pub struct Gateway {
+    router: Arc<Router>,
+    identity: Arc<Identity>,
+}
+
+impl Gateway {
+    pub fn new(router: Arc<Router>, identity: Arc<Identity>) -> Self {
+        Self { router, identity }
+    }
+}
+
+#[async_trait]
+impl discord::EventHandler for Gateway {
+    /// Every new gateway session (start-up, or a re-IDENTIFY after the old one was lost) missed what happened
+    /// meanwhile: each channel reads it back before its deadline may end a turn.
+    async fn ready(&self, _ctx: discord::Context, ready: discord::Ready) {
+        self.identity.set_user(UserId(ready.user.id.get()));
+        tracing::info!(user = %ready.user.name, guilds = ready.guilds.len(), "connected to the gateway");
+        self.router.broadcast(|| Input::CatchUp);
+    }
+
+    /// A server's channels are in the cache now, so their display mode can be checked against the permissions.
+    async fn guild_create(&self, _ctx: discord::Context, guild: discord::Guild, _is_new: Option<bool>) {
+        let channels = guild.channels.keys().copied().chain(guild.threads.iter().map(|t| t.id));
+        for channel in channels {
+            self.router.deliver(ChannelId(channel.get()), Input::CheckDisplayMode);
+        }
+    }
+
+    async fn message(&self, _ctx: discord::Context, message: discord::Message) {
+        let webhook = message.webhook_id.map(|w| w.get());
+        let id = MessageId(message.id.get());
+        let author = UserId(message.author.id.get());
+        if let Some(incoming) = self.identity.incoming(author, webhook, id, &message.content, None) {
+            self.router.deliver(ChannelId(message.channel_id.get()), Input::Message(incoming));
+        }
+    }
+
+    async fn message_update(
+        &self,
+        _ctx: discord::Context,
+        _old: Option<discord::Message>,
+        _new: Option<discord::Message>,
+        event: discord::MessageUpdateEvent,
+    ) {
+        // Only a change of content matters (embeds being resolved also arrive as updates, without content).
+        let (Some(author), Some(content)) = (&event.author, &event.content) else { return };
+        let webhook = event.webhook_id.flatten().map(|w| w.get());
+        let id = MessageId(event.id.get());
+        // Discord's time of the edit; the time it reached us only if Discord did not say.
+        let edited_at = event.edited_timestamp.map_or_else(chrono::Utc::now, |t| *t);
+        if let Some(incoming) = self.identity.incoming(UserId(author.id.get()), webhook, id, content, Some(edited_at)) {
+            self.router.deliver(ChannelId(event.channel_id.get()), Input::Message(incoming));
+        }
+    }
+}

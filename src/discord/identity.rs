@@ -1,0 +1,70 @@
+//! Who the bot is on Discord: its user id (known at READY) and the webhooks it owns, so that its own messages and
+//! reposts are never taken for someone else's (spec 5, step 1: never react to yourself).
+
+use crate::core::ids::{MessageId, UserId};
+use crate::core::session::IncomingMessage;
+use chrono::{DateTime, Utc};
+use std::collections::HashSet;
+use std::sync::{Mutex, OnceLock};
+
+#[derive(Default)]
+pub struct Identity {
+    user: OnceLock<UserId>,
+    webhooks: Mutex<HashSet<u64>>,
+}
+
+impl Identity {
+    pub fn set_user(&self, user: UserId) {
+        let _ = self.user.set(user);
+    }
+
+    pub fn user(&self) -> Option<UserId> {
+        self.user.get().copied()
+    }
+
+    pub fn add_webhook(&self, id: u64) {
+        self.webhooks.lock().expect("webhook ids lock").insert(id);
+    }
+
+    pub fn is_own_webhook(&self, id: u64) -> bool {
+        self.webhooks.lock().expect("webhook ids lock").contains(&id)
+    }
+
+    /// A message as the engine takes it, or `None` for the bot's own messages and its own webhooks' reposts. Its
+    /// time is when its author wrote it, never when it reached us: its snowflake's, or for an edit (`edited_at`)
+    /// Discord's edit time.
+    pub fn incoming(
+        &self,
+        author: UserId,
+        webhook: Option<u64>,
+        id: MessageId,
+        text: &str,
+        edited_at: Option<DateTime<Utc>>,
+    ) -> Option<IncomingMessage> {
+        if self.user() == Some(author) || webhook.is_some_and(|hook| self.is_own_webhook(hook)) {
+            return None;
+        }
+        let written_at = edited_at.unwrap_or_else(|| id.created_at());
+        Some(IncomingMessage { id, author, text: text.to_owned(), edited: edited_at.is_some(), written_at })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn own_messages_and_own_webhooks_are_dropped_and_the_time_is_the_snowflakes() {
+        let identity = Identity::default();
+        identity.set_user(UserId(7));
+        identity.add_webhook(99);
+        let id = MessageId(1_000_000 << 22);
+        assert!(identity.incoming(UserId(7), None, id, "mine", None).is_none());
+        assert!(identity.incoming(UserId(8), Some(99), id, "repost", None).is_none());
+        let other = identity.incoming(UserId(8), Some(98), id, "hi", None).expect("someone else's webhook counts");
+        assert_eq!(other.written_at, id.created_at());
+        let edited_at = id.created_at() + chrono::TimeDelta::seconds(3);
+        let edit = identity.incoming(UserId(8), None, id, "hi, more", Some(edited_at)).unwrap();
+        assert!(edit.edited && edit.written_at == edited_at, "an edit is timed by Discord's edit time");
+    }
+}

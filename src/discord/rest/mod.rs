@@ -1,0 +1,98 @@
+//! The network seam: everything the channel actors and their senders ask of Discord, as one small trait with a typed
+//! error. serenity implements it in production ([`serenity`]); the unit tests use a recording fake on tokio's paused
+//! clock.
+
+pub mod serenity;
+pub mod webhooks;
+
+use crate::core::ids::{ChannelId, MessageId};
+use crate::core::session::IncomingMessage;
+use crate::core::session::effects::Announcement;
+use async_trait::async_trait;
+use std::time::Duration;
+
+/// How a persona's repost looks.
+#[derive(Clone, Copy, Debug)]
+pub struct Voice<'a> {
+    pub name: &'a str,
+    pub avatar_url: Option<&'a str>,
+}
+
+#[async_trait]
+pub trait Rest: Send + Sync + 'static {
+    /// Posts an announcement with its nonce (`enforce_nonce`, so a retry never posts it twice), pinging at most
+    /// its `mention`; answers the posted message's id.
+    async fn announce(&self, channel: ChannelId, announcement: &Announcement) -> Result<MessageId, RestError>;
+    /// Posts a plain line from the bot that pings nobody.
+    async fn notice(&self, channel: ChannelId, text: &str) -> Result<(), RestError>;
+    /// Posts `text` as the persona through the channel's webhook; pings users at most.
+    async fn repost(&self, channel: ChannelId, voice: Voice<'_>, text: &str) -> Result<(), RestError>;
+    async fn delete(&self, channel: ChannelId, message: MessageId) -> Result<(), RestError>;
+    async fn react(&self, channel: ChannelId, message: MessageId, emoji: &str) -> Result<(), RestError>;
+    /// Up to `limit` messages created after `after`, oldest first, without the bot's own and its reposts.
+    /// `Ok` with fewer than `limit` means there are no more.
+    async fn messages_after(&self, channel: ChannelId, after: MessageId, limit: u8) -> Result<Page, RestError>;
+    /// The permissions relay mode needs (by name) that the bot lacks in `channel`.
+    async fn relay_permissions_missing(&self, channel: ChannelId) -> Result<Vec<&'static str>, RestError>;
+}
+
+/// One page of a channel's history: the messages for the engine, and the newest id read (own messages included), from
+/// which the next page starts.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Page {
+    pub messages: Vec<IncomingMessage>,
+    pub newest: Option<MessageId>,
+    /// Messages read, own ones included: a full page means there may be more.
+    pub read: usize,
+}
+
+/// Why a REST call failed. Decisions (retry, give up) are taken on the variants, never on message text.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum RestError {
+    /// Discord answered with an error status. `retry_after` is Discord's own wait for a 429, when it is known.
+    #[error("status {status}: {message}")]
+    Status { status: u16, message: String, retry_after: Option<Duration> },
+    /// No answer within the time limit of one call.
+    #[error("no answer within {}s", .0.as_secs())]
+    Timeout(Duration),
+    /// The request did not reach Discord or its answer could not be read.
+    #[error("{0}")]
+    Transport(String),
+    /// The call could not be made: not connected yet, a server not in the cache yet, not a server channel.
+    #[error("{0}")]
+    Unavailable(String),
+}
+
+impl RestError {
+    /// A failure that may pass: a 429, a server error, a time-out or a broken connection. A refusal (other 4xx)
+    /// will not.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            RestError::Status { status, .. } => *status == 429 || *status >= 500,
+            RestError::Timeout(_) | RestError::Transport(_) => true,
+            RestError::Unavailable(_) => false,
+        }
+    }
+
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            RestError::Status { status, .. } => Some(*status),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rate_limits_server_errors_and_timeouts_are_transient_refusals_are_not() {
+        let status = |status| RestError::Status { status, message: String::new(), retry_after: None };
+        assert!(status(429).is_transient() && status(502).is_transient());
+        assert!(RestError::Timeout(Duration::from_secs(1)).is_transient());
+        assert!(!status(403).is_transient() && !status(404).is_transient());
+        assert!(!RestError::Unavailable("not connected".into()).is_transient());
+        assert_eq!(status(403).status(), Some(403));
+    }
+}

@@ -1,0 +1,93 @@
+//! The one webhook per channel that reposts go through, with the persona's name and avatar. It is found or made on
+//! first use, reused after that, and made again if someone deleted it. Threads use their parent's webhook.
+
+use super::serenity::call;
+use super::{RestError, Voice};
+use crate::core::ids::ChannelId;
+use crate::discord::access::Access;
+use crate::discord::identity::Identity;
+use serenity::all as discord;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+/// The name the bot gives its webhooks, and finds them by.
+pub const WEBHOOK_NAME: &str = "turn-manager";
+
+/// A channel's webhook, once known. Each has its own lock, held while it is looked up or made, so two reposts never
+/// make two webhooks and no channel ever waits for another's REST calls.
+type Slot = Arc<tokio::sync::Mutex<Option<discord::Webhook>>>;
+
+pub struct Webhooks {
+    access: Arc<Access>,
+    identity: Arc<Identity>,
+    /// Channel (a thread's parent) -> its webhook.
+    hooks: Mutex<HashMap<ChannelId, Slot>>,
+    /// Channel -> (the channel that owns webhooks, the thread to post in).
+    routes: Mutex<HashMap<ChannelId, (ChannelId, Option<ChannelId>)>>,
+}
+
+impl Webhooks {
+    pub fn new(access: Arc<Access>, identity: Arc<Identity>) -> Self {
+        Self { access, identity, hooks: Mutex::default(), routes: Mutex::default() }
+    }
+
+    /// Posts `text` as the persona in `channel`; reposts ping users at most, never @everyone, @here or roles.
+    pub async fn repost(&self, channel: ChannelId, voice: Voice<'_>, text: &str) -> Result<(), RestError> {
+        let (owner, thread) = self.route(channel).await?;
+        let mut builder = discord::ExecuteWebhook::new()
+            .content(text)
+            .username(voice.name)
+            .allowed_mentions(discord::CreateAllowedMentions::new().all_users(true));
+        if let Some(avatar) = voice.avatar_url {
+            builder = builder.avatar_url(avatar);
+        }
+        if let Some(thread) = thread {
+            builder = builder.in_thread(discord::ChannelId::new(thread.0));
+        }
+        let slot = self.hooks.lock().expect("webhooks lock").entry(owner).or_default().clone();
+        let mut known = slot.lock().await;
+        for attempt in 0..2 {
+            let hook = match known.as_ref() {
+                Some(hook) => hook.clone(),
+                None => known.insert(self.find_or_create(owner).await?).clone(),
+            };
+            match call(hook.execute(self.access.http()?.as_ref(), false, builder.clone())).await {
+                Ok(_) => return Ok(()),
+                // 404: someone deleted the webhook; make a new one and try once more.
+                Err(e) if attempt == 0 && e.status() == Some(404) => {
+                    tracing::info!(channel = %owner, "my webhook was deleted; making a new one");
+                    *known = None;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Err(RestError::Unavailable("the webhook kept disappearing".into()))
+    }
+
+    /// Where a channel's webhook lives: the channel itself, or a thread's parent with the thread to post in.
+    async fn route(&self, channel: ChannelId) -> Result<(ChannelId, Option<ChannelId>), RestError> {
+        if let Some(route) = self.routes.lock().expect("routes lock").get(&channel) {
+            return Ok(*route);
+        }
+        let (home, thread) = self.access.home_channel(channel).await?;
+        let route = (ChannelId(home.id.get()), thread);
+        self.routes.lock().expect("routes lock").insert(channel, route);
+        Ok(route)
+    }
+
+    async fn find_or_create(&self, channel: ChannelId) -> Result<discord::Webhook, RestError> {
+        let http = self.access.http()?.as_ref();
+        let me = self.identity.user().map(|u| discord::UserId::new(u.0));
+        let id = discord::ChannelId::new(channel.0);
+        let existing = call(http.get_channel_webhooks(id)).await?;
+        let mine = existing.into_iter().find(|hook| {
+            hook.token.is_some() && hook.name.as_deref() == Some(WEBHOOK_NAME) && hook.user.as_ref().map(|u| u.id) == me
+        });
+        let hook = match mine {
+            Some(hook) => hook,
+            None => call(id.create_webhook(http, discord::CreateWebhook::new(WEBHOOK_NAME))).await?,
+        };
+        self.identity.add_webhook(hook.id.get());
+        Ok(hook)
+    }
+}

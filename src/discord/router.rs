@@ -1,0 +1,172 @@
+//! The router: which actor owns which channel. It spawns an actor when a command comes for a channel that has none,
+//! retires the actor of a stopped session (its state is on disk), and never loses an input that races a retirement.
+
+use super::actor::{Actor, Env, Input, Origin, Retire};
+use crate::core::ids::ChannelId;
+use crate::core::session::Session;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use tokio::sync::{mpsc, oneshot};
+
+#[derive(Clone)]
+struct Handle {
+    inbox: mpsc::UnboundedSender<Input>,
+    /// Tells this actor apart from a later one of the same channel.
+    generation: u64,
+}
+
+pub struct Router {
+    env: Arc<Env>,
+    actors: Mutex<HashMap<ChannelId, Handle>>,
+    generations: AtomicU64,
+    /// Set when shutting down: no new inputs are taken.
+    closing: AtomicBool,
+    myself: Weak<Router>,
+}
+
+impl Router {
+    pub fn new(env: Arc<Env>) -> Arc<Self> {
+        Arc::new_cyclic(|myself| Self {
+            env,
+            actors: Mutex::default(),
+            generations: AtomicU64::new(0),
+            closing: AtomicBool::new(false),
+            myself: myself.clone(),
+        })
+    }
+
+    pub fn env(&self) -> &Arc<Env> {
+        &self.env
+    }
+
+    /// Starts the actors of the sessions saved as running or paused.
+    pub fn resume(&self, sessions: Vec<Session>) {
+        let mut actors = self.actors.lock().expect("actors lock");
+        for session in sessions.into_iter().filter(Session::is_active) {
+            let channel = session.channel_id;
+            self.spawn_locked(&mut actors, channel, Origin::Saved(Box::new(session)), Vec::new());
+        }
+    }
+
+    /// Gives an input to the channel's actor if the channel has one (a session may be running there).
+    pub fn deliver(&self, channel: ChannelId, input: Input) {
+        self.send(channel, input, false);
+    }
+
+    /// Gives an input to the channel's actor, starting one if needed (commands, status).
+    pub fn deliver_or_start(&self, channel: ChannelId, input: Input) {
+        self.send(channel, input, true);
+    }
+
+    /// Gives the same input to every actor.
+    pub fn broadcast(&self, input: impl Fn() -> Input) {
+        for handle in self.handles() {
+            let _ = handle.inbox.send(input());
+        }
+    }
+
+    /// The channels that have an actor now.
+    pub fn channels(&self) -> Vec<ChannelId> {
+        self.actors.lock().expect("actors lock").keys().copied().collect()
+    }
+
+    /// Asks the channel's actor (started if needed) and waits for its answer.
+    pub async fn ask<T>(&self, channel: ChannelId, question: impl FnOnce(oneshot::Sender<T>) -> Input) -> Option<T> {
+        let (reply, answer) = oneshot::channel();
+        self.deliver_or_start(channel, question(reply));
+        answer.await.ok()
+    }
+
+    /// Stops taking inputs, then lets every actor finish what is in hand.
+    pub async fn shutdown(&self) {
+        self.closing.store(true, Ordering::SeqCst);
+        let mut waiting = Vec::new();
+        for handle in self.handles() {
+            let (done, wait) = oneshot::channel();
+            if handle.inbox.send(Input::Shutdown(done)).is_ok() {
+                waiting.push(wait);
+            }
+        }
+        for wait in waiting {
+            let _ = wait.await;
+        }
+        self.actors.lock().expect("actors lock").clear();
+    }
+
+    fn handles(&self) -> Vec<Handle> {
+        self.actors.lock().expect("actors lock").values().cloned().collect()
+    }
+
+    fn send(&self, channel: ChannelId, mut input: Input, start: bool) {
+        if self.closing.load(Ordering::SeqCst) {
+            return;
+        }
+        loop {
+            let handle = {
+                let mut actors = self.actors.lock().expect("actors lock");
+                match actors.get(&channel) {
+                    Some(handle) => handle.clone(),
+                    None if start => self.spawn_locked(&mut actors, channel, Origin::Load, Vec::new()),
+                    None => return,
+                }
+            };
+            match handle.inbox.send(input) {
+                Ok(()) => return,
+                // The actor retired after we took its handle: the next one (or none) takes the input.
+                Err(mpsc::error::SendError(back)) => {
+                    input = back;
+                    let mut actors = self.actors.lock().expect("actors lock");
+                    if actors.get(&channel).is_some_and(|h| h.generation == handle.generation) {
+                        actors.remove(&channel);
+                    }
+                }
+            }
+        }
+    }
+
+    fn spawn_locked(
+        &self,
+        actors: &mut HashMap<ChannelId, Handle>,
+        channel: ChannelId,
+        origin: Origin,
+        queued: Vec<Input>,
+    ) -> Handle {
+        let (inbox, receiver) = mpsc::unbounded_channel();
+        for input in queued {
+            let _ = inbox.send(input);
+        }
+        let generation = self.generations.fetch_add(1, Ordering::Relaxed);
+        let handle = Handle { inbox: inbox.clone(), generation };
+        actors.insert(channel, handle.clone());
+        let router = self.myself.clone();
+        let retire: Retire = Box::new(move |receiver| match router.upgrade() {
+            Some(router) => router.retire(channel, generation, receiver),
+            None => true,
+        });
+        Actor::spawn(channel, origin, self.env.clone(), receiver, inbox, retire);
+        handle
+    }
+
+    /// Removes a stopped channel's actor. Inputs that reached its inbox meanwhile go, in order, to a new actor, which
+    /// reads the saved (stopped) session from disk.
+    fn retire(&self, channel: ChannelId, generation: u64, receiver: &mut mpsc::UnboundedReceiver<Input>) -> bool {
+        let mut actors = self.actors.lock().expect("actors lock");
+        if actors.get(&channel).is_none_or(|h| h.generation != generation) {
+            return true;
+        }
+        if !receiver.is_empty() {
+            return false; // Something came in: the session may start again here.
+        }
+        receiver.close();
+        let mut leftovers = Vec::new();
+        while let Ok(input) = receiver.try_recv() {
+            leftovers.push(input);
+        }
+        actors.remove(&channel);
+        if !leftovers.is_empty() {
+            self.spawn_locked(&mut actors, channel, Origin::Load, leftovers);
+        }
+        true
+    }
+}
