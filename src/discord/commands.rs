@@ -190,7 +190,7 @@ async fn change(ctx: Ctx<'_>, command: Command) -> Result<(), Error> {
     let outcome = ctx
         .data()
         .router
-        .ask(channel, |reply| Input::Command { command, origin: Some(origin), reply: Some(reply) })
+        .ask(channel, |reply| Input::command(command, Some(origin), Some(reply)))
         .await
         .unwrap_or_else(|| Err(crate::core::session::Refusal("I am shutting down; try again in a moment.".into())));
     match outcome {

@@ -43,7 +43,7 @@ impl discord::EventHandler for Gateway {
         let id = MessageId(message.id.get());
         let author = UserId(message.author.id.get());
         if let Some(incoming) = self.identity.incoming(author, webhook, id, &message.content, None) {
-            self.router.deliver(ChannelId(message.channel_id.get()), Input::Message(incoming));
+            self.router.deliver(ChannelId(message.channel_id.get()), Input::Message(Box::new(incoming)));
         }
     }
 
@@ -61,7 +61,7 @@ impl discord::EventHandler for Gateway {
         // Discord's time of the edit; the time it reached us only if Discord did not say.
         let edited_at = event.edited_timestamp.map_or_else(chrono::Utc::now, |t| *t);
         if let Some(incoming) = self.identity.incoming(UserId(author.id.get()), webhook, id, content, Some(edited_at)) {
-            self.router.deliver(ChannelId(event.channel_id.get()), Input::Message(incoming));
+            self.router.deliver(ChannelId(event.channel_id.get()), Input::Message(Box::new(incoming)));
         }
     }
 }

@@ -173,7 +173,7 @@ pub async fn start(options: BotOptions) -> anyhow::Result<RunningBot> {
     for (channel, command) in configured {
         let router = router.clone();
         tokio::spawn(async move {
-            let started = |reply| Input::Command { command, origin: None, reply: Some(reply) };
+            let started = |reply| Input::command(command, None, Some(reply));
             if let Some(Err(refusal)) = router.ask(channel, started).await {
                 tracing::error!(channel = %channel, "could not start the configured session: {refusal}");
             }

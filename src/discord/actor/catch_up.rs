@@ -51,7 +51,7 @@ pub(super) async fn read_missed(
             }
         };
         let Some(page) = page else {
-            let _ = inbox.send(Input::Missed { messages: Vec::new(), done: true });
+            let _ = inbox.send(Input::Missed { messages: Box::default(), done: true });
             return;
         };
         let done = page.read < usize::from(PAGE) || page.newest.is_none();
@@ -59,7 +59,7 @@ pub(super) async fn read_missed(
         if let Some(newest) = page.newest {
             after = newest;
         }
-        if inbox.send(Input::Missed { messages: page.messages, done }).is_err() || done {
+        if inbox.send(Input::Missed { messages: page.messages.into_boxed_slice(), done }).is_err() || done {
             if total > 0 {
                 tracing::info!(channel = %channel, count = total, "read the messages missed while away");
             }

@@ -43,13 +43,13 @@ impl Env {
     }
 }
 
-/// One input for a channel's actor.
+/// One input for a channel's actor. Kept small (large parts boxed): every channel's inbox holds a block of them.
 #[derive(Debug)]
 pub enum Input {
     /// A new or edited message seen on the gateway.
-    Message(IncomingMessage),
-    /// A command from a person; `origin` is its message's or interaction's snowflake (when it was given).
-    Command { command: Command, origin: Option<MessageId>, reply: Option<oneshot::Sender<Result<(), Refusal>>> },
+    Message(Box<IncomingMessage>),
+    /// A command from a person.
+    Command(Box<CommandInput>),
     /// A copy of the session as it is now.
     Snapshot(oneshot::Sender<Session>),
     /// Whether a message id has been handled.
@@ -57,13 +57,31 @@ pub enum Input {
     /// A new gateway session began: read everything after the last handled message before ending overdue turns.
     CatchUp,
     /// A page of missed messages, oldest first; `done` on the last one.
-    Missed { messages: Vec<IncomingMessage>, done: bool },
+    Missed { messages: Box<[IncomingMessage]>, done: bool },
     /// The channel's server is in the cache now: check the display mode against the bot's permissions.
     CheckDisplayMode,
     /// Answered once everything decided so far has been carried out.
     Flush(oneshot::Sender<()>),
     /// Finish what is in hand and stop.
     Shutdown(oneshot::Sender<()>),
+}
+
+/// A command for an actor; `origin` is its message's or interaction's snowflake (when it was given).
+#[derive(Debug)]
+pub struct CommandInput {
+    pub command: Command,
+    pub origin: Option<MessageId>,
+    pub reply: Option<oneshot::Sender<Result<(), Refusal>>>,
+}
+
+impl Input {
+    pub fn command(
+        command: Command,
+        origin: Option<MessageId>,
+        reply: Option<oneshot::Sender<Result<(), Refusal>>>,
+    ) -> Self {
+        Input::Command(Box::new(CommandInput { command, origin, reply }))
+    }
 }
 
 /// How an actor begins.
@@ -81,7 +99,8 @@ pub struct Actor {
     channel: ChannelId,
     session: Session,
     env: Arc<Env>,
-    sender: Sender,
+    /// Started on the first effect: an idle channel needs no sender task.
+    sender: Option<Sender>,
     inbox: mpsc::UnboundedReceiver<Input>,
     /// For the catch-up task, which posts its pages to this inbox.
     myself: mpsc::UnboundedSender<Input>,
@@ -106,12 +125,11 @@ impl Actor {
                 Origin::Saved(session) => (*session, true),
                 Origin::Load => (load(&env, channel).await, false),
             };
-            let sender = Sender::spawn(channel, env.rest.clone(), env.personas.clone());
             let mut actor = Actor {
                 channel,
                 session,
                 env,
-                sender,
+                sender: None,
                 inbox,
                 myself,
                 awaiting_catch_up,
@@ -138,14 +156,14 @@ impl Actor {
             };
             let Some(input) = input else { return };
             if let Input::Shutdown(done) = input {
-                self.sender.flush().await;
+                self.flush_sender().await;
                 let _ = done.send(());
                 return;
             }
             self.handle(input).await;
             if !self.session.is_active() && self.catch_ups_running == 0 {
                 // A stopped channel needs no task: its state is on disk; what it said is sent first.
-                self.sender.flush().await;
+                self.flush_sender().await;
                 if retire(&mut self.inbox) {
                     return;
                 }
@@ -163,8 +181,9 @@ impl Actor {
 
     async fn handle(&mut self, input: Input) {
         match input {
-            Input::Message(message) => self.on_message(message).await,
-            Input::Command { command, origin, reply } => {
+            Input::Message(message) => self.on_message(*message).await,
+            Input::Command(input) => {
+                let CommandInput { command, origin, reply } = *input;
                 let outcome = self.on_command(&command, origin).await;
                 if let Some(reply) = reply {
                     let _ = reply.send(outcome);
@@ -178,7 +197,7 @@ impl Actor {
             }
             Input::CatchUp => self.start_catch_up(),
             Input::Missed { messages, done } => {
-                for message in messages {
+                for message in messages.into_vec() {
                     self.on_message(message).await;
                 }
                 if done {
@@ -192,7 +211,7 @@ impl Actor {
                 }
             }
             Input::Flush(done) => {
-                self.sender.flush().await;
+                self.flush_sender().await;
                 let _ = done.send(());
             }
             Input::Shutdown(_) => unreachable!("handled by the loop"),
@@ -266,7 +285,7 @@ impl Actor {
         let switched = t.changed;
         if self.commit(t).await && switched {
             if let Some(notice) = notice {
-                self.sender.notice(notice);
+                self.sender().notice(notice);
             }
         }
     }
@@ -286,8 +305,21 @@ impl Actor {
             tracing::error!(channel = %self.channel, "could not save the session, so its announcements are held back: {e}");
             return false;
         }
-        self.sender.effects(t.effects);
+        if !t.effects.is_empty() {
+            self.sender().effects(t.effects);
+        }
         true
+    }
+
+    fn sender(&mut self) -> &Sender {
+        let (channel, env) = (self.channel, &self.env);
+        self.sender.get_or_insert_with(|| Sender::spawn(channel, env.rest.clone(), env.personas.clone()))
+    }
+
+    async fn flush_sender(&self) {
+        if let Some(sender) = &self.sender {
+            sender.flush().await;
+        }
     }
 
     fn start_catch_up(&mut self) {

@@ -184,7 +184,7 @@ impl Harness {
         let origin = self.id_at(self.clock.now());
         let outcome = self
             .router
-            .ask(channel, |reply| Input::Command { command, origin: Some(origin), reply: Some(reply) })
+            .ask(channel, |reply| Input::command(command, Some(origin), Some(reply)))
             .await
             .expect("the actor answers");
         outcome.expect("the command is accepted");
@@ -207,7 +207,7 @@ impl Harness {
     }
 
     fn deliver(&self, channel: ChannelId, message: &IncomingMessage) {
-        self.router.deliver(channel, Input::Message(message.clone()));
+        self.router.deliver(channel, Input::Message(Box::new(message.clone())));
     }
 
     async fn settle(&self, channel: ChannelId) {
@@ -234,6 +234,12 @@ impl Harness {
 
 const A: ChannelId = ChannelId(7001);
 const B: ChannelId = ChannelId(7002);
+
+#[test]
+fn inputs_stay_small_since_every_channel_keeps_a_block_of_them() {
+    // tokio's unbounded channel allocates its first block of 32 slots up front, idle or not.
+    assert!(std::mem::size_of::<Input>() <= 24, "Input is {} bytes", std::mem::size_of::<Input>());
+}
 
 #[tokio::test(start_paused = true)]
 async fn a_signal_is_saved_before_it_is_relayed_and_the_next_persona_announced() {
