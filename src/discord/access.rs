@@ -121,7 +121,7 @@ impl Access {
         call(self.http()?.get_channel(id))
             .await?
             .guild()
-            .ok_or_else(|| RestError::Unavailable("this is not a server channel".into()))
+            .ok_or_else(|| RestError::Impossible("this is not a server channel".into()))
     }
 }
 
@@ -144,6 +144,20 @@ pub fn fallback_notice(missing: &[&str]) -> String {
         "⚠️ I can't relay messages in this channel: I'm missing {names}. Falling back to observe mode: agents' \
          messages stay as they posted them (the signal stays visible) and I react ✅ to each completed turn. Grant \
          me {them}, then `!turn stop` and `!turn start` to relay."
+    )
+}
+
+/// What the bot says, once, when Discord refuses it a relay mid-session (a permission was taken away).
+pub fn lost_permission_notice(missing: &[&str]) -> String {
+    let what = match missing {
+        [] => "a permission relay mode needs (Manage Messages or Manage Webhooks)".to_owned(),
+        [one] => format!("the **{one}** permission"),
+        _ => format!("the **{}** permissions", missing.join("** and **")),
+    };
+    format!(
+        "⚠️ Discord refused to let me relay a message: I lost {what} in this channel. Switching to observe mode: \
+         agents' messages stay as they posted them and I react ✅ to each completed turn. Grant it back, then \
+         `!turn stop` and `!turn start` to relay."
     )
 }
 

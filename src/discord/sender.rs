@@ -1,24 +1,56 @@
-//! A channel's sender: carries out the effects its actor decided (and saved), in order, so that a slow REST call
-//! delays only this channel's later effects: never its actor's decisions, never another channel.
+//! A channel's sender: carries out the effects its actor decided and saved (the session's outbox), in order, and
+//! reports each outcome back to the actor, which takes it out of the outbox. A slow or failing REST call delays only
+//! this channel's later effects: never its actor's decisions, never another channel.
+//!
+//! One retry policy for every effect (spec 9): a 429 waits Discord's `retry_after`; server errors, time-outs and
+//! broken connections back off exponentially, for minutes; other refusals are final. Every effect is safe to carry
+//! out again after a crash: announcements carry their nonce, a deletion whose message is gone is done, and a repost
+//! replayed from the outbox first looks for the one it may already have made.
 
+use super::actor::Input;
+use super::clock::Clock;
 use super::rest::{Rest, RestError, Voice};
 use crate::core::ids::ChannelId;
 use crate::core::persona::PersonaCatalog;
-use crate::core::session::effects::{Announcement, Effect};
+use crate::core::session::effects::{Effect, Queued, split_message};
+use chrono::{DateTime, Utc};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
+use tokio::time::Instant;
 
-/// Attempts at posting an announcement; its nonce makes a retry safe.
-const ANNOUNCE_ATTEMPTS: u32 = 3;
-/// The wait before retrying a 429 when Discord's own `retry_after` is not known.
+/// How long an effect is retried before it is given up.
+pub const GIVE_UP_AFTER: Duration = Duration::from_secs(600);
+/// The first wait after a server error or a time-out; it doubles each time, up to [`BACKOFF_MAX`].
+const BACKOFF_FIRST: Duration = Duration::from_millis(500);
+const BACKOFF_MAX: Duration = Duration::from_secs(30);
+/// The wait after a 429 when Discord's own `retry_after` is not known.
 const RATE_LIMIT_WAIT: Duration = Duration::from_secs(1);
+
+/// How an effect ended, for the actor.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Carried out; `at` is when Discord accepted it, on the manager's clock.
+    Done { at: DateTime<Utc> },
+    /// Refused for good with this status (a 4xx other than 404 and 429).
+    Refused { status: u16 },
+    /// Still failing after [`GIVE_UP_AFTER`], or not possible at all.
+    GaveUp,
+}
+
+/// The outcome of one effect of the outbox.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Report {
+    pub id: u64,
+    pub outcome: Outcome,
+}
 
 /// Work for a sender, in the order it must be done.
 #[derive(Debug)]
-pub enum Job {
-    Effect(Effect),
-    /// A plain line from the bot that pings nobody (the display-mode fallback notice).
+enum Job {
+    /// An effect of the outbox; `replay` when it may have been carried out before a crash.
+    Effect { queued: Queued, replay: bool },
+    /// A plain line from the bot that pings nobody (a display-mode notice).
     Notice(String),
     /// Answered once everything queued before it is done.
     Flush(oneshot::Sender<()>),
@@ -30,16 +62,26 @@ pub struct Sender {
     jobs: mpsc::UnboundedSender<Job>,
 }
 
+/// What a sender works with.
+pub struct Tools {
+    pub channel: ChannelId,
+    pub rest: Arc<dyn Rest>,
+    pub personas: Arc<PersonaCatalog>,
+    pub clock: Clock,
+    /// The actor's inbox, where outcomes are reported.
+    pub reports: mpsc::UnboundedSender<Input>,
+}
+
 impl Sender {
-    pub fn spawn(channel: ChannelId, rest: Arc<dyn Rest>, personas: Arc<PersonaCatalog>) -> Self {
+    pub fn spawn(tools: Tools) -> Self {
         let (jobs, queue) = mpsc::unbounded_channel();
-        tokio::spawn(run(channel, rest, personas, queue));
+        tokio::spawn(run(tools, queue));
         Self { jobs }
     }
 
-    pub fn effects(&self, effects: Vec<Effect>) {
-        for effect in effects {
-            let _ = self.jobs.send(Job::Effect(effect));
+    pub fn effects(&self, effects: impl IntoIterator<Item = Queued>, replay: bool) {
+        for queued in effects {
+            let _ = self.jobs.send(Job::Effect { queued, replay });
         }
     }
 
@@ -56,27 +98,27 @@ impl Sender {
     }
 }
 
-async fn run(
-    channel: ChannelId,
-    rest: Arc<dyn Rest>,
-    personas: Arc<PersonaCatalog>,
-    mut queue: mpsc::UnboundedReceiver<Job>,
-) {
+async fn run(tools: Tools, mut queue: mpsc::UnboundedReceiver<Job>) {
     while let Some(job) = queue.recv().await {
         match job {
-            Job::Effect(effect) => {
-                if let Err(e) = carry_out(channel, rest.as_ref(), &personas, &effect).await {
-                    let hint = if e.status() == Some(403) {
-                        " (the bot lacks a permission in this channel; see `turn-manager invite`)"
-                    } else {
-                        ""
-                    };
-                    tracing::warn!(channel = %channel, "could not {}: {e}{hint}", describe(&effect));
-                }
+            Job::Effect { queued, replay } => {
+                let outcome = match carry_out(&tools, &queued.effect, replay).await {
+                    Ok(()) => Outcome::Done { at: tools.clock.now() },
+                    Err(e) => {
+                        let hint =
+                            if e.status() == Some(403) { " (the bot lacks a permission in this channel)" } else { "" };
+                        tracing::warn!(channel = %tools.channel, "could not {}: {e}{hint}", describe(&queued.effect));
+                        match e {
+                            RestError::Status { status, .. } if !e.is_transient() => Outcome::Refused { status },
+                            _ => Outcome::GaveUp,
+                        }
+                    }
+                };
+                let _ = tools.reports.send(Input::Sent(Box::new(Report { id: queued.id, outcome })));
             }
             Job::Notice(text) => {
-                if let Err(e) = rest.notice(channel, &text).await {
-                    tracing::warn!(channel = %channel, "could not post a notice: {e}");
+                if let Err(e) = retrying(|| tools.rest.notice(tools.channel, &text)).await {
+                    tracing::warn!(channel = %tools.channel, "could not post a notice: {e}");
                 }
             }
             Job::Flush(done) => {
@@ -86,48 +128,70 @@ async fn run(
     }
 }
 
-async fn carry_out(
-    channel: ChannelId,
-    rest: &dyn Rest,
-    personas: &PersonaCatalog,
-    effect: &Effect,
-) -> Result<(), RestError> {
+async fn carry_out(tools: &Tools, effect: &Effect, replay: bool) -> Result<(), RestError> {
+    let (rest, channel) = (tools.rest.as_ref(), tools.channel);
     match effect {
         Effect::Relay { message_id, persona, text } => {
             // Repost first: if the repost fails, the original stays and nothing is lost.
             if let Some(text) = text {
-                let found = personas.get(persona);
+                let found = tools.personas.get(persona);
                 let voice = Voice {
                     name: found.map_or(persona.as_str(), |p| p.display_name.as_str()),
                     avatar_url: found.and_then(|p| p.avatar_url.as_deref()),
                 };
-                rest.repost(channel, voice, text).await?;
+                let parts = split_message(text);
+                let last = parts.last().expect("split_message gives at least one part");
+                let made = replay && retrying(|| rest.find_repost(channel, *message_id, voice.name, last)).await?;
+                if !made {
+                    for part in &parts {
+                        retrying(|| rest.repost(channel, voice, part)).await?;
+                    }
+                }
             }
-            rest.delete(channel, *message_id).await
+            gone_is_done(retrying(|| rest.delete(channel, *message_id)).await)
         }
-        Effect::Delete { message_id } => rest.delete(channel, *message_id).await,
-        Effect::React { message_id, emoji } => rest.react(channel, *message_id, emoji).await,
-        Effect::Announce(announcement) => announce(channel, rest, announcement).await,
+        Effect::Delete { message_id } => gone_is_done(retrying(|| rest.delete(channel, *message_id)).await),
+        Effect::React { message_id, emoji } => gone_is_done(retrying(|| rest.react(channel, *message_id, emoji)).await),
+        Effect::Announce(announcement) => retrying(|| rest.announce(channel, announcement)).await.map(drop),
     }
 }
 
-/// Posts an announcement, retrying what may pass with the same nonce, which Discord uses to never post it twice.
-async fn announce(channel: ChannelId, rest: &dyn Rest, announcement: &Announcement) -> Result<(), RestError> {
-    let mut attempt = 1;
+/// A message that is already gone (404) needs nothing more: deleting it twice, or reacting to one its author
+/// removed, is done.
+fn gone_is_done(result: Result<(), RestError>) -> Result<(), RestError> {
+    match result {
+        Err(e) if e.status() == Some(404) => Ok(()),
+        other => other,
+    }
+}
+
+/// Runs a REST call until it succeeds, fails for good, or [`GIVE_UP_AFTER`] has passed.
+pub async fn retrying<T, F, Fut>(mut call: F) -> Result<T, RestError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, RestError>>,
+{
+    let started = Instant::now();
+    let mut backoff = BACKOFF_FIRST;
     loop {
-        match rest.announce(channel, announcement).await {
-            Ok(_) => return Ok(()),
-            Err(e) if attempt < ANNOUNCE_ATTEMPTS && e.is_transient() => {
-                let wait = match &e {
-                    RestError::Status { status: 429, retry_after, .. } => retry_after.unwrap_or(RATE_LIMIT_WAIT),
-                    _ => Duration::from_millis(250 * u64::from(attempt)),
-                };
-                tracing::info!(channel = %channel, attempt, "retrying an announcement in {wait:?}: {e}");
-                tokio::time::sleep(wait).await;
-                attempt += 1;
-            }
+        let error = match call().await {
+            Ok(answer) => return Ok(answer),
+            Err(e) if e.is_transient() => e,
             Err(e) => return Err(e),
+        };
+        let wait = match &error {
+            RestError::Status { status: 429, retry_after, .. } => retry_after.unwrap_or(RATE_LIMIT_WAIT),
+            _ => {
+                let wait = backoff;
+                backoff = (backoff * 2).min(BACKOFF_MAX);
+                wait
+            }
+        };
+        if started.elapsed() + wait > GIVE_UP_AFTER {
+            return Err(error);
         }
+        tracing::debug!("retrying in {wait:?}: {error}");
+        tokio::time::sleep(wait).await;
     }
 }
 

@@ -68,7 +68,7 @@ impl Session {
                 t.events.push(self.event(now, None, EventKind::SessionStopped {}));
                 let values = [("roster", join_ids(&self.roster)), ("round", self.round.to_string())];
                 let text = ctx.config.templates.render(Template::SessionStop, &values);
-                self.announce(&mut t, text, None);
+                self.announce(&mut t, now, text, None);
                 self.status = SessionStatus::Stopped;
                 self.active_agent = None;
                 self.turn_timeout_at = None;
@@ -108,7 +108,7 @@ impl Session {
                 t.events.push(self.event(now, Some(&active), kind));
                 self.announce_about(&mut t, ctx, Template::Resumed, &active, now, &[]);
                 if !self.turn_announced {
-                    self.announce_turn(ctx, &mut t);
+                    self.announce_turn(ctx, &mut t, now);
                 }
             }
             Command::Skip => {
@@ -264,7 +264,7 @@ impl Session {
         t.events.push(self.event(now, None, EventKind::SessionStarted { roster: roster.clone() }));
         let values = [("roster", join_ids(&roster)), ("round", "1".to_owned())];
         let text = ctx.config.templates.render(Template::SessionStart, &values);
-        self.announce(&mut t, text, None);
+        self.announce(&mut t, now, text, None);
         self.begin_turn(roster[0].clone(), now, ctx, &mut t);
         Ok(self.finish(t, ctx))
     }
@@ -282,7 +282,7 @@ impl Session {
         t.events.push(self.event(now, None, EventKind::RosterChanged { roster: self.roster.clone() }));
         let values = [("roster", join_ids(&self.roster)), ("round", self.round.to_string())];
         let text = ctx.config.templates.render(Template::RosterChanged, &values);
-        self.announce(t, text, None);
+        self.announce(t, now, text, None);
     }
 
     fn roster_member(&self, typed: &str, ctx: Context) -> Result<PersonaId, Refusal> {
@@ -309,7 +309,7 @@ impl Session {
         values.push(("remaining", self.remaining_seconds(now).to_string()));
         values.extend(extra.iter().cloned());
         let text = ctx.config.templates.render(template, &values);
-        self.announce(t, text, None);
+        self.announce(t, now, text, None);
     }
 }
 

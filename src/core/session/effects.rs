@@ -1,36 +1,52 @@
-//! What the engine decides should happen in the channel; the Discord layer carries these out in order.
+//! What the engine decides should happen in the channel; the Discord layer carries these out in order. Effects are
+//! data that outlive the process: they are saved with the session (its outbox) until they are done (spec 9).
 
-use crate::core::ids::{MessageId, PersonaId, UserId};
+use crate::core::ids::{ChannelId, MessageId, PersonaId, UserId};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
 
 /// Discord's limit on a message's length, in characters.
 pub const MESSAGE_CONTENT_LENGTH_MAX: usize = 2000;
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "camelCase", rename_all_fields = "camelCase")]
 pub enum Effect {
-    /// Relay mode: delete the agent's message and, when `text` is set, repost it as the persona.
+    /// Relay mode: delete the agent's message and, when `text` is set, repost it as the persona (in several
+    /// messages, in order, when it is longer than Discord allows: see [`split_message`]).
     Relay { message_id: MessageId, persona: PersonaId, text: Option<String> },
     /// Delete a message (out of turn under the `remove` policy, relay mode).
     Delete { message_id: MessageId },
     /// Observe mode: react to the message that completed a turn.
-    React { message_id: MessageId, emoji: &'static str },
+    React { message_id: MessageId, emoji: String },
     /// Post a message as the manager.
     Announce(Announcement),
 }
 
 /// A message the manager posts.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Announcement {
     pub text: String,
     /// The only user this announcement may ping (the persona whose turn starts); nobody when `None`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mention: Option<UserId>,
-    /// Stable across retries and restarts, so a re-sent announcement is not posted twice (`enforce_nonce`).
+    /// Never reused, and the same on every retry and after a restart, so Discord (`enforce_nonce`) never posts one
+    /// announcement twice and never swallows a new one as a repeat.
     pub nonce: String,
+}
+
+/// An effect waiting in the session's outbox: saved with the state that decided it, removed once carried out.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Queued {
+    pub id: u64,
+    pub effect: Effect,
 }
 
 /// The reaction that marks a completed turn in observe mode.
 pub const COMPLETED_REACTION: &str = "✅";
 
-/// Cuts `text` to Discord's message limit, marking the cut.
+/// Cuts `text` to Discord's message limit, marking the cut (for the manager's own announcements).
 pub fn fit_message(text: String) -> String {
     if text.chars().count() <= MESSAGE_CONTENT_LENGTH_MAX {
         return text;
@@ -40,15 +56,102 @@ pub fn fit_message(text: String) -> String {
     cut
 }
 
+/// Splits an agent's text into messages Discord accepts, in order, losing nothing: at the last line break (or else
+/// the last space) before the limit, a hard cut only where a part has neither.
+pub fn split_message(text: &str) -> Vec<String> {
+    let mut parts = Vec::new();
+    let mut rest = text;
+    while rest.chars().count() > MESSAGE_CONTENT_LENGTH_MAX {
+        let limit = rest.char_indices().nth(MESSAGE_CONTENT_LENGTH_MAX).map_or(rest.len(), |(i, _)| i);
+        let window = &rest[..limit];
+        let cut = window.rfind('\n').or_else(|| window.rfind(' ')).filter(|&i| i > 0).unwrap_or(limit);
+        parts.push(rest[..cut].to_owned());
+        rest = rest[cut..].strip_prefix(['\n', ' ']).unwrap_or(&rest[cut..]);
+    }
+    if !rest.is_empty() || parts.is_empty() {
+        parts.push(rest.to_owned());
+    }
+    parts
+}
+
+/// A nonce of at most 25 characters: the channel, the instant the announcement was decided and its number. The
+/// instant makes it unique even if the sequence goes back (a session file restored from its last good copy, or a
+/// state folder wiped), so Discord never takes a new announcement for a repeat of an old one.
+pub fn nonce_for(channel: ChannelId, now: DateTime<Utc>, seq: u64) -> String {
+    // splitmix64 over the channel id.
+    let mut z = channel.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^= z >> 31;
+    // 1 + 8 + 8 (milliseconds in base 36, fixed width until the year 2059) + at most 8 (36^8 announcements).
+    let millis = base36(now.timestamp_millis().max(0) as u64);
+    format!("t{:08x}{millis:0>8}{}", z as u32, base36(seq % 36u64.pow(8)))
+}
+
+fn base36(mut n: u64) -> String {
+    let mut digits = Vec::new();
+    loop {
+        digits.push(char::from_digit((n % 36) as u32, 36).expect("a base-36 digit"));
+        n /= 36;
+        if n == 0 {
+            return digits.iter().rev().collect();
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn long_text_is_cut_to_the_discord_limit() {
+    fn long_announcements_are_cut_to_the_discord_limit() {
         let cut = fit_message("y".repeat(2500));
         assert_eq!(cut.chars().count(), MESSAGE_CONTENT_LENGTH_MAX);
         assert!(cut.ends_with('…'));
         assert_eq!(fit_message("short".into()), "short");
+    }
+
+    #[test]
+    fn a_long_text_is_split_in_order_at_line_breaks_and_nothing_is_lost() {
+        let paragraph = format!("{}\n", "word ".repeat(150).trim_end()); // 750 characters a line
+        let text = paragraph.repeat(6);
+        let parts = split_message(text.trim_end());
+        assert!(parts.len() >= 3, "{} parts", parts.len());
+        assert!(parts.iter().all(|p| p.chars().count() <= MESSAGE_CONTENT_LENGTH_MAX && !p.is_empty()));
+        assert_eq!(parts.join("\n"), text.trim_end(), "joined at the line breaks it was cut at");
+    }
+
+    #[test]
+    fn a_text_without_breaks_is_cut_hard_and_multibyte_characters_stay_whole() {
+        let text = "é".repeat(4500);
+        let parts = split_message(&text);
+        assert_eq!(parts.iter().map(|p| p.chars().count()).collect::<Vec<_>>(), vec![2000, 2000, 500]);
+        assert_eq!(parts.concat(), text);
+        assert_eq!(split_message("short"), vec!["short"]);
+    }
+
+    #[test]
+    fn nonces_fit_discord_and_never_repeat_for_another_channel_instant_or_number() {
+        let t: DateTime<Utc> = "2026-03-01T10:00:00Z".parse().unwrap();
+        let late: DateTime<Utc> = "2059-01-01T00:00:00Z".parse().unwrap();
+        let a = nonce_for(ChannelId(u64::MAX), late, u64::MAX);
+        assert!(a.len() <= 25, "{a} is {} characters", a.len());
+        assert_ne!(nonce_for(ChannelId(1), t, 1), nonce_for(ChannelId(2), t, 1));
+        assert_ne!(nonce_for(ChannelId(1), t, 1), nonce_for(ChannelId(1), t, 2));
+        let later = t + chrono::TimeDelta::milliseconds(1);
+        assert_ne!(nonce_for(ChannelId(1), t, 2), nonce_for(ChannelId(1), later, 2), "a sequence gone back");
+        assert_eq!(nonce_for(ChannelId(7), t, 3), nonce_for(ChannelId(7), t, 3));
+    }
+
+    #[test]
+    fn an_effect_round_trips_through_json_as_the_outbox_saves_it() {
+        let queued = Queued {
+            id: 4,
+            effect: Effect::Announce(Announcement { text: "hi".into(), mention: Some(UserId(5)), nonce: "n".into() }),
+        };
+        let json = serde_json::to_string(&queued).unwrap();
+        assert_eq!(serde_json::from_str::<Queued>(&json).unwrap(), queued);
+        let react = Effect::React { message_id: MessageId(9), emoji: COMPLETED_REACTION.into() };
+        assert_eq!(serde_json::from_value::<Effect>(serde_json::to_value(&react).unwrap()).unwrap(), react);
     }
 }

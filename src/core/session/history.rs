@@ -68,6 +68,11 @@ pub enum EventKind {
         mode: super::DisplayMode,
     },
     SessionStopped {},
+    /// Discord refused an effect for good (a 4xx other than 404 and 429), or it could not be done in time.
+    EffectFailed {
+        effect: String,
+        status: Option<u16>,
+    },
 }
 
 impl EventKind {
@@ -87,6 +92,7 @@ impl EventKind {
             EventKind::RosterChanged { .. } => "roster_changed",
             EventKind::DisplayModeChanged { .. } => "display_mode_changed",
             EventKind::SessionStopped {} => "session_stopped",
+            EventKind::EffectFailed { .. } => "effect_failed",
         }
     }
 }
@@ -116,6 +122,10 @@ impl HistoryEvent {
             }
             EventKind::DisplayModeChanged { mode } => format!(": {mode:?}"),
             EventKind::SessionStopped {} => String::new(),
+            EventKind::EffectFailed { effect, status } => match status {
+                Some(status) => format!(": {effect} refused ({status})"),
+                None => format!(": {effect} given up"),
+            },
         };
         format!("{}{who}{detail}", self.kind.name())
     }

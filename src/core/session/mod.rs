@@ -6,6 +6,7 @@
 mod commands;
 pub mod effects;
 pub mod history;
+mod outbox;
 mod recent;
 mod turns;
 
@@ -121,6 +122,15 @@ pub struct Session {
     pub editable_messages: VecDeque<MessageId>,
     /// Counts announcements, so each gets a nonce that stays the same if it is sent again.
     pub announcement_seq: u64,
+    /// The nonce of the announcement that gave the current turn's holder the floor, until Discord accepted it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn_announcement: Option<String>,
+    /// Effects decided and saved but not yet carried out (spec 9): carried out again after a crash.
+    #[serde(default, skip_serializing_if = "VecDeque::is_empty")]
+    pub outbox: VecDeque<effects::Queued>,
+    /// Numbers the outbox's effects.
+    #[serde(default)]
+    pub outbox_seq: u64,
     pub history: VecDeque<HistoryEvent>,
 }
 
@@ -230,6 +240,9 @@ impl Session {
             turn_began_after: None,
             editable_messages: VecDeque::new(),
             announcement_seq: 0,
+            turn_announcement: None,
+            outbox: VecDeque::new(),
+            outbox_seq: 0,
             history: VecDeque::new(),
         }
     }

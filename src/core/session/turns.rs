@@ -1,13 +1,13 @@
 //! Turn transitions: agents' messages (spec 5), deadlines (spec 8), and the helpers that begin and end turns.
 
-use super::effects::{Announcement, COMPLETED_REACTION, Effect, fit_message};
+use super::effects::{Announcement, COMPLETED_REACTION, Effect, fit_message, nonce_for};
 use super::history::{EventKind, HistoryEvent, join_ids};
 use super::{
     Context, DisplayMode, EDITABLE_MESSAGES_KEPT, IncomingMessage, Session, SessionStatus, Transition, TurnSpan,
     ceil_seconds, round_seconds, seconds, whole_millis,
 };
 use crate::core::config::OutOfTurnPolicy;
-use crate::core::ids::{ChannelId, MessageId, PersonaId};
+use crate::core::ids::{MessageId, PersonaId};
 use crate::core::templates::Template;
 use chrono::{DateTime, Utc};
 
@@ -132,13 +132,11 @@ impl Session {
         completed: bool,
     ) {
         match self.display_mode {
-            DisplayMode::Relay => t.effects.push(Effect::Relay {
-                message_id: message.id,
-                persona: persona.clone(),
-                text: display.map(fit_message),
-            }),
+            DisplayMode::Relay => {
+                t.effects.push(Effect::Relay { message_id: message.id, persona: persona.clone(), text: display })
+            }
             DisplayMode::Observe if completed => {
-                t.effects.push(Effect::React { message_id: message.id, emoji: COMPLETED_REACTION })
+                t.effects.push(Effect::React { message_id: message.id, emoji: COMPLETED_REACTION.into() })
             }
             DisplayMode::Observe => {}
         }
@@ -170,7 +168,7 @@ impl Session {
             let mut values = self.common_values(ctx, &active);
             values.push(("duration", duration_seconds.to_string()));
             let text = ctx.config.templates.render(Template::Timeout, &values);
-            self.announce(t, text, None);
+            self.announce(t, now, text, None);
         }
         let kind = EventKind::TurnTimeout { duration_seconds, next_agent: next };
         t.events.push(self.event(now, Some(&active), kind));
@@ -221,12 +219,12 @@ impl Session {
             self.turn_announced = false;
         } else {
             self.turn_timeout_at = Some(now + seconds(u64::from(timeout)));
-            self.announce_turn(ctx, t);
+            self.announce_turn(ctx, t, now);
         }
     }
 
     /// The turn-start announcement, which mentions the persona's Discord account (what makes agents answer).
-    pub(super) fn announce_turn(&mut self, ctx: Context, t: &mut Transition) {
+    pub(super) fn announce_turn(&mut self, ctx: Context, t: &mut Transition, now: DateTime<Utc>) {
         let Some(persona) = self.active_agent.clone() else { return };
         let user = ctx.personas.get(&persona).map(|p| p.discord_user_id);
         let mut values = self.common_values(ctx, &persona);
@@ -235,7 +233,10 @@ impl Session {
         values.push(("signal", ctx.config.signal_keyword.clone()));
         let text = ctx.config.templates.render(Template::TurnStart, &values);
         self.turn_announced = true;
-        self.announce(t, text, user);
+        self.announce(t, now, text, user);
+        if let Some(Effect::Announce(announcement)) = t.effects.last() {
+            self.turn_announcement = Some(announcement.nonce.clone());
+        }
     }
 
     /// Placeholder values every announcement about a persona offers.
@@ -249,9 +250,15 @@ impl Session {
         ]
     }
 
-    pub(super) fn announce(&mut self, t: &mut Transition, text: String, mention: Option<crate::core::ids::UserId>) {
+    pub(super) fn announce(
+        &mut self,
+        t: &mut Transition,
+        now: DateTime<Utc>,
+        text: String,
+        mention: Option<crate::core::ids::UserId>,
+    ) {
         self.announcement_seq += 1;
-        let nonce = nonce_for(self.channel_id, self.announcement_seq);
+        let nonce = nonce_for(self.channel_id, now, self.announcement_seq);
         t.effects.push(Effect::Announce(Announcement { text: fit_message(text), mention, nonce }));
     }
 
@@ -273,30 +280,5 @@ impl Session {
         self.record(&t.events, ctx.config.history_limit);
         t.changed |= !t.events.is_empty() || !t.effects.is_empty();
         t
-    }
-}
-
-/// A nonce of at most 25 characters, unique per channel and announcement, the same on every retry.
-fn nonce_for(channel: ChannelId, seq: u64) -> String {
-    // splitmix64 over the channel id, then the sequence number kept readable.
-    let mut z = channel.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^= z >> 31;
-    // 1 + 8 + at most 16 characters: within Discord's 25.
-    format!("t{:08x}{seq:x}", z as u32)
-}
-
-#[cfg(test)]
-mod nonce_tests {
-    use super::*;
-
-    #[test]
-    fn nonces_fit_discord_and_differ_by_channel_and_sequence() {
-        let a = nonce_for(ChannelId(u64::MAX), u64::MAX);
-        assert!(a.len() <= 25, "{a} is {} characters", a.len());
-        assert_ne!(nonce_for(ChannelId(1), 1), nonce_for(ChannelId(2), 1));
-        assert_ne!(nonce_for(ChannelId(1), 1), nonce_for(ChannelId(1), 2));
-        assert_eq!(nonce_for(ChannelId(7), 3), nonce_for(ChannelId(7), 3));
     }
 }

@@ -8,15 +8,16 @@ mod catch_up;
 #[cfg(test)]
 mod tests;
 
-use super::access::fallback_notice;
+use super::access::{fallback_notice, lost_permission_notice};
 use super::clock::Clock;
 use super::persist::Saver;
 use super::rest::{Rest, RestError};
-use super::sender::Sender;
+use super::sender::{Outcome, Report, Sender, Tools};
 use super::stats::Stats;
 use crate::core::config::{Config, DisplayModeSetting};
 use crate::core::ids::{ChannelId, MessageId};
 use crate::core::persona::PersonaCatalog;
+use crate::core::session::effects::Effect;
 use crate::core::session::{Command, Context, DisplayMode, IncomingMessage, Refusal, Session, Transition};
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -60,6 +61,8 @@ pub enum Input {
     Missed { messages: Box<[IncomingMessage]>, done: bool },
     /// The channel's server is in the cache now: check the display mode against the bot's permissions.
     CheckDisplayMode,
+    /// The channel's sender carried out (or gave up) an effect of the outbox.
+    Sent(Box<Report>),
     /// Answered once everything decided so far has been carried out.
     Flush(oneshot::Sender<()>),
     /// Finish what is in hand and stop.
@@ -141,6 +144,12 @@ impl Actor {
     }
 
     async fn run(&mut self, retire: Retire) {
+        // What was decided and saved but maybe not carried out before the process stopped comes first.
+        if !self.session.outbox.is_empty() {
+            let replay: Vec<_> = self.session.outbox.iter().cloned().collect();
+            tracing::info!(channel = %self.channel, effects = replay.len(), "carrying out what was left undone");
+            self.sender().effects(replay, true);
+        }
         // Personas may have changed while the bot was down.
         let t = self.session.reconcile(self.env.clock.now(), self.env.context());
         self.commit(t).await;
@@ -157,11 +166,17 @@ impl Actor {
             let Some(input) = input else { return };
             if let Input::Shutdown(done) = input {
                 self.flush_sender().await;
+                // Take what was done out of the outbox, so a restart does not carry it out again.
+                while let Ok(input) = self.inbox.try_recv() {
+                    if let Input::Sent(report) = input {
+                        self.on_sent(*report).await;
+                    }
+                }
                 let _ = done.send(());
                 return;
             }
             self.handle(input).await;
-            if !self.session.is_active() && self.catch_ups_running == 0 {
+            if !self.session.is_active() && self.catch_ups_running == 0 && self.session.outbox.is_empty() {
                 // A stopped channel needs no task: its state is on disk; what it said is sent first.
                 self.flush_sender().await;
                 if retire(&mut self.inbox) {
@@ -210,6 +225,7 @@ impl Actor {
                     self.apply_display_mode(choice).await;
                 }
             }
+            Input::Sent(report) => self.on_sent(*report).await,
             Input::Flush(done) => {
                 self.flush_sender().await;
                 let _ = done.send(());
@@ -234,6 +250,32 @@ impl Actor {
             tracing::debug!(channel = %self.channel, lateness_ms, "turn timed out");
         }
         self.commit(t).await;
+    }
+
+    /// An effect of the outbox is done or failed for good. Losing Manage Messages or Manage Webhooks mid-session
+    /// (a 403 on relaying or deleting) switches the channel to observe mode with one notice, instead of failing
+    /// every turn.
+    async fn on_sent(&mut self, report: Report) {
+        let (now, ctx) = (self.env.clock.now(), self.env.context());
+        let relaying = self
+            .session
+            .outbox
+            .iter()
+            .find(|q| q.id == report.id)
+            .is_some_and(|q| matches!(q.effect, Effect::Relay { .. } | Effect::Delete { .. }));
+        let t = match report.outcome {
+            Outcome::Done { at } => self.session.effect_done(report.id, at),
+            Outcome::Refused { status } => self.session.effect_failed(report.id, Some(status), now, ctx),
+            Outcome::GaveUp => self.session.effect_failed(report.id, None, now, ctx),
+        };
+        self.commit(t).await;
+        if report.outcome == (Outcome::Refused { status: 403 })
+            && relaying
+            && self.session.display_mode == DisplayMode::Relay
+        {
+            let missing = self.env.rest.relay_permissions_missing(self.channel).await.unwrap_or_default();
+            self.apply_display_mode(Some((DisplayMode::Observe, Some(lost_permission_notice(&missing))))).await;
+        }
     }
 
     /// Runs a command. Starting a session first picks relay or observe from the bot's permissions (when the
@@ -301,19 +343,29 @@ impl Actor {
             self.env.saver.save_lazy(self.session.clone());
             return true;
         }
+        // The effects go in the outbox, saved in the same write as the state that decided them.
+        let queued = self.session.enqueue(t.effects);
         if let Err(e) = self.env.saver.save_durable(self.session.clone(), t.events).await {
             tracing::error!(channel = %self.channel, "could not save the session, so its announcements are held back: {e}");
             return false;
         }
-        if !t.effects.is_empty() {
-            self.sender().effects(t.effects);
+        if !queued.is_empty() {
+            self.sender().effects(queued, false);
         }
         true
     }
 
     fn sender(&mut self) -> &Sender {
-        let (channel, env) = (self.channel, &self.env);
-        self.sender.get_or_insert_with(|| Sender::spawn(channel, env.rest.clone(), env.personas.clone()))
+        let (channel, env, reports) = (self.channel, &self.env, &self.myself);
+        self.sender.get_or_insert_with(|| {
+            Sender::spawn(Tools {
+                channel,
+                rest: env.rest.clone(),
+                personas: env.personas.clone(),
+                clock: env.clock,
+                reports: reports.clone(),
+            })
+        })
     }
 
     async fn flush_sender(&self) {

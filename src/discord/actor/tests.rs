@@ -51,53 +51,78 @@ impl Journal {
     }
 }
 
-/// The network: records every call; calls for a "hanging" channel never answer.
+/// The network: records every call; calls for a "hanging" channel never answer; injected failures answer first.
 struct FakeRest {
     journal: Arc<Journal>,
     hanging: Mutex<HashSet<ChannelId>>,
     next_id: AtomicU64,
     /// What `messages_after` finds, per channel.
     history: Mutex<HashMap<ChannelId, Vec<IncomingMessage>>>,
+    /// Errors to answer, in order, per channel and call ("announce", "delete", ...), before succeeding.
+    failures: Mutex<HashMap<(ChannelId, &'static str), Vec<RestError>>>,
+    /// How long an announcement takes to be accepted.
+    announce_delay: Mutex<Duration>,
 }
 
 impl FakeRest {
-    async fn call(&self, channel: ChannelId, line: String) {
-        self.journal.push(line);
+    async fn call(&self, channel: ChannelId, kind: &'static str, line: String) -> Result<(), RestError> {
+        let failure =
+            self.failures.lock().unwrap().get_mut(&(channel, kind)).filter(|f| !f.is_empty()).map(|f| f.remove(0));
+        let status = failure.as_ref().map_or("ok".to_owned(), |e| e.to_string());
+        self.journal.push(format!("{line} -> {status}"));
         if self.hanging.lock().unwrap().contains(&channel) {
             std::future::pending::<()>().await;
         }
+        failure.map_or(Ok(()), Err)
     }
+
+    fn fail(&self, channel: ChannelId, kind: &'static str, errors: Vec<RestError>) {
+        self.failures.lock().unwrap().insert((channel, kind), errors);
+    }
+}
+
+fn status(status: u16) -> RestError {
+    RestError::Status { status, message: String::new(), retry_after: None }
 }
 
 #[async_trait]
 impl Rest for FakeRest {
     async fn announce(&self, channel: ChannelId, announcement: &Announcement) -> Result<MessageId, RestError> {
-        self.call(channel, format!("announce {channel} {}", announcement.text)).await;
+        let delay = *self.announce_delay.lock().unwrap();
+        tokio::time::sleep(delay).await;
+        self.call(channel, "announce", format!("announce {channel} {}", announcement.text)).await?;
         Ok(MessageId(self.next_id.fetch_add(1, Ordering::Relaxed)))
     }
 
     async fn notice(&self, channel: ChannelId, text: &str) -> Result<(), RestError> {
-        self.call(channel, format!("notice {channel} {text}")).await;
-        Ok(())
+        self.call(channel, "notice", format!("notice {channel} {text}")).await
     }
 
     async fn repost(&self, channel: ChannelId, voice: Voice<'_>, text: &str) -> Result<(), RestError> {
-        self.call(channel, format!("repost {channel} {}: {text}", voice.name)).await;
-        Ok(())
+        self.call(channel, "repost", format!("repost {channel} {}: {text}", voice.name)).await
+    }
+
+    async fn find_repost(
+        &self,
+        channel: ChannelId,
+        _after: MessageId,
+        name: &str,
+        text: &str,
+    ) -> Result<bool, RestError> {
+        let made = format!("repost {channel} {name}: {text} -> ok");
+        Ok(self.journal.lines().contains(&made))
     }
 
     async fn delete(&self, channel: ChannelId, message: MessageId) -> Result<(), RestError> {
-        self.call(channel, format!("delete {channel} {message}")).await;
-        Ok(())
+        self.call(channel, "delete", format!("delete {channel} {message}")).await
     }
 
     async fn react(&self, channel: ChannelId, message: MessageId, emoji: &str) -> Result<(), RestError> {
-        self.call(channel, format!("react {channel} {message} {emoji}")).await;
-        Ok(())
+        self.call(channel, "react", format!("react {channel} {message} {emoji}")).await
     }
 
     async fn messages_after(&self, channel: ChannelId, after: MessageId, limit: u8) -> Result<Page, RestError> {
-        self.call(channel, format!("read {channel} after {after}")).await;
+        self.call(channel, "read", format!("read {channel} after {after}")).await?;
         let found = self.history.lock().unwrap().get(&channel).cloned().unwrap_or_default();
         let messages: Vec<IncomingMessage> =
             found.into_iter().filter(|m| m.id > after).take(usize::from(limit)).collect();
@@ -159,15 +184,25 @@ fn personas() -> PersonaCatalog {
 impl Harness {
     fn new() -> Self {
         let journal = Arc::new(Journal::default());
+        let saver = Arc::new(MemorySaver { journal: journal.clone(), saved: Mutex::default() });
+        Self::on(journal, saver, Arc::new(Stats::default()), Clock::starting_at(t0()), 0)
+    }
+
+    /// The bot started again after a crash: a new router and network, the same disk, journal and figures.
+    fn restarted(&self) -> Self {
+        let next_id = self.next_id.load(Ordering::Relaxed) + 1000;
+        Self::on(self.journal.clone(), self.saver.clone(), self.stats.clone(), self.clock, next_id)
+    }
+
+    fn on(journal: Arc<Journal>, saver: Arc<MemorySaver>, stats: Arc<Stats>, clock: Clock, next_id: u64) -> Self {
         let rest = Arc::new(FakeRest {
             journal: journal.clone(),
             hanging: Mutex::default(),
             next_id: AtomicU64::new(1),
             history: Mutex::default(),
+            failures: Mutex::default(),
+            announce_delay: Mutex::new(Duration::ZERO),
         });
-        let saver = Arc::new(MemorySaver { journal: journal.clone(), saved: Mutex::default() });
-        let stats = Arc::new(Stats::default());
-        let clock = Clock::starting_at(t0());
         let env = Arc::new(Env {
             personas: Arc::new(personas()),
             config: Arc::new(Config::default()),
@@ -177,7 +212,7 @@ impl Harness {
             stats: stats.clone(),
             catch_up_permits: Arc::new(Semaphore::new(8)),
         });
-        Self { router: Router::new(env), rest, saver, journal, stats, clock, next_id: AtomicU64::new(0) }
+        Self { router: Router::new(env), rest, saver, journal, stats, clock, next_id: AtomicU64::new(next_id) }
     }
 
     async fn command(&self, channel: ChannelId, command: Command) {
@@ -228,7 +263,11 @@ impl Harness {
 
     fn floors(&self, channel: ChannelId, persona: &str) -> usize {
         let needle = format!("({persona}) has the floor");
-        self.journal.of(channel).iter().filter(|l| l.starts_with("announce") && l.contains(&needle)).count()
+        self.journal
+            .of(channel)
+            .iter()
+            .filter(|l| l.starts_with("announce") && l.contains(&needle) && l.ends_with("-> ok"))
+            .count()
     }
 }
 
@@ -250,7 +289,7 @@ async fn a_signal_is_saved_before_it_is_relayed_and_the_next_persona_announced()
     let lines = h.journal.of(A);
     let saved = lines.iter().position(|l| l.starts_with("save") && l.contains("turn_complete")).expect("saved");
     let relayed =
-        lines.iter().position(|l| l.starts_with("repost") && l.ends_with("PM: Here it is.")).expect("relayed");
+        lines.iter().position(|l| l.starts_with("repost") && l.ends_with("PM: Here it is. -> ok")).expect("relayed");
     let announced = lines.iter().position(|l| l.contains("(dev) has the floor")).expect("announced");
     assert!(saved < relayed && relayed < announced, "{lines:#?}");
     assert_eq!(h.holder(A).await.as_deref(), Some("dev"));
@@ -267,7 +306,7 @@ async fn a_signal_handled_before_an_older_message_of_its_author_leaves_the_older
     h.settle(A).await;
     assert_eq!(h.events(A, "turn_complete"), 1);
     assert_eq!(h.events(A, "out_of_turn"), 0, "{:#?}", h.journal.of(A));
-    assert!(!h.journal.of(A).iter().any(|l| l == &format!("delete {A} {}", older.id)), "the older one stays");
+    assert!(!h.journal.of(A).iter().any(|l| l.starts_with(&format!("delete {A} {}", older.id))), "the older one stays");
     let session = h.session(A).await;
     assert!(session.has_handled(older.id) && session.has_handled(signal.id));
     assert_eq!(session.active_agent.map(|a| a.to_string()).as_deref(), Some("dev"));
@@ -313,7 +352,10 @@ async fn a_command_racing_a_signal_judges_the_signal_by_its_own_time() {
     h.settle(A).await;
     assert_eq!(h.events(A, "skipped"), 1);
     assert_eq!(h.events(A, "out_of_turn"), 0, "pm wrote it while holding the floor");
-    assert!(h.journal.of(A).iter().any(|l| l == &format!("repost {A} PM: Done.")), "shown stripped, as in its turn");
+    assert!(
+        h.journal.of(A).iter().any(|l| l == &format!("repost {A} PM: Done. -> ok")),
+        "shown stripped, as in its turn"
+    );
     assert_eq!(h.holder(A).await.as_deref(), Some("dev"), "one turn end, not two");
     assert_eq!(h.floors(A, "critic"), 0);
 }
@@ -377,7 +419,8 @@ async fn after_a_restart_deadlines_wait_for_the_missed_messages_which_are_judged
     h.router.shutdown().await;
     tokio::time::advance(Duration::from_secs(90)).await;
 
-    let restarted = Harness { router: Router::new(h.router.env().clone()), ..h };
+    let restarted = h.restarted();
+    restarted.rest.history.lock().unwrap().insert(A, h.rest.history.lock().unwrap()[&A].clone());
     restarted.router.resume(vec![saved]);
     assert!(restarted.session(A).await.is_active());
     assert_eq!(restarted.stats.snapshot().timeouts, 0, "no turn ends blind before the catch-up");
@@ -404,4 +447,95 @@ async fn a_stopped_channels_actor_retires_and_a_later_command_finds_its_saved_se
     let session = h.session(A).await;
     assert!(session.is_active());
     assert!(session.announcement_seq > seq_before, "nonces go on from the saved session, never reused");
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_announcement_met_by_429_and_server_errors_is_retried_until_posted_once() {
+    let h = Harness::new();
+    h.start(A).await;
+    h.settle(A).await;
+    h.rest.fail(
+        A,
+        "announce",
+        vec![status(429), status(502), status(502), RestError::Timeout(Duration::from_secs(10))],
+    );
+    h.deliver(A, &h.written(PM, "Done. TURN_COMPLETE", 1_000));
+    h.settle(A).await;
+    let attempts: Vec<String> = h.journal.of(A).into_iter().filter(|l| l.contains("(dev) has the floor")).collect();
+    assert_eq!(attempts.len(), 5, "{attempts:#?}");
+    assert_eq!(h.floors(A, "dev"), 1);
+    assert!(h.session(A).await.outbox.is_empty(), "done, so out of the outbox");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_refused_effect_is_recorded_and_the_next_effects_go_on() {
+    let h = Harness::new();
+    h.start(A).await;
+    h.settle(A).await;
+    h.rest.fail(A, "repost", vec![status(400)]);
+    h.deliver(A, &h.written(PM, "Done. TURN_COMPLETE", 1_000));
+    h.settle(A).await;
+    assert_eq!(h.events(A, "effect_failed"), 1);
+    assert_eq!(h.floors(A, "dev"), 1, "the announcement after it is still made");
+    assert!(h.session(A).await.outbox.is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn losing_manage_messages_mid_session_switches_to_observe_mode_with_one_notice() {
+    let h = Harness::new();
+    h.start(A).await;
+    h.settle(A).await;
+    h.rest.fail(A, "delete", vec![status(403)]);
+    h.deliver(A, &h.written(PM, "First. TURN_COMPLETE", 1_000));
+    h.settle(A).await;
+    h.settle(A).await; // the switch is decided when the refusal is reported
+    let session = h.session(A).await;
+    assert_eq!(session.display_mode, crate::core::session::DisplayMode::Observe);
+    h.deliver(A, &h.written(DEV, "Second. TURN_COMPLETE", 2_000));
+    h.settle(A).await;
+    let lines = h.journal.of(A);
+    assert_eq!(lines.iter().filter(|l| l.starts_with("notice") && l.contains("observe mode")).count(), 1, "{lines:#?}");
+    assert!(lines.iter().any(|l| l.starts_with("react")), "the next completed turn gets a reaction");
+    assert_eq!(lines.iter().filter(|l| l.starts_with("repost")).count(), 1, "no more reposts");
+    assert_eq!(h.events(A, "display_mode_changed"), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn effects_left_undone_by_a_crash_are_carried_out_at_restart_without_a_second_repost() {
+    let h = Harness::new();
+    h.start(A).await;
+    h.settle(A).await;
+    // The process dies right after saving pm's signal: its repost was made, the deletion and the next
+    // announcement were not.
+    h.rest.hanging.lock().unwrap().insert(A);
+    let signal = h.written(PM, "Done. TURN_COMPLETE", 1_000);
+    h.deliver(A, &signal);
+    h.router.ask(A, Input::Snapshot).await;
+    let crashed = h.saver.saved.lock().unwrap()[&A].clone();
+    assert_eq!(crashed.outbox.len(), 2, "relay and announcement saved, undone: {:?}", crashed.outbox);
+
+    let restarted = h.restarted();
+    restarted.router.resume(vec![crashed]);
+    restarted.router.broadcast(|| Input::CatchUp);
+    restarted.settle(A).await;
+    let lines = restarted.journal.of(A);
+    assert_eq!(lines.iter().filter(|l| l.starts_with("repost") && l.ends_with("-> ok")).count(), 1, "{lines:#?}");
+    assert!(lines.iter().any(|l| l == &format!("delete {A} {} -> ok", signal.id)));
+    assert_eq!(restarted.floors(A, "dev"), 1);
+    assert!(restarted.session(A).await.outbox.is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_floor_announcement_accepted_late_gives_the_persona_its_time_back() {
+    let h = Harness::new();
+    *h.rest.announce_delay.lock().unwrap() = Duration::from_secs(3);
+    h.start(A).await;
+    h.settle(A).await; // two announcements, 3 s each: pm's floor was accepted 6 s after its turn began
+    let session = h.session(A).await;
+    let started = t0() + TimeDelta::seconds(6);
+    assert_eq!(session.turn_started_at, Some(started));
+    assert_eq!(session.turn_timeout_at, Some(started + TimeDelta::seconds(i64::from(TURN_SECONDS))));
+    tokio::time::advance(Duration::from_secs(u64::from(TURN_SECONDS) - 1)).await;
+    h.router.ask(A, Input::Snapshot).await;
+    assert_eq!(h.stats.snapshot().timeouts, 0, "the 60 s count from when pm was told");
 }

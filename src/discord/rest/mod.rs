@@ -27,6 +27,15 @@ pub trait Rest: Send + Sync + 'static {
     async fn notice(&self, channel: ChannelId, text: &str) -> Result<(), RestError>;
     /// Posts `text` as the persona through the channel's webhook; pings users at most.
     async fn repost(&self, channel: ChannelId, voice: Voice<'_>, text: &str) -> Result<(), RestError>;
+    /// Whether the channel already shows a repost of `text` as `name`, made after message `after` (a repost
+    /// replayed from the outbox after a crash may have been made before it).
+    async fn find_repost(
+        &self,
+        channel: ChannelId,
+        after: MessageId,
+        name: &str,
+        text: &str,
+    ) -> Result<bool, RestError>;
     async fn delete(&self, channel: ChannelId, message: MessageId) -> Result<(), RestError>;
     async fn react(&self, channel: ChannelId, message: MessageId, emoji: &str) -> Result<(), RestError>;
     /// Up to `limit` messages created after `after`, oldest first, without the bot's own and its reposts.
@@ -58,19 +67,22 @@ pub enum RestError {
     /// The request did not reach Discord or its answer could not be read.
     #[error("{0}")]
     Transport(String),
-    /// The call could not be made: not connected yet, a server not in the cache yet, not a server channel.
+    /// The call could not be made yet: not connected, or a server not in the cache yet.
     #[error("{0}")]
     Unavailable(String),
+    /// The call can never be made, e.g. in a channel that is not a server channel.
+    #[error("{0}")]
+    Impossible(String),
 }
 
 impl RestError {
-    /// A failure that may pass: a 429, a server error, a time-out or a broken connection. A refusal (other 4xx)
-    /// will not.
+    /// A failure that may pass: a 429, a server error, a time-out, a broken connection, or not connected yet. A
+    /// refusal (other 4xx) will not.
     pub fn is_transient(&self) -> bool {
         match self {
             RestError::Status { status, .. } => *status == 429 || *status >= 500,
-            RestError::Timeout(_) | RestError::Transport(_) => true,
-            RestError::Unavailable(_) => false,
+            RestError::Timeout(_) | RestError::Transport(_) | RestError::Unavailable(_) => true,
+            RestError::Impossible(_) => false,
         }
     }
 
@@ -92,7 +104,8 @@ mod tests {
         assert!(status(429).is_transient() && status(502).is_transient());
         assert!(RestError::Timeout(Duration::from_secs(1)).is_transient());
         assert!(!status(403).is_transient() && !status(404).is_transient());
-        assert!(!RestError::Unavailable("not connected".into()).is_transient());
+        assert!(RestError::Unavailable("not connected".into()).is_transient());
+        assert!(!RestError::Impossible("not a server channel".into()).is_transient());
         assert_eq!(status(403).status(), Some(403));
     }
 }

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// The longest a single REST call may take before it is given up.
-pub const REST_TIMEOUT: Duration = Duration::from_secs(15);
+pub const REST_TIMEOUT: Duration = Duration::from_secs(10);
 
 pub struct SerenityRest {
     access: Arc<Access>,
@@ -63,6 +63,18 @@ impl Rest for SerenityRest {
 
     async fn repost(&self, channel: ChannelId, voice: Voice<'_>, text: &str) -> Result<(), RestError> {
         self.webhooks.repost(channel, voice, text).await
+    }
+
+    async fn find_repost(
+        &self,
+        channel: ChannelId,
+        after: MessageId,
+        name: &str,
+        text: &str,
+    ) -> Result<bool, RestError> {
+        let request = discord::GetMessages::new().after(message_of(after)).limit(100);
+        let read = call(channel_of(channel).messages(self.http()?, request)).await?;
+        Ok(read.iter().any(|m| m.webhook_id.is_some() && m.author.name == name && m.content == text))
     }
 
     async fn delete(&self, channel: ChannelId, message: MessageId) -> Result<(), RestError> {

@@ -104,7 +104,7 @@ fn observe_mode_leaves_the_message_and_reacts_on_completion() {
     let mut f = Fixture::new();
     f.set_display_mode(DisplayMode::Observe);
     let t = f.say(PM, "Done. TURN_COMPLETE", 1_000);
-    assert_eq!(t.effects[0], Effect::React { message_id: f.last_id, emoji: "✅" });
+    assert_eq!(t.effects[0], Effect::React { message_id: f.last_id, emoji: "✅".into() });
     assert!(!t.effects.iter().any(|e| matches!(e, Effect::Relay { .. } | Effect::Delete { .. })));
     assert_eq!(f.active(), "dev");
 }

@@ -180,7 +180,7 @@ fn an_older_signal_of_a_completed_turn_is_shown_stripped_without_advancing() {
             DisplayMode::Relay => {
                 Effect::Relay { message_id: earlier.id, persona: id("pm"), text: Some("First answer.".into()) }
             }
-            DisplayMode::Observe => Effect::React { message_id: earlier.id, emoji: "✅" },
+            DisplayMode::Observe => Effect::React { message_id: earlier.id, emoji: "✅".into() },
         };
         assert_eq!(t.effects, [shown]);
         assert!(t.events.is_empty());

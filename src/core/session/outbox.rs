@@ -1,0 +1,163 @@
+//! The session's outbox (spec 8, 9): effects are numbered and kept with the state that decided them until the
+//! Discord layer reports them done, so a crash between a save and its effects loses none. The report of the
+//! announcement that gave the floor also gives the persona back the time the manager took to announce it.
+
+use super::effects::{Effect, Queued};
+use super::history::EventKind;
+use super::{Context, Session, SessionStatus, Transition, whole_millis};
+use chrono::{DateTime, Utc};
+
+impl Session {
+    /// Puts a transition's effects in the outbox, numbered, to be saved with the state that decided them.
+    pub fn enqueue(&mut self, effects: Vec<Effect>) -> Vec<Queued> {
+        let queued: Vec<Queued> = effects
+            .into_iter()
+            .map(|effect| {
+                self.outbox_seq += 1;
+                Queued { id: self.outbox_seq, effect }
+            })
+            .collect();
+        self.outbox.extend(queued.iter().cloned());
+        queued
+    }
+
+    /// Effect `id` was carried out; `at` is when Discord accepted it, on the manager's clock. If it was the
+    /// announcement that gave the current holder the floor, the turn begins then: its start and deadline move by the
+    /// delay, so a persona never loses time to slow or rate-limited REST calls.
+    pub fn effect_done(&mut self, id: u64, at: DateTime<Utc>) -> Transition {
+        let Some(done) = self.take_queued(id) else { return Transition::default() };
+        if let Effect::Announce(announcement) = &done.effect {
+            if self.turn_announcement.as_deref() == Some(announcement.nonce.as_str()) {
+                self.turn_announcement = None;
+                self.give_back_announcement_delay(whole_millis(at));
+            }
+        }
+        Transition { changed: true, ..Transition::default() }
+    }
+
+    /// Discord refused effect `id` for good (`status`), or it could not be done in time (`None`): it leaves the
+    /// outbox and the failure is recorded.
+    pub fn effect_failed(&mut self, id: u64, status: Option<u16>, now: DateTime<Utc>, ctx: Context) -> Transition {
+        let Some(failed) = self.take_queued(id) else { return Transition::default() };
+        if let Effect::Announce(announcement) = &failed.effect {
+            if self.turn_announcement.as_deref() == Some(announcement.nonce.as_str()) {
+                self.turn_announcement = None;
+            }
+        }
+        let effect = match failed.effect {
+            Effect::Relay { .. } => "relay",
+            Effect::Delete { .. } => "delete",
+            Effect::React { .. } => "react",
+            Effect::Announce(_) => "announce",
+        };
+        let mut t = Transition::default();
+        t.events.push(self.event(whole_millis(now), None, EventKind::EffectFailed { effect: effect.into(), status }));
+        self.finish(t, ctx)
+    }
+
+    fn take_queued(&mut self, id: u64) -> Option<Queued> {
+        let position = self.outbox.iter().position(|q| q.id == id)?;
+        self.outbox.remove(position)
+    }
+
+    fn give_back_announcement_delay(&mut self, accepted: DateTime<Utc>) {
+        let (Some(started), Some(deadline)) = (self.turn_started_at, self.turn_timeout_at) else { return };
+        if self.status != SessionStatus::Running || accepted <= started {
+            return;
+        }
+        let delay = accepted - started;
+        self.turn_started_at = Some(accepted);
+        self.turn_timeout_at = Some(deadline + delay);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::config::Config;
+    use crate::core::ids::{ChannelId, PersonaId, UserId};
+    use crate::core::persona::{Persona, PersonaCatalog};
+    use crate::core::session::Command;
+    use chrono::TimeDelta;
+
+    fn catalog() -> PersonaCatalog {
+        let persona = |id: &str, user: u64| Persona {
+            id: PersonaId::parse(id).unwrap(),
+            display_name: id.into(),
+            discord_user_id: UserId(user),
+            avatar_url: None,
+            timeout_seconds: Some(60),
+            order: Some(user as i64),
+            source: String::new(),
+        };
+        PersonaCatalog::new(vec![persona("pm", 1), persona("dev", 2)])
+    }
+
+    fn t0() -> DateTime<Utc> {
+        "2026-03-01T10:00:00Z".parse().unwrap()
+    }
+
+    /// A session just started: its effects (start line, pm's floor) queued as the actor does.
+    fn started(personas: &PersonaCatalog, config: &Config) -> (Session, Vec<Queued>) {
+        let mut session = Session::new(ChannelId(9));
+        let ctx = Context { personas, config };
+        let t = session.handle_command(&Command::Start { roster: vec![] }, None, t0(), ctx).unwrap();
+        let queued = session.enqueue(t.effects);
+        (session, queued)
+    }
+
+    #[test]
+    fn effects_stay_in_the_outbox_until_reported_done_and_survive_a_save() {
+        let (personas, config) = (catalog(), Config::default());
+        let (mut session, queued) = started(&personas, &config);
+        assert_eq!(queued.iter().map(|q| q.id).collect::<Vec<_>>(), vec![1, 2]);
+        let saved: Session = serde_json::from_str(&serde_json::to_string(&session).unwrap()).unwrap();
+        assert_eq!(saved.outbox, session.outbox, "the outbox is saved with the state");
+        assert!(session.effect_done(1, t0()).changed);
+        assert_eq!(session.outbox.iter().map(|q| q.id).collect::<Vec<_>>(), vec![2]);
+        assert!(!session.effect_done(1, t0()).changed, "done twice is nothing");
+        let more = session.enqueue(vec![Effect::Delete { message_id: crate::core::ids::MessageId(5) }]);
+        assert_eq!(more[0].id, 3, "numbers never go back");
+    }
+
+    #[test]
+    fn a_late_accepted_floor_announcement_gives_the_persona_its_time_back_once() {
+        let (personas, config) = (catalog(), Config::default());
+        let (mut session, queued) = started(&personas, &config);
+        let deadline = session.turn_timeout_at.unwrap();
+        let floor = queued.last().unwrap().id;
+        // Rate-limited: Discord accepted pm's announcement 3.5 s after the turn began.
+        session.effect_done(floor, t0() + TimeDelta::milliseconds(3500));
+        assert_eq!(session.turn_timeout_at, Some(deadline + TimeDelta::milliseconds(3500)));
+        assert_eq!(session.turn_started_at, Some(t0() + TimeDelta::milliseconds(3500)));
+        assert_eq!(session.turn_announcement, None);
+    }
+
+    #[test]
+    fn only_the_current_turns_announcement_moves_the_deadline() {
+        let (personas, config) = (catalog(), Config::default());
+        let (mut session, queued) = started(&personas, &config);
+        let deadline = session.turn_timeout_at.unwrap();
+        session.effect_done(queued[0].id, t0() + TimeDelta::seconds(2)); // the "started" line, not the floor
+        assert_eq!(session.turn_timeout_at, Some(deadline));
+        let ctx = Context { personas: &personas, config: &config };
+        let t = session.handle_command(&Command::Skip, None, t0() + TimeDelta::seconds(1), ctx).unwrap();
+        session.enqueue(t.effects);
+        let after_skip = session.turn_timeout_at.unwrap();
+        session.effect_done(queued[1].id, t0() + TimeDelta::seconds(5)); // pm's floor, accepted after pm's turn ended
+        assert_eq!(session.turn_timeout_at, Some(after_skip), "dev's turn keeps its deadline");
+    }
+
+    #[test]
+    fn a_refused_effect_leaves_the_outbox_and_is_recorded() {
+        let (personas, config) = (catalog(), Config::default());
+        let (mut session, queued) = started(&personas, &config);
+        let ctx = Context { personas: &personas, config: &config };
+        let t = session.effect_failed(queued[0].id, Some(403), t0(), ctx);
+        assert!(t.durable());
+        assert!(
+            matches!(&t.events[0].kind, EventKind::EffectFailed { effect, status: Some(403) } if effect == "announce")
+        );
+        assert_eq!(session.outbox.len(), 1);
+    }
+}
