@@ -34,7 +34,8 @@ use anyhow::Context as _;
 use clock::Clock;
 use identity::Identity;
 use persist::{DiskSaver, Saver};
-use rest::serenity::SerenityRest;
+use rest::discord::DiscordRest;
+use rest::http::DiscordHttp;
 use router::Router;
 use serenity::all as discord;
 use stats::{Stats, StatsSnapshot};
@@ -149,7 +150,11 @@ pub async fn start(options: BotOptions) -> anyhow::Result<RunningBot> {
     let env = Arc::new(Env {
         personas: Arc::new(options.personas),
         config: Arc::new(options.config),
-        rest: Arc::new(SerenityRest::new(access.clone(), identity.clone())),
+        rest: Arc::new(DiscordRest::new(
+            Arc::new(DiscordHttp::new(&token, options.api_base.as_deref())),
+            access.clone(),
+            identity.clone(),
+        )),
         saver: saver.clone(),
         clock: Clock::system(),
         stats: stats.clone(),
