@@ -160,6 +160,7 @@ pub async fn start(options: BotOptions) -> anyhow::Result<RunningBot> {
         stats: stats.clone(),
         catch_up_permits: Arc::new(Semaphore::new(CATCH_UP_CONCURRENCY)),
     });
+    tell_lost_sessions(&env, report.lost);
     let router = Router::new(env);
     let configured = configured_starts(&router.env().config, &report.sessions);
     router.resume(report.sessions);
@@ -187,6 +188,21 @@ pub async fn start(options: BotOptions) -> anyhow::Result<RunningBot> {
     let shard_manager = client.shard_manager.clone();
     let client = tokio::spawn(async move { client.start().await });
     Ok(RunningBot { router, saver, stats, shard_manager, client })
+}
+
+/// A channel whose saved session could not be read (and had no good copy) is told once, rather than going silent:
+/// the unreadable file is moved aside, so the next start does not see it again.
+fn tell_lost_sessions(env: &Arc<Env>, lost: Vec<ChannelId>) {
+    for channel in lost {
+        let rest = env.rest.clone();
+        tokio::spawn(async move {
+            let text = "⚠️ I could not restore the turn-management session of this channel: its saved state could not \
+                        be read (it is kept aside for inspection; see my logs). Start a new one with `!turn start`.";
+            if let Err(e) = sender::retrying(|| rest.notice(channel, text)).await {
+                tracing::warn!(channel = %channel, "could not say that the session was lost: {e}");
+            }
+        });
+    }
 }
 
 /// The `start` of each channel the configuration manages from start-up that has no running or paused session.
