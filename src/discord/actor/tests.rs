@@ -539,3 +539,25 @@ async fn a_floor_announcement_accepted_late_gives_the_persona_its_time_back() {
     h.router.ask(A, Input::Snapshot).await;
     assert_eq!(h.stats.snapshot().timeouts, 0, "the 60 s count from when pm was told");
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_stripped_text_longer_than_discord_allows_is_reposted_in_order_as_several_messages() {
+    let h = Harness::new();
+    h.start(A).await;
+    // A Nitro account may post 4,000 characters; a repost may carry 2,000.
+    let lines: Vec<String> = (0..80).map(|i| format!("line {i:02}: {}", "x".repeat(40))).collect();
+    let text = lines.join("\n");
+    h.deliver(A, &h.written(PM, &format!("{text}\nTURN_COMPLETE"), 1_000));
+    h.settle(A).await;
+    let reposts: Vec<String> = h
+        .journal
+        .of(A)
+        .iter()
+        .filter_map(|l| {
+            l.strip_prefix(&format!("repost {A} PM: ")).and_then(|r| r.strip_suffix(" -> ok")).map(str::to_owned)
+        })
+        .collect();
+    assert_eq!(reposts.len(), 2);
+    assert!(reposts.iter().all(|r| r.chars().count() <= 2000));
+    assert_eq!(reposts.join("\n"), text, "every line, in order");
+}
