@@ -92,22 +92,13 @@ impl Session {
 mod tests {
     use super::*;
     use crate::core::config::Config;
-    use crate::core::ids::{ChannelId, PersonaId, UserId};
-    use crate::core::persona::{Persona, PersonaCatalog};
+    use crate::core::ids::ChannelId;
+    use crate::core::persona::PersonaCatalog;
     use crate::core::session::Command;
     use chrono::TimeDelta;
 
     fn catalog() -> PersonaCatalog {
-        let persona = |id: &str, user: u64| Persona {
-            id: PersonaId::parse(id).unwrap(),
-            display_name: id.into(),
-            discord_user_id: UserId(user),
-            avatar_url: None,
-            timeout_seconds: Some(60),
-            order: Some(user as i64),
-            source: String::new(),
-        };
-        PersonaCatalog::new(vec![persona("pm", 1), persona("dev", 2)])
+        crate::core::persona::two_personas(60)
     }
 
     fn t0() -> DateTime<Utc> {
