@@ -63,7 +63,9 @@ async fn the_sandbox_hands_out_working_accounts_and_posts_stdin_as_the_operator(
     let manager =
         HttpBuilder::new(file["manager"]["token"].as_str().unwrap()).proxy(base).ratelimiter_disabled(true).build();
     let channel = ChannelId::new(file["channelId"].as_str().unwrap().parse().unwrap());
-    child.stdin.as_mut().unwrap().write_all(b"hello from the operator\n").unwrap();
+    // Kept open until the end: the sandbox must stop on SIGTERM while its standard input is still open.
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"hello from the operator\n").unwrap();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
     let posted = loop {
         let messages = manager.get_messages(channel, None, Some(10)).await.unwrap();
@@ -78,4 +80,5 @@ async fn the_sandbox_hands_out_working_accounts_and_posts_stdin_as_the_operator(
     Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
     let status = tokio::task::spawn_blocking(move || child.wait()).await.unwrap().unwrap();
     assert!(status.success(), "{status:?}");
+    drop(stdin);
 }

@@ -16,7 +16,6 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
-use tokio::io::AsyncBufReadExt;
 
 /// The port the sandbox listens on unless told otherwise, so that agents' settings survive a restart.
 pub const DEFAULT_PORT: u16 = 3710;
@@ -188,8 +187,17 @@ fn print_instructions(sandbox: &Sandbox, personas_dir: &Path, dir: &Path) {
 
 /// Posts every line of standard input as the operator; returns at its end.
 async fn read_operator_lines(sandbox: &Sandbox) {
-    let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
-    while let Ok(Some(line)) = lines.next_line().await {
+    // A plain thread, not tokio's blocking pool: a read that never returns must not hold up the shutdown.
+    let (tx, mut lines) = tokio::sync::mpsc::unbounded_channel::<String>();
+    std::thread::spawn(move || {
+        for line in std::io::stdin().lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    while let Some(line) = lines.recv().await {
         let line = line.trim_end();
         if line.is_empty() {
             continue;
