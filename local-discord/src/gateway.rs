@@ -225,7 +225,7 @@ fn identify(world: &mut World, d: &Value, tx: &UnboundedSender<Outgoing>, gatewa
     let ready = json!({
         "v": 10, "user": me, "session_id": id, "resume_gateway_url": gateway_url,
         "guilds": guild_ids.iter().map(|g| json!({"id": g.to_string(), "unavailable": true})).collect::<Vec<_>>(),
-        "application": {"id": user.to_string(), "flags": 0}, "private_channels": [], "relationships": [],
+        "application": {"id": user.to_string(), "flags": crate::hooks::APPLICATION_FLAGS}, "private_channels": [], "relationships": [],
     });
     world.send_dispatch(&id, "READY", ready, None);
     for guild in guild_ids {

@@ -138,12 +138,16 @@ pub(crate) fn commands(w: &mut World, m: &str, me: u64, guild: Option<u64>, body
     }
 }
 
+/// Every application here has the privileged intents enabled, as a developer does in the portal: presence,
+/// guild members and message content (OpenClaw warns, and may ignore channel messages, without the last).
+pub(crate) const APPLICATION_FLAGS: u64 = (1 << 12) | (1 << 14) | (1 << 18);
+
 pub(crate) fn application_json(w: &World, me: u64) -> Value {
     let owner = w.guilds.values().next().map_or(me, |g| g.owner_id);
     json!({
         "id": me.to_string(), "name": w.users.get(&me).map_or("bot", |u| u.name.as_str()), "icon": null,
         "description": "", "bot_public": true, "bot_require_code_grant": false, "owner": w.user_json(owner),
-        "verify_key": "0", "team": null, "flags": 0, "summary": "", "rpc_origins": [], "bot": w.user_json(me),
+        "verify_key": "0", "team": null, "flags": APPLICATION_FLAGS, "summary": "", "rpc_origins": [], "bot": w.user_json(me),
     })
 }
 

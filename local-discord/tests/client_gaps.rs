@@ -369,3 +369,13 @@ async fn percent_encoded_path_segments_are_decoded() {
     let refused = not_json.header("content-type", "application/json").body("{not json").send().await.unwrap();
     assert_eq!(refused.status(), 400, "a body that is not JSON is refused, not read as empty");
 }
+
+#[tokio::test]
+async fn applications_have_the_privileged_intents_enabled() {
+    use serenity::all::ApplicationFlags;
+    let f = Fixture::full().await;
+    // OpenClaw reads these flags and warns (and may ignore channel messages) without Message Content.
+    let flags = f.http.get_current_application_info().await.unwrap().flags.expect("flags");
+    assert!(flags.contains(ApplicationFlags::GATEWAY_MESSAGE_CONTENT), "{flags:?}");
+    assert!(flags.contains(ApplicationFlags::GATEWAY_GUILD_MEMBERS | ApplicationFlags::GATEWAY_PRESENCE));
+}

@@ -1,7 +1,9 @@
-//! Child processes for the real-agents test: each one's output lines go to one channel (for waiting on them and
-//! for the failure report), and every child is killed when the test ends, however it ends.
+//! Child processes for the real-agents tests: each one's output lines go to one channel (for waiting on them and
+//! for the failure report), and every child is killed with its own children (its process group) when the test
+//! ends, however it ends.
 
 use std::io::{BufRead, BufReader, Read};
+use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
@@ -24,6 +26,7 @@ impl Procs {
     /// Starts `command`, its stdout and stderr read line by line under `name`. Returns the child's stdin if piped.
     pub fn spawn(&mut self, name: &str, command: &mut Command) -> Option<std::process::ChildStdin> {
         let mut child = command
+            .process_group(0)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -84,7 +87,9 @@ impl Procs {
 impl Drop for Procs {
     fn drop(&mut self) {
         for (_, child) in &mut self.children {
-            let _ = child.kill();
+            // The group's id is the child's: scripts' own children (a Gateway, a stub server) go with them.
+            let group = format!("-{}", child.id());
+            let _ = Command::new("kill").args(["-KILL", "--", &group]).status();
             let _ = child.wait();
         }
     }
