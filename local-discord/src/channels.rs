@@ -31,6 +31,7 @@ impl World {
                 kind: ChannelKind::Dm,
                 owner_id: None,
                 recipients: vec![me, other],
+                topic: None,
             },
         );
         Ok(id)
@@ -81,6 +82,7 @@ impl World {
                 kind,
                 owner_id: Some(owner),
                 recipients: Vec::new(),
+                topic: None,
             },
         );
         let mut thread = self.channel_json(&self.channels[&id]);
@@ -90,5 +92,33 @@ impl World {
             self.messages.get_mut(&message).expect("checked").thread_id = Some(id);
         }
         Ok(id)
+    }
+}
+
+impl World {
+    /// Renames a channel or changes its topic (what is `None` stays) and dispatches CHANNEL_UPDATE (THREAD_UPDATE
+    /// for a thread).
+    pub fn edit_channel(
+        &mut self,
+        channel: u64,
+        name: Option<&str>,
+        topic: Option<Option<&str>>,
+    ) -> Result<(), ApiError> {
+        if let Some(name) = name
+            && !(1..=CHANNEL_NAME_LENGTH_MAX).contains(&name.chars().count())
+        {
+            return Err(ApiError::new(400, 50035, "Invalid Form Body"));
+        }
+        let c = self.channels.get_mut(&channel).ok_or(ApiError::not_found("Channel", 10003))?;
+        if let Some(name) = name {
+            c.name = name.to_owned();
+        }
+        if let Some(topic) = topic {
+            c.topic = topic.map(str::to_owned);
+        }
+        let event = if c.kind.is_thread() { "THREAD_UPDATE" } else { "CHANNEL_UPDATE" };
+        let value = self.channel_json(&self.channels[&channel]);
+        self.dispatch_in_channel(channel, event, value);
+        Ok(())
     }
 }

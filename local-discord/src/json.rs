@@ -60,7 +60,7 @@ impl World {
         let mut value = json!({
             "id": channel.id.to_string(), "guild_id": channel.guild_id.to_string(), "name": channel.name,
             "type": channel.kind as u8, "position": 0, "permission_overwrites": overwrites, "nsfw": false,
-            "topic": null, "rate_limit_per_user": 0, "flags": 0, "last_message_id": self.last_message_id(channel.id),
+            "topic": channel.topic, "rate_limit_per_user": 0, "flags": 0, "last_message_id": self.last_message_id(channel.id),
         });
         if let Some(parent) = channel.parent_id {
             let in_thread = self.messages.values().filter(|m| m.channel_id == channel.id);
@@ -166,7 +166,7 @@ impl World {
             "edited_timestamp": m.edited_ms.map(iso), "tts": false, "mention_everyone": m.mention_everyone,
             "mentions": m.mentions.iter().map(|u| self.user_json(*u)).collect::<Vec<_>>(),
             "mention_roles": m.mention_roles.iter().map(u64::to_string).collect::<Vec<_>>(),
-            "attachments": attachments, "embeds": m.embeds, "reactions": reactions, "pinned": false,
+            "attachments": attachments, "embeds": m.embeds, "reactions": reactions, "pinned": m.pinned_ms.is_some(),
             "type": if m.reply_to.is_some() { 19 } else { 0 }, "flags": if m.thread_id.is_some() { 32 } else { 0 },
             "components": [],
         });

@@ -203,6 +203,7 @@ impl LocalDiscord {
                     kind,
                     owner_id: None,
                     recipients: Vec::new(),
+                    topic: None,
                 },
             );
             let value = w.channel_json(&w.channels[&id]);

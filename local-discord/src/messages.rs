@@ -85,6 +85,7 @@ impl World {
             embeds: draft.embeds,
             attachments: draft.attachments,
             thread_id: None,
+            pinned_ms: None,
         };
         let json = self.message_json(&message);
         self.messages.insert(id, message);
@@ -250,4 +251,80 @@ fn check_embeds(embeds: &[Value]) -> Result<(), ApiError> {
         return invalid("embeds".into(), format!("Embed size exceeds maximum size of {EMBEDS_TOTAL_LENGTH_MAX}"));
     }
     Ok(())
+}
+
+/// Discord's bounds on a bulk delete: how many messages, and how old they may be.
+pub const BULK_DELETE_MIN: usize = 2;
+pub const BULK_DELETE_MAX: usize = 100;
+const BULK_DELETE_MAX_AGE_MS: u64 = 14 * 24 * 3600 * 1000;
+
+impl World {
+    /// Pins or unpins a message and dispatches CHANNEL_PINS_UPDATE.
+    pub fn pin(&mut self, message: u64, pinned: bool) {
+        let Some(m) = self.messages.get_mut(&message) else { return };
+        if m.pinned_ms.is_some() == pinned {
+            return;
+        }
+        m.pinned_ms = pinned.then(now_ms);
+        let channel = m.channel_id;
+        let last = self.messages.values().filter(|m| m.channel_id == channel).filter_map(|m| m.pinned_ms).max();
+        let mut data = json!({"channel_id": channel.to_string(), "last_pin_timestamp": last.map(crate::world::iso)});
+        if let Some(guild) = self.channels.get(&channel).map(|c| c.guild_id).filter(|g| *g != 0) {
+            data["guild_id"] = json!(guild.to_string());
+        }
+        self.dispatch_in_channel(channel, "CHANNEL_PINS_UPDATE", data);
+    }
+
+    /// Removes every reaction of a message (or every one with `emoji`) and dispatches MESSAGE_REACTION_REMOVE_ALL
+    /// (or MESSAGE_REACTION_REMOVE_EMOJI).
+    pub fn clear_reactions(&mut self, message: u64, emoji: Option<&str>) {
+        let Some(m) = self.messages.get_mut(&message) else { return };
+        let before = m.reactions.len();
+        m.reactions.retain(|(e, _)| emoji.is_some_and(|only| only != e));
+        if m.reactions.len() == before {
+            return;
+        }
+        let (channel, guild) = (m.channel_id, m.guild_id);
+        let mut data = json!({"channel_id": channel.to_string(), "message_id": message.to_string()});
+        if guild != 0 {
+            data["guild_id"] = json!(guild.to_string());
+        }
+        let event = match emoji {
+            Some(emoji) => {
+                data["emoji"] = crate::json::emoji_json(emoji);
+                "MESSAGE_REACTION_REMOVE_EMOJI"
+            }
+            None => "MESSAGE_REACTION_REMOVE_ALL",
+        };
+        self.dispatch_in_channel(channel, event, data);
+    }
+
+    /// Deletes 2 to 100 messages of a channel, none older than two weeks, and dispatches MESSAGE_DELETE_BULK.
+    pub fn bulk_delete(&mut self, channel: u64, ids: &[u64]) -> Result<(), ApiError> {
+        if !(BULK_DELETE_MIN..=BULK_DELETE_MAX).contains(&ids.len()) {
+            return Err(ApiError::new(
+                400,
+                50016,
+                "You must provide at least 2 and fewer than 100 messages to delete.",
+            ));
+        }
+        if ids.iter().any(|id| now_ms().saturating_sub(snowflake_ms(*id)) > BULK_DELETE_MAX_AGE_MS) {
+            return Err(ApiError::new(400, 50034, "You can only bulk delete messages that are under 14 days old."));
+        }
+        let found: Vec<u64> = ids
+            .iter()
+            .copied()
+            .filter(|id| self.messages.get(id).is_some_and(|m| m.channel_id == channel && !m.deleted))
+            .collect();
+        for id in &found {
+            self.messages.get_mut(id).expect("found").deleted = true;
+        }
+        let mut data =
+            json!({"ids": found.iter().map(u64::to_string).collect::<Vec<_>>(), "channel_id": channel.to_string()});
+        if let Some(guild) = self.channels.get(&channel).map(|c| c.guild_id).filter(|g| *g != 0) {
+            data["guild_id"] = json!(guild.to_string());
+        }
+        self.dispatch_in_channel(channel, "MESSAGE_DELETE_BULK", data);
+        Ok(())
+    }
 }

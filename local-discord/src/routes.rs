@@ -1,5 +1,5 @@
-//! The REST routes as a bot calls them: gateway discovery, users and DM channels, channels, messages (with
-//! embeds, files, replies), reactions, typing, threads, guilds and members; webhook, interaction and command
+//! The REST routes as a bot calls them: gateway discovery, users and DM channels, channels (read, edit), messages
+//! (with embeds, files, replies; bulk delete), pins, reactions, typing, threads, guilds, members and emojis; webhook, interaction and command
 //! routes are in `hooks`. Permissions are checked as Discord checks them.
 
 use crate::hooks::{self, embeds_of, webhook_json};
@@ -15,6 +15,8 @@ use std::collections::HashMap;
 const WEBHOOKS_PER_CHANNEL_MAX: usize = 15;
 /// Discord's largest upload for a bot without boosts, per file.
 pub const ATTACHMENT_SIZE_MAX: usize = 10 * 1024 * 1024;
+/// Discord's most pinned messages in one channel.
+const PINS_PER_CHANNEL_MAX: usize = 250;
 /// Discord's most files on one message.
 pub const ATTACHMENTS_PER_MESSAGE_MAX: usize = 10;
 
@@ -126,6 +128,7 @@ fn guild_routes(w: &World, guild: u64, rest: &[&str]) -> Reply {
             let threads = w.channels.values().filter(|c| c.guild_id == guild && c.kind.is_thread());
             Ok((200, json!({"threads": threads.map(|c| w.channel_json(c)).collect::<Vec<_>>(), "members": []})))
         }
+        ["emojis"] => Ok((200, json!([]))),
         ["members"] => Ok((200, Value::Array(g.members.keys().map(|u| w.member_json(g, *u)).collect()))),
         ["members", user] => {
             let user = id(user)?;
@@ -142,6 +145,24 @@ fn guild_routes(w: &World, guild: u64, rest: &[&str]) -> Reply {
 fn channel_routes(w: &mut World, me: u64, call: &Call<'_>) -> Reply {
     let body = call.body;
     match (call.method, call.seg) {
+        ("PATCH", ["channels", channel]) => {
+            let channel = id(channel)?;
+            let owner = w.channels.get(&channel).and_then(|c| c.owner_id);
+            if owner != Some(me) {
+                require(w, me, channel, Permissions::VIEW_CHANNEL | Permissions::MANAGE_CHANNELS)?;
+            }
+            let topic = body.get("topic").map(Value::as_str);
+            w.edit_channel(channel, body["name"].as_str(), topic)?;
+            Ok((200, w.channel_json(&w.channels[&channel])))
+        }
+        ("GET", ["channels", channel, "pins"]) => {
+            let channel = id(channel)?;
+            require(w, me, channel, Permissions::VIEW_CHANNEL | Permissions::READ_MESSAGE_HISTORY)?;
+            Ok((200, Value::Array(pinned(w, channel).into_iter().map(|m| w.message_json(m)).collect())))
+        }
+        ("PUT" | "DELETE", ["channels", channel, "pins", message]) => {
+            pin_route(w, me, id(channel)?, id(message)?, call.method == "PUT")
+        }
         ("GET", ["channels", channel]) => {
             let channel = w.channels.get(&id(channel)?).ok_or(ApiError::not_found("Channel", 10003))?;
             let value =
@@ -202,6 +223,22 @@ fn message_routes(w: &mut World, me: u64, channel: u64, call: &Call<'_>) -> Repl
             let message = w.create_message(channel, Author::User(me), draft)?;
             Ok((200, w.message_json(&w.messages[&message])))
         }
+        ("POST", ["bulk-delete"]) => {
+            require(w, me, channel, Permissions::MANAGE_MESSAGES)?;
+            let ids: Vec<u64> =
+                body["messages"].as_array().map_or(&[][..], Vec::as_slice).iter().filter_map(snowflake_of).collect();
+            w.bulk_delete(channel, &ids)?;
+            Ok((204, Value::Null))
+        }
+        ("GET", ["pins"]) => {
+            require(w, me, channel, Permissions::VIEW_CHANNEL | Permissions::READ_MESSAGE_HISTORY)?;
+            let items: Vec<Value> = pinned(w, channel)
+                .into_iter()
+                .map(|m| json!({"pinned_at": m.pinned_ms.map(crate::world::iso), "message": w.message_json(m)}))
+                .collect();
+            Ok((200, json!({"items": items, "has_more": false})))
+        }
+        ("PUT" | "DELETE", ["pins", message]) => pin_route(w, me, channel, id(message)?, call.method == "PUT"),
         ("GET", [message]) => {
             let message = find_message(w, channel, id(message)?)?;
             require(w, me, message.channel_id, Permissions::VIEW_CHANNEL | Permissions::READ_MESSAGE_HISTORY)?;
@@ -221,6 +258,12 @@ fn message_routes(w: &mut World, me: u64, channel: u64, call: &Call<'_>) -> Repl
                 require(w, me, channel, Permissions::MANAGE_MESSAGES)?;
             }
             w.delete_message(message);
+            Ok((204, Value::Null))
+        }
+        ("DELETE", [message, "reactions"]) => {
+            let message = find_message(w, channel, id(message)?)?.id;
+            require(w, me, channel, Permissions::MANAGE_MESSAGES)?;
+            w.clear_reactions(message, None);
             Ok((204, Value::Null))
         }
         ("POST", [message, "threads"]) => {
@@ -253,6 +296,11 @@ fn reaction_route(w: &mut World, me: u64, channel: u64, message: u64, m: &str, e
         ("DELETE", [user]) => {
             require(w, me, channel, Permissions::MANAGE_MESSAGES)?;
             w.react(message, id(user)?, emoji, false);
+            Ok((204, Value::Null))
+        }
+        ("DELETE", []) => {
+            require(w, me, channel, Permissions::MANAGE_MESSAGES)?;
+            w.clear_reactions(message, Some(emoji));
             Ok((204, Value::Null))
         }
         ("GET", []) => {
@@ -297,6 +345,25 @@ pub(crate) fn draft_from<'a>(w: &mut World, body: &'a Value, files: &[Upload]) -
         embeds: embeds_of(body).unwrap_or_default(),
         attachments,
     })
+}
+
+/// Pins or unpins (Manage Messages, as Discord has long asked; at most 250 pins a channel).
+fn pin_route(w: &mut World, me: u64, channel: u64, message: u64, pin: bool) -> Reply {
+    let message = find_message(w, channel, message)?.id;
+    require(w, me, channel, Permissions::VIEW_CHANNEL | Permissions::MANAGE_MESSAGES)?;
+    if pin && pinned(w, channel).len() >= PINS_PER_CHANNEL_MAX {
+        return Err(ApiError::new(400, 30003, "Maximum number of pins reached (250)"));
+    }
+    w.pin(message, pin);
+    Ok((204, Value::Null))
+}
+
+/// A channel's pinned messages, the most recently pinned first.
+fn pinned(w: &World, channel: u64) -> Vec<&Message> {
+    let mut pins: Vec<&Message> =
+        w.messages.values().filter(|m| m.channel_id == channel && !m.deleted && m.pinned_ms.is_some()).collect();
+    pins.sort_by_key(|m| std::cmp::Reverse(m.pinned_ms));
+    pins
 }
 
 pub(crate) fn require(w: &World, user: u64, channel: u64, needed: Permissions) -> Result<(), ApiError> {

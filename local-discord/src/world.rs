@@ -66,6 +66,7 @@ pub struct Channel {
     pub owner_id: Option<u64>,
     /// DM channels: the two users in it (a DM belongs to no guild; its `guild_id` is 0).
     pub recipients: Vec<u64>,
+    pub topic: Option<String>,
 }
 
 /// The channel types this server knows, with Discord's numbers.
@@ -127,6 +128,8 @@ pub struct Message {
     pub attachments: Vec<Attachment>,
     /// The thread started from this message (Discord gives it the message's id).
     pub thread_id: Option<u64>,
+    /// When it was pinned, if it is.
+    pub pinned_ms: Option<u64>,
 }
 
 #[derive(Clone, Debug)]

@@ -29,6 +29,9 @@ enum Seen {
     Chunk(GuildMembersChunkEvent),
     ThreadCreate(Box<GuildChannel>),
     GuildThreads(Vec<GuildChannel>),
+    BulkDelete(Vec<MessageId>),
+    ReactionsCleared(MessageId),
+    ChannelUpdate(Box<GuildChannel>),
 }
 
 struct Recorder(UnboundedSender<Seen>);
@@ -58,6 +61,15 @@ impl EventHandler for Recorder {
     }
     async fn thread_create(&self, _: Context, thread: GuildChannel) {
         let _ = self.0.send(Seen::ThreadCreate(Box::new(thread)));
+    }
+    async fn message_delete_bulk(&self, _: Context, _: ChannelId, ids: Vec<MessageId>, _: Option<GuildId>) {
+        let _ = self.0.send(Seen::BulkDelete(ids));
+    }
+    async fn reaction_remove_all(&self, _: Context, _: ChannelId, message: MessageId) {
+        let _ = self.0.send(Seen::ReactionsCleared(message));
+    }
+    async fn channel_update(&self, _: Context, _: Option<GuildChannel>, new: GuildChannel) {
+        let _ = self.0.send(Seen::ChannelUpdate(Box::new(new)));
     }
 }
 
@@ -378,4 +390,54 @@ async fn applications_have_the_privileged_intents_enabled() {
     let flags = f.http.get_current_application_info().await.unwrap().flags.expect("flags");
     assert!(flags.contains(ApplicationFlags::GATEWAY_MESSAGE_CONTENT), "{flags:?}");
     assert!(flags.contains(ApplicationFlags::GATEWAY_GUILD_MEMBERS | ApplicationFlags::GATEWAY_PRESENCE));
+}
+
+#[tokio::test]
+async fn pins_bulk_deletes_cleared_reactions_and_channel_edits() {
+    let mut f = Fixture::full().await;
+    let ids: Vec<u64> = (0..3).map(|i| f.server.post(f.channel, f.person, &format!("m{i}"))).collect();
+    f.channel_id().pin(&f.http, MessageId::new(ids[1])).await.unwrap();
+    let pins = f.channel_id().pins(&f.http).await.unwrap();
+    assert_eq!(pins.iter().map(|m| m.id.get()).collect::<Vec<_>>(), [ids[1]]);
+    assert!(pins[0].pinned);
+    // The newer route that discord.py and discord.js call: a page of {pinned_at, message}.
+    let page = f.raw(reqwest::Method::GET, &format!("/api/v10/channels/{}/messages/pins", f.channel));
+    let page: serde_json::Value = page.send().await.unwrap().json().await.unwrap();
+    assert_eq!(page["items"][0]["message"]["id"], ids[1].to_string());
+    f.channel_id().unpin(&f.http, MessageId::new(ids[1])).await.unwrap();
+    assert!(f.channel_id().pins(&f.http).await.unwrap().is_empty());
+
+    f.server.react(ids[0], f.person, "👍", true);
+    f.channel_id().delete_reactions(&f.http, MessageId::new(ids[0])).await.unwrap();
+    let cleared = f.expect(|s| if let Seen::ReactionsCleared(m) = s { Some(m) } else { None }).await;
+    assert_eq!(cleared.get(), ids[0]);
+    assert!(f.server.view(f.channel)[0].reactions.is_empty());
+
+    f.channel_id().delete_messages(&f.http, [MessageId::new(ids[0]), MessageId::new(ids[2])]).await.unwrap();
+    let mut deleted = f.expect(|s| if let Seen::BulkDelete(d) = s { Some(d) } else { None }).await;
+    deleted.sort();
+    assert_eq!(deleted, [MessageId::new(ids[0]), MessageId::new(ids[2])]);
+    assert_eq!(f.server.view(f.channel).iter().map(|m| m.id).collect::<Vec<_>>(), [ids[1]]);
+    let one = json!({"messages": [ids[1].to_string()]});
+    let refused = f.raw(reqwest::Method::POST, &format!("/api/v10/channels/{}/messages/bulk-delete", f.channel));
+    assert_eq!(refused.json(&one).send().await.unwrap().status(), 400, "Discord asks for 2 to 100 messages");
+
+    let edit = serenity::all::EditChannel::new().name("renamed").topic("what we discuss");
+    f.channel_id().edit(&f.http, edit).await.unwrap();
+    let updated = f.expect(|s| if let Seen::ChannelUpdate(c) = s { Some(c) } else { None }).await;
+    assert_eq!((updated.name.as_str(), updated.topic.as_deref()), ("renamed", Some("what we discuss")));
+    assert!(GuildId::new(f.guild).emojis(&f.http).await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn pinning_bulk_deleting_and_editing_channels_need_their_permissions() {
+    let f = Fixture::start(Permissions::EVERYONE_DEFAULT, false).await;
+    let ids: Vec<u64> = (0..2).map(|i| f.server.post(f.channel, f.person, &format!("m{i}"))).collect();
+    let pin = f.channel_id().pin(&f.http, MessageId::new(ids[0])).await;
+    assert_eq!(status_of(pin.unwrap_err()), 403);
+    let bulk = f.channel_id().delete_messages(&f.http, ids.iter().map(|i| MessageId::new(*i))).await;
+    assert_eq!(status_of(bulk.unwrap_err()), 403);
+    let edit = f.channel_id().edit(&f.http, serenity::all::EditChannel::new().topic("x")).await;
+    assert_eq!(status_of(edit.unwrap_err()), 403);
+    assert_eq!(f.server.view(f.channel).len(), 2);
 }
