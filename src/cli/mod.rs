@@ -4,6 +4,7 @@ mod check;
 mod demo;
 mod invite;
 mod run;
+mod sandbox;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -54,6 +55,9 @@ pub enum CliCommand {
     Check(SourceArgs),
     /// Print the OAuth2 URL that invites the bot with exactly the permissions it uses.
     Invite(InviteArgs),
+    /// The local Discord-compatible server on its own, for rehearsing with real agents: accounts, tokens, the
+    /// channel printed live, standard input posted as the operator.
+    Sandbox(sandbox::SandboxArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -90,6 +94,7 @@ pub fn run(cli: Cli) -> ExitCode {
         CliCommand::Demo(args) => demo::run(&args),
         CliCommand::Check(args) => check::run(&args),
         CliCommand::Invite(args) => invite::run(&args),
+        CliCommand::Sandbox(args) => sandbox::run(&args),
     }
 }
 
