@@ -4,6 +4,7 @@ mod check;
 mod demo;
 mod invite;
 mod run;
+mod soak;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -54,6 +55,9 @@ pub enum CliCommand {
     Check(SourceArgs),
     /// Print the OAuth2 URL that invites the bot with exactly the permissions it uses.
     Invite(InviteArgs),
+    /// Kill the bot (SIGKILL) at random instants and start it again, N times, against a local server with scripted
+    /// agents; check that nothing is lost or doubled.
+    Soak(soak::SoakArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -90,6 +94,7 @@ pub fn run(cli: Cli) -> ExitCode {
         CliCommand::Demo(args) => demo::run(&args),
         CliCommand::Check(args) => check::run(&args),
         CliCommand::Invite(args) => invite::run(&args),
+        CliCommand::Soak(args) => soak::run(&args),
     }
 }
 
