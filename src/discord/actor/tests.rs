@@ -539,3 +539,29 @@ async fn a_floor_announcement_accepted_late_gives_the_persona_its_time_back() {
     h.router.ask(A, Input::Snapshot).await;
     assert_eq!(h.stats.snapshot().timeouts, 0, "the 60 s count from when pm was told");
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_signal_added_by_an_edit_the_bot_could_not_see_is_found_by_the_next_catch_up() {
+    let h = Harness::new();
+    h.start(A).await;
+    let draft = h.written(PM, "Draft", 1_000);
+    h.deliver(A, &draft);
+    h.settle(A).await;
+    // The gateway session was lost: pm's edit adding the signal was never delivered, and a page of messages after
+    // the newest one handled does not show it.
+    let finished = IncomingMessage { text: "Draft, done. TURN_COMPLETE".into(), ..draft.clone() };
+    h.rest.history.lock().unwrap().insert(A, vec![finished]);
+    tokio::time::advance(Duration::from_secs(5)).await;
+    h.router.broadcast(|| Input::CatchUp);
+    for _ in 0..10 {
+        h.settle(A).await;
+        if h.holder(A).await.as_deref() == Some("dev") {
+            break;
+        }
+    }
+    assert_eq!(h.holder(A).await.as_deref(), Some("dev"), "the edit ended pm's turn");
+    assert_eq!(h.events(A, "turn_complete"), 1);
+    let lines = h.journal.of(A);
+    assert!(lines.iter().any(|l| l == &format!("repost {A} PM: Draft, done. -> ok")), "{lines:#?}");
+    assert!(lines.iter().any(|l| l == &format!("delete {A} {} -> ok", draft.id)), "{lines:#?}");
+}
