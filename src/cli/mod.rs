@@ -5,6 +5,7 @@ mod demo;
 mod invite;
 mod run;
 mod sandbox;
+mod soak;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -58,6 +59,9 @@ pub enum CliCommand {
     /// The local Discord-compatible server on its own, for rehearsing with real agents: accounts, tokens, the
     /// channel printed live, standard input posted as the operator.
     Sandbox(sandbox::SandboxArgs),
+    /// Kill the bot (SIGKILL) at random instants and start it again, N times, against a local server with scripted
+    /// agents; check that nothing is lost or doubled.
+    Soak(soak::SoakArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -95,6 +99,7 @@ pub fn run(cli: Cli) -> ExitCode {
         CliCommand::Check(args) => check::run(&args),
         CliCommand::Invite(args) => invite::run(&args),
         CliCommand::Sandbox(args) => sandbox::run(&args),
+        CliCommand::Soak(args) => soak::run(&args),
     }
 }
 

@@ -45,6 +45,10 @@ use tokio::task::JoinHandle;
 
 /// How many channels read their missed messages at once after a new gateway session.
 const CATCH_UP_CONCURRENCY: usize = 8;
+/// How often the gateway's connection stage is looked at: serenity 0.12.5 has no event for a lost connection, so its
+/// shard manager's record of the stage is read. (A session Discord invalidates on a live connection is not seen this
+/// way: serenity keeps the stage `Connected` for the ~5 s it waits before identifying again.)
+const CONNECTION_POLL: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// What the bot needs to run. The token is never printed: this type has no `Debug`.
 pub struct BotOptions {
@@ -63,6 +67,7 @@ pub struct RunningBot {
     stats: Arc<Stats>,
     shard_manager: Arc<discord::ShardManager>,
     client: JoinHandle<Result<(), discord::Error>>,
+    connection_watch: JoinHandle<()>,
 }
 
 impl RunningBot {
@@ -78,6 +83,7 @@ impl RunningBot {
     /// Graceful shutdown: stop taking events, let every channel finish what is in hand (each transition is saved
     /// before its effects), write what is still queued, then close the gateway.
     pub async fn shutdown(self) {
+        self.connection_watch.abort();
         self.router.shutdown().await;
         self.saver.flush().await;
         self.shard_manager.shutdown_all().await;
@@ -170,7 +176,7 @@ pub async fn start(options: BotOptions) -> anyhow::Result<RunningBot> {
         | discord::GatewayIntents::MESSAGE_CONTENT;
     let commands = Arc::new(commands::Commands { router: router.clone(), access: access.clone(), store });
     let mut client = discord::ClientBuilder::new_with_http(http, intents)
-        .event_handler(gateway::Gateway::new(router.clone(), identity))
+        .event_handler(gateway::Gateway::new(router.clone(), identity.clone()))
         .framework(commands::framework(commands))
         .await
         .context("building the Discord client")?;
@@ -187,7 +193,29 @@ pub async fn start(options: BotOptions) -> anyhow::Result<RunningBot> {
     }
     let shard_manager = client.shard_manager.clone();
     let client = tokio::spawn(async move { client.start().await });
-    Ok(RunningBot { router, saver, stats, shard_manager, client })
+    let connection_watch = tokio::spawn(watch_connection(shard_manager.clone(), router.clone(), identity));
+    Ok(RunningBot { router, saver, stats, shard_manager, client, connection_watch })
+}
+
+/// Tells every channel when the gateway connection is lost (a close, a session Discord invalidated), so that its
+/// deadlines wait instead of ending turns while signals go unseen, and when it is back, so that it reads what it
+/// missed (the catch-up) and arms its deadline again. Until the first READY the bot is starting, not lost: the
+/// channels restored from disk wait for that READY's catch-up anyway.
+async fn watch_connection(shard_manager: Arc<discord::ShardManager>, router: Arc<Router>, identity: Arc<Identity>) {
+    let mut lost = false;
+    loop {
+        tokio::time::sleep(CONNECTION_POLL).await;
+        let connected =
+            shard_manager.runners.lock().await.values().any(|r| r.stage == discord::ConnectionStage::Connected);
+        if !connected && !lost && identity.user().is_some() {
+            tracing::info!("the gateway connection was lost; deadlines wait for the catch-up after reconnecting");
+            router.broadcast(|| Input::Disconnected);
+            lost = true;
+        } else if connected && lost {
+            router.broadcast(|| Input::CatchUp);
+            lost = false;
+        }
+    }
 }
 
 /// A channel whose saved session could not be read (and had no good copy) is told once, rather than going silent:

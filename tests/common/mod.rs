@@ -2,7 +2,8 @@
 //! each speaking through its own bot account, a human operator, and the real turn-manager bot connected to it.
 #![allow(dead_code)] // Each test file uses its own part of the scene.
 
-use local_discord::world::{LogKind, SeenMessage};
+use local_discord::world::{LogKind, Message, SeenMessage};
+use std::collections::BTreeMap;
 use std::time::Duration;
 use turn_manager::core::config::Config;
 use turn_manager::core::ids::{ChannelId, MessageId, PersonaId, UserId};
@@ -11,6 +12,7 @@ use turn_manager::core::session::Session;
 use turn_manager::core::session::history::HistoryEvent;
 use turn_manager::demo::stage::Stage;
 use turn_manager::discord::RunningBot;
+use turn_manager::soak::invariants::{ChannelRecord, Violation, check_settled};
 
 /// Generous: conditions are waited on, never slept for; this only bounds a failing test.
 pub const PATIENCE: Duration = Duration::from_secs(15);
@@ -141,6 +143,39 @@ impl Scene {
             .collect()
     }
 
+    /// Every message of a channel, deleted ones included, in id order.
+    pub fn messages(&self, channel: u64) -> Vec<Message> {
+        self.stage.server.with(|w| w.messages.values().filter(|m| m.channel_id == channel).cloned().collect())
+    }
+
+    /// The soak's invariants over a channel once it is still (its actor settled): every signal ended exactly one
+    /// turn, every turn was announced exactly once and in roster order, one timeout line per timeout, nonces unique,
+    /// no signal left showing (before `relay_until_ms`, when observe mode began on purpose).
+    pub async fn violations(&self, channel: u64, relay_until_ms: Option<u64>) -> Vec<Violation> {
+        self.bot().settle(ChannelId(channel)).await;
+        let personas: BTreeMap<String, u64> =
+            self.stage.personas.iter().map(|p| (p.id.to_string(), p.discord_user_id.0)).collect();
+        let roster: Vec<String> = self.stage.personas.iter().map(|p| p.id.to_string()).collect();
+        let messages = self.messages(channel);
+        let history = self.bot().store().read_log(ChannelId(channel)).expect("history log");
+        let record = ChannelRecord {
+            channel,
+            bot: self.stage.bot_user,
+            personas: &personas,
+            roster: &roster,
+            messages: &messages,
+            history: &history,
+            relay_until_ms,
+        };
+        check_settled(&record)
+    }
+
+    /// Asserts the soak's invariants over the scene's channel, relay mode throughout.
+    pub async fn assert_invariants(&self) {
+        let found = self.violations(self.stage.channel, None).await;
+        assert!(found.is_empty(), "{}\nthe channel shows:\n{}", list(&found), render(&self.view()));
+    }
+
     pub async fn stop_bot(&mut self) {
         if let Some(bot) = self.bot.take() {
             bot.shutdown().await;
@@ -171,6 +206,10 @@ pub fn render(view: &[SeenMessage]) -> String {
         })
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+pub fn list(violations: &[Violation]) -> String {
+    violations.iter().map(|v| format!("  {v}")).collect::<Vec<_>>().join("\n")
 }
 
 /// Logs to the test's output when RUST_LOG is set.

@@ -55,8 +55,12 @@ pub enum Input {
     Snapshot(oneshot::Sender<Session>),
     /// Whether a message id has been handled.
     Handled { id: MessageId, reply: oneshot::Sender<bool> },
-    /// A new gateway session began: read everything after the last handled message before ending overdue turns.
+    /// A new gateway session began, or a lost connection is back: read everything after the last handled message
+    /// before ending overdue turns.
     CatchUp,
+    /// The gateway connection was lost: signals may be arriving unseen, so deadlines wait for the next catch-up
+    /// instead of ending turns blind (spec 8).
+    Disconnected,
     /// A page of missed messages, oldest first; `done` on the last one.
     Missed { messages: Box<[IncomingMessage]>, done: bool },
     /// The channel's server is in the cache now: check the display mode against the bot's permissions.
@@ -213,6 +217,7 @@ impl Actor {
                 let _ = reply.send(self.session.has_handled(id));
             }
             Input::CatchUp => self.start_catch_up(),
+            Input::Disconnected => self.awaiting_catch_up = true,
             Input::Missed { messages, done } => {
                 for message in messages.into_vec() {
                     self.on_message(message).await;
@@ -382,9 +387,10 @@ impl Actor {
             return;
         }
         let Some(after) = catch_up::read_from(&self.session) else { return };
+        let editable = catch_up::may_have_been_edited(&self.session, after);
         self.catch_ups_running += 1;
         let env = self.env.clone();
-        tokio::spawn(catch_up::read_missed(env, self.channel, after, self.myself.clone()));
+        tokio::spawn(catch_up::read_missed(env, self.channel, after, editable, self.myself.clone()));
     }
 }
 

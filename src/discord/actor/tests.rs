@@ -581,3 +581,54 @@ async fn a_stripped_text_longer_than_discord_allows_is_reposted_in_order_as_seve
     assert!(reposts.iter().all(|r| r.chars().count() <= 2000));
     assert_eq!(reposts.join("\n"), text, "every line, in order");
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_signal_added_by_an_edit_the_bot_could_not_see_is_found_by_the_next_catch_up() {
+    let h = Harness::new();
+    h.start(A).await;
+    let draft = h.written(PM, "Draft", 1_000);
+    h.deliver(A, &draft);
+    h.settle(A).await;
+    // The gateway session was lost: pm's edit adding the signal was never delivered, and a page of messages after
+    // the newest one handled does not show it.
+    let finished = IncomingMessage { text: "Draft, done. TURN_COMPLETE".into(), ..draft.clone() };
+    h.rest.history.lock().unwrap().insert(A, vec![finished]);
+    tokio::time::advance(Duration::from_secs(5)).await;
+    h.router.broadcast(|| Input::CatchUp);
+    for _ in 0..10 {
+        h.settle(A).await;
+        if h.holder(A).await.as_deref() == Some("dev") {
+            break;
+        }
+    }
+    assert_eq!(h.holder(A).await.as_deref(), Some("dev"), "the edit ended pm's turn");
+    assert_eq!(h.events(A, "turn_complete"), 1);
+    let lines = h.journal.of(A);
+    assert!(lines.iter().any(|l| l == &format!("repost {A} PM: Draft, done. -> ok")), "{lines:#?}");
+    assert!(lines.iter().any(|l| l == &format!("delete {A} {} -> ok", draft.id)), "{lines:#?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_deadline_falling_due_while_disconnected_waits_for_the_catch_up_and_a_signal_written_before_it_counts() {
+    let h = Harness::new();
+    h.start(A).await;
+    h.settle(A).await;
+    h.router.broadcast(|| Input::Disconnected);
+    // pm signals at 30 s, before its 60 s deadline, while the bot cannot see; it reconnects at 90 s.
+    let signal = h.written(PM, "Done while you were reconnecting. TURN_COMPLETE", 30_000);
+    h.rest.history.lock().unwrap().insert(A, vec![signal.clone()]);
+    tokio::time::advance(Duration::from_secs(90)).await;
+    h.router.ask(A, Input::Snapshot).await;
+    assert_eq!(h.stats.snapshot().timeouts, 0, "no turn ends blind while disconnected");
+
+    h.router.broadcast(|| Input::CatchUp);
+    for _ in 0..10 {
+        h.settle(A).await;
+        if h.holder(A).await.as_deref() == Some("dev") {
+            break;
+        }
+    }
+    assert_eq!(h.events(A, "turn_complete"), 1, "written before the deadline: it completes the turn");
+    assert_eq!(h.events(A, "turn_timeout") + h.events(A, "late_signal"), 0);
+    assert_eq!(h.holder(A).await.as_deref(), Some("dev"));
+}

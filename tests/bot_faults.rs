@@ -1,0 +1,278 @@
+//! End to end, one test per fault local-discord can inject (gateway closes, invalid sessions, duplicated and
+//! delayed dispatches, 429s, 5xx, a slow route, a lost permission, a deleted webhook). Each checks what the fault is
+//! about, then the soak's invariants: no turn lost or doubled, every announcement exactly once and in roster order,
+//! no signal left showing.
+
+mod common;
+
+use chrono::Utc;
+use common::{PATIENCE, Scene, count_floor, is_floor, list};
+use local_discord::faults::{DispatchAction, RouteAction};
+use local_discord::permissions::Permissions;
+use local_discord::world::{LogKind, OverwriteTarget, now_ms};
+use std::time::{Duration, Instant};
+use turn_manager::core::config::Config;
+use turn_manager::core::ids::ChannelId;
+use turn_manager::core::session::DisplayMode;
+
+/// pm, dev and critic each end their turn once, in order: the floor goes round to pm again.
+async fn one_round(scene: &Scene) {
+    for (persona, next) in [("pm", "dev"), ("dev", "critic"), ("critic", "pm")] {
+        let floors = count_floor(&scene.view(), next);
+        scene.say(persona, &format!("{persona} is done. TURN_COMPLETE"));
+        scene.until(&format!("{next}'s floor"), |v| (count_floor(v, next) == floors + 1).then_some(())).await;
+    }
+}
+
+/// Gateway frames the server received with this opcode (2 IDENTIFY, 6 RESUME): only the bot is connected.
+fn frames_received(scene: &Scene, op: u8) -> usize {
+    let log = scene.stage.server.log();
+    log.iter().filter(|e| matches!(&e.kind, LogKind::GatewayReceived { op: o, .. } if *o == op)).count()
+}
+
+/// Gateway frames the server sent with this opcode (9 INVALID_SESSION), not counting dispatches.
+fn frames_sent(scene: &Scene, op: u8) -> usize {
+    let log = scene.stage.server.log();
+    log.iter().filter(|e| matches!(&e.kind, LogKind::GatewaySent { op: o, event: None, .. } if *o == op)).count()
+}
+
+/// REST calls whose path contains `path`, with their status and when they were answered.
+fn calls(scene: &Scene, method: &str, path: &str) -> Vec<(u16, Instant)> {
+    scene
+        .stage
+        .server
+        .log()
+        .into_iter()
+        .filter_map(|e| match e.kind {
+            LogKind::Rest { method: m, path: p, status } if m == method && p.contains(path) => Some((status, e.at)),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resumable_close_replays_what_was_missed_and_nothing_is_lost_or_doubled() {
+    let scene = Scene::started().await;
+    let me = scene.stage.bot_user;
+    scene.stage.server.close_gateway(me, true);
+    // Written while the bot has no connection: the server keeps it for the RESUME.
+    scene.say("pm", "Written while you were reconnecting. TURN_COMPLETE");
+    scene.until("dev's floor", |v| v.iter().any(|m| is_floor(m, "dev")).then_some(())).await;
+    one_round_from_dev(&scene).await;
+
+    assert_eq!(frames_received(&scene, 6), 1, "the bot resumed");
+    assert_eq!(frames_received(&scene, 2), 1, "and did not identify again");
+    assert_eq!(scene.events("turn_complete").len(), 3);
+    scene.assert_invariants().await;
+}
+
+/// dev and critic end their turns: the floor is pm's again.
+async fn one_round_from_dev(scene: &Scene) {
+    for (persona, next) in [("dev", "critic"), ("critic", "pm")] {
+        let floors = count_floor(&scene.view(), next);
+        scene.say(persona, &format!("{persona} is done. TURN_COMPLETE"));
+        scene.until(&format!("{next}'s floor"), |v| (count_floor(v, next) == floors + 1).then_some(())).await;
+    }
+}
+
+/// The gateway connection drops and Discord has forgotten the session: serenity's RESUME is answered INVALID_SESSION
+/// and it identifies again (serenity waits ~5 s first). pm's signal, written before its deadline while the bot could
+/// not see, is read by the catch-up after the new READY and must complete the turn, not be judged late after a blind
+/// timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_signal_written_before_the_deadline_while_the_session_was_invalidated_completes_the_turn() {
+    let scene = Scene::with(Config::default(), [2, 60, 60]).await;
+    scene.start_session().await;
+    let channel = ChannelId(scene.stage.channel);
+    scene.bot().settle(channel).await;
+    let deadline = scene.session().await.turn_timeout_at.expect("pm's deadline");
+    let me = scene.stage.bot_user;
+    scene.stage.server.close_gateway(me, false);
+    let signal = scene.say("pm", "Finished just in time. TURN_COMPLETE");
+
+    while Utc::now() < deadline + chrono::TimeDelta::milliseconds(100) {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(!scene.stage.server.is_connected(me), "precondition: still disconnected after the deadline");
+    scene.until("dev's floor", |v| v.iter().any(|m| is_floor(m, "dev")).then_some(())).await;
+    scene.handled(signal).await;
+
+    assert_eq!(frames_received(&scene, 6), 1, "the bot tried to resume");
+    assert_eq!(frames_sent(&scene, 9), 1, "and was told INVALID_SESSION");
+    assert_eq!(frames_received(&scene, 2), 2, "so it identified again: a new session");
+    assert_eq!(scene.events("turn_complete").len(), 1, "written before the deadline: it completes the turn");
+    assert!(scene.events("turn_timeout").is_empty(), "no blind timeout while disconnected");
+    assert!(scene.events("late_signal").is_empty());
+    assert!(scene.view().iter().all(|m| !m.content.starts_with("⏱️")));
+    scene.assert_invariants().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_dispatch_delivered_twice_still_ends_each_turn_once() {
+    let scene = Scene::started().await;
+    scene.stage.server.faults(|f| f.on_dispatch(Some("MESSAGE_CREATE"), DispatchAction::Duplicate, 100));
+    one_round(&scene).await;
+    let marker = scene.stage.operator_says("all quiet");
+    scene.handled(marker).await;
+
+    assert_eq!(scene.events("turn_complete").len(), 3);
+    assert!(scene.events("out_of_turn").is_empty(), "a repeat is not a second message");
+    assert_eq!(scene.view().iter().filter(|m| m.from_webhook).count(), 3, "one repost each");
+    scene.assert_invariants().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn signals_delivered_400_ms_late_behind_newer_messages_each_end_their_turn() {
+    let scene = Scene::started().await;
+    let order = ["pm", "dev", "critic"];
+    for turn in 0..8 {
+        let (persona, next) = (order[turn % 3], order[(turn + 1) % 3]);
+        let floors = count_floor(&scene.view(), next);
+        let late = DispatchAction::Delay(Duration::from_millis(400));
+        scene.stage.server.faults(|f| f.on_dispatch(Some("MESSAGE_CREATE"), late, 1));
+        scene.say(persona, &format!("Turn {turn} done. TURN_COMPLETE"));
+        let newer = scene.stage.operator_says(&format!("comment {turn}"));
+        scene.handled(newer).await;
+        scene.until(&format!("{next}'s floor"), |v| (count_floor(v, next) == floors + 1).then_some(())).await;
+    }
+
+    assert_eq!(scene.events("turn_complete").len(), 8, "8 of 8 signals ended their turn");
+    assert!(scene.events("out_of_turn").is_empty() && scene.events("late_signal").is_empty());
+    scene.assert_invariants().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_announcement_answered_429_waits_retry_after_and_is_posted_once() {
+    let scene = Scene::started().await;
+    let channel = scene.stage.channel;
+    let retry_after = Duration::from_millis(300);
+    let path = format!("/channels/{channel}/messages");
+    scene.stage.server.faults(|f| f.on_route(Some("POST"), &path, RouteAction::RateLimit { retry_after }, 1));
+    let id = scene.say("pm", "Done. TURN_COMPLETE");
+    scene.until("dev's floor", |v| v.iter().any(|m| is_floor(m, "dev")).then_some(())).await;
+    scene.handled(id).await;
+
+    let posts = calls(&scene, "POST", &path);
+    let limited = posts.iter().position(|(status, _)| *status == 429).expect("the 429 was met");
+    let (status, accepted) = posts[limited + 1];
+    assert_eq!(status, 200, "the retry went through");
+    let waited = accepted - posts[limited].1;
+    assert!(waited >= retry_after && waited < Duration::from_secs(5), "waited {waited:?}");
+    // The announcement came late: dev's turn starts when it was accepted, not when it was decided.
+    let floor = scene.view().into_iter().find(|m| is_floor(m, "dev")).unwrap();
+    let started = scene.session().await.turn_started_at.unwrap().timestamp_millis() as u64;
+    assert!(started + 5 >= floor.created_ms, "dev's turn began at {started}, announced at {}", floor.created_ms);
+    scene.assert_invariants().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_announcement_meeting_three_server_errors_in_a_row_is_posted_once() {
+    let scene = Scene::started().await;
+    let path = format!("/channels/{}/messages", scene.stage.channel);
+    scene.stage.server.faults(|f| f.on_route(Some("POST"), &path, RouteAction::ServerError(502), 3));
+    let id = scene.say("pm", "Done. TURN_COMPLETE");
+    scene.handled(id).await;
+
+    let statuses: Vec<u16> = calls(&scene, "POST", &path).into_iter().map(|(s, _)| s).collect();
+    assert!(statuses.ends_with(&[502, 502, 502, 200]), "{statuses:?}");
+    assert_eq!(count_floor(&scene.view(), "dev"), 1);
+    scene.assert_invariants().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_webhook_repost_answered_429_is_retried_and_the_signal_does_not_stay() {
+    let scene = Scene::started().await;
+    let retry_after = Duration::from_millis(200);
+    scene.stage.server.faults(|f| f.on_route(Some("POST"), "/webhooks/", RouteAction::RateLimit { retry_after }, 1));
+    let id = scene.say("pm", "Relayed after a wait. TURN_COMPLETE");
+    scene.handled(id).await;
+
+    let statuses: Vec<u16> = calls(&scene, "POST", "/webhooks/").into_iter().map(|(s, _)| s).collect();
+    assert_eq!(statuses.first(), Some(&429), "{statuses:?}");
+    assert_eq!(scene.view().iter().filter(|m| m.from_webhook && m.content == "Relayed after a wait.").count(), 1);
+    scene.assert_invariants().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_route_in_one_channel_does_not_delay_another_channels_timeout() {
+    let scene = Scene::with(Config::default(), [2, 60, 60]).await;
+    let (slow, server) = (scene.stage.channel, &scene.stage.server);
+    let other = server.create_channel(scene.stage.guild, "other");
+    scene.start_session().await;
+    // Every call about the first channel answers after 1.5 s: its relay and announcement stall for seconds.
+    server
+        .faults(|f| f.on_route(None, &format!("/channels/{slow}/"), RouteAction::Slow(Duration::from_millis(1500)), 3));
+    scene.say("pm", "Over to dev, slowly. TURN_COMPLETE");
+    server.post(other, scene.stage.operator, "!turn start");
+    let floor_in = |channel: u64, persona: &'static str| {
+        server
+            .wait_for("a floor", PATIENCE, move |w| w.view(channel).iter().any(|m| is_floor(m, persona)).then_some(()))
+    };
+    floor_in(other, "pm").await.unwrap();
+    scene.bot().settle(ChannelId(other)).await;
+    let deadline = scene.bot().session(ChannelId(other)).await.unwrap().turn_timeout_at.unwrap();
+
+    floor_in(other, "dev").await.unwrap();
+    let stalled = !server.view(slow).iter().any(|m| is_floor(m, "dev"));
+    assert!(stalled, "precondition: the slow channel was still stalled when the other timed out");
+    let history = scene.bot().store().read_log(ChannelId(other)).unwrap();
+    let timeout = history.iter().find(|e| e.kind.name() == "turn_timeout").expect("pm timed out in the other channel");
+    let lateness = (timeout.at - deadline).num_milliseconds();
+    assert!((0..=50).contains(&lateness), "the other channel's timeout came {lateness} ms after its deadline");
+
+    floor_in(slow, "dev").await.unwrap();
+    for channel in [slow, other] {
+        let found = scene.violations(channel, None).await;
+        assert!(found.is_empty(), "channel {channel}:\n{}", list(&found));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn losing_manage_messages_mid_session_switches_to_observe_once_and_nothing_is_lost() {
+    let scene = Scene::started().await;
+    let (channel, role) = (scene.stage.channel, scene.stage.bot_role);
+    let lost_at = now_ms();
+    scene.stage.server.set_overwrite(
+        channel,
+        OverwriteTarget::Role(role),
+        Permissions::empty(),
+        Permissions::MANAGE_MESSAGES,
+    );
+    scene.say("pm", "My part. TURN_COMPLETE");
+    scene.until("the notice", |v| v.iter().any(|m| m.content.contains("Manage Messages")).then_some(())).await;
+    scene.until("dev's floor", |v| v.iter().any(|m| is_floor(m, "dev")).then_some(())).await;
+    let id = scene.say("dev", "Observed now. TURN_COMPLETE");
+    scene.until("critic's floor", |v| v.iter().any(|m| is_floor(m, "critic")).then_some(())).await;
+    scene.handled(id).await;
+
+    assert_eq!(scene.session().await.display_mode, DisplayMode::Observe);
+    let view = scene.view();
+    assert_eq!(view.iter().filter(|m| m.content.contains("Manage Messages")).count(), 1, "one notice");
+    let kept = view.iter().find(|m| m.id == id).expect("observe mode leaves the message");
+    assert_eq!(kept.reactions, vec![("✅".to_owned(), 1)]);
+    let refused = calls(&scene, "DELETE", "/messages/").iter().filter(|(s, _)| *s == 403).count();
+    assert_eq!(refused, 1, "a refusal is never retried, and observe mode deletes nothing");
+    assert_eq!(scene.events("display_mode_changed").len(), 1);
+    let found = scene.violations(channel, Some(lost_at)).await;
+    assert!(found.is_empty(), "{}", list(&found));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_webhook_deleted_mid_session_answers_404_and_a_new_one_relays_once() {
+    let scene = Scene::started().await;
+    scene.say("pm", "Through the first webhook. TURN_COMPLETE");
+    scene.until("dev's floor", |v| v.iter().any(|m| is_floor(m, "dev")).then_some(())).await;
+    let first: Vec<u64> = scene.stage.server.with(|w| w.webhooks.keys().copied().collect());
+    scene.stage.server.with(|w| w.webhooks.clear());
+    let id = scene.say("dev", "Through a new webhook. TURN_COMPLETE");
+    scene.until("critic's floor", |v| v.iter().any(|m| is_floor(m, "critic")).then_some(())).await;
+    scene.handled(id).await;
+
+    let gone: Vec<bool> = calls(&scene, "POST", "/webhooks/").into_iter().map(|(s, _)| s == 404).collect();
+    assert_eq!(gone, vec![false, true, false], "the old webhook answered 404 once, the new one posted");
+    let now: Vec<u64> = scene.stage.server.with(|w| w.webhooks.keys().copied().collect());
+    assert!(now.len() == 1 && now != first, "a new webhook: {first:?} -> {now:?}");
+    let reposts: Vec<String> = scene.view().into_iter().filter(|m| m.from_webhook).map(|m| m.content).collect();
+    assert_eq!(reposts, vec!["Through the first webhook.", "Through a new webhook."]);
+    scene.assert_invariants().await;
+}

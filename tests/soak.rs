@@ -1,0 +1,39 @@
+//! The soak command as a process, briefly: 10 SIGKILLs of `turn-manager run` at random instants while scripted agents
+//! talk in three channels of the local server, and not one broken promise.
+
+use std::process::Command;
+
+const BINARY: &str = env!("CARGO_BIN_EXE_turn-manager");
+
+/// The figure of a row of the soak's table ("violations  0"), by its first words.
+fn figure(table: &str, row: &str) -> Option<u64> {
+    table
+        .lines()
+        .find(|line| line.starts_with(row) && line[row.len()..].starts_with("  "))
+        .and_then(|line| line[row.len()..].split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+}
+
+#[test]
+fn a_short_soak_of_ten_kills_finds_no_violation() {
+    let work = tempfile::tempdir().unwrap();
+    let folder = work.path().join("soak");
+    let output = Command::new(BINARY)
+        .args(["soak", "--kills", "10", "--seed", "20261122", "--keep", "--work-dir"])
+        .arg(&folder)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    let log = std::fs::read_to_string(folder.join("bot.log")).unwrap_or_default();
+    let tail: Vec<&str> = log.lines().rev().take(40).collect();
+    let report = format!(
+        "{stdout}\n{stderr}\nthe bot's log ends with:\n{}",
+        tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+    );
+    assert!(output.status.success(), "{report}");
+    assert_eq!(figure(&stdout, "violations"), Some(0), "{report}");
+    assert_eq!(figure(&stdout, "kills (SIGKILL)"), Some(10), "{report}");
+    assert_eq!(figure(&stdout, "restarts"), Some(11), "{report}");
+    assert!(figure(&stdout, "turns").is_some_and(|n| n >= 10), "the agents kept talking: {report}");
+    assert!(folder.join("state").join("channels").is_dir(), "the bot ran against this folder");
+}
