@@ -15,6 +15,7 @@
 
 pub mod agents;
 pub mod faults;
+pub mod feed;
 mod gateway;
 mod messages;
 pub mod permissions;

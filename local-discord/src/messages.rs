@@ -67,6 +67,7 @@ impl World {
             interaction_id: None,
         };
         let json = self.message_json(&message);
+        self.feed.publish(&message);
         self.messages.insert(id, message);
         self.dispatch(Some(guild_id), "MESSAGE_CREATE", json);
         Ok(id)

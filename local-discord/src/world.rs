@@ -184,6 +184,8 @@ pub struct World {
     pub interactions: BTreeMap<u64, Interaction>,
     nonces: HashMap<(u64, String), (u64, Instant)>,
     pub log: Vec<LogEntry>,
+    /// New messages for in-process subscribers ([`crate::feed`]).
+    pub feed: crate::feed::Feed,
     pub sessions: HashMap<String, crate::gateway::GatewaySession>,
     pub faults: crate::faults::Faults,
 }
