@@ -75,6 +75,11 @@ impl LocalDiscord {
         });
         let app = Router::new().route("/gateway", get(upgrade)).fallback(rest::handle).with_state(shared.clone());
         tokio::spawn(async move {
+            // As Discord's edge does: without TCP_NODELAY, a small frame written while the previous one is not yet
+            // acknowledged waits for the client's delayed ACK (40 ms on Linux).
+            let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+                let _ = tcp.set_nodelay(true);
+            });
             if let Err(e) = axum::serve(listener, app).await {
                 tracing::error!("local-discord stopped: {e}");
             }
