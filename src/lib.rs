@@ -6,7 +6,9 @@
 //! - [`files`]: reads persona folders and the configuration file from disk and hands their text to the core.
 //! - [`store`]: persistence of sessions, atomic and durable, with the append-only history log.
 //! - [`cli`]: the command-line subcommands (`check`, ...).
+//! - [`bench`]: `turn-manager bench`, the real bot measured as a process through the local server.
 
+pub mod bench;
 pub mod cli;
 pub mod core;
 pub mod demo;

@@ -1,5 +1,6 @@
 //! The command line (spec 11): subcommands and their options.
 
+mod bench;
 mod check;
 mod demo;
 mod invite;
@@ -54,6 +55,8 @@ pub enum CliCommand {
     Check(SourceArgs),
     /// Print the OAuth2 URL that invites the bot with exactly the permissions it uses.
     Invite(InviteArgs),
+    /// Measure a bot binary through the local server, beside the machine's floor (see the README's figures).
+    Bench(bench::BenchArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -90,6 +93,7 @@ pub fn run(cli: Cli) -> ExitCode {
         CliCommand::Demo(args) => demo::run(&args),
         CliCommand::Check(args) => check::run(&args),
         CliCommand::Invite(args) => invite::run(&args),
+        CliCommand::Bench(args) => bench::run(&args),
     }
 }
 
