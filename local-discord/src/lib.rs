@@ -23,6 +23,7 @@
 pub mod agents;
 mod channels;
 pub mod faults;
+pub mod feed;
 mod gateway;
 mod hooks;
 mod json;
@@ -103,6 +104,11 @@ impl LocalDiscord {
             .layer(body_limit)
             .with_state(shared.clone());
         tokio::spawn(async move {
+            // As Discord's edge does: without TCP_NODELAY, a small frame written while the previous one is not yet
+            // acknowledged waits for the client's delayed ACK (40 ms on Linux).
+            let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+                let _ = tcp.set_nodelay(true);
+            });
             if let Err(e) = axum::serve(listener, app).await {
                 tracing::error!("local-discord stopped: {e}");
             }

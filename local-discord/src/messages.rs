@@ -88,6 +88,7 @@ impl World {
             pinned_ms: None,
         };
         let json = self.message_json(&message);
+        self.feed.publish(&message);
         self.messages.insert(id, message);
         self.dispatch_in_channel(channel, "MESSAGE_CREATE", json);
         Ok(id)

@@ -12,6 +12,8 @@ const DISCORD_EPOCH_MS: u64 = 1_420_070_400_000;
 pub const MESSAGE_CONTENT_LENGTH_MAX: usize = 2000;
 /// How long Discord remembers a nonce with `enforce_nonce`.
 const NONCE_MEMORY: Duration = Duration::from_secs(300);
+/// How often expired nonces are forgotten.
+const NONCE_PRUNE_EVERY: Duration = Duration::from_secs(1);
 
 #[derive(Clone, Debug)]
 pub struct User {
@@ -221,7 +223,10 @@ pub struct World {
     pub commands: Vec<AppCommand>,
     pub interactions: BTreeMap<u64, Interaction>,
     nonces: HashMap<(u64, String), (u64, Instant)>,
+    nonces_pruned: Option<Instant>,
     pub log: Vec<LogEntry>,
+    /// New messages for in-process subscribers ([`crate::feed`]).
+    pub feed: crate::feed::Feed,
     pub sessions: HashMap<String, crate::gateway::GatewaySession>,
     pub faults: crate::faults::Faults,
     /// Uploaded files' bytes by attachment id.
@@ -301,8 +306,16 @@ impl World {
 
     /// The message first posted with this nonce by this author, when that was recent enough to count.
     pub fn nonce_seen(&mut self, author: u64, nonce: &str) -> Option<u64> {
-        self.nonces.retain(|_, (_, at)| at.elapsed() < NONCE_MEMORY);
-        self.nonces.get(&(author, nonce.to_owned())).map(|(id, _)| *id)
+        let now = Instant::now();
+        // Forgetting expired nonces is a pass over all of them: once a second, not on every message.
+        if self.nonces_pruned.is_none_or(|at| now.saturating_duration_since(at) >= NONCE_PRUNE_EVERY) {
+            self.nonces.retain(|_, (_, at)| now.saturating_duration_since(*at) < NONCE_MEMORY);
+            self.nonces_pruned = Some(now);
+        }
+        self.nonces
+            .get(&(author, nonce.to_owned()))
+            .filter(|(_, at)| now.saturating_duration_since(*at) < NONCE_MEMORY)
+            .map(|(id, _)| *id)
     }
 
     pub fn remember_nonce(&mut self, author: u64, nonce: &str, message: u64) {

@@ -1,5 +1,6 @@
 //! The command line (spec 11): subcommands and their options.
 
+mod bench;
 mod check;
 mod demo;
 mod invite;
@@ -62,6 +63,8 @@ pub enum CliCommand {
     /// Kill the bot (SIGKILL) at random instants and start it again, N times, against a local server with scripted
     /// agents; check that nothing is lost or doubled.
     Soak(soak::SoakArgs),
+    /// Measure a bot binary through the local server, beside the machine's floor (see the README's figures).
+    Bench(bench::BenchArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -100,6 +103,7 @@ pub fn run(cli: Cli) -> ExitCode {
         CliCommand::Invite(args) => invite::run(&args),
         CliCommand::Sandbox(args) => sandbox::run(&args),
         CliCommand::Soak(args) => soak::run(&args),
+        CliCommand::Bench(args) => bench::run(&args),
     }
 }
 
