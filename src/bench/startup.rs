@@ -6,7 +6,7 @@
 use super::saved::{Plan, Saved, generate};
 use super::scene::{Bot, BotProcess, Scene, identify_at};
 use super::turns::route_of;
-use super::{procfs, wait_until};
+use super::wait_until;
 use anyhow::Context as _;
 use chrono::Utc;
 use local_discord::world::LogKind;
@@ -125,9 +125,4 @@ fn copy_folder(from: &Path, to: &Path) -> anyhow::Result<()> {
             .with_context(|| format!("copying {}", entry.path().display()))?;
     }
     Ok(())
-}
-
-/// Resident memory of this process, for the bench's own report.
-pub fn own_rss_kib() -> Option<u64> {
-    procfs::rss_kib(std::process::id())
 }
