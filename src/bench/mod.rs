@@ -7,6 +7,7 @@
 //! - [`floor`]: loopback round trip, durable write, parallel durable writes, tokio timer lateness.
 //! - [`scene`]: a phase's local-discord world, the files `run` reads, and the bot process.
 //! - [`observer`]: the feed reader that records every created message and plays the agents.
+//! - [`saved`]: saved sessions made by the real engine and store.
 //! - [`turns`], [`messages`], [`timeouts`], [`startup`]: the phases.
 //! - [`report`]: the table and the details; [`stats`], [`state`], [`procfs`], [`http`]: small pure helpers.
 //!
@@ -19,6 +20,7 @@ pub mod messages;
 pub mod observer;
 pub mod procfs;
 pub mod report;
+pub mod saved;
 pub mod scene;
 pub mod startup;
 pub mod state;
@@ -86,7 +88,7 @@ pub struct Run {
 pub struct Report {
     pub options: Options,
     pub floor: Option<floor::Floor>,
-    pub saved: Option<startup::Saved>,
+    pub saved: Option<saved::Saved>,
     pub runs: Vec<Run>,
     pub took: Duration,
 }

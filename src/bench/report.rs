@@ -215,10 +215,15 @@ fn details(report: &Report) -> String {
             );
         }
         if let Some(t) = &run.timeouts {
+            let ready = match t.ready_before {
+                Some(ms) if ms >= 0.0 => format!("the bot had read every channel's missed messages {ms:.0} ms before"),
+                Some(ms) => format!("WARNING: the bot was still reading missed messages {:.0} ms after", -ms),
+                None => "WARNING: the bot had not read every channel's missed messages when they fell due".into(),
+            };
             let _ = writeln!(
                 out,
-                "  - timeouts: {} s turns, deadlines spread over {} ms; CPU while they fell due {}{}{}{}",
-                t.turn_seconds,
+                "  - timeouts: {} deadlines spread over {} ms; {ready}; CPU while they fell due {}{}{}{}",
+                group(t.channels as u64),
                 ms(t.deadline_spread),
                 t.cpu.cores(),
                 warn(t.unmeasured, "channels unmeasured"),
@@ -253,8 +258,9 @@ const HOW: &str = "
 How: each bot runs as `turn-manager run --api-base <local-discord>` (a separate process with its own runtime, \
 RUST_LOG as --bot-log says); local-discord and the agents run in the bench process, on the same cores (`others` is \
 what the rest of the machine used meanwhile). Times are the server's: when it created the agent's signal and the \
-bot's next announcement (handoff), or the timeout notice (lateness, against `turnTimeoutAt` read from the state file \
-once every turn had started). Agents answer the moment they are mentioned, so every channel always has a turn in \
+bot's next announcement (handoff), or the timeout notice (lateness, against `turnTimeoutAt` read from the state file; \
+the timed-out sessions were saved by the engine as started at one instant, so every build meets deadlines that fall \
+together). Agents answer the moment they are mentioned, so every channel always has a turn in \
 flight and a handoff with N channels is about N / (turns/s). Turns/s: announcements following a signal in a fixed \
 window opened after every channel completed two turns. REST calls per turn: from quiet to quiet, every channel \
 completes one more turn. Messages/s: with the bot frozen (SIGSTOP), the floor holder of every channel posts messages \

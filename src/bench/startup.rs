@@ -1,18 +1,14 @@
-//! The start-up phase: S saved active sessions, made by running the real engine (a session started, thirty turns of
-//! an agent's message and its signal) and saving each with the real store, in a guild where their S channels exist.
+//! The start-up phase: S saved active sessions, made by the real engine and store ([`super::saved`]: thirty turns of
+//! an agent's message and its signal each), in a guild where their S channels exist.
 //! For each bot: start-up time (process spawned → the server receives IDENTIFY) and resident memory once idle, with
 //! no saved session and with the S sessions; memory per idle session is the difference over S.
 
+use super::saved::{Plan, Saved, generate};
 use super::scene::{Bot, BotProcess, Scene, identify_at};
 use super::turns::route_of;
-use super::{procfs, wait_until};
-use crate::core::config::Config;
-use crate::core::ids::{ChannelId, MessageId};
-use crate::core::persona::PersonaCatalog;
-use crate::core::session::{Command, Context, IncomingMessage, Session};
-use crate::store::Store;
+use super::wait_until;
 use anyhow::Context as _;
-use chrono::{DateTime, Utc};
+use chrono::Utc;
 use local_discord::world::LogKind;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -21,8 +17,6 @@ use std::time::{Duration, Instant};
 const TURN_SECONDS: u32 = 3600;
 /// Turns each saved session has been through.
 const SAVED_TURNS: i64 = 30;
-/// Threads that write the saved sessions.
-const WRITERS: usize = 16;
 /// Idle means: no REST call and almost no CPU for this long.
 const QUIET: Duration = Duration::from_secs(1);
 const QUIET_CPU: Duration = Duration::from_millis(20);
@@ -53,21 +47,14 @@ pub struct StartupFigures {
     pub per_session_kib: Option<f64>,
 }
 
-/// What the saved sessions are like.
-#[derive(Clone, Debug)]
-pub struct Saved {
-    pub sessions: usize,
-    pub bytes_per_file: u64,
-    pub took: Duration,
-}
-
 /// Runs the phase for every binary on one scene, with the same saved sessions.
 pub async fn run(bots: &[Bot], dir: &Path, sizes: StartupSizes) -> anyhow::Result<(Saved, Vec<StartupFigures>)> {
     let scene = Scene::new(dir, sizes.sessions, TURN_SECONDS).await?;
     let template = dir.join("saved");
     let (catalog, channels) = (scene.catalog(), scene.channels.clone());
     let template_store = template.clone();
-    let saved = tokio::task::spawn_blocking(move || generate(&template_store, &channels, &catalog)).await??;
+    let plan = Plan { start: Utc::now() - chrono::TimeDelta::seconds(SAVED_TURNS * 30 + 30), turns: SAVED_TURNS };
+    let saved = tokio::task::spawn_blocking(move || generate(&template_store, &channels, &catalog, plan)).await??;
     let mut figures = Vec::new();
     for bot in bots {
         let empty = boot(bot, &scene, None, sizes.patience).await?;
@@ -130,71 +117,6 @@ async fn settle(bot: &mut BotProcess, scene: &Scene, patience: Duration) -> anyh
     Ok(false)
 }
 
-/// Writes one saved session per channel under `dir` with the real engine and store, from [`WRITERS`] threads.
-fn generate(dir: &Path, channels: &[u64], catalog: &PersonaCatalog) -> anyhow::Result<Saved> {
-    let started = Instant::now();
-    let store = Store::open(dir)?;
-    let config = Config::default();
-    let now = Utc::now();
-    let chunk = channels.len().div_ceil(WRITERS).max(1);
-    std::thread::scope(|scope| -> anyhow::Result<()> {
-        let writers: Vec<_> = channels
-            .chunks(chunk)
-            .map(|part| {
-                let (store, config) = (&store, &config);
-                scope.spawn(move || -> anyhow::Result<()> {
-                    for channel in part {
-                        let (session, events) = played_session(ChannelId(*channel), catalog, config, now)?;
-                        store.save(&session, &events)?;
-                    }
-                    Ok(())
-                })
-            })
-            .collect();
-        for writer in writers {
-            writer.join().map_err(|_| anyhow::anyhow!("a session writer panicked"))??;
-        }
-        Ok(())
-    })?;
-    let bytes: u64 = channels
-        .iter()
-        .filter_map(|c| std::fs::metadata(store.session_path(ChannelId(*c))).ok())
-        .map(|m| m.len())
-        .sum();
-    let bytes_per_file = bytes / channels.len().max(1) as u64;
-    Ok(Saved { sessions: channels.len(), bytes_per_file, took: started.elapsed() })
-}
-
-/// A session as the engine leaves it after [`SAVED_TURNS`] turns, each an agent's message then its signal; the
-/// last turn, just begun, is due an hour from `now`. Also every event, for the log.
-fn played_session(
-    channel: ChannelId,
-    catalog: &PersonaCatalog,
-    config: &Config,
-    now: DateTime<Utc>,
-) -> anyhow::Result<(Session, Vec<crate::core::session::history::HistoryEvent>)> {
-    let ctx = Context { personas: catalog, config };
-    let at = |ms: i64| DateTime::from_timestamp_millis(ms).expect("a time in range");
-    let mut ms = now.timestamp_millis() - (SAVED_TURNS + 1) * 30_000;
-    let mut session = Session::new(channel);
-    let start = session.handle_command(&Command::Start { roster: Vec::new() }, None, at(ms), ctx);
-    let mut events = start.map_err(|refusal| anyhow::anyhow!("the engine refused to start: {refusal}"))?.events;
-    for turn in 1..=SAVED_TURNS {
-        let holder = session.active_agent.clone().context("a running session has a holder")?;
-        let author = catalog.get(&holder).context("the holder is a persona")?.discord_user_id;
-        for (wait_ms, text) in [
-            (20_000, format!("{holder}: a first thought on turn {turn}, before the real answer.")),
-            (10_000, format!("{holder}: my answer for turn {turn}, with the reasons for it.\n\nTURN_COMPLETE")),
-        ] {
-            ms += wait_ms;
-            let id = MessageId::first_at(at(ms));
-            let message = IncomingMessage { id, author, text, edited: false, written_at: id.created_at() };
-            events.extend(session.handle_message(&message, at(ms), ctx).events);
-        }
-    }
-    Ok((session, events))
-}
-
 fn copy_folder(from: &Path, to: &Path) -> anyhow::Result<()> {
     std::fs::create_dir_all(to).with_context(|| format!("creating {}", to.display()))?;
     for entry in std::fs::read_dir(from).with_context(|| format!("reading {}", from.display()))? {
@@ -203,9 +125,4 @@ fn copy_folder(from: &Path, to: &Path) -> anyhow::Result<()> {
             .with_context(|| format!("copying {}", entry.path().display()))?;
     }
     Ok(())
-}
-
-/// Resident memory of this process, for the bench's own report.
-pub fn own_rss_kib() -> Option<u64> {
-    procfs::rss_kib(std::process::id())
 }

@@ -1,19 +1,31 @@
-//! The timeout phase: N channels whose sessions start together (managed from start-up by the configuration), with
-//! agents that never answer. Each channel's deadline is read from its state file (`turnTimeoutAt`) once every
-//! session has started; lateness = when the server created the channel's timeout notice − that deadline.
+//! The timeout phase: N channels whose deadlines fall at one instant, nobody answering. Their sessions are made by
+//! the engine and saved by the store ([`super::saved`]) as started together at one instant, each turn due a few
+//! seconds later; the bot starts on them and reads what it missed, then the deadlines fall together, whatever way
+//! each build starts its sessions. Each deadline is read back from the state file (`turnTimeoutAt`); lateness = when
+//! the server created the channel's timeout notice − that deadline.
 
 use super::observer::{Kind, Observer};
+use super::saved::{Plan, generate};
 use super::scene::{Bot, BotProcess, Scene};
 use super::stats::Summary;
+use super::turns::route_of;
 use super::{CpuShare, wait_until};
-use anyhow::bail;
+use anyhow::{Context as _, bail};
+use chrono::{DateTime, Utc};
+use local_discord::world::LogKind;
 use std::collections::HashMap;
 use std::path::Path;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+/// Time for the bot to start and read what its channels missed before the deadlines fall.
+const LEAD_SECONDS: u32 = 3;
+/// CPU use is counted from this long before the deadlines.
+const CPU_MARK_BEFORE_MS: f64 = 50.0;
+
 #[derive(Clone, Copy, Debug)]
 pub struct TimeoutSizes {
     pub channels: usize,
+    /// Turn length of the turns after the timed ones.
     pub turn_seconds: u32,
     pub patience: Duration,
 }
@@ -21,11 +33,12 @@ pub struct TimeoutSizes {
 #[derive(Clone, Debug)]
 pub struct TimeoutFigures {
     pub channels: usize,
-    pub turn_seconds: u32,
     pub lateness: Option<Summary>,
-    /// The earliest deadline to the latest: how close together they fell.
+    /// The earliest deadline to the latest, as read from the state files.
     pub deadline_spread: Duration,
-    /// Channels whose deadline could not be read before their turn ended, or that never timed out.
+    /// How long before the deadlines the bot had read what every channel missed (negative: after).
+    pub ready_before: Option<f64>,
+    /// Channels whose deadline could not be read, or that never timed out.
     pub unmeasured: usize,
     /// Notices created before their deadline (counted as 0 ms late).
     pub early: usize,
@@ -33,7 +46,7 @@ pub struct TimeoutFigures {
     pub missed: u64,
 }
 
-/// The server's instants as Unix time: one reading of both clocks, taken before the bot starts.
+/// The server's instants as Unix time: one reading of both clocks.
 struct WallClock {
     instant: Instant,
     unix_ms: f64,
@@ -46,26 +59,50 @@ impl WallClock {
     }
 
     fn unix_ms(&self, at: Instant) -> f64 {
-        self.unix_ms + at.saturating_duration_since(self.instant).as_secs_f64() * 1000.0
+        let since = at.saturating_duration_since(self.instant).as_secs_f64();
+        let before = self.instant.saturating_duration_since(at).as_secs_f64();
+        self.unix_ms + (since - before) * 1000.0
     }
 }
 
 pub async fn run(bot: &Bot, dir: &Path, sizes: TimeoutSizes) -> anyhow::Result<TimeoutFigures> {
     let scene = Scene::new(dir, sizes.channels, sizes.turn_seconds).await?;
-    scene.write_config(&scene.channels)?;
+    let all = sizes.channels;
+    // The saved turns began now and last LEAD_SECONDS longer than the later ones, all the same.
+    let lead = sizes.turn_seconds + LEAD_SECONDS;
+    let mut catalog = scene.catalog().all().to_vec();
+    catalog.iter_mut().for_each(|p| p.timeout_seconds = Some(lead));
+    let catalog = crate::core::persona::PersonaCatalog::new(catalog);
+    let start = DateTime::from_timestamp_millis(Utc::now().timestamp_millis()).context("the clock")?;
+    let (state, channels) = (scene.state_dir(), scene.channels.clone());
+    tokio::task::spawn_blocking(move || generate(&state, &channels, &catalog, Plan { start, turns: 0 })).await??;
+    let deadlines = read_deadlines(&scene).await?;
+
     let observer = Observer::start(&scene, 0);
     let clock = WallClock::now();
+    let log_from = scene.log_len();
     let mut process = BotProcess::spawn(bot, &scene)?;
     process.connected(&scene).await?;
-    let (tally, all) = (observer.tally.clone(), sizes.channels);
-    let turn = Duration::from_secs(u64::from(sizes.turn_seconds));
-    if !wait_until(&mut process, turn + sizes.patience, || tally.channels_where(|c| c.announces >= 1) == all).await? {
-        bail!("not every session started within {:?}", turn + sizes.patience);
+    let catch_up_reads = || {
+        let log = scene.log_since(log_from);
+        log.iter()
+            .filter(|e| match &e.kind {
+                LogKind::Rest { method, path, .. } => route_of(method, path) == "GET /channels/:id/messages",
+                _ => false,
+            })
+            .count()
+    };
+    let (tally, lead_time) = (observer.tally.clone(), Duration::from_secs(u64::from(lead)));
+    let ready = wait_until(&mut process, lead_time, || catch_up_reads() >= all).await?;
+    let first_deadline = deadlines.values().min().copied().unwrap_or_default();
+    let ready_before = ready.then(|| first_deadline as f64 - clock.unix_ms(Instant::now()));
+    // CPU is counted from just before the deadlines.
+    if let Some(ms) = ready_before.filter(|ms| *ms > CPU_MARK_BEFORE_MS) {
+        wait_until(&mut process, Duration::from_secs_f64((ms - CPU_MARK_BEFORE_MS) / 1000.0), || false).await?;
     }
-    let read_at = Instant::now();
-    let deadlines = read_deadlines(&scene).await?;
     let cpu = CpuShare::start(&process);
-    wait_until(&mut process, turn + sizes.patience, || tally.channels_where(|c| c.timeouts >= 1) == all).await?;
+    let limit = lead_time + sizes.patience;
+    wait_until(&mut process, limit, || tally.channels_where(|c| c.timeouts >= 1) == all).await?;
     let cpu = cpu.stop(&process);
     process.stop().await?;
     let observed = observer.finish().await;
@@ -76,8 +113,7 @@ pub async fn run(bot: &Bot, dir: &Path, sizes: TimeoutSizes) -> anyhow::Result<T
     }
     let (mut samples, mut early) = (Vec::new(), 0);
     for (channel, deadline) in &deadlines {
-        // A notice created before the files were read may have moved the deadline in the file to the next turn.
-        let Some(notice) = first_notice.get(channel).filter(|at| **at > read_at) else { continue };
+        let Some(notice) = first_notice.get(channel) else { continue };
         let late_ms = clock.unix_ms(*notice) - *deadline as f64;
         if late_ms < 0.0 {
             early += 1;
@@ -88,11 +124,14 @@ pub async fn run(bot: &Bot, dir: &Path, sizes: TimeoutSizes) -> anyhow::Result<T
         (Some(first), Some(last)) => Duration::from_millis((last - first) as u64),
         _ => Duration::ZERO,
     };
+    if samples.is_empty() && all > 0 {
+        bail!("no channel timed out within {limit:?}");
+    }
     Ok(TimeoutFigures {
         channels: all,
-        turn_seconds: sizes.turn_seconds,
         lateness: Summary::of(&samples),
         deadline_spread: spread,
+        ready_before,
         unmeasured: all - samples.len(),
         early,
         cpu,
@@ -100,7 +139,7 @@ pub async fn run(bot: &Bot, dir: &Path, sizes: TimeoutSizes) -> anyhow::Result<T
     })
 }
 
-/// Each channel's deadline in Unix milliseconds, from the bot's state files.
+/// Each channel's deadline in Unix milliseconds, from the saved state files.
 async fn read_deadlines(scene: &Scene) -> anyhow::Result<HashMap<u64, i64>> {
     let files: Vec<(u64, std::path::PathBuf)> = scene.channels.iter().map(|c| (*c, scene.session_file(*c))).collect();
     let deadlines = tokio::task::spawn_blocking(move || {
