@@ -47,30 +47,26 @@ impl Store {
     /// item, in order; a failure of one channel leaves the others alone (except a failed folder fsync, which fails
     /// every channel not failed already).
     pub(super) fn save_batch(&self, items: &[SaveItem<'_>]) -> Vec<Result<(), StoreError>> {
-        let mut logs: Vec<Option<Vec<u8>>> = Vec::with_capacity(items.len());
-        let mut steps: Vec<Step> = items
-            .iter()
-            .map(|item| {
-                let channel = item.session.channel_id;
-                let encoded = encode_session(item.session).and_then(|json| {
-                    let lines = if item.events.is_empty() { None } else { Some(encode_events(channel, item.events)?) };
-                    Ok((json, lines))
-                });
-                let (json, lines) = match encoded {
-                    Ok(encoded) => encoded,
-                    Err(e) => {
-                        logs.push(None);
-                        return Step::Failed(e);
-                    }
-                };
-                logs.push(lines);
-                let path = self.session_path(channel);
-                match write_temporary(&path, &json) {
-                    Ok(tmp) => Step::Written(tmp),
-                    Err(e) => Step::Failed(io("save the session", &path)(e)),
-                }
-            })
-            .collect();
+        // Each temporary file is written and fsync'd on its own; spread over a few threads, the disk serves the
+        // fsyncs together instead of one after another.
+        let (mut steps, mut logs): (Vec<Step>, Vec<Option<Vec<u8>>>) = in_parallel(items, |item| {
+            let channel = item.session.channel_id;
+            let encoded = encode_session(item.session).and_then(|json| {
+                let lines = if item.events.is_empty() { None } else { Some(encode_events(channel, item.events)?) };
+                Ok((json, lines))
+            });
+            let (json, lines) = match encoded {
+                Ok(encoded) => encoded,
+                Err(e) => return (Step::Failed(e), None),
+            };
+            let path = self.session_path(channel);
+            match write_temporary(&path, &json) {
+                Ok(tmp) => (Step::Written(tmp), lines),
+                Err(e) => (Step::Failed(io("save the session", &path)(e)), lines),
+            }
+        })
+        .into_iter()
+        .unzip();
 
         for (item, step) in items.iter().zip(&mut steps) {
             if let Step::Written(tmp) = step {
@@ -114,7 +110,9 @@ impl Store {
             }
         }
 
-        let results = items.iter().zip(steps).zip(open_logs).zip(&logs).map(|(((item, step), log), lines)| {
+        let work: Vec<_> = items.iter().zip(steps).zip(open_logs).zip(&logs).collect();
+        // The appends' fsyncs are independent too.
+        in_parallel_owned(work, |(((item, step), log), lines)| {
             let channel = item.session.channel_id;
             let result = match (step, log, lines) {
                 (Step::Failed(e), _, _) => Err(e),
@@ -125,8 +123,7 @@ impl Store {
                 self.forget_log_check(channel);
             }
             result
-        });
-        results.collect()
+        })
     }
 
     /// Opens the log of `item`'s channel; the first time, puts before `lines` the events its session file holds
@@ -157,5 +154,48 @@ impl Store {
         let json = encode_session(session)?;
         super::atomic::write_atomically(&path, &self.previous_path(channel), &json)
             .map_err(io("restore the session", &path))
+    }
+}
+
+/// How many threads a batch's fsyncs are spread over; a small batch stays on the writer thread.
+const SYNC_THREADS: usize = 8;
+const PER_THREAD_MIN: usize = 4;
+
+/// `f` over `items` on up to [`SYNC_THREADS`] scoped threads, the results in the items' order.
+fn in_parallel<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let threads = (items.len() / PER_THREAD_MIN).clamp(1, SYNC_THREADS);
+    if threads == 1 {
+        return items.iter().map(f).collect();
+    }
+    let chunk = items.len().div_ceil(threads);
+    std::thread::scope(|scope| {
+        let f = &f;
+        let handles: Vec<_> =
+            items.chunks(chunk).map(|part| scope.spawn(move || part.iter().map(f).collect::<Vec<R>>())).collect();
+        handles.into_iter().flat_map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))).collect()
+    })
+}
+
+/// [`in_parallel`] for items given away to `f`.
+fn in_parallel_owned<T: Send, R: Send>(items: Vec<T>, f: impl Fn(T) -> R + Sync) -> Vec<R> {
+    let slots: Vec<std::sync::Mutex<Option<T>>> =
+        items.into_iter().map(|item| std::sync::Mutex::new(Some(item))).collect();
+    in_parallel(&slots, |slot| f(slot.lock().expect("slot lock").take().expect("each item is taken once")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{in_parallel, in_parallel_owned};
+
+    #[test]
+    fn work_spread_over_threads_comes_back_in_the_items_order() {
+        let items: Vec<u32> = (0..103).collect();
+        assert_eq!(in_parallel(&items, |n| n * 2), items.iter().map(|n| n * 2).collect::<Vec<_>>());
+        let owned: Vec<String> = items.iter().map(u32::to_string).collect();
+        assert_eq!(
+            in_parallel_owned(owned.clone(), |s| s + "!"),
+            owned.iter().map(|s| format!("{s}!")).collect::<Vec<_>>()
+        );
+        assert_eq!(in_parallel(&[7u32], |n| n + 1), vec![8], "a lone item stays on the calling thread");
     }
 }
