@@ -5,10 +5,15 @@
 //!   machine. No Discord, no clock, no I/O: transitions take `now` and return effects and history events.
 //! - [`files`]: reads persona folders and the configuration file from disk and hands their text to the core.
 //! - [`store`]: persistence of sessions, atomic and durable, with the append-only history log.
-//! - [`cli`]: the command-line subcommands (`check`, ...).
+//! - [`discord`]: the Discord layer: the gateway routes each event to its channel's actor, which asks the core, saves
+//!   (with the outbox) and hands the effects to the channel's sender, behind a small network trait.
+//! - [`demo`]: the local Discord-compatible server set up for the bot (the demo and the end-to-end tests).
+//! - [`cli`]: the command-line subcommands (`run`, `demo`, `check`, `invite`, `sandbox`, `soak`, `bench`).
 //! - [`soak`]: `turn-manager soak`, the bot as a process killed and restarted at random against the local server, and
 //!   the invariants it (and the fault tests) check.
+//! - [`bench`]: `turn-manager bench`, the real bot measured as a process through the local server.
 
+pub mod bench;
 pub mod cli;
 pub mod core;
 pub mod demo;

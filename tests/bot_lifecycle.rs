@@ -73,6 +73,26 @@ async fn a_permission_lost_while_the_bot_was_down_is_noticed_at_start_up_once_th
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_whose_state_cannot_be_read_is_reported_once_in_its_channel() {
+    let mut scene = Scene::started().await;
+    scene.stop_bot().await;
+    let channels = scene.state.path().join("channels");
+    std::fs::write(channels.join(format!("{}.json", scene.stage.channel)), "{ torn").unwrap();
+    let _ = std::fs::remove_file(channels.join(format!("{}.prev.json", scene.stage.channel)));
+    scene.restart_bot().await;
+    let lost =
+        |v: &[local_discord::world::SeenMessage]| v.iter().filter(|m| m.content.contains("could not restore")).count();
+    let notice = scene.until("the lost-session notice", |v| (lost(v) == 1).then(|| v.to_vec())).await;
+    assert!(notice.iter().any(|m| m.content.contains("`!turn start`")));
+    scene.restart_bot().await;
+    scene.stage.operator_says("!turn start");
+    scene
+        .until("a new session", |v| (v.iter().filter(|m| m.content.starts_with("▶️")).count() == 2).then_some(()))
+        .await;
+    assert_eq!(lost(&scene.view()), 1, "said once, not at every start");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn channels_in_the_configuration_are_managed_from_start_up() {
     let scene = Scene::build([60, 60, 60], |stage| Config {
         channels: vec![ManagedChannel {

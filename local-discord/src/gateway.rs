@@ -1,9 +1,10 @@
 //! The JSON gateway (no compression): HELLO, IDENTIFY, READY, GUILD_CREATE, heartbeats, RESUME with replay of
-//! missed dispatches, INVALID_SESSION, and dispatches to every connected bot, with the dispatch faults applied.
+//! missed dispatches, INVALID_SESSION, request guild members (op 8, answered with GUILD_MEMBERS_CHUNK), and
+//! dispatches to every connected bot, with the dispatch faults applied.
 
 use crate::Shared;
 use crate::faults::DispatchAction;
-use crate::world::{LogKind, World};
+use crate::world::{LogKind, World, snowflake_of};
 use axum::extract::ws::{CloseFrame, Message as WsMessage, WebSocket};
 use serde_json::{Value, json};
 use std::collections::VecDeque;
@@ -183,6 +184,11 @@ pub async fn serve_connection(shared: Arc<Shared>, socket: WebSocket) {
                 }
             },
             6 => session_id = resume(&mut world, &payload["d"], &tx),
+            8 => {
+                if let Some(id) = &session_id {
+                    request_guild_members(&mut world, id, &payload["d"]);
+                }
+            }
             _ => {}
         }
         drop(world);
@@ -219,7 +225,7 @@ fn identify(world: &mut World, d: &Value, tx: &UnboundedSender<Outgoing>, gatewa
     let ready = json!({
         "v": 10, "user": me, "session_id": id, "resume_gateway_url": gateway_url,
         "guilds": guild_ids.iter().map(|g| json!({"id": g.to_string(), "unavailable": true})).collect::<Vec<_>>(),
-        "application": {"id": user.to_string(), "flags": 0}, "private_channels": [], "relationships": [],
+        "application": {"id": user.to_string(), "flags": crate::hooks::APPLICATION_FLAGS}, "private_channels": [], "relationships": [],
     });
     world.send_dispatch(&id, "READY", ready, None);
     for guild in guild_ids {
@@ -229,9 +235,68 @@ fn identify(world: &mut World, d: &Value, tx: &UnboundedSender<Outgoing>, gatewa
     Some(id)
 }
 
+/// Discord's most members in one GUILD_MEMBERS_CHUNK.
+const MEMBERS_PER_CHUNK: usize = 1000;
+
+/// Op 8: the members of a guild whose name starts with `query` (all for ""), up to `limit` (0: no limit), or the
+/// ones in `user_ids`; answered with GUILD_MEMBERS_CHUNK dispatches to the asking session only. Ids may be strings
+/// or numbers, as discord.py sends them.
+fn request_guild_members(world: &mut World, session_id: &str, d: &Value) {
+    let Some(guild_id) = snowflake_of(&d["guild_id"]) else { return };
+    let Some(guild) = world.guilds.get(&guild_id) else {
+        world.record(LogKind::Refused { what: format!("request guild members of unknown guild {guild_id}") });
+        return;
+    };
+    let wanted: Option<Vec<u64>> = match &d["user_ids"] {
+        Value::Array(ids) => Some(ids.iter().filter_map(snowflake_of).collect()),
+        Value::Null => None,
+        one => Some(snowflake_of(one).into_iter().collect()),
+    };
+    let query = d["query"].as_str().unwrap_or_default().to_lowercase();
+    let limit = d["limit"].as_u64().filter(|l| *l > 0).map_or(usize::MAX, |l| l as usize);
+    let mut found = Vec::new();
+    let mut not_found = Vec::new();
+    match &wanted {
+        Some(ids) => {
+            for id in ids {
+                if guild.members.contains_key(id) { found.push(*id) } else { not_found.push(id.to_string()) }
+            }
+        }
+        None => {
+            let names = guild
+                .members
+                .keys()
+                .filter(|u| world.users.get(u).is_some_and(|user| user.name.to_lowercase().starts_with(&query)));
+            found.extend(names.take(limit));
+        }
+    }
+    let members: Vec<Value> = found.iter().map(|u| world.member_json(guild, *u)).collect();
+    let chunks: Vec<&[Value]> =
+        if members.is_empty() { vec![&[]] } else { members.chunks(MEMBERS_PER_CHUNK).collect() };
+    let count = chunks.len();
+    let frames: Vec<Value> = chunks
+        .into_iter()
+        .enumerate()
+        .map(|(index, chunk)| {
+            let mut data = json!({"guild_id": guild_id.to_string(), "members": chunk, "chunk_index": index,
+                "chunk_count": count, "not_found": if index == 0 { not_found.clone() } else { Vec::new() }});
+            if d["presences"].as_bool() == Some(true) {
+                data["presences"] = json!([]);
+            }
+            if let Some(nonce) = d["nonce"].as_str() {
+                data["nonce"] = json!(nonce);
+            }
+            data
+        })
+        .collect();
+    for data in frames {
+        world.send_dispatch(session_id, "GUILD_MEMBERS_CHUNK", data, None);
+    }
+}
+
 fn resume(world: &mut World, d: &Value, tx: &UnboundedSender<Outgoing>) -> Option<String> {
     let session_id = d["session_id"].as_str().unwrap_or_default().to_owned();
-    let seq = d["seq"].as_u64().unwrap_or(0);
+    let seq = snowflake_of(&d["seq"]).unwrap_or(0);
     let token_user = world.bot_by_token(d["token"].as_str().unwrap_or_default()).map(|u| u.id);
     let valid = world.sessions.get(&session_id).is_some_and(|s| Some(s.user_id) == token_user);
     if !valid {

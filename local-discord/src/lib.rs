@@ -5,33 +5,49 @@
 //! - [`world`]: the state (users, guilds, channels, messages, webhooks...), its JSON as Discord sends it, and the
 //!   log of every REST call and gateway frame.
 //! - [`permissions`]: permissions from roles and channel overwrites.
-//! - `messages`: message changes (create, edit, delete, react) with Discord's checks, dispatched to bots.
-//! - `rest`: the REST routes, with Discord's errors, permission checks and nonce deduplication.
-//! - `gateway`: the websocket: HELLO, IDENTIFY, READY, GUILD_CREATE, heartbeats, RESUME with replay.
+//! - `json`: every object as Discord sends it (the fields serenity, discord.py and discord.js require).
+//! - [`messages`]: message changes (create, edit, delete, react, typing) with Discord's checks (length, embeds,
+//!   nonce), dispatched to the bots that see the channel.
+//! - `channels`: DM channels and threads (from a message or on their own).
+//! - `rest`: the HTTP side: JSON and [`multipart`] bodies, decoded path segments, errors, the log, files served.
+//! - `routes`, `hooks`: the REST routes (channels, messages, reactions, typing, threads, DMs, guilds; webhooks,
+//!   interactions, commands), with Discord's errors, permission checks and nonce deduplication. Snowflakes are
+//!   accepted as strings or numbers everywhere.
+//! - `gateway`: the websocket: HELLO, IDENTIFY, READY, GUILD_CREATE, heartbeats, RESUME with replay, request guild
+//!   members (op 8) answered with GUILD_MEMBERS_CHUNK.
 //! - [`faults`]: injected faults (closed sockets, invalid sessions, dropped, duplicated or delayed dispatches, 429s,
 //!   5xx, slow routes).
 //! - [`agents`]: scripted agent bots that answer when mentioned.
 //! - [`LocalDiscord`]: the server and its in-process handle, for tests and the demo.
 
 pub mod agents;
+mod channels;
 pub mod faults;
+pub mod feed;
 mod gateway;
-mod messages;
+mod hooks;
+mod json;
+pub mod messages;
+pub mod multipart;
 pub mod permissions;
 mod rest;
+mod routes;
 pub mod world;
 
 use axum::Router;
-use axum::extract::{State, WebSocketUpgrade};
+use axum::extract::{DefaultBodyLimit, State, WebSocketUpgrade};
 use axum::routing::get;
 use faults::Faults;
+use messages::Draft;
 use permissions::Permissions;
 use serde_json::json;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 use tokio::sync::Notify;
-use world::{Author, Channel, Guild, LogEntry, Overwrite, OverwriteTarget, Role, SeenMessage, User, World};
+use world::{
+    Author, Channel, ChannelKind, Guild, LogEntry, Overwrite, OverwriteTarget, Role, SeenMessage, User, World,
+};
 
 pub use gateway::{CLOSE_AUTHENTICATION_FAILED, CLOSE_UNKNOWN_ERROR, HEARTBEAT_INTERVAL_MS};
 
@@ -65,15 +81,34 @@ impl std::error::Error for TimedOut {}
 impl LocalDiscord {
     /// Starts the server on a free port of 127.0.0.1.
     pub async fn start() -> std::io::Result<Self> {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        Self::start_on(0).await
+    }
+
+    /// Starts the server on this port of 127.0.0.1 (0: any free one).
+    pub async fn start_on(port: u16) -> std::io::Result<Self> {
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
         let addr = listener.local_addr()?;
+        let mut world = World::default();
+        world.base_url = format!("http://{addr}");
         let shared = Arc::new(Shared {
-            world: Mutex::new(World::default()),
+            world: Mutex::new(world),
             changed: Notify::new(),
             gateway_url: format!("ws://{addr}/gateway"),
         });
-        let app = Router::new().route("/gateway", get(upgrade)).fallback(rest::handle).with_state(shared.clone());
+        // Room for a message's files (10 of at most 10 MiB each) and its JSON.
+        let body_limit =
+            DefaultBodyLimit::max(routes::ATTACHMENTS_PER_MESSAGE_MAX * routes::ATTACHMENT_SIZE_MAX + 65_536);
+        let app = Router::new()
+            .route("/gateway", get(upgrade))
+            .fallback(rest::handle)
+            .layer(body_limit)
+            .with_state(shared.clone());
         tokio::spawn(async move {
+            // As Discord's edge does: without TCP_NODELAY, a small frame written while the previous one is not yet
+            // acknowledged waits for the client's delayed ACK (40 ms on Linux).
+            let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+                let _ = tcp.set_nodelay(true);
+            });
             if let Err(e) = axum::serve(listener, app).await {
                 tracing::error!("local-discord stopped: {e}");
             }
@@ -84,6 +119,11 @@ impl LocalDiscord {
     /// The base URL to give serenity (`HttpBuilder::proxy`) or turn-manager (`--api-base`).
     pub fn base_url(&self) -> String {
         format!("http://{}", self.addr)
+    }
+
+    /// The gateway's address, as `GET /api/v10/gateway` gives it.
+    pub fn gateway_url(&self) -> String {
+        self.shared.gateway_url.clone()
     }
 
     /// Runs `f` on the state, then wakes whoever waits for a change.
@@ -157,25 +197,39 @@ impl LocalDiscord {
     pub fn create_channel(&self, guild: u64, name: &str) -> u64 {
         self.with(|w| {
             let id = w.snowflake();
+            let kind = ChannelKind::Text;
             w.channels.insert(
                 id,
-                Channel { id, guild_id: guild, name: name.into(), parent_id: None, overwrites: Vec::new() },
+                Channel {
+                    id,
+                    guild_id: guild,
+                    name: name.into(),
+                    parent_id: None,
+                    overwrites: Vec::new(),
+                    kind,
+                    owner_id: None,
+                    recipients: Vec::new(),
+                    topic: None,
+                },
             );
+            let value = w.channel_json(&w.channels[&id]);
+            w.dispatch(Some(guild), "CHANNEL_CREATE", value);
             id
         })
     }
 
-    /// A public thread under `parent`.
+    /// A public thread under `parent`, started by the guild's owner; bots see THREAD_CREATE.
     pub fn create_thread(&self, parent: u64, name: &str) -> u64 {
         self.with(|w| {
-            let id = w.snowflake();
-            let guild_id = w.channels[&parent].guild_id;
-            w.channels.insert(
-                id,
-                Channel { id, guild_id, name: name.into(), parent_id: Some(parent), overwrites: Vec::new() },
-            );
-            id
+            let owner = w.guild_of_channel(parent).expect("a guild channel").owner_id;
+            w.start_thread(parent, owner, name, ChannelKind::PublicThread, None)
         })
+        .unwrap_or_else(|e| panic!("thread not created: {}", e.message))
+    }
+
+    /// The DM channel between two users (made on first use).
+    pub fn open_dm(&self, user: u64, other: u64) -> u64 {
+        self.with(|w| w.open_dm(user, other)).unwrap_or_else(|e| panic!("no DM channel: {}", e.message))
     }
 
     /// Sets a channel overwrite for a role or a member (replacing the one it had).
@@ -194,8 +248,23 @@ impl LocalDiscord {
 
     /// Posts as `author` (a person or an agent bot) with Discord's default mention parsing.
     pub fn post(&self, channel: u64, author: u64, content: &str) -> u64 {
-        self.with(|w| w.create_message(channel, Author::User(author), content, None, None, None))
+        self.post_draft(channel, author, Draft::text(content))
+    }
+
+    /// Posts as `author` with embeds, a reply or files, after the same checks a client's request gets.
+    pub fn post_draft(&self, channel: u64, author: u64, draft: Draft<'_>) -> u64 {
+        self.with(|w| w.create_message(channel, Author::User(author), draft))
             .unwrap_or_else(|e| panic!("posting failed: {} ({})", e.message, e.code))
+    }
+
+    /// A user starts typing in a channel (bots see TYPING_START).
+    pub fn start_typing(&self, channel: u64, user: u64) {
+        self.with(|w| w.start_typing(channel, user));
+    }
+
+    /// A user adds (or removes) a reaction (bots see MESSAGE_REACTION_ADD / REMOVE).
+    pub fn react(&self, message: u64, user: u64, emoji: &str, add: bool) {
+        self.with(|w| w.react(message, user, emoji, add));
     }
 
     /// Replaces the content of a message, as its author editing it.

@@ -13,18 +13,38 @@ impl Permissions {
     pub const VIEW_CHANNEL: Self = Self(1 << 10);
     pub const SEND_MESSAGES: Self = Self(1 << 11);
     pub const MANAGE_MESSAGES: Self = Self(1 << 13);
+    pub const EMBED_LINKS: Self = Self(1 << 14);
+    pub const ATTACH_FILES: Self = Self(1 << 15);
     pub const READ_MESSAGE_HISTORY: Self = Self(1 << 16);
     pub const MENTION_EVERYONE: Self = Self(1 << 17);
     pub const MANAGE_WEBHOOKS: Self = Self(1 << 29);
     pub const USE_APPLICATION_COMMANDS: Self = Self(1 << 31);
+    pub const CREATE_PUBLIC_THREADS: Self = Self(1 << 35);
+    pub const CREATE_PRIVATE_THREADS: Self = Self(1 << 36);
+    pub const SEND_MESSAGES_IN_THREADS: Self = Self(1 << 38);
     pub const ALL: Self = Self(u64::MAX >> 14);
-    /// What @everyone gets in a new server, roughly: see, talk, react, read history, use commands.
+    /// What @everyone gets in a new server, roughly: see, talk, embed links, attach files, react, read history,
+    /// use commands, start and talk in threads.
     pub const EVERYONE_DEFAULT: Self = Self(
         Self::VIEW_CHANNEL.0
             | Self::SEND_MESSAGES.0
+            | Self::EMBED_LINKS.0
+            | Self::ATTACH_FILES.0
             | Self::ADD_REACTIONS.0
             | Self::READ_MESSAGE_HISTORY.0
-            | Self::USE_APPLICATION_COMMANDS.0,
+            | Self::USE_APPLICATION_COMMANDS.0
+            | Self::CREATE_PUBLIC_THREADS.0
+            | Self::CREATE_PRIVATE_THREADS.0
+            | Self::SEND_MESSAGES_IN_THREADS.0,
+    );
+    /// What each of the two users of a DM channel may do in it.
+    pub const IN_DM: Self = Self(
+        Self::VIEW_CHANNEL.0
+            | Self::SEND_MESSAGES.0
+            | Self::EMBED_LINKS.0
+            | Self::ATTACH_FILES.0
+            | Self::ADD_REACTIONS.0
+            | Self::READ_MESSAGE_HISTORY.0,
     );
 
     pub const fn empty() -> Self {
@@ -60,6 +80,10 @@ impl Permissions {
             Self::ADD_REACTIONS => "Add Reactions",
             Self::VIEW_CHANNEL => "View Channel",
             Self::READ_MESSAGE_HISTORY => "Read Message History",
+            Self::EMBED_LINKS => "Embed Links",
+            Self::ATTACH_FILES => "Attach Files",
+            Self::CREATE_PUBLIC_THREADS => "Create Public Threads",
+            Self::CREATE_PRIVATE_THREADS => "Create Private Threads",
             _ => "a permission",
         }
     }

@@ -2,7 +2,7 @@
 //! Plain data behind one std `Mutex`; never held across an `.await`.
 
 use crate::permissions::{self, Permissions};
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -12,6 +12,8 @@ const DISCORD_EPOCH_MS: u64 = 1_420_070_400_000;
 pub const MESSAGE_CONTENT_LENGTH_MAX: usize = 2000;
 /// How long Discord remembers a nonce with `enforce_nonce`.
 const NONCE_MEMORY: Duration = Duration::from_secs(300);
+/// How often expired nonces are forgotten.
+const NONCE_PRUNE_EVERY: Duration = Duration::from_secs(1);
 
 #[derive(Clone, Debug)]
 pub struct User {
@@ -61,6 +63,37 @@ pub struct Channel {
     /// Threads have a parent and take its permissions and webhooks.
     pub parent_id: Option<u64>,
     pub overwrites: Vec<Overwrite>,
+    pub kind: ChannelKind,
+    /// Threads: who started it.
+    pub owner_id: Option<u64>,
+    /// DM channels: the two users in it (a DM belongs to no guild; its `guild_id` is 0).
+    pub recipients: Vec<u64>,
+    pub topic: Option<String>,
+}
+
+/// The channel types this server knows, with Discord's numbers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ChannelKind {
+    Text = 0,
+    Dm = 1,
+    PublicThread = 11,
+    PrivateThread = 12,
+}
+
+impl ChannelKind {
+    pub fn is_thread(self) -> bool {
+        matches!(self, Self::PublicThread | Self::PrivateThread)
+    }
+}
+
+/// A file uploaded with a message (multipart/form-data); its bytes are served back at its `url`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Attachment {
+    pub id: u64,
+    pub filename: String,
+    pub content_type: Option<String>,
+    pub description: Option<String>,
+    pub size: usize,
 }
 
 /// Who posted a message.
@@ -92,6 +125,13 @@ pub struct Message {
     pub reply_to: Option<u64>,
     /// The interaction it answers, for interaction responses.
     pub interaction_id: Option<u64>,
+    /// Embeds as the client sent them (after Discord's limits were checked).
+    pub embeds: Vec<Value>,
+    pub attachments: Vec<Attachment>,
+    /// The thread started from this message (Discord gives it the message's id).
+    pub thread_id: Option<u64>,
+    /// When it was pinned, if it is.
+    pub pinned_ms: Option<u64>,
 }
 
 #[derive(Clone, Debug)]
@@ -183,9 +223,18 @@ pub struct World {
     pub commands: Vec<AppCommand>,
     pub interactions: BTreeMap<u64, Interaction>,
     nonces: HashMap<(u64, String), (u64, Instant)>,
+    nonces_pruned: Option<Instant>,
     pub log: Vec<LogEntry>,
+    /// New messages for in-process subscribers ([`crate::feed`]).
+    pub feed: crate::feed::Feed,
     pub sessions: HashMap<String, crate::gateway::GatewaySession>,
     pub faults: crate::faults::Faults,
+    /// Uploaded files' bytes by attachment id.
+    pub files: HashMap<u64, Vec<u8>>,
+    /// Who started typing where (channel, user), in order.
+    pub typing: Vec<(u64, u64)>,
+    /// Where the server listens (`http://127.0.0.1:PORT`), for attachment URLs.
+    pub base_url: String,
 }
 
 pub fn now_ms() -> u64 {
@@ -196,6 +245,15 @@ pub fn iso(ms: u64) -> String {
     chrono::DateTime::from_timestamp_millis(ms as i64)
         .unwrap_or_default()
         .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+/// A snowflake as Discord accepts it in a request body or a gateway payload: a string of digits or a number.
+pub fn snowflake_of(value: &Value) -> Option<u64> {
+    match value {
+        Value::String(text) => text.parse().ok(),
+        Value::Number(number) => number.as_u64(),
+        _ => None,
+    }
 }
 
 /// The creation time of a snowflake, in Unix milliseconds.
@@ -237,6 +295,9 @@ impl World {
     }
 
     pub fn permissions_in(&self, user: u64, channel_id: u64) -> Permissions {
+        if let Some(dm) = self.channels.get(&channel_id).filter(|c| c.kind == ChannelKind::Dm) {
+            return if dm.recipients.contains(&user) { Permissions::IN_DM } else { Permissions::empty() };
+        }
         match (self.guild_of_channel(channel_id), self.permission_channel(channel_id)) {
             (Some(guild), Some(channel)) => permissions::compute(guild, channel, user),
             _ => Permissions::empty(),
@@ -245,8 +306,16 @@ impl World {
 
     /// The message first posted with this nonce by this author, when that was recent enough to count.
     pub fn nonce_seen(&mut self, author: u64, nonce: &str) -> Option<u64> {
-        self.nonces.retain(|_, (_, at)| at.elapsed() < NONCE_MEMORY);
-        self.nonces.get(&(author, nonce.to_owned())).map(|(id, _)| *id)
+        let now = Instant::now();
+        // Forgetting expired nonces is a pass over all of them: once a second, not on every message.
+        if self.nonces_pruned.is_none_or(|at| now.saturating_duration_since(at) >= NONCE_PRUNE_EVERY) {
+            self.nonces.retain(|_, (_, at)| now.saturating_duration_since(*at) < NONCE_MEMORY);
+            self.nonces_pruned = Some(now);
+        }
+        self.nonces
+            .get(&(author, nonce.to_owned()))
+            .filter(|(_, at)| now.saturating_duration_since(*at) < NONCE_MEMORY)
+            .map(|(id, _)| *id)
     }
 
     pub fn remember_nonce(&mut self, author: u64, nonce: &str, message: u64) {
@@ -269,7 +338,7 @@ impl World {
             allowed
                 .and_then(|a| a.get(key))
                 .and_then(Value::as_array)
-                .map(|ids| ids.iter().filter_map(|v| v.as_str()?.parse().ok()).collect())
+                .map(|ids| ids.iter().filter_map(snowflake_of).collect())
                 .unwrap_or_default()
         };
         let (allowed_users, allowed_roles) = (listed("users"), listed("roles"));
@@ -324,122 +393,6 @@ impl World {
                 }
             })
             .collect()
-    }
-
-    // --- JSON as Discord sends it ------------------------------------------------------------------------
-
-    pub fn user_json(&self, id: u64) -> Value {
-        let user = self.users.get(&id);
-        json!({
-            "id": id.to_string(),
-            "username": user.map_or("unknown", |u| u.name.as_str()),
-            "global_name": user.map(|u| u.name.clone()),
-            "discriminator": "0",
-            "avatar": null,
-            "bot": user.is_some_and(|u| u.bot),
-        })
-    }
-
-    pub fn member_json(&self, guild: &Guild, user: u64) -> Value {
-        let roles: Vec<String> = guild.members.get(&user).into_iter().flatten().map(u64::to_string).collect();
-        json!({
-            "user": self.user_json(user), "roles": roles, "joined_at": iso(snowflake_ms(guild.id)),
-            "deaf": false, "mute": false, "flags": 0, "pending": false,
-        })
-    }
-
-    pub fn role_json(role: &Role, position: usize) -> Value {
-        json!({
-            "id": role.id.to_string(), "name": role.name, "color": 0, "colors": {"primary_color": 0},
-            "hoist": false, "managed": false, "mentionable": false, "position": position,
-            "permissions": role.permissions.bits().to_string(),
-        })
-    }
-
-    pub fn channel_json(&self, channel: &Channel) -> Value {
-        let overwrites: Vec<Value> = channel
-            .overwrites
-            .iter()
-            .map(|o| {
-                let (id, kind) = match o.target {
-                    OverwriteTarget::Role(id) => (id, 0),
-                    OverwriteTarget::Member(id) => (id, 1),
-                };
-                json!({"id": id.to_string(), "type": kind, "allow": o.allow.bits().to_string(), "deny": o.deny.bits().to_string()})
-            })
-            .collect();
-        let mut value = json!({
-            "id": channel.id.to_string(), "guild_id": channel.guild_id.to_string(), "name": channel.name,
-            "type": if channel.parent_id.is_some() { 11 } else { 0 }, "position": 0,
-            "permission_overwrites": overwrites, "nsfw": false,
-        });
-        if let Some(parent) = channel.parent_id {
-            value["parent_id"] = json!(parent.to_string());
-            value["thread_metadata"] = json!({
-                "archived": false, "auto_archive_duration": 1440, "archive_timestamp": iso(now_ms()), "locked": false
-            });
-        }
-        value
-    }
-
-    pub fn guild_json(&self, guild: &Guild) -> Value {
-        let roles: Vec<Value> = guild.roles.iter().enumerate().map(|(i, r)| Self::role_json(r, i)).collect();
-        let members: Vec<Value> = guild.members.keys().map(|u| self.member_json(guild, *u)).collect();
-        let (channels, threads): (Vec<&Channel>, Vec<&Channel>) =
-            self.channels.values().filter(|c| c.guild_id == guild.id).partition(|c| c.parent_id.is_none());
-        json!({
-            "id": guild.id.to_string(), "name": guild.name, "owner_id": guild.owner_id.to_string(),
-            "icon": null, "verification_level": 0, "default_message_notifications": 0, "explicit_content_filter": 0,
-            "roles": roles, "emojis": [], "features": [], "mfa_level": 0, "system_channel_flags": 0,
-            "premium_tier": 0, "preferred_locale": "en-US", "nsfw_level": 0, "stickers": [],
-            "premium_progress_bar_enabled": false, "joined_at": iso(snowflake_ms(guild.id)), "large": false,
-            "member_count": guild.members.len(), "voice_states": [], "members": members,
-            "channels": channels.iter().map(|c| self.channel_json(c)).collect::<Vec<_>>(),
-            "threads": threads.iter().map(|c| self.channel_json(c)).collect::<Vec<_>>(),
-            "presences": [], "stage_instances": [], "guild_scheduled_events": [], "unavailable": false,
-        })
-    }
-
-    pub fn message_json(&self, m: &Message) -> Value {
-        let author = match &m.author {
-            Author::User(id) => self.user_json(*id),
-            Author::Webhook { webhook_id, name, .. } => json!({
-                "id": webhook_id.to_string(), "username": name, "discriminator": "0000", "avatar": null, "bot": true,
-            }),
-        };
-        let reactions: Vec<Value> = m
-            .reactions
-            .iter()
-            .map(|(emoji, users)| json!({"count": users.len(), "me": false, "emoji": {"id": null, "name": emoji},
-                "count_details": {"burst": 0, "normal": users.len()}, "burst_colors": [], "me_burst": false, "burst_count": 0}))
-            .collect();
-        let mut value = json!({
-            "id": m.id.to_string(), "channel_id": m.channel_id.to_string(), "guild_id": m.guild_id.to_string(),
-            "author": author, "content": m.content, "timestamp": iso(m.created_ms),
-            "edited_timestamp": m.edited_ms.map(iso), "tts": false, "mention_everyone": m.mention_everyone,
-            "mentions": m.mentions.iter().map(|u| self.user_json(*u)).collect::<Vec<_>>(),
-            "mention_roles": m.mention_roles.iter().map(u64::to_string).collect::<Vec<_>>(),
-            "attachments": [], "embeds": [], "reactions": reactions, "pinned": false,
-            "type": if m.reply_to.is_some() { 19 } else { 0 },
-        });
-        if let Author::Webhook { webhook_id, .. } = &m.author {
-            value["webhook_id"] = json!(webhook_id.to_string());
-        }
-        if let Author::User(id) = &m.author
-            && let Some(guild) = self.guilds.get(&m.guild_id)
-        {
-            let mut member = self.member_json(guild, *id);
-            member.as_object_mut().map(|o| o.remove("user"));
-            value["member"] = member;
-        }
-        if let Some(nonce) = &m.nonce {
-            value["nonce"] = json!(nonce);
-        }
-        if let Some(reply) = m.reply_to {
-            value["message_reference"] =
-                json!({"message_id": reply.to_string(), "channel_id": m.channel_id.to_string()});
-        }
-        value
     }
 }
 

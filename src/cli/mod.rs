@@ -1,9 +1,11 @@
 //! The command line (spec 11): subcommands and their options.
 
+mod bench;
 mod check;
 mod demo;
 mod invite;
 mod run;
+mod sandbox;
 mod soak;
 
 use clap::{Parser, Subcommand};
@@ -55,9 +57,14 @@ pub enum CliCommand {
     Check(SourceArgs),
     /// Print the OAuth2 URL that invites the bot with exactly the permissions it uses.
     Invite(InviteArgs),
+    /// The local Discord-compatible server on its own, for rehearsing with real agents: accounts, tokens, the
+    /// channel printed live, standard input posted as the operator.
+    Sandbox(sandbox::SandboxArgs),
     /// Kill the bot (SIGKILL) at random instants and start it again, N times, against a local server with scripted
     /// agents; check that nothing is lost or doubled.
     Soak(soak::SoakArgs),
+    /// Measure a bot binary through the local server, beside the machine's floor (see the README's figures).
+    Bench(bench::BenchArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -94,7 +101,9 @@ pub fn run(cli: Cli) -> ExitCode {
         CliCommand::Demo(args) => demo::run(&args),
         CliCommand::Check(args) => check::run(&args),
         CliCommand::Invite(args) => invite::run(&args),
+        CliCommand::Sandbox(args) => sandbox::run(&args),
         CliCommand::Soak(args) => soak::run(&args),
+        CliCommand::Bench(args) => bench::run(&args),
     }
 }
 

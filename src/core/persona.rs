@@ -224,6 +224,21 @@ fn cross_file_problems(personas: &[Persona], files: &[(String, String)]) -> Vec<
     problems
 }
 
+/// Two personas for tests across the crate: pm (user 1) and dev (user 2), in that order, with this turn length.
+#[cfg(test)]
+pub(crate) fn two_personas(timeout_seconds: u32) -> PersonaCatalog {
+    let persona = |id: &str, user: u64| Persona {
+        id: PersonaId::parse(id).unwrap(),
+        display_name: id.into(),
+        discord_user_id: UserId(user),
+        avatar_url: None,
+        timeout_seconds: Some(timeout_seconds),
+        order: Some(user as i64),
+        source: String::new(),
+    };
+    PersonaCatalog::new(vec![persona("pm", 1), persona("dev", 2)])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

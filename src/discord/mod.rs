@@ -34,7 +34,8 @@ use anyhow::Context as _;
 use clock::Clock;
 use identity::Identity;
 use persist::{DiskSaver, Saver};
-use rest::serenity::SerenityRest;
+use rest::discord::DiscordRest;
+use rest::http::DiscordHttp;
 use router::Router;
 use serenity::all as discord;
 use stats::{Stats, StatsSnapshot};
@@ -155,12 +156,17 @@ pub async fn start(options: BotOptions) -> anyhow::Result<RunningBot> {
     let env = Arc::new(Env {
         personas: Arc::new(options.personas),
         config: Arc::new(options.config),
-        rest: Arc::new(SerenityRest::new(access.clone(), identity.clone())),
+        rest: Arc::new(DiscordRest::new(
+            Arc::new(DiscordHttp::new(&token, options.api_base.as_deref())),
+            access.clone(),
+            identity.clone(),
+        )),
         saver: saver.clone(),
         clock: Clock::system(),
         stats: stats.clone(),
         catch_up_permits: Arc::new(Semaphore::new(CATCH_UP_CONCURRENCY)),
     });
+    tell_lost_sessions(&env, report.lost);
     let router = Router::new(env);
     let configured = configured_starts(&router.env().config, &report.sessions);
     router.resume(report.sessions);
@@ -209,6 +215,21 @@ async fn watch_connection(shard_manager: Arc<discord::ShardManager>, router: Arc
             router.broadcast(|| Input::CatchUp);
             lost = false;
         }
+    }
+}
+
+/// A channel whose saved session could not be read (and had no good copy) is told once, rather than going silent:
+/// the unreadable file is moved aside, so the next start does not see it again.
+fn tell_lost_sessions(env: &Arc<Env>, lost: Vec<ChannelId>) {
+    for channel in lost {
+        let rest = env.rest.clone();
+        tokio::spawn(async move {
+            let text = "⚠️ I could not restore the turn-management session of this channel: its saved state could not \
+                        be read (it is kept aside for inspection; see my logs). Start a new one with `!turn start`.";
+            if let Err(e) = sender::retrying(|| rest.notice(channel, text)).await {
+                tracing::warn!(channel = %channel, "could not say that the session was lost: {e}");
+            }
+        });
     }
 }
 

@@ -20,6 +20,9 @@ pub struct LoadReport {
     /// Ordered by channel id.
     pub sessions: Vec<Session>,
     pub problems: Vec<String>,
+    /// Channels whose session file could not be read and had no readable last good copy: their session is lost
+    /// (the unreadable files are kept aside), and the channel should be told so once.
+    pub lost: Vec<ChannelId>,
 }
 
 /// Which of a channel's session files the folder listing showed, so that loading tries only those.
@@ -43,7 +46,7 @@ impl Store {
         let load_chunk = |chunk: &[(ChannelId, Listed)]| -> Result<LoadReport, StoreError> {
             let mut report = LoadReport::default();
             for &(channel, listed) in chunk {
-                if let Some(session) = self.load_listed(channel, listed, &mut report.problems)? {
+                if let Some(session) = self.load_listed(channel, listed, &mut report)? {
                     report.sessions.push(session);
                 }
             }
@@ -59,11 +62,12 @@ impl Store {
                 .extend(others.into_iter().map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))));
             reports
         });
-        let mut all = LoadReport { sessions: Vec::with_capacity(channels.len()), problems: Vec::new() };
+        let mut all = LoadReport { sessions: Vec::with_capacity(channels.len()), ..LoadReport::default() };
         for report in reports {
             let report = report?;
             all.sessions.extend(report.sessions);
             all.problems.extend(report.problems);
+            all.lost.extend(report.lost);
         }
         Ok(all)
     }
@@ -71,7 +75,7 @@ impl Store {
     /// Loads one channel's session, `None` when it has none. What could not be used is logged and handled as
     /// [`Store::load_all`] does.
     pub fn load_one(&self, channel: ChannelId) -> Result<Option<Session>, StoreError> {
-        self.load_listed(channel, Listed { current: true, previous: true }, &mut Vec::new())
+        self.load_listed(channel, Listed { current: true, previous: true }, &mut LoadReport::default())
     }
 
     /// The channels with a session file or a last good copy, from one listing of the folder; removes leftover
@@ -98,8 +102,10 @@ impl Store {
         &self,
         channel: ChannelId,
         listed: Listed,
-        problems: &mut Vec<String>,
+        report: &mut LoadReport,
     ) -> Result<Option<Session>, StoreError> {
+        let problems = &mut report.problems;
+        let mut current_unreadable = false;
         let path = self.session_path(channel);
         let previous = self.previous_path(channel);
         if listed.current {
@@ -107,6 +113,7 @@ impl Store {
                 Ok(Some(session)) => return Ok(Some(session)),
                 Ok(None) => {}
                 Err(why) => {
+                    current_unreadable = true;
                     let aside = move_aside(&path)?;
                     let message = format!(
                         "{} cannot be read ({why}); moved it to {} and kept it for inspection",
@@ -119,6 +126,9 @@ impl Store {
             }
         }
         if !listed.previous {
+            if current_unreadable {
+                report.lost.push(channel);
+            }
             return Ok(None);
         }
         match read_session(&previous, channel) {
@@ -130,7 +140,12 @@ impl Store {
                 self.write_session_file(channel, &session)?;
                 Ok(Some(session))
             }
-            Ok(None) => Ok(None),
+            Ok(None) => {
+                if current_unreadable {
+                    report.lost.push(channel);
+                }
+                Ok(None)
+            }
             Err(why) => {
                 let message = format!(
                     "channel {channel}: the last good copy {} cannot be read either ({why}); the session is lost, its history log is kept",
@@ -138,6 +153,7 @@ impl Store {
                 );
                 tracing::error!("{message}");
                 problems.push(message);
+                report.lost.push(channel);
                 Ok(None)
             }
         }

@@ -55,6 +55,23 @@ impl Session {
         self.finish(t, ctx)
     }
 
+    /// Whether the announcement that gives the current holder the floor is still on its way: until Discord accepts
+    /// it, the persona does not know it has the floor, so its deadline does not run.
+    pub fn awaiting_floor_announcement(&self) -> bool {
+        self.turn_announcement.is_some() && self.status == SessionStatus::Running
+    }
+
+    /// After a load: an announcement marked as on its way but no longer in the outbox was carried out before the
+    /// process stopped (its report was not saved); it no longer holds the deadline.
+    pub fn forget_delivered_announcement(&mut self) {
+        let pending = self.outbox.iter().any(
+            |q| matches!(&q.effect, Effect::Announce(a) if Some(a.nonce.as_str()) == self.turn_announcement.as_deref()),
+        );
+        if !pending {
+            self.turn_announcement = None;
+        }
+    }
+
     fn take_queued(&mut self, id: u64) -> Option<Queued> {
         let position = self.outbox.iter().position(|q| q.id == id)?;
         self.outbox.remove(position)
@@ -75,22 +92,13 @@ impl Session {
 mod tests {
     use super::*;
     use crate::core::config::Config;
-    use crate::core::ids::{ChannelId, PersonaId, UserId};
-    use crate::core::persona::{Persona, PersonaCatalog};
+    use crate::core::ids::ChannelId;
+    use crate::core::persona::PersonaCatalog;
     use crate::core::session::Command;
     use chrono::TimeDelta;
 
     fn catalog() -> PersonaCatalog {
-        let persona = |id: &str, user: u64| Persona {
-            id: PersonaId::parse(id).unwrap(),
-            display_name: id.into(),
-            discord_user_id: UserId(user),
-            avatar_url: None,
-            timeout_seconds: Some(60),
-            order: Some(user as i64),
-            source: String::new(),
-        };
-        PersonaCatalog::new(vec![persona("pm", 1), persona("dev", 2)])
+        crate::core::persona::two_personas(60)
     }
 
     fn t0() -> DateTime<Utc> {
@@ -146,6 +154,21 @@ mod tests {
         let after_skip = session.turn_timeout_at.unwrap();
         session.effect_done(queued[1].id, t0() + TimeDelta::seconds(5)); // pm's floor, accepted after pm's turn ended
         assert_eq!(session.turn_timeout_at, Some(after_skip), "dev's turn keeps its deadline");
+    }
+
+    #[test]
+    fn the_deadline_waits_for_the_floor_announcement_and_a_stale_mark_is_forgotten_after_a_load() {
+        let (personas, config) = (catalog(), Config::default());
+        let (mut session, queued) = started(&personas, &config);
+        assert!(session.awaiting_floor_announcement());
+        let mut loaded = session.clone();
+        loaded.forget_delivered_announcement();
+        assert!(loaded.awaiting_floor_announcement(), "still in the outbox: still on its way");
+        loaded.outbox.clear();
+        loaded.forget_delivered_announcement();
+        assert!(!loaded.awaiting_floor_announcement(), "done before the crash: the deadline runs");
+        session.effect_done(queued[1].id, t0());
+        assert!(!session.awaiting_floor_announcement());
     }
 
     #[test]

@@ -148,6 +148,7 @@ impl Actor {
     }
 
     async fn run(&mut self, retire: Retire) {
+        self.session.forget_delivered_announcement();
         // What was decided and saved but maybe not carried out before the process stopped comes first.
         if !self.session.outbox.is_empty() {
             let replay: Vec<_> = self.session.outbox.iter().cloned().collect();
@@ -190,9 +191,10 @@ impl Actor {
         }
     }
 
-    /// The instant to wake for the turn's deadline, unless deadlines wait for a catch-up.
+    /// The instant to wake for the turn's deadline, unless deadlines wait for a catch-up, or for the announcement
+    /// that tells the persona it has the floor (its turn begins when Discord accepts it).
     fn armed_deadline(&self) -> Option<tokio::time::Instant> {
-        if self.awaiting_catch_up || self.catch_ups_running > 0 {
+        if self.awaiting_catch_up || self.catch_ups_running > 0 || self.session.awaiting_floor_announcement() {
             return None;
         }
         self.session.next_deadline().map(|deadline| self.env.clock.instant_at(deadline))

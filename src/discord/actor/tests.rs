@@ -396,15 +396,35 @@ async fn a_thousand_channels_whose_deadlines_fall_together_each_end_once_on_time
 #[tokio::test(start_paused = true)]
 async fn a_hanging_rest_call_in_one_channel_delays_neither_its_decisions_nor_another_channels_timeout() {
     let h = Harness::new();
-    h.rest.hanging.lock().unwrap().insert(A);
     h.start(A).await;
     h.start(B).await;
+    h.settle(A).await;
+    h.settle(B).await;
+    // From now on every REST call of channel A hangs.
+    h.rest.hanging.lock().unwrap().insert(A);
+    h.deliver(A, &h.written(PM, "Done. TURN_COMPLETE", 1_000));
     tokio::time::advance(Duration::from_secs(u64::from(TURN_SECONDS))).await;
     h.settle(B).await;
-    assert_eq!(h.floors(B, "dev"), 1, "B announced its next turn");
-    assert_eq!(h.events(A, "turn_timeout"), 1, "A's actor decided and saved, though its sender is stuck");
+    assert_eq!(h.floors(B, "dev"), 1, "B's turn timed out and its next turn was announced");
+    assert_eq!(h.stats.snapshot().lateness_ms, vec![0], "on time");
+    assert_eq!(h.events(A, "turn_complete"), 1, "A's actor decided and saved, though its sender is stuck");
     assert_eq!(h.holder(A).await.as_deref(), Some("dev"));
-    assert_eq!(h.stats.snapshot().lateness_ms, vec![0, 0]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_turn_does_not_time_out_before_its_holder_was_told_it_has_the_floor() {
+    let h = Harness::new();
+    h.start(A).await;
+    h.settle(A).await;
+    // Discord is down for pm's successor's announcement for longer than a whole turn.
+    h.rest.fail(A, "announce", vec![status(503); 9]);
+    h.deliver(A, &h.written(PM, "Done. TURN_COMPLETE", 1_000));
+    tokio::time::advance(Duration::from_secs(u64::from(TURN_SECONDS) + 30)).await;
+    h.settle(A).await;
+    assert_eq!(h.stats.snapshot().timeouts, 0, "dev's 60 s begin when it is told");
+    assert_eq!(h.floors(A, "dev"), 1);
+    let session = h.session(A).await;
+    assert!(session.turn_timeout_at.unwrap() > h.clock.now() + TimeDelta::seconds(30), "{:?}", session.turn_timeout_at);
 }
 
 #[tokio::test(start_paused = true)]
@@ -538,6 +558,28 @@ async fn a_floor_announcement_accepted_late_gives_the_persona_its_time_back() {
     tokio::time::advance(Duration::from_secs(u64::from(TURN_SECONDS) - 1)).await;
     h.router.ask(A, Input::Snapshot).await;
     assert_eq!(h.stats.snapshot().timeouts, 0, "the 60 s count from when pm was told");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_stripped_text_longer_than_discord_allows_is_reposted_in_order_as_several_messages() {
+    let h = Harness::new();
+    h.start(A).await;
+    // A Nitro account may post 4,000 characters; a repost may carry 2,000.
+    let lines: Vec<String> = (0..80).map(|i| format!("line {i:02}: {}", "x".repeat(40))).collect();
+    let text = lines.join("\n");
+    h.deliver(A, &h.written(PM, &format!("{text}\nTURN_COMPLETE"), 1_000));
+    h.settle(A).await;
+    let reposts: Vec<String> = h
+        .journal
+        .of(A)
+        .iter()
+        .filter_map(|l| {
+            l.strip_prefix(&format!("repost {A} PM: ")).and_then(|r| r.strip_suffix(" -> ok")).map(str::to_owned)
+        })
+        .collect();
+    assert_eq!(reposts.len(), 2);
+    assert!(reposts.iter().all(|r| r.chars().count() <= 2000));
+    assert_eq!(reposts.join("\n"), text, "every line, in order");
 }
 
 #[tokio::test(start_paused = true)]

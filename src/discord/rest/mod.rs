@@ -1,7 +1,9 @@
 //! The network seam: everything the channel actors and their senders ask of Discord, as one small trait with a typed
-//! error. serenity implements it in production ([`serenity`]); the unit tests use a recording fake on tokio's paused
-//! clock.
+//! error. [`discord`] implements it in production (with [`http`] for the effects and serenity for lookups); the unit
+//! tests use a recording fake on tokio's paused clock.
 
+pub mod discord;
+pub mod http;
 pub mod serenity;
 pub mod webhooks;
 

@@ -1,11 +1,13 @@
 //! The one webhook per channel that reposts go through, with the persona's name and avatar. It is found or made on
 //! first use, reused after that, and made again if someone deleted it. Threads use their parent's webhook.
 
+use super::http::DiscordHttp;
 use super::serenity::call;
 use super::{RestError, Voice};
 use crate::core::ids::ChannelId;
 use crate::discord::access::Access;
 use crate::discord::identity::Identity;
+use secrecy::ExposeSecret;
 use serenity::all as discord;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -18,6 +20,7 @@ pub const WEBHOOK_NAME: &str = "turn-manager";
 type Slot = Arc<tokio::sync::Mutex<Option<discord::Webhook>>>;
 
 pub struct Webhooks {
+    http: Arc<DiscordHttp>,
     access: Arc<Access>,
     identity: Arc<Identity>,
     /// Channel (a thread's parent) -> its webhook.
@@ -27,23 +30,19 @@ pub struct Webhooks {
 }
 
 impl Webhooks {
-    pub fn new(access: Arc<Access>, identity: Arc<Identity>) -> Self {
-        Self { access, identity, hooks: Mutex::default(), routes: Mutex::default() }
+    pub fn new(http: Arc<DiscordHttp>, access: Arc<Access>, identity: Arc<Identity>) -> Self {
+        Self { http, access, identity, hooks: Mutex::default(), routes: Mutex::default() }
     }
 
     /// Posts `text` as the persona in `channel`; reposts ping users at most, never @everyone, @here or roles.
     pub async fn repost(&self, channel: ChannelId, voice: Voice<'_>, text: &str) -> Result<(), RestError> {
         let (owner, thread) = self.route(channel).await?;
-        let mut builder = discord::ExecuteWebhook::new()
-            .content(text)
-            .username(voice.name)
-            .allowed_mentions(discord::CreateAllowedMentions::new().all_users(true));
-        if let Some(avatar) = voice.avatar_url {
-            builder = builder.avatar_url(avatar);
-        }
-        if let Some(thread) = thread {
-            builder = builder.in_thread(discord::ChannelId::new(thread.0));
-        }
+        let body = serde_json::json!({
+            "content": text,
+            "username": voice.name,
+            "avatar_url": voice.avatar_url,
+            "allowed_mentions": {"parse": ["users"]},
+        });
         let slot = self.hooks.lock().expect("webhooks lock").entry(owner).or_default().clone();
         let mut known = slot.lock().await;
         for attempt in 0..2 {
@@ -51,7 +50,8 @@ impl Webhooks {
                 Some(hook) => hook.clone(),
                 None => known.insert(self.find_or_create(owner).await?).clone(),
             };
-            match call(hook.execute(self.access.http()?.as_ref(), false, builder.clone())).await {
+            let token = hook.token.as_ref().map(|t| t.expose_secret().to_owned()).unwrap_or_default();
+            match self.http.execute_webhook(hook.id.get(), &token, thread.map(|t| t.0), &body).await {
                 Ok(_) => return Ok(()),
                 // 404: someone deleted the webhook; make a new one and try once more.
                 Err(e) if attempt == 0 && e.status() == Some(404) => {

@@ -2,6 +2,7 @@
 //! last good copy used, loading one channel, loading many.
 
 use super::*;
+use crate::core::ids::ChannelId;
 use crate::core::ids::MessageId;
 use crate::core::session::{IncomingMessage, SessionStatus};
 
@@ -68,6 +69,7 @@ fn a_torn_session_file_is_moved_aside_and_the_last_good_copy_is_used() {
 
     let report = store.load_all().unwrap();
     assert_eq!(report.sessions, std::slice::from_ref(&first), "the version before the last save is used");
+    assert!(report.lost.is_empty(), "restored, not lost");
     assert!(
         report.problems.iter().any(|p| p.contains("cannot be read") && p.contains("moved it to")),
         "{:?}",
@@ -96,6 +98,7 @@ fn a_corrupt_file_without_a_good_copy_is_reported_and_kept() {
     std::fs::write(dir.path().join("channels/77.json"), "not json at all").unwrap();
     let report = store.load_all().unwrap();
     assert!(report.sessions.is_empty());
+    assert_eq!(report.lost, [ChannelId(77)], "the channel is to be told its session is lost");
     assert!(report.problems.iter().any(|p| p.contains("77.json cannot be read")));
     assert!(!dir.path().join("channels/77.json").exists());
     let kept = std::fs::read_dir(dir.path().join("channels")).unwrap().count();

@@ -8,7 +8,7 @@ mod writer;
 use super::*;
 use crate::core::config::Config;
 use crate::core::ids::{PersonaId, UserId};
-use crate::core::persona::{Persona, PersonaCatalog};
+use crate::core::persona::PersonaCatalog;
 use crate::core::session::history::HistoryEvent;
 use crate::core::session::{Command, Context, Session};
 use chrono::{DateTime, TimeDelta, Utc};
@@ -16,16 +16,7 @@ use chrono::{DateTime, TimeDelta, Utc};
 const CHANNEL: ChannelId = ChannelId(42);
 
 fn catalog() -> PersonaCatalog {
-    let persona = |id: &str, user: u64| Persona {
-        id: PersonaId::parse(id).unwrap(),
-        display_name: id.into(),
-        discord_user_id: UserId(user),
-        avatar_url: None,
-        timeout_seconds: Some(90),
-        order: Some(user as i64),
-        source: String::new(),
-    };
-    PersonaCatalog::new(vec![persona("pm", 1), persona("dev", 2)])
+    crate::core::persona::two_personas(90)
 }
 
 fn t0() -> DateTime<Utc> {

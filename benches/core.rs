@@ -1,0 +1,98 @@
+//! Criterion benches of the core's hot paths: signal detection, one transition (a message that completes a turn),
+//! and one durable save of a session (`Store::save` into a temporary folder, so on a real disk with its fsyncs).
+
+use chrono::{DateTime, Utc};
+use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
+use std::hint::black_box;
+use turn_manager::core::config::Config;
+use turn_manager::core::ids::{ChannelId, MessageId, PersonaId, UserId};
+use turn_manager::core::persona::{Persona, PersonaCatalog};
+use turn_manager::core::session::{Command, Context, IncomingMessage, Session};
+use turn_manager::store::Store;
+
+/// A few hundred characters: an agent's typical answer.
+const ANSWER: &str = "Here is my review of the plan. The parser should stay apart from the network, time should be \
+    passed in rather than read, and every error should carry the path it is about. I would split the actor from \
+    its sender so that a slow REST call delays only its own channel.";
+
+fn personas() -> PersonaCatalog {
+    let persona = |i: u64, id: &str| Persona {
+        id: PersonaId::parse(id).unwrap(),
+        display_name: id.to_uppercase(),
+        discord_user_id: UserId(1_312_000_000_000_000_000 + i),
+        avatar_url: None,
+        timeout_seconds: Some(90),
+        order: Some(i as i64),
+        source: format!("personas/{id}.json"),
+    };
+    PersonaCatalog::new(vec![persona(1, "pm"), persona(2, "dev"), persona(3, "critic")])
+}
+
+fn at(ms: i64) -> DateTime<Utc> {
+    DateTime::from_timestamp_millis(ms).unwrap()
+}
+
+/// A running session ten turns in, pm's turn just begun; and pm's signal for it.
+fn running_session(personas: &PersonaCatalog, config: &Config) -> (Session, IncomingMessage) {
+    let ctx = Context { personas, config };
+    let mut ms = 1_795_000_000_000;
+    let mut session = Session::new(ChannelId(1_400_000_000_000_000_000));
+    session.handle_command(&Command::Start { roster: Vec::new() }, None, at(ms), ctx).unwrap();
+    let signal_of = |session: &Session, ms: i64| {
+        let holder = session.active_agent.clone().unwrap();
+        let id = MessageId::first_at(at(ms));
+        IncomingMessage {
+            id,
+            author: personas.get(&holder).unwrap().discord_user_id,
+            text: format!("{ANSWER}\n\nTURN_COMPLETE"),
+            edited: false,
+            written_at: id.created_at(),
+        }
+    };
+    for _ in 0..9 {
+        ms += 5_000;
+        let message = signal_of(&session, ms);
+        session.handle_message(&message, at(ms), ctx);
+    }
+    let message = signal_of(&session, ms + 5_000);
+    (session, message)
+}
+
+fn signal_detection(c: &mut Criterion) {
+    let config = Config::default();
+    let with = format!("{ANSWER}\n\nTURN_COMPLETE");
+    c.bench_function("signal detection, an answer with the signal", |b| {
+        b.iter(|| config.signals.detect(black_box(&with)))
+    });
+    c.bench_function("signal detection, an answer without it", |b| b.iter(|| config.signals.detect(black_box(ANSWER))));
+}
+
+fn transition(c: &mut Criterion) {
+    let (personas, config) = (personas(), Config::default());
+    let (session, signal) = running_session(&personas, &config);
+    let now = signal.written_at + chrono::TimeDelta::milliseconds(2);
+    c.bench_function("transition, a signal that completes the turn", |b| {
+        b.iter_batched_ref(
+            || session.clone(),
+            |session| {
+                let t = session.handle_message(&signal, now, Context { personas: &personas, config: &config });
+                assert!(t.durable());
+                t
+            },
+            BatchSize::SmallInput,
+        )
+    });
+}
+
+fn durable_save(c: &mut Criterion) {
+    let (personas, config) = (personas(), Config::default());
+    let (mut session, signal) = running_session(&personas, &config);
+    let now = signal.written_at;
+    let events = session.handle_message(&signal, now, Context { personas: &personas, config: &config }).events;
+    let folder = tempfile::tempdir().unwrap();
+    let store = Store::open(folder.path()).unwrap();
+    c.bench_function("durable save of a session (Store::save)", |b| b.iter(|| store.save(&session, &events).unwrap()));
+}
+
+criterion_group!(benches, signal_detection, transition, durable_save);
+criterion_main!(benches);

@@ -1,0 +1,300 @@
+//! The bench's eyes and its agents: one task reads local-discord's feed of created messages, records each with the
+//! server's creation instant, and answers announcements the moment they are created, as the agent they mention.
+//! What the figures are computed from is this record, never the bot's own word.
+
+use super::scene::Scene;
+use local_discord::LocalDiscord;
+use local_discord::feed::FeedEvent;
+use local_discord::world::Author;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::sync::{broadcast, oneshot};
+use tokio::task::JoinHandle;
+
+/// The signal the agents end their turns with.
+pub const SIGNAL: &str = "TURN_COMPLETE";
+
+/// What a created message was, as the bench sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// The bot gives an agent the floor.
+    Announce,
+    /// The bot ends a turn by timeout.
+    TimeoutNotice,
+    /// An agent's message ending with the signal.
+    Signal,
+    /// An agent's message without it.
+    AgentMessage,
+    /// Anything else: reposts, the bot's other notices, people.
+    Other,
+}
+
+/// One created message.
+#[derive(Clone, Copy, Debug)]
+pub struct Rec {
+    pub at: Instant,
+    pub channel: u64,
+    pub id: u64,
+    pub kind: Kind,
+}
+
+/// Per-channel counts, for phases to wait on while they run.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Counts {
+    pub announces: u32,
+    pub signals: u32,
+    pub timeouts: u32,
+    /// The agent the latest announcement gave the floor to.
+    pub holder: Option<u64>,
+}
+
+#[derive(Default)]
+pub struct Tally {
+    channels: Mutex<HashMap<u64, Counts>>,
+}
+
+impl Tally {
+    /// How many channels satisfy `condition`.
+    pub fn channels_where(&self, condition: impl Fn(&Counts) -> bool) -> usize {
+        self.channels.lock().expect("tally lock").values().filter(|c| condition(c)).count()
+    }
+
+    /// Every channel's counts now.
+    pub fn snapshot(&self) -> HashMap<u64, Counts> {
+        self.channels.lock().expect("tally lock").clone()
+    }
+
+    /// Each channel's floor holder, by its latest announcement.
+    pub fn holders(&self) -> Vec<(u64, u64)> {
+        let channels = self.channels.lock().expect("tally lock");
+        channels.iter().filter_map(|(channel, c)| Some((*channel, c.holder?))).collect()
+    }
+
+    fn bump(&self, channel: u64, f: impl FnOnce(&mut Counts)) {
+        f(self.channels.lock().expect("tally lock").entry(channel).or_default());
+    }
+}
+
+/// What the observer saw, in creation order.
+pub struct Observed {
+    pub records: Vec<Rec>,
+    /// Messages the observer fell too far behind to see (then the figures are incomplete, and say so).
+    pub missed: u64,
+}
+
+pub struct Observer {
+    pub tally: Arc<Tally>,
+    /// While set, agents answer announcements (up to `answer_turns` per channel).
+    pub answering: Arc<AtomicBool>,
+    stop: oneshot::Sender<()>,
+    task: JoinHandle<Observed>,
+}
+
+impl Observer {
+    /// Starts watching the scene's server (call before the bot starts). Agents answer each channel's first
+    /// `answer_turns` announcements at once with a signal; 0 makes them silent.
+    pub fn start(scene: &Scene, answer_turns: u32) -> Self {
+        let feed = scene.stage.server.subscribe();
+        let tally = Arc::new(Tally::default());
+        let answering = Arc::new(AtomicBool::new(answer_turns > 0));
+        let (stop, stopped) = oneshot::channel();
+        let agents: HashMap<u64, String> =
+            scene.stage.personas.iter().map(|p| (p.discord_user_id.0, p.id.to_string())).collect();
+        let watcher = Watcher {
+            server: scene.stage.server.clone(),
+            bot: scene.stage.bot_user,
+            agents,
+            tally: tally.clone(),
+            answering: answering.clone(),
+            answer_turns,
+            answered: HashMap::new(),
+            records: Vec::new(),
+            missed: 0,
+        };
+        let task = tokio::spawn(watcher.run(feed, stopped));
+        Self { tally, answering, stop, task }
+    }
+
+    /// Stops watching and hands over the record (everything created before the call is in it).
+    pub async fn finish(self) -> Observed {
+        let _ = self.stop.send(());
+        self.task.await.expect("the observer task")
+    }
+}
+
+struct Watcher {
+    server: LocalDiscord,
+    bot: u64,
+    /// Agent account -> persona id.
+    agents: HashMap<u64, String>,
+    tally: Arc<Tally>,
+    answering: Arc<AtomicBool>,
+    answer_turns: u32,
+    answered: HashMap<u64, u32>,
+    records: Vec<Rec>,
+    missed: u64,
+}
+
+impl Watcher {
+    async fn run(mut self, mut feed: broadcast::Receiver<FeedEvent>, mut stopped: oneshot::Receiver<()>) -> Observed {
+        loop {
+            tokio::select! {
+                biased;
+                _ = &mut stopped => break,
+                event = feed.recv() => match event {
+                    Ok(event) => self.see(event),
+                    Err(broadcast::error::RecvError::Lagged(n)) => self.missed += n,
+                    Err(broadcast::error::RecvError::Closed) => break,
+                },
+            }
+        }
+        loop {
+            match feed.try_recv() {
+                Ok(event) => self.see(event),
+                Err(broadcast::error::TryRecvError::Lagged(n)) => self.missed += n,
+                Err(_) => break,
+            }
+        }
+        Observed { records: self.records, missed: self.missed }
+    }
+
+    fn see(&mut self, event: FeedEvent) {
+        let kind = self.classify(&event);
+        self.records.push(Rec { at: event.at, channel: event.channel, id: event.id, kind });
+        match kind {
+            Kind::Announce => {
+                let holder = event.pinged.iter().copied().find(|u| self.agents.contains_key(u));
+                self.tally.bump(event.channel, |c| {
+                    c.announces += 1;
+                    c.holder = holder;
+                });
+                self.answer(&event);
+            }
+            Kind::TimeoutNotice => self.tally.bump(event.channel, |c| c.timeouts += 1),
+            Kind::Signal => self.tally.bump(event.channel, |c| c.signals += 1),
+            Kind::AgentMessage | Kind::Other => {}
+        }
+    }
+
+    fn classify(&self, event: &FeedEvent) -> Kind {
+        match event.author {
+            Author::User(user) if user == self.bot => {
+                if event.content.contains("has the floor") {
+                    Kind::Announce
+                } else if event.content.starts_with("⏱️") {
+                    Kind::TimeoutNotice
+                } else {
+                    Kind::Other
+                }
+            }
+            Author::User(user) if self.agents.contains_key(&user) => {
+                if event.content.trim_end().ends_with(SIGNAL) {
+                    Kind::Signal
+                } else {
+                    Kind::AgentMessage
+                }
+            }
+            _ => Kind::Other,
+        }
+    }
+
+    /// The agent the announcement pings answers at once, if it still answers in this channel.
+    fn answer(&mut self, event: &FeedEvent) {
+        if !self.answering.load(Ordering::Relaxed) {
+            return;
+        }
+        let answered = self.answered.entry(event.channel).or_default();
+        if *answered >= self.answer_turns {
+            return;
+        }
+        let Some((user, persona)) = event.pinged.iter().find_map(|u| self.agents.get(u).map(|p| (*u, p))) else {
+            return;
+        };
+        *answered += 1;
+        let text = format!("{persona}: my answer for turn {answered}.\n\n{SIGNAL}");
+        self.server.post(event.channel, user, &text);
+    }
+}
+
+/// Handoff times: from each agent's signal created in `window` to the next announcement created in its channel.
+pub fn handoffs(records: &[Rec], window: (Instant, Instant)) -> Vec<Duration> {
+    let mut pending: HashMap<u64, Instant> = HashMap::new();
+    let mut samples = Vec::new();
+    for rec in records {
+        match rec.kind {
+            Kind::Signal if rec.at >= window.0 && rec.at < window.1 => {
+                pending.insert(rec.channel, rec.at);
+            }
+            Kind::Announce => {
+                if let Some(signal) = pending.remove(&rec.channel) {
+                    samples.push(rec.at - signal);
+                }
+            }
+            _ => {}
+        }
+    }
+    samples
+}
+
+/// Turns completed in `window`: announcements created in it that follow a signal in their channel.
+pub fn completed(records: &[Rec], window: (Instant, Instant)) -> usize {
+    let mut signalled: HashMap<u64, bool> = HashMap::new();
+    let mut count = 0;
+    for rec in records {
+        match rec.kind {
+            Kind::Signal => {
+                signalled.insert(rec.channel, true);
+            }
+            Kind::Announce => {
+                let after_signal = signalled.insert(rec.channel, false).unwrap_or(false);
+                if after_signal && rec.at >= window.0 && rec.at < window.1 {
+                    count += 1;
+                }
+            }
+            _ => {}
+        }
+    }
+    count
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(t0: Instant, ms: u64, channel: u64, kind: Kind) -> Rec {
+        Rec { at: t0 + Duration::from_millis(ms), channel, id: ms, kind }
+    }
+
+    #[test]
+    fn a_handoff_runs_from_a_signal_to_the_next_announcement_of_its_own_channel() {
+        let t0 = Instant::now();
+        let records = [
+            rec(t0, 0, 1, Kind::Announce),
+            rec(t0, 10, 1, Kind::Signal),
+            rec(t0, 11, 2, Kind::Signal),
+            rec(t0, 12, 1, Kind::Other),
+            rec(t0, 14, 2, Kind::Announce),
+            rec(t0, 15, 1, Kind::Announce),
+            rec(t0, 40, 1, Kind::Announce),
+        ];
+        let window = (t0, t0 + Duration::from_secs(1));
+        assert_eq!(handoffs(&records, window), vec![Duration::from_millis(3), Duration::from_millis(5)]);
+        assert_eq!(completed(&records, window), 2, "the first and last announcements follow no signal");
+    }
+
+    #[test]
+    fn only_signals_and_completions_inside_the_window_count() {
+        let t0 = Instant::now();
+        let records = [
+            rec(t0, 5, 1, Kind::Signal),
+            rec(t0, 20, 1, Kind::Announce),
+            rec(t0, 30, 1, Kind::Signal),
+            rec(t0, 60, 1, Kind::Announce),
+        ];
+        let window = (t0 + Duration::from_millis(10), t0 + Duration::from_millis(50));
+        assert_eq!(handoffs(&records, window), vec![Duration::from_millis(30)], "a handoff may end after the window");
+        assert_eq!(completed(&records, window), 1);
+    }
+}

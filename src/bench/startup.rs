@@ -1,0 +1,211 @@
+//! The start-up phase: S saved active sessions, made by running the real engine (a session started, thirty turns of
+//! an agent's message and its signal) and saving each with the real store, in a guild where their S channels exist.
+//! For each bot: start-up time (process spawned → the server receives IDENTIFY) and resident memory once idle, with
+//! no saved session and with the S sessions; memory per idle session is the difference over S.
+
+use super::scene::{Bot, BotProcess, Scene, identify_at};
+use super::turns::route_of;
+use super::{procfs, wait_until};
+use crate::core::config::Config;
+use crate::core::ids::{ChannelId, MessageId};
+use crate::core::persona::PersonaCatalog;
+use crate::core::session::{Command, Context, IncomingMessage, Session};
+use crate::store::Store;
+use anyhow::Context as _;
+use chrono::{DateTime, Utc};
+use local_discord::world::LogKind;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// Saved turns are never due during the bench.
+const TURN_SECONDS: u32 = 3600;
+/// Turns each saved session has been through.
+const SAVED_TURNS: i64 = 30;
+/// Threads that write the saved sessions.
+const WRITERS: usize = 16;
+/// Idle means: no REST call and almost no CPU for this long.
+const QUIET: Duration = Duration::from_secs(1);
+const QUIET_CPU: Duration = Duration::from_millis(20);
+
+#[derive(Clone, Copy, Debug)]
+pub struct StartupSizes {
+    pub sessions: usize,
+    pub patience: Duration,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Boot {
+    pub identify: Option<Duration>,
+    /// Resident memory just after IDENTIFY (sessions loaded, nothing read from Discord yet), and once idle.
+    pub rss_at_identify_kib: Option<u64>,
+    pub rss_kib: Option<u64>,
+    /// The bot was still busy when memory was read.
+    pub busy: bool,
+    /// Channels whose missed messages it read (one per session it resumed).
+    pub catch_up_reads: usize,
+}
+
+#[derive(Clone, Debug)]
+pub struct StartupFigures {
+    pub sessions: usize,
+    pub empty: Boot,
+    pub full: Boot,
+    pub per_session_kib: Option<f64>,
+}
+
+/// What the saved sessions are like.
+#[derive(Clone, Debug)]
+pub struct Saved {
+    pub sessions: usize,
+    pub bytes_per_file: u64,
+    pub took: Duration,
+}
+
+/// Runs the phase for every binary on one scene, with the same saved sessions.
+pub async fn run(bots: &[Bot], dir: &Path, sizes: StartupSizes) -> anyhow::Result<(Saved, Vec<StartupFigures>)> {
+    let scene = Scene::new(dir, sizes.sessions, TURN_SECONDS).await?;
+    let template = dir.join("saved");
+    let (catalog, channels) = (scene.catalog(), scene.channels.clone());
+    let template_store = template.clone();
+    let saved = tokio::task::spawn_blocking(move || generate(&template_store, &channels, &catalog)).await??;
+    let mut figures = Vec::new();
+    for bot in bots {
+        let empty = boot(bot, &scene, None, sizes.patience).await?;
+        let full = boot(bot, &scene, Some(&template), sizes.patience).await?;
+        let per_session_kib = match (empty.rss_kib, full.rss_kib) {
+            (Some(e), Some(f)) if sizes.sessions > 0 => Some((f as f64 - e as f64) / sizes.sessions as f64),
+            _ => None,
+        };
+        figures.push(StartupFigures { sessions: sizes.sessions, empty, full, per_session_kib });
+    }
+    Ok((saved, figures))
+}
+
+/// Starts the bot on a copy of `saved` (or no session), times it to IDENTIFY, and reads its memory once idle.
+async fn boot(bot: &Bot, scene: &Scene, saved: Option<&Path>, patience: Duration) -> anyhow::Result<Boot> {
+    let state = scene.state_dir();
+    let _ = std::fs::remove_dir_all(&state);
+    if let Some(saved) = saved {
+        copy_folder(&saved.join("channels"), &state.join("channels"))?;
+    }
+    let log_from = scene.log_len();
+    let mut process = BotProcess::spawn(bot, scene)?;
+    let mut identified = None;
+    wait_until(&mut process, patience, || {
+        identified = identify_at(&scene.log_since(log_from));
+        identified.is_some()
+    })
+    .await?;
+    let identify = identified.map(|at| at.saturating_duration_since(process.spawned));
+    let rss_at_identify_kib = process.rss_kib();
+    process.connected(scene).await?;
+    let busy = !settle(&mut process, scene, patience).await?;
+    let rss_kib = process.rss_kib();
+    let catch_up_reads = scene
+        .log_since(log_from)
+        .iter()
+        .filter(|e| match &e.kind {
+            LogKind::Rest { method, path, .. } => route_of(method, path) == "GET /channels/:id/messages",
+            _ => false,
+        })
+        .count();
+    process.stop().await?;
+    Ok(Boot { identify, rss_at_identify_kib, rss_kib, busy, catch_up_reads })
+}
+
+/// Waits until the bot is idle: no REST call and next to no CPU for [`QUIET`]. False if it never was.
+async fn settle(bot: &mut BotProcess, scene: &Scene, patience: Duration) -> anyhow::Result<bool> {
+    let until = Instant::now() + patience;
+    let mut mark = (scene.log_len(), bot.cpu_time(), Instant::now());
+    while Instant::now() < until {
+        wait_until(bot, QUIET / 4, || false).await?;
+        let now = (scene.log_len(), bot.cpu_time(), Instant::now());
+        let rest_calls = scene.log_since(mark.0).iter().filter(|e| matches!(e.kind, LogKind::Rest { .. })).count();
+        if rest_calls > 0 || now.1.saturating_sub(mark.1) > QUIET_CPU {
+            mark = now;
+        } else if now.2 - mark.2 >= QUIET {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+/// Writes one saved session per channel under `dir` with the real engine and store, from [`WRITERS`] threads.
+fn generate(dir: &Path, channels: &[u64], catalog: &PersonaCatalog) -> anyhow::Result<Saved> {
+    let started = Instant::now();
+    let store = Store::open(dir)?;
+    let config = Config::default();
+    let now = Utc::now();
+    let chunk = channels.len().div_ceil(WRITERS).max(1);
+    std::thread::scope(|scope| -> anyhow::Result<()> {
+        let writers: Vec<_> = channels
+            .chunks(chunk)
+            .map(|part| {
+                let (store, config) = (&store, &config);
+                scope.spawn(move || -> anyhow::Result<()> {
+                    for channel in part {
+                        let (session, events) = played_session(ChannelId(*channel), catalog, config, now)?;
+                        store.save(&session, &events)?;
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        for writer in writers {
+            writer.join().map_err(|_| anyhow::anyhow!("a session writer panicked"))??;
+        }
+        Ok(())
+    })?;
+    let bytes: u64 = channels
+        .iter()
+        .filter_map(|c| std::fs::metadata(store.session_path(ChannelId(*c))).ok())
+        .map(|m| m.len())
+        .sum();
+    let bytes_per_file = bytes / channels.len().max(1) as u64;
+    Ok(Saved { sessions: channels.len(), bytes_per_file, took: started.elapsed() })
+}
+
+/// A session as the engine leaves it after [`SAVED_TURNS`] turns, each an agent's message then its signal; the
+/// last turn, just begun, is due an hour from `now`. Also every event, for the log.
+fn played_session(
+    channel: ChannelId,
+    catalog: &PersonaCatalog,
+    config: &Config,
+    now: DateTime<Utc>,
+) -> anyhow::Result<(Session, Vec<crate::core::session::history::HistoryEvent>)> {
+    let ctx = Context { personas: catalog, config };
+    let at = |ms: i64| DateTime::from_timestamp_millis(ms).expect("a time in range");
+    let mut ms = now.timestamp_millis() - (SAVED_TURNS + 1) * 30_000;
+    let mut session = Session::new(channel);
+    let start = session.handle_command(&Command::Start { roster: Vec::new() }, None, at(ms), ctx);
+    let mut events = start.map_err(|refusal| anyhow::anyhow!("the engine refused to start: {refusal}"))?.events;
+    for turn in 1..=SAVED_TURNS {
+        let holder = session.active_agent.clone().context("a running session has a holder")?;
+        let author = catalog.get(&holder).context("the holder is a persona")?.discord_user_id;
+        for (wait_ms, text) in [
+            (20_000, format!("{holder}: a first thought on turn {turn}, before the real answer.")),
+            (10_000, format!("{holder}: my answer for turn {turn}, with the reasons for it.\n\nTURN_COMPLETE")),
+        ] {
+            ms += wait_ms;
+            let id = MessageId::first_at(at(ms));
+            let message = IncomingMessage { id, author, text, edited: false, written_at: id.created_at() };
+            events.extend(session.handle_message(&message, at(ms), ctx).events);
+        }
+    }
+    Ok((session, events))
+}
+
+fn copy_folder(from: &Path, to: &Path) -> anyhow::Result<()> {
+    std::fs::create_dir_all(to).with_context(|| format!("creating {}", to.display()))?;
+    for entry in std::fs::read_dir(from).with_context(|| format!("reading {}", from.display()))? {
+        let entry = entry?;
+        std::fs::copy(entry.path(), to.join(entry.file_name()))
+            .with_context(|| format!("copying {}", entry.path().display()))?;
+    }
+    Ok(())
+}
+
+/// Resident memory of this process, for the bench's own report.
+pub fn own_rss_kib() -> Option<u64> {
+    procfs::rss_kib(std::process::id())
+}

@@ -1,0 +1,148 @@
+//! The turn phase: N channels, each session started from the configuration at start-up, agents answering the moment
+//! they are mentioned. After a warm-up (every channel two turns in, its webhook made), a window of fixed length is
+//! timed: handoffs (agent's signal created → next announcement created, both at the server) and completed turns per
+//! second. Then the agents stop answering; once every channel is quiet, each completes exactly one more turn, and
+//! the server's log of that stretch gives the REST calls per completed turn with no turn cut by a window's edge.
+
+use super::observer::{Counts, Observer, completed, handoffs};
+use super::scene::{Bot, BotProcess, Scene};
+use super::stats::{Summary, rate};
+use super::{CpuShare, wait_until};
+use anyhow::bail;
+use local_discord::world::{LogEntry, LogKind};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+/// Turns are never meant to time out here.
+const TURN_SECONDS: u32 = 3600;
+/// Turns each channel completes before the window opens.
+const WARM_UP_TURNS: u32 = 2;
+
+#[derive(Clone, Copy, Debug)]
+pub struct TurnSizes {
+    pub channels: usize,
+    pub window: Duration,
+    /// The most the warm-up, and the drain after the window, may take.
+    pub patience: Duration,
+}
+
+#[derive(Clone, Debug)]
+pub struct TurnFigures {
+    pub channels: usize,
+    pub handoff: Option<Summary>,
+    pub completed: usize,
+    pub window: Duration,
+    pub turns_per_s: f64,
+    pub rest_per_turn: f64,
+    /// REST calls per completed turn by route.
+    pub rest_routes: Vec<(String, f64)>,
+    pub cpu: CpuShare,
+    /// Channels that had not finished the warm-up when the window opened.
+    pub cold_channels: usize,
+    pub missed: u64,
+}
+
+pub async fn run(bot: &Bot, dir: &Path, sizes: TurnSizes) -> anyhow::Result<TurnFigures> {
+    let scene = Scene::new(dir, sizes.channels, TURN_SECONDS).await?;
+    scene.write_config(&scene.channels)?;
+    let observer = Observer::start(&scene, u32::MAX);
+    let mut process = BotProcess::spawn(bot, &scene)?;
+    process.connected(&scene).await?;
+    let tally = observer.tally.clone();
+    let all = sizes.channels;
+    let warm = |c: &Counts| c.announces > WARM_UP_TURNS;
+    wait_until(&mut process, sizes.patience, || tally.channels_where(warm) == all).await?;
+    let cold_channels = all - tally.channels_where(warm);
+
+    let cpu = CpuShare::start(&process);
+    let t0 = Instant::now();
+    wait_until(&mut process, sizes.window, || false).await?;
+    let t1 = Instant::now();
+    let cpu = cpu.stop(&process);
+    observer.answering.store(false, Ordering::Relaxed);
+    // Let the handoffs of the window's last signals finish.
+    let quiet = |c: &Counts| c.announces > c.signals;
+    wait_until(&mut process, sizes.patience, || tally.channels_where(quiet) == all).await?;
+    // REST calls per turn, exactly: from quiet to quiet, one more turn in every channel.
+    let (log_from, before) = (scene.log_len(), tally.snapshot());
+    for (channel, holder) in tally.holders() {
+        scene.stage.server.post(channel, holder, "One more answer, for the count.\n\nTURN_COMPLETE");
+    }
+    let one_more = || {
+        let now = tally.snapshot();
+        before.iter().all(|(channel, was)| now.get(channel).is_some_and(|c| c.signals > was.signals && quiet(c)))
+    };
+    if !wait_until(&mut process, sizes.patience, one_more).await? {
+        bail!("not every channel completed its counted turn within {:?}", sizes.patience);
+    }
+    // The last announcement's call is logged just after the message is made.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let log = scene.log_since(log_from);
+    process.stop().await?;
+    let observed = observer.finish().await;
+
+    let window = (t0, t1);
+    let done = completed(&observed.records, window);
+    let (rest_calls, rest_routes) = rest_calls_in(&log);
+    let per_turn = |n: usize| n as f64 / all as f64;
+    Ok(TurnFigures {
+        channels: all,
+        handoff: Summary::of(&handoffs(&observed.records, window)),
+        completed: done,
+        window: t1 - t0,
+        turns_per_s: rate(done, t1 - t0),
+        rest_per_turn: per_turn(rest_calls),
+        rest_routes: rest_routes.into_iter().map(|(route, n)| (route, per_turn(n))).collect(),
+        cpu,
+        cold_channels,
+        missed: observed.missed,
+    })
+}
+
+/// REST calls in a log, in all and by route.
+pub fn rest_calls_in(log: &[LogEntry]) -> (usize, BTreeMap<String, usize>) {
+    let mut routes = BTreeMap::new();
+    let mut total = 0;
+    for entry in log {
+        if let LogKind::Rest { method, path, .. } = &entry.kind {
+            total += 1;
+            *routes.entry(route_of(method, path)).or_default() += 1;
+        }
+    }
+    (total, routes)
+}
+
+/// A REST call's route with its ids and tokens blanked: `POST /webhooks/:id/:token`.
+pub fn route_of(method: &str, path: &str) -> String {
+    let path = path.strip_prefix("/api/v10").unwrap_or(path);
+    let mut out = Vec::new();
+    let mut after_webhook_id = false;
+    for segment in path.split('/').filter(|s| !s.is_empty()) {
+        let blank = if segment.bytes().all(|b| b.is_ascii_digit()) {
+            after_webhook_id = out.last() == Some(&"webhooks".to_owned());
+            ":id".to_owned()
+        } else if after_webhook_id {
+            after_webhook_id = false;
+            ":token".to_owned()
+        } else {
+            segment.to_owned()
+        };
+        out.push(blank);
+    }
+    format!("{method} /{}", out.join("/"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::route_of;
+
+    #[test]
+    fn routes_are_named_without_their_ids_and_tokens() {
+        assert_eq!(route_of("POST", "/api/v10/webhooks/123/tokabc"), "POST /webhooks/:id/:token");
+        assert_eq!(route_of("DELETE", "/api/v10/channels/1/messages/2"), "DELETE /channels/:id/messages/:id");
+        assert_eq!(route_of("POST", "/api/v10/channels/99/messages"), "POST /channels/:id/messages");
+        assert_eq!(route_of("GET", "/api/v10/users/@me"), "GET /users/@me");
+    }
+}

@@ -1,0 +1,264 @@
+//! `turn-manager sandbox` (spec 11): the local Discord-compatible server on its own, for rehearsing with real
+//! agents. A guild, a channel, a human operator, one bot account for the manager and one per persona; their
+//! tokens (local fakes, worthless anywhere else) are written to `sandbox.json` and printed, with a copy of the
+//! personas that carries the new user ids. Then the channel is printed live, lines typed on standard input are
+//! posted as the operator, and Ctrl-C (or SIGTERM) stops it.
+
+use crate::core::persona::Persona;
+use crate::files::{Sources, load_setup};
+use anyhow::Context as _;
+use local_discord::LocalDiscord;
+use local_discord::messages::Draft;
+use local_discord::permissions::Permissions;
+use local_discord::world::{Author, World};
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// The port the sandbox listens on unless told otherwise, so that agents' settings survive a restart.
+pub const DEFAULT_PORT: u16 = 3710;
+
+#[derive(Debug, clap::Args)]
+pub struct SandboxArgs {
+    /// The port of 127.0.0.1 to listen on (0: any free port)
+    #[arg(long, default_value_t = DEFAULT_PORT)]
+    pub port: u16,
+    /// The folder of persona files to make agent accounts for
+    #[arg(long, value_name = "DIR", default_value = "personas")]
+    pub personas: PathBuf,
+    /// Where sandbox.json and the sandbox copy of the personas (personas/) are written
+    #[arg(long, value_name = "DIR", default_value = "sandbox")]
+    pub dir: PathBuf,
+}
+
+/// A bot account on the local server.
+#[derive(Clone, Debug)]
+pub struct Account {
+    pub user: u64,
+    pub token: String,
+}
+
+/// The local server set up for rehearsal.
+pub struct Sandbox {
+    pub server: LocalDiscord,
+    pub guild: u64,
+    pub channel: u64,
+    pub operator: u64,
+    pub manager: Account,
+    /// Each persona with its own local account.
+    pub agents: Vec<(Persona, Account)>,
+}
+
+pub fn run(args: &SandboxArgs) -> ExitCode {
+    let sources = Sources { personas_dir: Some(args.personas.clone()), ..Sources::default() };
+    let setup = match load_setup(&sources) {
+        Ok(setup) => setup,
+        Err(problems) => {
+            super::print_problems(&problems);
+            return ExitCode::FAILURE;
+        }
+    };
+    let personas = setup.personas.all().to_vec();
+    let (port, dir) = (args.port, args.dir.clone());
+    super::run_async(async move { serve(port, personas, &dir).await })
+}
+
+impl Sandbox {
+    /// Starts the server on `port` and sets up the guild, the channel, the operator and the accounts.
+    pub async fn start(port: u16, personas: &[Persona]) -> std::io::Result<Self> {
+        let server = LocalDiscord::start_on(port).await?;
+        let operator = server.create_user("operator");
+        let guild = server.create_guild("Sandbox", operator);
+        let channel = server.create_channel(guild, "agents");
+        let (user, token) = server.create_bot("turn-manager");
+        let role = server.create_role(
+            guild,
+            "turn-manager",
+            Permissions::from_bits(crate::discord::permissions_used().bits()),
+        );
+        server.add_member(guild, user, &[role]);
+        let agents = personas
+            .iter()
+            .map(|persona| {
+                let (user, token) = server.create_bot(&persona.display_name);
+                server.add_member(guild, user, &[]);
+                (persona.clone(), Account { user, token })
+            })
+            .collect();
+        Ok(Self { server, guild, channel, operator, manager: Account { user, token }, agents })
+    }
+
+    /// What `sandbox.json` holds: addresses, ids and every token.
+    pub fn description(&self, personas_dir: &Path) -> Value {
+        let base = self.server.base_url();
+        let agents: serde_json::Map<String, Value> = self
+            .agents
+            .iter()
+            .map(|(persona, account)| {
+                let value =
+                    json!({"name": persona.display_name, "userId": account.user.to_string(), "token": account.token});
+                (persona.id.to_string(), value)
+            })
+            .collect();
+        json!({
+            "baseUrl": base,
+            "apiUrl": format!("{base}/api/v10"),
+            "gatewayUrl": self.server.gateway_url(),
+            "guildId": self.guild.to_string(),
+            "channelId": self.channel.to_string(),
+            "operatorId": self.operator.to_string(),
+            "manager": {"userId": self.manager.user.to_string(), "token": self.manager.token},
+            "agents": agents,
+            "personasDir": personas_dir.display().to_string(),
+        })
+    }
+
+    /// Writes each persona file again into `dir`, as it was but for `discordUserId`, now its local account.
+    pub fn write_personas(&self, dir: &Path) -> anyhow::Result<()> {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        for (persona, account) in &self.agents {
+            let original = std::fs::read_to_string(&persona.source).ok();
+            let mut value: Value = original.and_then(|text| serde_json::from_str(&text).ok()).unwrap_or_else(|| {
+                json!({"id": persona.id.as_str(), "displayName": persona.display_name, "order": persona.order,
+                    "turnBehavior": {"timeoutSeconds": persona.timeout_seconds}})
+            });
+            value["discordUserId"] = json!(account.user.to_string());
+            let path = dir.join(format!("{}.json", persona.id));
+            let text = serde_json::to_string_pretty(&value)? + "\n";
+            std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
+        }
+        Ok(())
+    }
+
+    /// Posts a line as the operator, with Discord's checks (an over-long line is refused, not cut).
+    pub fn operator_says(&self, text: &str) -> Result<u64, String> {
+        let author = Author::User(self.operator);
+        self.server.with(|w| w.create_message(self.channel, author, Draft::text(text))).map_err(|e| e.message)
+    }
+}
+
+async fn serve(port: u16, personas: Vec<Persona>, dir: &Path) -> anyhow::Result<()> {
+    let sandbox = Sandbox::start(port, &personas).await.with_context(|| {
+        format!("cannot listen on 127.0.0.1:{port}; is another sandbox running? Pick another port with --port")
+    })?;
+    let personas_dir = dir.join("personas");
+    sandbox.write_personas(&personas_dir)?;
+    let description = sandbox.description(&personas_dir);
+    let file = dir.join("sandbox.json");
+    std::fs::write(&file, serde_json::to_string_pretty(&description)? + "\n")
+        .with_context(|| format!("cannot write {}", file.display()))?;
+    println!("{}", serde_json::to_string_pretty(&description)?);
+    print_instructions(&sandbox, &personas_dir, dir);
+    println!("sandbox ready: {}", file.display());
+
+    let printer = tokio::spawn(crate::demo::printer::print_channel(sandbox.server.clone(), sandbox.channel));
+    let watcher = tokio::spawn(watch_connections(sandbox.server.clone()));
+    // At the end of standard input (none in CI, or a closed pipe) the sandbox goes on until it is stopped.
+    let typing = async {
+        read_operator_lines(&sandbox).await;
+        std::future::pending::<()>().await
+    };
+    tokio::select! {
+        signal = shutdown_signal() => println!("{signal}: the sandbox stops."),
+        () = typing => {}
+    }
+    printer.abort();
+    watcher.abort();
+    Ok(())
+}
+
+fn print_instructions(sandbox: &Sandbox, personas_dir: &Path, dir: &Path) {
+    let base = sandbox.server.base_url();
+    println!("\nThe manager, against this sandbox:");
+    println!(
+        "  DISCORD_TOKEN={} turn-manager run --api-base {base} --personas {} --state {}",
+        sandbox.manager.token,
+        personas_dir.display(),
+        dir.join("state").display()
+    );
+    println!("Each agent, with its own token (examples/agents/ reads these two variables):");
+    for (persona, account) in &sandbox.agents {
+        println!("  {:<10} DISCORD_API_BASE={base} DISCORD_TOKEN={}", persona.id.as_str(), account.token);
+    }
+    println!("Type a line to post it in #agents as the operator (e.g. !turn start). Ctrl-C stops the sandbox.\n");
+}
+
+/// Posts every line of standard input as the operator; returns at its end.
+async fn read_operator_lines(sandbox: &Sandbox) {
+    // A plain thread, not tokio's blocking pool: a read that never returns must not hold up the shutdown.
+    let (tx, mut lines) = tokio::sync::mpsc::unbounded_channel::<String>();
+    std::thread::spawn(move || {
+        for line in std::io::stdin().lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    while let Some(line) = lines.recv().await {
+        let line = line.trim_end();
+        if line.is_empty() {
+            continue;
+        }
+        if let Err(refused) = sandbox.operator_says(line) {
+            println!("(not posted: {refused})");
+        }
+    }
+}
+
+/// Says when a bot connects or disconnects, and when one registers its slash commands (the manager does once it
+/// is ready for commands).
+async fn watch_connections(server: LocalDiscord) {
+    let mut known: BTreeMap<u64, (bool, bool)> = BTreeMap::new();
+    loop {
+        let changed = server.wait_for("a connection change", Duration::from_secs(3600), |w| {
+            let now = bots(w);
+            (now != known).then_some(now)
+        });
+        let Ok(now) = changed.await else { continue };
+        for (bot, (connected, commands)) in &now {
+            let (was_connected, had_commands) = known.get(bot).copied().unwrap_or_default();
+            let name = server.with(|w| w.users.get(bot).map(|u| u.name.clone())).unwrap_or_default();
+            if *connected != was_connected {
+                println!(
+                    "{} {name} {}",
+                    if *connected { "●" } else { "○" },
+                    if *connected { "connected" } else { "disconnected" }
+                );
+            }
+            if *commands && !had_commands {
+                println!("● {name} registered its slash commands");
+            }
+        }
+        known = now;
+    }
+}
+
+/// Every bot: whether it is connected, and whether it has registered commands.
+fn bots(w: &World) -> BTreeMap<u64, (bool, bool)> {
+    w.users
+        .values()
+        .filter(|u| u.bot)
+        .map(|u| (u.id, (w.is_connected(u.id), w.commands.iter().any(|c| c.application_id == u.id))))
+        .collect()
+}
+
+/// Waits for Ctrl-C or SIGTERM and says which came.
+async fn shutdown_signal() -> &'static str {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        if let Ok(mut term) = signal(SignalKind::terminate()) {
+            return tokio::select! {
+                _ = tokio::signal::ctrl_c() => "Ctrl-C",
+                _ = term.recv() => "SIGTERM",
+            };
+        }
+    }
+    match tokio::signal::ctrl_c().await {
+        Ok(()) => "Ctrl-C",
+        Err(_) => std::future::pending().await,
+    }
+}

@@ -1,0 +1,89 @@
+//! The network seam implemented against Discord: the effects go through [`DiscordHttp`] (rate-limit buckets, Discord's
+//! `retry_after`), lookups through serenity's cache and client.
+
+use super::http::DiscordHttp;
+use super::webhooks::Webhooks;
+use super::{Page, Rest, RestError, Voice};
+use crate::core::ids::{ChannelId, MessageId, UserId};
+use crate::core::session::effects::Announcement;
+use crate::discord::access::Access;
+use crate::discord::identity::Identity;
+use async_trait::async_trait;
+use serde_json::json;
+use std::sync::Arc;
+
+pub struct DiscordRest {
+    http: Arc<DiscordHttp>,
+    access: Arc<Access>,
+    identity: Arc<Identity>,
+    webhooks: Webhooks,
+}
+
+impl DiscordRest {
+    pub fn new(http: Arc<DiscordHttp>, access: Arc<Access>, identity: Arc<Identity>) -> Self {
+        Self { webhooks: Webhooks::new(http.clone(), access.clone(), identity.clone()), http, access, identity }
+    }
+}
+
+#[async_trait]
+impl Rest for DiscordRest {
+    async fn announce(&self, channel: ChannelId, announcement: &Announcement) -> Result<MessageId, RestError> {
+        // Ping the persona whose turn starts and nobody else: never @everyone, @here or roles.
+        let users: Vec<String> = announcement.mention.iter().map(|u| u.to_string()).collect();
+        let body = json!({
+            "content": announcement.text,
+            "nonce": announcement.nonce,
+            "enforce_nonce": true,
+            "allowed_mentions": {"parse": [], "users": users},
+        });
+        let id = self.http.create_message(channel.0, &body).await?;
+        Ok(MessageId(id.parse().unwrap_or_default()))
+    }
+
+    async fn notice(&self, channel: ChannelId, text: &str) -> Result<(), RestError> {
+        let body = json!({"content": text, "allowed_mentions": {"parse": []}});
+        self.http.create_message(channel.0, &body).await.map(drop)
+    }
+
+    async fn repost(&self, channel: ChannelId, voice: Voice<'_>, text: &str) -> Result<(), RestError> {
+        self.webhooks.repost(channel, voice, text).await
+    }
+
+    async fn find_repost(
+        &self,
+        channel: ChannelId,
+        after: MessageId,
+        name: &str,
+        text: &str,
+    ) -> Result<bool, RestError> {
+        let page = self.http.messages_after(channel.0, after.0, 100).await?;
+        Ok(page.iter().any(|m| m.webhook_id.is_some() && m.author.username == name && m.content == text))
+    }
+
+    async fn delete(&self, channel: ChannelId, message: MessageId) -> Result<(), RestError> {
+        self.http.delete_message(channel.0, message.0).await
+    }
+
+    async fn react(&self, channel: ChannelId, message: MessageId, emoji: &str) -> Result<(), RestError> {
+        self.http.react(channel.0, message.0, emoji).await
+    }
+
+    async fn messages_after(&self, channel: ChannelId, after: MessageId, limit: u8) -> Result<Page, RestError> {
+        let mut read = self.http.messages_after(channel.0, after.0, limit).await?;
+        let id = |m: &super::http::PageMessage| m.id.parse::<u64>().unwrap_or_default();
+        read.sort_by_key(id);
+        let messages = read
+            .iter()
+            .filter_map(|m| {
+                let author = UserId(m.author.id.parse().unwrap_or_default());
+                let webhook = m.webhook_id.as_deref().and_then(|w| w.parse().ok());
+                self.identity.incoming(author, webhook, MessageId(id(m)), &m.content, None)
+            })
+            .collect();
+        Ok(Page { messages, newest: read.last().map(|m| MessageId(id(m))), read: read.len() })
+    }
+
+    async fn relay_permissions_missing(&self, channel: ChannelId) -> Result<Vec<&'static str>, RestError> {
+        self.access.relay_permissions_missing(channel).await
+    }
+}

@@ -1,0 +1,260 @@
+//! A small client for the REST calls the effects make (announce, repost through a webhook, delete, react, read a
+//! channel's history), made directly with reqwest so that Discord's rate-limit headers and `retry_after` reach the
+//! bot: with `--api-base` serenity's own limiter must be off, and its client drops both on that path. Each route's
+//! bucket is respected from the headers of its last answer, so a busy channel waits instead of earning 429s.
+
+use super::RestError;
+use serde::Deserialize;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// The longest a single REST call may take before it is given up (and retried by the sender's policy).
+pub const REST_TIMEOUT: Duration = Duration::from_secs(10);
+/// Discord's API host, when no `--api-base` is given.
+const DISCORD: &str = "https://discord.com";
+
+/// A route's bucket as Discord last described it.
+#[derive(Clone, Copy, Debug)]
+struct Bucket {
+    remaining: u64,
+    reset_at: Instant,
+}
+
+/// Rate-limit state: per route (with its major parameter, as Discord counts them) and global.
+#[derive(Default)]
+pub struct Buckets {
+    routes: Mutex<HashMap<String, Bucket>>,
+    global_until: Mutex<Option<Instant>>,
+}
+
+impl Buckets {
+    /// How long to wait before calling `route` now: until its bucket resets if it is spent, or the global limit
+    /// lifts.
+    pub fn wait_before(&self, route: &str, now: Instant) -> Duration {
+        let global =
+            self.global_until.lock().expect("global lock").map_or(Duration::ZERO, |until| until - now.min(until));
+        let routes = self.routes.lock().expect("buckets lock");
+        let bucket =
+            routes.get(route).filter(|b| b.remaining == 0).map_or(Duration::ZERO, |b| b.reset_at - now.min(b.reset_at));
+        global.max(bucket)
+    }
+
+    /// Learns from an answer's headers: what is left of the route's bucket and when it refills.
+    pub fn learn(&self, route: &str, now: Instant, remaining: Option<u64>, reset_after: Option<f64>) {
+        let (Some(remaining), Some(reset_after)) = (remaining, reset_after) else { return };
+        let reset_at = now + Duration::from_secs_f64(reset_after.max(0.0));
+        self.routes.lock().expect("buckets lock").insert(route.to_owned(), Bucket { remaining, reset_at });
+    }
+
+    /// A 429 with `global` set: every route waits.
+    pub fn pause_everything(&self, until: Instant) {
+        let mut global = self.global_until.lock().expect("global lock");
+        *global = Some(global.map_or(until, |old| old.max(until)));
+    }
+
+    /// Takes one call from the route's bucket before it is made, so two calls do not both spend its last one.
+    fn spend(&self, route: &str) {
+        if let Some(bucket) = self.routes.lock().expect("buckets lock").get_mut(route) {
+            bucket.remaining = bucket.remaining.saturating_sub(1);
+        }
+    }
+}
+
+/// The REST client. It holds the token, so it has no `Debug` and never logs a request's headers.
+pub struct DiscordHttp {
+    client: reqwest::Client,
+    /// e.g. `https://discord.com/api/v10`.
+    api: String,
+    authorization: String,
+    buckets: Buckets,
+}
+
+/// A message as the history pages give it, with the fields the bot reads.
+#[derive(Debug, Deserialize)]
+pub struct PageMessage {
+    pub id: String,
+    pub content: String,
+    pub author: PageAuthor,
+    #[serde(default)]
+    pub webhook_id: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct PageAuthor {
+    pub id: String,
+    pub username: String,
+}
+
+impl DiscordHttp {
+    pub fn new(token: &str, api_base: Option<&str>) -> Self {
+        let base = api_base.unwrap_or(DISCORD).trim_end_matches('/');
+        Self {
+            client: reqwest::Client::new(),
+            api: format!("{base}/api/v10"),
+            authorization: format!("Bot {token}"),
+            buckets: Buckets::default(),
+        }
+    }
+
+    /// Posts a message; answers its id.
+    pub async fn create_message(&self, channel: u64, body: &Value) -> Result<String, RestError> {
+        let route = format!("POST channels/{channel}/messages");
+        let answer =
+            self.send(reqwest::Method::POST, &route, &format!("/channels/{channel}/messages"), Some(body)).await?;
+        Ok(serde_json::from_slice::<Value>(&answer)
+            .ok()
+            .and_then(|v| v["id"].as_str().map(str::to_owned))
+            .unwrap_or_default())
+    }
+
+    pub async fn delete_message(&self, channel: u64, message: u64) -> Result<(), RestError> {
+        let route = format!("DELETE channels/{channel}/messages");
+        self.send(reqwest::Method::DELETE, &route, &format!("/channels/{channel}/messages/{message}"), None)
+            .await
+            .map(drop)
+    }
+
+    pub async fn react(&self, channel: u64, message: u64, emoji: &str) -> Result<(), RestError> {
+        let route = format!("PUT channels/{channel}/reactions");
+        let path = format!("/channels/{channel}/messages/{message}/reactions/{}/@me", percent_encode(emoji));
+        self.send(reqwest::Method::PUT, &route, &path, None).await.map(drop)
+    }
+
+    /// Posts through a webhook (into `thread` when given) and waits for Discord to confirm the message.
+    pub async fn execute_webhook(
+        &self,
+        id: u64,
+        token: &str,
+        thread: Option<u64>,
+        body: &Value,
+    ) -> Result<(), RestError> {
+        let route = format!("POST webhooks/{id}");
+        let thread = thread.map(|t| format!("&thread_id={t}")).unwrap_or_default();
+        let path = format!("/webhooks/{id}/{token}?wait=true{thread}");
+        self.send(reqwest::Method::POST, &route, &path, Some(body)).await.map(drop)
+    }
+
+    /// Up to `limit` messages after `after`, in the order Discord gives them.
+    pub async fn messages_after(&self, channel: u64, after: u64, limit: u8) -> Result<Vec<PageMessage>, RestError> {
+        let route = format!("GET channels/{channel}/messages");
+        let path = format!("/channels/{channel}/messages?after={after}&limit={limit}");
+        let answer = self.send(reqwest::Method::GET, &route, &path, None).await?;
+        serde_json::from_slice(&answer).map_err(|e| RestError::Transport(format!("unreadable page of messages: {e}")))
+    }
+
+    async fn send(
+        &self,
+        method: reqwest::Method,
+        route: &str,
+        path: &str,
+        body: Option<&Value>,
+    ) -> Result<Vec<u8>, RestError> {
+        let wait = self.buckets.wait_before(route, Instant::now());
+        if !wait.is_zero() {
+            tracing::debug!(route, "waiting {wait:?} for the rate limit");
+            tokio::time::sleep(wait).await;
+        }
+        self.buckets.spend(route);
+        let mut request =
+            self.client.request(method, format!("{}{path}", self.api)).header("Authorization", &self.authorization);
+        if let Some(body) = body {
+            request = request.header("Content-Type", "application/json").body(body.to_string());
+        }
+        let exchange = async {
+            let response = request.send().await.map_err(|e| RestError::Transport(without_url(&e)))?;
+            let headers = response.headers().clone();
+            let status = response.status().as_u16();
+            let bytes = response.bytes().await.map_err(|e| RestError::Transport(without_url(&e)))?;
+            Ok::<_, RestError>((status, headers, bytes))
+        };
+        let (status, headers, bytes) = match tokio::time::timeout(REST_TIMEOUT, exchange).await {
+            Ok(answer) => answer?,
+            Err(_) => return Err(RestError::Timeout(REST_TIMEOUT)),
+        };
+        let now = Instant::now();
+        let number = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<f64>().ok());
+        self.buckets.learn(
+            route,
+            now,
+            number("x-ratelimit-remaining").map(|n| n as u64),
+            number("x-ratelimit-reset-after"),
+        );
+        if (200..300).contains(&status) {
+            return Ok(bytes.to_vec());
+        }
+        let answer: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        let message = answer["message"].as_str().unwrap_or("no explanation").to_owned();
+        let retry_after = (status == 429)
+            .then(|| answer["retry_after"].as_f64().or_else(|| number("retry-after")))
+            .flatten()
+            .map(|seconds| Duration::from_secs_f64(seconds.max(0.0)));
+        if status == 429 && (answer["global"].as_bool() == Some(true) || headers.contains_key("x-ratelimit-global")) {
+            self.buckets.pause_everything(now + retry_after.unwrap_or(Duration::from_secs(1)));
+        }
+        Err(RestError::Status { status, message, retry_after })
+    }
+}
+
+/// reqwest's errors name the URL, and a webhook's URL holds its token: never let it reach a log.
+fn without_url(error: &reqwest::Error) -> String {
+    let kind = if error.is_timeout() {
+        "timed out"
+    } else if error.is_connect() {
+        "could not connect"
+    } else {
+        "the request failed"
+    };
+    format!("{kind}: {}", std::error::Error::source(error).map_or(String::new(), |s| s.to_string()))
+}
+
+/// Percent-encodes a path segment (an emoji), byte by byte.
+fn percent_encode(segment: &str) -> String {
+    segment
+        .bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_spent_bucket_waits_until_it_refills_and_a_global_limit_holds_every_route() {
+        let buckets = Buckets::default();
+        let now = Instant::now();
+        assert_eq!(buckets.wait_before("POST channels/1/messages", now), Duration::ZERO, "unknown: go");
+        buckets.learn("POST channels/1/messages", now, Some(0), Some(2.5));
+        assert_eq!(buckets.wait_before("POST channels/1/messages", now), Duration::from_millis(2500));
+        assert_eq!(buckets.wait_before("POST channels/2/messages", now), Duration::ZERO, "another channel's bucket");
+        buckets.learn("POST channels/2/messages", now, Some(3), Some(5.0));
+        assert_eq!(buckets.wait_before("POST channels/2/messages", now), Duration::ZERO, "calls left");
+        buckets.pause_everything(now + Duration::from_secs(4));
+        assert_eq!(buckets.wait_before("POST channels/2/messages", now), Duration::from_secs(4));
+        assert_eq!(buckets.wait_before("POST channels/1/messages", now + Duration::from_secs(5)), Duration::ZERO);
+    }
+
+    #[test]
+    fn the_last_call_of_a_bucket_is_spent_before_it_is_made() {
+        let buckets = Buckets::default();
+        let now = Instant::now();
+        buckets.learn("r", now, Some(1), Some(1.0));
+        buckets.spend("r");
+        assert_eq!(buckets.wait_before("r", now), Duration::from_secs(1));
+    }
+
+    #[test]
+    fn emoji_are_percent_encoded_as_utf8() {
+        assert_eq!(percent_encode("✅"), "%E2%9C%85");
+        assert_eq!(percent_encode("ok_1"), "ok_1");
+    }
+}

@@ -1,0 +1,84 @@
+//! `turn-manager sandbox` as a process: it writes sandbox.json and the personas' sandbox copy, every token in it
+//! works, lines on standard input are posted as the operator, and SIGTERM stops it cleanly.
+
+use serenity::all::{ChannelId, HttpBuilder};
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+const BINARY: &str = env!("CARGO_BIN_EXE_turn-manager");
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sandbox_hands_out_working_accounts_and_posts_stdin_as_the_operator() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(BINARY)
+        .args(["sandbox", "--port", "0", "--dir"])
+        .arg(dir.path())
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap()).lines();
+    let printed: Vec<String> = tokio::task::spawn_blocking(move || {
+        let mut lines = Vec::new();
+        for line in stdout.by_ref() {
+            let line = line.unwrap();
+            let done = line.starts_with("sandbox ready:");
+            lines.push(line);
+            if done {
+                break;
+            }
+        }
+        // Keep reading so the sandbox never blocks on a full pipe.
+        std::thread::spawn(move || stdout.for_each(drop));
+        lines
+    })
+    .await
+    .unwrap();
+    assert!(printed.last().is_some_and(|l| l.starts_with("sandbox ready:")), "{printed:?}");
+
+    let file: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("sandbox.json")).unwrap()).unwrap();
+    let printed_json: serde_json::Value =
+        serde_json::from_str(&printed[..printed.iter().position(|l| l.is_empty()).unwrap()].join("\n")).unwrap();
+    assert_eq!(file, printed_json, "what is printed is what is written");
+    let base = file["baseUrl"].as_str().unwrap();
+    assert!(base.starts_with("http://127.0.0.1:"));
+    assert_eq!(file["gatewayUrl"].as_str().unwrap(), format!("{}/gateway", base.replace("http", "ws")));
+
+    // Every persona of personas/ has an account whose token works, and the copy carries its id.
+    for persona in ["pm", "dev", "critic"] {
+        let agent = &file["agents"][persona];
+        let http = HttpBuilder::new(agent["token"].as_str().unwrap()).proxy(base).ratelimiter_disabled(true).build();
+        let me = http.get_current_user().await.unwrap();
+        assert_eq!(me.id.to_string(), agent["userId"].as_str().unwrap());
+        let copy = std::fs::read_to_string(dir.path().join("personas").join(format!("{persona}.json"))).unwrap();
+        let copy: serde_json::Value = serde_json::from_str(&copy).unwrap();
+        assert_eq!(copy["discordUserId"], agent["userId"]);
+        assert_eq!(copy["id"], persona);
+    }
+
+    let manager =
+        HttpBuilder::new(file["manager"]["token"].as_str().unwrap()).proxy(base).ratelimiter_disabled(true).build();
+    let channel = ChannelId::new(file["channelId"].as_str().unwrap().parse().unwrap());
+    // Kept open until the end: the sandbox must stop on SIGTERM while its standard input is still open.
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"hello from the operator\n").unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    let posted = loop {
+        let messages = manager.get_messages(channel, None, Some(10)).await.unwrap();
+        if let Some(m) = messages.into_iter().find(|m| m.content == "hello from the operator") {
+            break m;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "the line was never posted");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(posted.author.id.to_string(), file["operatorId"].as_str().unwrap());
+
+    Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+    let status = tokio::task::spawn_blocking(move || child.wait()).await.unwrap().unwrap();
+    assert!(status.success(), "{status:?}");
+    drop(stdin);
+}
