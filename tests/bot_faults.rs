@@ -157,7 +157,8 @@ async fn an_announcement_answered_429_waits_retry_after_and_is_posted_once() {
     let (status, accepted) = posts[limited + 1];
     assert_eq!(status, 200, "the retry went through");
     let waited = accepted - posts[limited].1;
-    assert!(waited >= retry_after && waited < Duration::from_secs(5), "waited {waited:?}");
+    let honoured = waited >= retry_after && waited < retry_after + Duration::from_millis(500);
+    assert!(honoured, "waited {waited:?} for a Retry-After of {retry_after:?}");
     // The announcement came late: dev's turn starts when it was accepted, not when it was decided.
     let floor = scene.view().into_iter().find(|m| is_floor(m, "dev")).unwrap();
     let started = scene.session().await.turn_started_at.unwrap().timestamp_millis() as u64;

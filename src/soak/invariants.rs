@@ -7,6 +7,38 @@ use crate::core::signal::SignalMatcher;
 use local_discord::world::{Author, Message};
 use std::collections::{BTreeMap, HashMap};
 
+/// A message as the checks see it: who posted it, what it says now, whether it is still shown. Taken from the local
+/// server's messages, so the checks do not depend on everything else the server keeps.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Posted {
+    pub id: u64,
+    /// The account that posted it; `None` for a webhook (a repost).
+    pub author: Option<u64>,
+    /// Its text now (after any edits).
+    pub content: String,
+    /// When it was created (its snowflake's time), in Unix milliseconds.
+    pub created_ms: u64,
+    pub deleted: bool,
+    pub nonce: Option<String>,
+}
+
+impl From<&Message> for Posted {
+    fn from(m: &Message) -> Self {
+        let author = match m.author {
+            Author::User(user) => Some(user),
+            Author::Webhook { .. } => None,
+        };
+        Posted {
+            id: m.id,
+            author,
+            content: m.content.clone(),
+            created_ms: m.created_ms,
+            deleted: m.deleted,
+            nonce: m.nonce.clone(),
+        }
+    }
+}
+
 /// One channel as the checks see it.
 pub struct ChannelRecord<'a> {
     pub channel: u64,
@@ -17,7 +49,7 @@ pub struct ChannelRecord<'a> {
     /// The session's roster, in order.
     pub roster: &'a [String],
     /// The channel's messages in id order, deleted ones included.
-    pub messages: &'a [Message],
+    pub messages: &'a [Posted],
     /// The channel's history log, oldest first.
     pub history: &'a [HistoryEvent],
     /// Signals written from this instant on (Unix ms) are left showing on purpose (observe mode after a lost
@@ -154,12 +186,12 @@ impl SignalFate {
 }
 
 impl ChannelRecord<'_> {
-    fn is_agent(&self, m: &Message) -> bool {
-        matches!(m.author, Author::User(user) if self.personas.values().any(|p| *p == user))
+    fn is_agent(&self, m: &Posted) -> bool {
+        m.author.is_some_and(|user| self.personas.values().any(|p| *p == user))
     }
 
     /// The agents' messages whose (latest) text ends with the signal, deleted or not.
-    pub fn signals(&self) -> impl Iterator<Item = &Message> {
+    pub fn signals(&self) -> impl Iterator<Item = &Posted> {
         let matcher = SignalMatcher::default();
         self.messages.iter().filter(move |m| self.is_agent(m) && matcher.has_signal(&m.content))
     }
@@ -182,7 +214,7 @@ impl ChannelRecord<'_> {
     pub fn announced(&self) -> Vec<String> {
         self.messages
             .iter()
-            .filter(|m| m.author == Author::User(self.bot) && !m.deleted)
+            .filter(|m| m.author == Some(self.bot) && !m.deleted)
             .filter_map(|m| floor_persona(&m.content))
             .collect()
     }
@@ -222,7 +254,7 @@ pub fn check_always(r: &ChannelRecord) -> Vec<Violation> {
     let mut found = Vec::new();
     let channel = r.channel;
     let mut nonces: HashMap<&str, usize> = HashMap::new();
-    for m in r.messages.iter().filter(|m| m.author == Author::User(r.bot)) {
+    for m in r.messages.iter().filter(|m| m.author == Some(r.bot)) {
         if let Some(nonce) = &m.nonce {
             *nonces.entry(nonce).or_default() += 1;
         }
@@ -315,11 +347,8 @@ pub fn check_settled(r: &ChannelRecord) -> Vec<Violation> {
         }
         None => {}
     }
-    let shown = r
-        .messages
-        .iter()
-        .filter(|m| m.author == Author::User(r.bot) && !m.deleted && m.content.starts_with("⏱️"))
-        .count();
+    let shown =
+        r.messages.iter().filter(|m| m.author == Some(r.bot) && !m.deleted && m.content.starts_with("⏱️")).count();
     let recorded = r.history.iter().filter(|e| matches!(e.kind, EventKind::TurnTimeout { .. })).count();
     if shown != recorded {
         found.push(Violation::TimeoutAnnouncements { channel, shown, recorded });

@@ -171,12 +171,8 @@ fn count(soak: &SoakStage, view: &state_files::StateView, down: &[(u64, u64)], s
             signals.iter().filter(|m| fates.get(&m.id).is_some_and(|f: &SignalFate| f.late > 0)).count();
         summary.messages_while_down += messages.iter().filter(|m| soak.is_agent(m) && while_down(m.created_ms)).count();
         summary.floor_announcements += record.announced().len();
-        summary.timeout_announcements += messages
-            .iter()
-            .filter(|m| {
-                m.author == local_discord::world::Author::User(soak.stage.bot_user) && m.content.starts_with("⏱️")
-            })
-            .count();
+        summary.timeout_announcements +=
+            messages.iter().filter(|m| m.author == Some(soak.stage.bot_user) && m.content.starts_with("⏱️")).count();
         for event in &decided {
             match event.kind.name() {
                 "turn_complete" => summary.turns_completed += 1,

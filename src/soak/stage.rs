@@ -2,12 +2,11 @@
 //! configuration (a restart needs no command), the persona and configuration files `turn-manager run` reads, and a
 //! scripted agent per persona and channel, each with its own way of answering.
 
-use super::invariants::ChannelRecord;
+use super::invariants::{ChannelRecord, Posted};
 use crate::core::ids::{PersonaId, UserId};
 use crate::core::persona::Persona;
 use crate::demo::stage::Stage;
 use local_discord::agents::{self, Behavior, ScriptedAgent};
-use local_discord::world::{Author, Message};
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -116,20 +115,20 @@ impl SoakStage {
     }
 
     /// A channel's messages, deleted ones included, in id order.
-    pub fn messages(&self, channel: u64) -> Vec<Message> {
-        self.stage.server.with(|w| w.messages.values().filter(|m| m.channel_id == channel).cloned().collect())
+    pub fn messages(&self, channel: u64) -> Vec<Posted> {
+        self.stage.server.with(|w| w.messages.values().filter(|m| m.channel_id == channel).map(Posted::from).collect())
     }
 
     /// Whether a message was written by one of the agents.
-    pub fn is_agent(&self, message: &Message) -> bool {
-        matches!(message.author, Author::User(user) if self.personas.values().any(|p| *p == user))
+    pub fn is_agent(&self, message: &Posted) -> bool {
+        message.author.is_some_and(|user| self.personas.values().any(|p| *p == user))
     }
 
     /// A channel's record for the invariant checks.
     pub fn record<'a>(
         &'a self,
         channel: u64,
-        messages: &'a [Message],
+        messages: &'a [Posted],
         history: &'a [crate::core::session::history::HistoryEvent],
     ) -> ChannelRecord<'a> {
         ChannelRecord {

@@ -2,7 +2,7 @@
 //! each speaking through its own bot account, a human operator, and the real turn-manager bot connected to it.
 #![allow(dead_code)] // Each test file uses its own part of the scene.
 
-use local_discord::world::{LogKind, Message, SeenMessage};
+use local_discord::world::{LogKind, SeenMessage};
 use std::collections::BTreeMap;
 use std::time::Duration;
 use turn_manager::core::config::Config;
@@ -12,7 +12,7 @@ use turn_manager::core::session::Session;
 use turn_manager::core::session::history::HistoryEvent;
 use turn_manager::demo::stage::Stage;
 use turn_manager::discord::RunningBot;
-use turn_manager::soak::invariants::{ChannelRecord, Violation, check_settled};
+use turn_manager::soak::invariants::{ChannelRecord, Posted, Violation, check_settled};
 
 /// Generous: conditions are waited on, never slept for; this only bounds a failing test.
 pub const PATIENCE: Duration = Duration::from_secs(15);
@@ -144,8 +144,8 @@ impl Scene {
     }
 
     /// Every message of a channel, deleted ones included, in id order.
-    pub fn messages(&self, channel: u64) -> Vec<Message> {
-        self.stage.server.with(|w| w.messages.values().filter(|m| m.channel_id == channel).cloned().collect())
+    pub fn messages(&self, channel: u64) -> Vec<Posted> {
+        self.stage.server.with(|w| w.messages.values().filter(|m| m.channel_id == channel).map(Posted::from).collect())
     }
 
     /// The soak's invariants over a channel once it is still (its actor settled): every signal ended exactly one

@@ -9,36 +9,22 @@ const PM: u64 = 2;
 const DEV: u64 = 3;
 const CHANNEL: u64 = 9;
 
-fn message(id: u64, author: u64, content: &str) -> Message {
-    Message {
+fn message(id: u64, author: u64, content: &str) -> Posted {
+    Posted {
         id,
-        channel_id: CHANNEL,
-        guild_id: 8,
-        author: Author::User(author),
+        author: Some(author),
         content: content.into(),
         created_ms: id,
-        edited_ms: None,
         deleted: false,
         nonce: (author == BOT).then(|| format!("n{id}")),
-        mentions: Vec::new(),
-        mention_everyone: false,
-        mention_roles: Vec::new(),
-        pinged: Vec::new(),
-        reactions: Vec::new(),
-        reply_to: None,
-        interaction_id: None,
-        embeds: Vec::new(),
-        attachments: Vec::new(),
-        thread_id: None,
-        pinned_ms: None,
     }
 }
 
-fn floor(id: u64, persona: &str) -> Message {
+fn floor(id: u64, persona: &str) -> Posted {
     message(id, BOT, &format!("🎙️ <@0> ({persona}) has the floor: 60s. End your message with TURN_COMPLETE."))
 }
 
-fn deleted(mut m: Message) -> Message {
+fn deleted(mut m: Posted) -> Posted {
     m.deleted = true;
     m
 }
@@ -77,7 +63,7 @@ impl Fixture {
         }
     }
 
-    fn settled(&self, messages: &[Message], history: &[HistoryEvent]) -> Vec<&'static str> {
+    fn settled(&self, messages: &[Posted], history: &[HistoryEvent]) -> Vec<&'static str> {
         let record = ChannelRecord {
             channel: CHANNEL,
             bot: BOT,
@@ -92,7 +78,7 @@ impl Fixture {
 }
 
 /// pm's floor, pm's signal (relayed: deleted), dev's floor.
-fn one_clean_turn() -> (Vec<Message>, Vec<HistoryEvent>) {
+fn one_clean_turn() -> (Vec<Posted>, Vec<HistoryEvent>) {
     let messages = vec![floor(10, "pm"), deleted(message(20, PM, "Done. TURN_COMPLETE")), floor(30, "dev")];
     (messages, vec![started(), completed("pm", 20, "dev")])
 }
