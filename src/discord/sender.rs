@@ -10,7 +10,7 @@
 use super::actor::Input;
 use super::clock::Clock;
 use super::rest::{Rest, RestError, Voice};
-use crate::core::ids::ChannelId;
+use crate::core::ids::{ChannelId, MessageId};
 use crate::core::persona::PersonaCatalog;
 use crate::core::session::effects::{Effect, Queued, split_message};
 use chrono::{DateTime, Utc};
@@ -103,7 +103,12 @@ async fn run(tools: Tools, mut queue: mpsc::UnboundedReceiver<Job>) {
         match job {
             Job::Effect { queued, replay } => {
                 let outcome = match carry_out(&tools, &queued.effect, replay).await {
-                    Ok(()) => Outcome::Done { at: tools.clock.now() },
+                    // A replayed announcement that Discord recognised by its nonce answers the message made before
+                    // the crash: its own creation time, not now, is when the persona was told.
+                    Ok(Some(posted)) if posted.0 != 0 => {
+                        Outcome::Done { at: tools.clock.now().min(posted.created_at()) }
+                    }
+                    Ok(_) => Outcome::Done { at: tools.clock.now() },
                     Err(e) => {
                         let hint =
                             if e.status() == Some(403) { " (the bot lacks a permission in this channel)" } else { "" };
@@ -128,7 +133,8 @@ async fn run(tools: Tools, mut queue: mpsc::UnboundedReceiver<Job>) {
     }
 }
 
-async fn carry_out(tools: &Tools, effect: &Effect, replay: bool) -> Result<(), RestError> {
+/// Carries out one effect; an announcement answers the id of the message Discord holds for it.
+async fn carry_out(tools: &Tools, effect: &Effect, replay: bool) -> Result<Option<MessageId>, RestError> {
     let (rest, channel) = (tools.rest.as_ref(), tools.channel);
     match effect {
         Effect::Relay { message_id, persona, text } => {
@@ -148,11 +154,15 @@ async fn carry_out(tools: &Tools, effect: &Effect, replay: bool) -> Result<(), R
                     }
                 }
             }
-            gone_is_done(retrying(|| rest.delete(channel, *message_id)).await)
+            gone_is_done(retrying(|| rest.delete(channel, *message_id)).await).map(|()| None)
         }
-        Effect::Delete { message_id } => gone_is_done(retrying(|| rest.delete(channel, *message_id)).await),
-        Effect::React { message_id, emoji } => gone_is_done(retrying(|| rest.react(channel, *message_id, emoji)).await),
-        Effect::Announce(announcement) => retrying(|| rest.announce(channel, announcement)).await.map(drop),
+        Effect::Delete { message_id } => {
+            gone_is_done(retrying(|| rest.delete(channel, *message_id)).await).map(|()| None)
+        }
+        Effect::React { message_id, emoji } => {
+            gone_is_done(retrying(|| rest.react(channel, *message_id, emoji)).await).map(|()| None)
+        }
+        Effect::Announce(announcement) => retrying(|| rest.announce(channel, announcement)).await.map(Some),
     }
 }
 

@@ -62,6 +62,9 @@ struct FakeRest {
     failures: Mutex<HashMap<(ChannelId, &'static str), Vec<RestError>>>,
     /// How long an announcement takes to be accepted.
     announce_delay: Mutex<Duration>,
+    /// Announcements posted, by nonce: a repeated nonce answers the first message, as Discord does.
+    posted: Arc<Mutex<HashMap<String, MessageId>>>,
+    clock: Clock,
 }
 
 impl FakeRest {
@@ -90,8 +93,14 @@ impl Rest for FakeRest {
     async fn announce(&self, channel: ChannelId, announcement: &Announcement) -> Result<MessageId, RestError> {
         let delay = *self.announce_delay.lock().unwrap();
         tokio::time::sleep(delay).await;
+        if let Some(first) = self.posted.lock().unwrap().get(&announcement.nonce) {
+            self.journal.push(format!("announce {channel} {} -> deduplicated", announcement.text));
+            return Ok(*first);
+        }
         self.call(channel, "announce", format!("announce {channel} {}", announcement.text)).await?;
-        Ok(MessageId(self.next_id.fetch_add(1, Ordering::Relaxed)))
+        let id = MessageId(MessageId::first_at(self.clock.now()).0 + self.next_id.fetch_add(1, Ordering::Relaxed));
+        self.posted.lock().unwrap().insert(announcement.nonce.clone(), id);
+        Ok(id)
     }
 
     async fn notice(&self, channel: ChannelId, text: &str) -> Result<(), RestError> {
@@ -185,16 +194,24 @@ impl Harness {
     fn new() -> Self {
         let journal = Arc::new(Journal::default());
         let saver = Arc::new(MemorySaver { journal: journal.clone(), saved: Mutex::default() });
-        Self::on(journal, saver, Arc::new(Stats::default()), Clock::starting_at(t0()), 0)
+        Self::on(journal, saver, Arc::new(Stats::default()), Clock::starting_at(t0()), 0, Arc::default())
     }
 
     /// The bot started again after a crash: a new router and network, the same disk, journal and figures.
     fn restarted(&self) -> Self {
         let next_id = self.next_id.load(Ordering::Relaxed) + 1000;
-        Self::on(self.journal.clone(), self.saver.clone(), self.stats.clone(), self.clock, next_id)
+        let posted = self.rest.posted.clone();
+        Self::on(self.journal.clone(), self.saver.clone(), self.stats.clone(), self.clock, next_id, posted)
     }
 
-    fn on(journal: Arc<Journal>, saver: Arc<MemorySaver>, stats: Arc<Stats>, clock: Clock, next_id: u64) -> Self {
+    fn on(
+        journal: Arc<Journal>,
+        saver: Arc<MemorySaver>,
+        stats: Arc<Stats>,
+        clock: Clock,
+        next_id: u64,
+        posted: Arc<Mutex<HashMap<String, MessageId>>>,
+    ) -> Self {
         let rest = Arc::new(FakeRest {
             journal: journal.clone(),
             hanging: Mutex::default(),
@@ -202,6 +219,8 @@ impl Harness {
             history: Mutex::default(),
             failures: Mutex::default(),
             announce_delay: Mutex::new(Duration::ZERO),
+            posted,
+            clock,
         });
         let env = Arc::new(Env {
             personas: Arc::new(personas()),
@@ -631,4 +650,27 @@ async fn a_deadline_falling_due_while_disconnected_waits_for_the_catch_up_and_a_
     assert_eq!(h.events(A, "turn_complete"), 1, "written before the deadline: it completes the turn");
     assert_eq!(h.events(A, "turn_timeout") + h.events(A, "late_signal"), 0);
     assert_eq!(h.holder(A).await.as_deref(), Some("dev"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_announcement_replayed_after_a_crash_does_not_move_the_deadline_by_the_downtime() {
+    let h = Harness::new();
+    h.start(A).await;
+    h.settle(A).await;
+    // Both announcements were posted at t0, but the process died before their reports were saved.
+    let crashed = h.saver.saved.lock().unwrap()[&A].clone();
+    assert_eq!(crashed.outbox.len(), 2);
+    let deadline = crashed.turn_timeout_at;
+    h.router.shutdown().await;
+    tokio::time::advance(Duration::from_secs(20)).await;
+
+    let restarted = h.restarted();
+    restarted.router.resume(vec![crashed]);
+    restarted.router.broadcast(|| Input::CatchUp);
+    restarted.settle(A).await;
+    let lines = restarted.journal.of(A);
+    assert_eq!(lines.iter().filter(|l| l.ends_with("-> deduplicated")).count(), 2, "{lines:#?}");
+    let session = restarted.session(A).await;
+    assert!(session.outbox.is_empty());
+    assert_eq!(session.turn_timeout_at, deadline, "pm was told at t0, not at the restart");
 }
