@@ -108,6 +108,19 @@ pub fn run(cli: Cli) -> ExitCode {
 }
 
 /// Prints every problem found in the set-up, then how many errors stop the bot.
+/// The personas of a folder (with the default configuration), for the commands that bring their own server; every
+/// problem is printed and `None` returned when a file is bad.
+fn personas_of(dir: &std::path::Path) -> Option<Vec<crate::core::persona::Persona>> {
+    let sources = crate::files::Sources { personas_dir: Some(dir.to_owned()), ..crate::files::Sources::default() };
+    match crate::files::load_setup(&sources) {
+        Ok(setup) => Some(setup.personas.all().to_vec()),
+        Err(problems) => {
+            print_problems(&problems);
+            None
+        }
+    }
+}
+
 fn print_problems(problems: &crate::core::problems::Problems) {
     for problem in &problems.0 {
         eprintln!("{problem}");

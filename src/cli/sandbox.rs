@@ -5,7 +5,6 @@
 //! posted as the operator, and Ctrl-C (or SIGTERM) stops it.
 
 use crate::core::persona::Persona;
-use crate::files::{Sources, load_setup};
 use anyhow::Context as _;
 use local_discord::LocalDiscord;
 use local_discord::messages::Draft;
@@ -52,15 +51,7 @@ pub struct Sandbox {
 }
 
 pub fn run(args: &SandboxArgs) -> ExitCode {
-    let sources = Sources { personas_dir: Some(args.personas.clone()), ..Sources::default() };
-    let setup = match load_setup(&sources) {
-        Ok(setup) => setup,
-        Err(problems) => {
-            super::print_problems(&problems);
-            return ExitCode::FAILURE;
-        }
-    };
-    let personas = setup.personas.all().to_vec();
+    let Some(personas) = super::personas_of(&args.personas) else { return ExitCode::FAILURE };
     let (port, dir) = (args.port, args.dir.clone());
     super::run_async(async move { serve(port, personas, &dir).await })
 }
