@@ -202,15 +202,12 @@ pub async fn start(options: BotOptions) -> anyhow::Result<RunningBot> {
 /// missed (the catch-up) and arms its deadline again. Until the first READY the bot is starting, not lost: the
 /// channels restored from disk wait for that READY's catch-up anyway.
 async fn watch_connection(shard_manager: Arc<discord::ShardManager>, router: Arc<Router>, identity: Arc<Identity>) {
-    let (mut lost, mut seen_connected) = (false, false);
+    let mut lost = false;
     loop {
         tokio::time::sleep(CONNECTION_POLL).await;
         let connected =
             shard_manager.runners.lock().await.values().any(|r| r.stage == discord::ConnectionStage::Connected);
-        // Only a connection seen up can be lost: right after the first READY the stage may not say Connected yet,
-        // and taking that for a loss would read every channel's history twice.
-        seen_connected |= connected;
-        if !connected && !lost && seen_connected && identity.user().is_some() {
+        if !connected && !lost && identity.user().is_some() {
             tracing::info!("the gateway connection was lost; deadlines wait for the catch-up after reconnecting");
             router.broadcast(|| Input::Disconnected);
             lost = true;
