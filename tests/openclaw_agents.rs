@@ -49,16 +49,7 @@ async fn two_openclaw_agents_take_two_full_rounds_under_the_manager() {
     agents.arg(dir.path().join("openclaw"));
     agents.env("OPENCLAW_STUB_PORT", free_port().to_string()).env("OPENCLAW_GATEWAY_PORT", free_port().to_string());
     procs.spawn("openclaw", &mut agents);
-    procs.spawn(
-        "manager",
-        Command::new(BINARY)
-            .args(["run", "--api-base", base, "--personas"])
-            .arg(dir.path().join("personas"))
-            .arg("--state")
-            .arg(dir.path().join("state"))
-            .env("DISCORD_TOKEN", sandbox["manager"]["token"].as_str().unwrap())
-            .env("RUST_LOG", "warn"),
-    );
+    procs.spawn("manager", &mut procs::manager(BINARY, base, dir.path(), &sandbox));
     for name in ["turn-manager", "PM", "Developer"] {
         let registered = format!("● {name} registered its slash commands");
         procs.line("sandbox", STARTUP, |l| l == registered).await;

@@ -117,16 +117,7 @@ async fn discord_py_discord_js_and_serenity_agents_take_turns_under_the_manager(
     };
     let (py, js, rs) = (agent("py"), agent("js"), agent("rs"));
 
-    procs.spawn(
-        "manager",
-        Command::new(BINARY)
-            .args(["run", "--api-base", base, "--personas"])
-            .arg(dir.path().join("personas"))
-            .arg("--state")
-            .arg(dir.path().join("state"))
-            .env("DISCORD_TOKEN", sandbox["manager"]["token"].as_str().unwrap())
-            .env("RUST_LOG", "warn"),
-    );
+    procs.spawn("manager", &mut procs::manager(BINARY, base, dir.path(), &sandbox));
     let agent_env = |command: &mut Command, token: &str| {
         command.env("DISCORD_API_BASE", base).env("DISCORD_TOKEN", token).env("AGENT_MANAGER_ID", manager.to_string());
     };

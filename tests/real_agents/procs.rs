@@ -8,6 +8,20 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
+/// `turn-manager run` against the sandbox described by `sandbox` (its `sandbox.json`), with the sandbox folder's
+/// personas and a state folder beside them.
+pub fn manager(binary: &str, base: &str, dir: &std::path::Path, sandbox: &serde_json::Value) -> Command {
+    let mut command = Command::new(binary);
+    command
+        .args(["run", "--api-base", base, "--personas"])
+        .arg(dir.join("personas"))
+        .arg("--state")
+        .arg(dir.join("state"))
+        .env("DISCORD_TOKEN", sandbox["manager"]["token"].as_str().expect("the manager's token"))
+        .env("RUST_LOG", "warn");
+    command
+}
+
 /// The processes of a test and everything they printed.
 pub struct Procs {
     children: Vec<(String, Child)>,
