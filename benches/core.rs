@@ -60,11 +60,14 @@ fn running_session(personas: &PersonaCatalog, config: &Config) -> (Session, Inco
 
 fn signal_detection(c: &mut Criterion) {
     let config = Config::default();
+    let author = turn_manager::core::ids::PersonaId::parse("pm").unwrap();
     let with = format!("{ANSWER}\n\nTURN_COMPLETE");
     c.bench_function("signal detection, an answer with the signal", |b| {
-        b.iter(|| config.signals.detect(black_box(&with)))
+        b.iter(|| config.signals.detect(black_box(&with), &author).is_some())
     });
-    c.bench_function("signal detection, an answer without it", |b| b.iter(|| config.signals.detect(black_box(ANSWER))));
+    c.bench_function("signal detection, an answer without it", |b| {
+        b.iter(|| config.signals.detect(black_box(ANSWER), &author).is_some())
+    });
 }
 
 fn transition(c: &mut Criterion) {

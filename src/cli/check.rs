@@ -67,8 +67,6 @@ pub fn report(setup: &Setup) -> String {
 }
 
 fn settings(config: &Config) -> Vec<(&'static str, String)> {
-    let alternatives =
-        if config.signal_alternatives.is_empty() { "none".to_owned() } else { config.signal_alternatives.join(", ") };
     let channels = if config.channels.is_empty() {
         "none".to_owned()
     } else {
@@ -87,7 +85,7 @@ fn settings(config: &Config) -> Vec<(&'static str, String)> {
             .join("; ")
     };
     vec![
-        ("signal", format!("{} (alternatives: {alternatives})", config.signal_keyword)),
+        ("signals", describe_signals(&config.signals)),
         ("default timeout", format!("{}s", config.default_timeout_seconds)),
         ("announce timeouts", if config.announce_timeouts { "yes" } else { "no" }.to_owned()),
         (
@@ -124,4 +122,49 @@ fn settings(config: &Config) -> Vec<(&'static str, String)> {
 
 pub(super) fn plural(n: usize) -> &'static str {
     if n == 1 { "" } else { "s" }
+}
+
+/// One line per rule (`name: action at end, from dev`), then the recovery settings.
+fn describe_signals(signals: &crate::core::signals::SignalRules) -> String {
+    let mut lines: Vec<String> = signals
+        .rules()
+        .iter()
+        .map(|rule| {
+            let at = match rule.at {
+                crate::core::signals::At::End => "at the end",
+                crate::core::signals::At::Line => "at a line start",
+                crate::core::signals::At::Anywhere => "anywhere",
+            };
+            let to = rule.action.target().map(|p| format!(" to {p}")).unwrap_or_default();
+            let from = if rule.from.is_empty() {
+                String::new()
+            } else {
+                format!(", from {}", rule.from.iter().map(|p| p.as_str()).collect::<Vec<_>>().join(" "))
+            };
+            let priority = if rule.priority == 0 { String::new() } else { format!(", priority {}", rule.priority) };
+            format!("{}: {}{to} {at}{from}{priority}", rule.name, rule.action.name())
+        })
+        .collect();
+    let r = &signals.recovery;
+    let off = |n: u32| if n == 0 { "off".to_owned() } else { n.to_string() };
+    let mut recovery = format!(
+        "unknown signals: {} in a row end the turn; bench after {} timeouts; loop after {}",
+        off(r.unknown_limit),
+        off(r.bench_after),
+        off(r.loop_after)
+    );
+    if let Some(max) = r.max_rounds {
+        recovery.push_str(&format!("; at most {max} rounds"));
+    }
+    if r.grace_seconds > 0 {
+        recovery.push_str(&format!("; {}s grace", r.grace_seconds));
+    }
+    if let Some(silence) = r.silence_seconds {
+        recovery.push_str(&format!("; a turn ends after {silence}s of silence"));
+    }
+    if !r.completion_phrases.is_empty() {
+        recovery.push_str(&format!("; completion phrases: {}", r.completion_phrases.join(", ")));
+    }
+    lines.push(recovery);
+    lines.join("\n    ")
 }

@@ -6,7 +6,7 @@
 use super::ids::{ChannelId, PersonaId, parse_snowflake};
 use super::persona::{PersonaCatalog, TIMEOUT_SECONDS_MAX, TIMEOUT_SECONDS_MIN};
 use super::problems::{Checker, Problem, Problems};
-use super::signal::{DEFAULT_KEYWORD, SignalMatcher};
+use super::signals::SignalRules;
 use super::templates::{Template, Templates};
 use serde_json::{Map, Value};
 use std::path::PathBuf;
@@ -18,6 +18,7 @@ pub const HISTORY_LIMIT_MAX: i64 = 100_000;
 
 const KNOWN_FIELDS: &[&str] = &[
     "signal",
+    "signals",
     "defaultTimeoutSeconds",
     "announceTimeouts",
     "templates",
@@ -29,7 +30,6 @@ const KNOWN_FIELDS: &[&str] = &[
     "personasDir",
     "stateDir",
 ];
-const SIGNAL_FIELDS: &[&str] = &["turnComplete", "alternatives"];
 const CHANNEL_FIELDS: &[&str] = &["channelId", "roster"];
 const SECRET_FIELDS: &[&str] = &["token", "discordToken", "botToken"];
 
@@ -62,9 +62,8 @@ pub struct ManagedChannel {
 
 #[derive(Clone, Debug)]
 pub struct Config {
-    pub signal_keyword: String,
-    pub signal_alternatives: Vec<String>,
-    pub signals: SignalMatcher,
+    /// The signal grammar: its rules (by default `TURN_COMPLETE` at the end of a message) and recovery settings.
+    pub signals: SignalRules,
     pub default_timeout_seconds: u32,
     pub announce_timeouts: bool,
     pub templates: Templates,
@@ -82,9 +81,7 @@ pub struct Config {
 impl Default for Config {
     fn default() -> Self {
         Self {
-            signal_keyword: DEFAULT_KEYWORD.to_owned(),
-            signal_alternatives: Vec::new(),
-            signals: SignalMatcher::default(),
+            signals: SignalRules::default(),
             default_timeout_seconds: DEFAULT_TIMEOUT_SECONDS,
             announce_timeouts: true,
             templates: Templates::default(),
@@ -113,7 +110,9 @@ impl Config {
         let known_and_secret: Vec<&str> = KNOWN_FIELDS.iter().chain(SECRET_FIELDS).copied().collect();
         c.unknown_fields(&object, &[], &known_and_secret, true);
 
-        read_signal(&mut c, &object, &mut config);
+        if let Some(signals) = super::signals::config::read(&mut c, &object) {
+            config.signals = signals;
+        }
         if let Some(n) = c.integer(&object, &[], "defaultTimeoutSeconds", TIMEOUT_SECONDS_MIN, TIMEOUT_SECONDS_MAX) {
             config.default_timeout_seconds = n as u32;
         }
@@ -151,9 +150,11 @@ impl Config {
         if c.problems.is_empty() { Ok(config) } else { Err(Problems(c.problems)) }
     }
 
-    /// Problems between the configuration and the personas: rosters naming personas that do not exist.
+    /// Problems between the configuration and the personas: rosters and signal rules naming personas that do not
+    /// exist.
     pub fn check_against(&self, file: &str, text: &str, personas: &PersonaCatalog) -> Vec<Problem> {
         let mut c = Checker::new(file, text);
+        super::signals::config::check_against(&mut c, &self.signals, personas);
         for channel in &self.channels {
             for id in channel.roster.iter().filter(|id| personas.get(id).is_none()) {
                 c.error(
@@ -183,21 +184,6 @@ fn choice(c: &mut Checker, object: &Map<String, Value>, key: &str, allowed: &[&s
         let quoted: Vec<String> = allowed.iter().map(|a| format!("\"{a}\"")).collect();
         c.error(&[key], format!("is \"{value}\"; use one of {}", quoted.join(", ")));
         None
-    }
-}
-
-fn read_signal(c: &mut Checker, object: &Map<String, Value>, config: &mut Config) {
-    let Some(signal) = c.object(object, &[], "signal") else { return };
-    c.unknown_fields(signal, &["signal"], SIGNAL_FIELDS, true);
-    if let Some(keyword) = c.string(signal, &["signal"], "turnComplete") {
-        config.signal_keyword = keyword;
-    }
-    if let Some(alternatives) = c.string_list(signal, &["signal"], "alternatives") {
-        config.signal_alternatives = alternatives;
-    }
-    match SignalMatcher::new(&config.signal_keyword, &config.signal_alternatives) {
-        Ok(matcher) => config.signals = matcher,
-        Err(why) => c.error(&["signal"], why),
     }
 }
 
@@ -271,7 +257,7 @@ mod tests {
         assert_eq!(config.out_of_turn, OutOfTurnPolicy::Remove);
         assert_eq!(config.history_limit, 20);
         assert_eq!(config.personas_dir, PathBuf::from("personas"));
-        assert!(config.signals.has_signal("x TURN_COMPLETE"));
+        assert!(config.signals.has_any_signal("x TURN_COMPLETE"));
     }
 
     #[test]
@@ -285,8 +271,8 @@ mod tests {
           "historyLimit": 50, "personasDir": "agents", "stateDir": "/var/lib/tm"
         }"#;
         let config = Config::parse("c.json", text).unwrap();
-        assert!(config.signals.has_signal("ok PASS") && config.signals.has_signal("ok OVER"));
-        assert!(!config.signals.has_signal("ok TURN_COMPLETE"));
+        assert!(config.signals.has_any_signal("ok PASS") && config.signals.has_any_signal("ok OVER"));
+        assert!(!config.signals.has_any_signal("ok TURN_COMPLETE"));
         assert_eq!((config.default_timeout_seconds, config.announce_timeouts), (30, false));
         assert_eq!(config.templates.text(Template::Timeout), "{agent} ran out after {duration}s");
         assert_eq!((config.display_mode, config.out_of_turn), (DisplayModeSetting::Observe, OutOfTurnPolicy::Allow));

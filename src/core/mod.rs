@@ -5,5 +5,5 @@ pub mod ids;
 pub mod persona;
 pub mod problems;
 pub mod session;
-pub mod signal;
+pub mod signals;
 pub mod templates;

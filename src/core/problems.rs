@@ -112,6 +112,22 @@ impl<'a> Checker<'a> {
         self.push(Severity::Warning, path, message.into(), line);
     }
 
+    /// An error on a field named by hand (`signals.rules[2].pattern`), at a line found by the caller.
+    pub fn error_at(&mut self, field: &str, line: Option<usize>, message: impl Into<String>) {
+        self.problems.push(Problem {
+            severity: Severity::Error,
+            file: self.file.to_owned(),
+            line,
+            field: field.to_owned(),
+            message: message.into(),
+        });
+    }
+
+    /// The line of `key` in item `index` of the list at `list` (or of the item itself when the key is absent).
+    pub fn line_in_list(&self, list: &[&str], index: usize, key: &str) -> Option<usize> {
+        locate_in_list(self.text, list, index, key)
+    }
+
     fn push(&mut self, severity: Severity, path: &[&str], message: String, line: Option<usize>) {
         self.problems.push(Problem { severity, file: self.file.to_owned(), line, field: path.join("."), message });
     }
@@ -257,6 +273,64 @@ pub fn locate_line(text: &str, path: &[&str]) -> Option<usize> {
         }
     }
     (!path.is_empty()).then(|| text[..from].matches('\n').count() + 1)
+}
+
+/// Best-effort 1-based line of `key` inside item `index` of the list at `list`; the item's own line without `key`.
+pub fn locate_in_list(text: &str, list: &[&str], index: usize, key: &str) -> Option<usize> {
+    let mut from = 0;
+    for name in list {
+        let quoted = format!("\"{name}\"");
+        from += text[from..].find(&quoted)? + quoted.len();
+    }
+    let open = from + text[from..].find('[')?;
+    let (start, end) = list_items(text, open).into_iter().nth(index)?;
+    let item = &text[start..end];
+    let quoted = format!("\"{key}\"");
+    let at = item.find(&quoted).map_or(start, |i| start + i);
+    Some(text[..at].matches('\n').count() + 1)
+}
+
+/// The byte ranges of the items of the JSON list opening at `open`.
+fn list_items(text: &str, open: usize) -> Vec<(usize, usize)> {
+    let mut items = Vec::new();
+    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+    let mut start = None;
+    for (i, c) in text[open..].char_indices().map(|(i, c)| (open + i, c)) {
+        if in_string {
+            match c {
+                _ if escaped => escaped = false,
+                '\\' => escaped = true,
+                '"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match c {
+            '"' => {
+                in_string = true;
+                start.get_or_insert(i);
+            }
+            '[' | '{' => {
+                if depth == 1 {
+                    start.get_or_insert(i);
+                }
+                depth += 1;
+            }
+            ']' | '}' => {
+                depth -= 1;
+                if depth == 0 {
+                    items.extend(start.take().map(|s| (s, i)));
+                    break;
+                }
+            }
+            ',' if depth == 1 => items.extend(start.take().map(|s| (s, i))),
+            c if depth == 1 && !c.is_whitespace() => {
+                start.get_or_insert(i);
+            }
+            _ => {}
+        }
+    }
+    items
 }
 
 /// The known name that `unknown` most likely misspells: same letters in another case, or at most two edits away.

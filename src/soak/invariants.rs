@@ -3,7 +3,7 @@
 //! the soak (bot as a process) and the fault tests (bot in-process) check exactly the same things.
 
 use crate::core::session::history::{EventKind, HistoryEvent};
-use crate::core::signal::SignalMatcher;
+use crate::core::signals::SignalRules;
 use local_discord::world::{Author, Message};
 use std::collections::{BTreeMap, HashMap};
 
@@ -192,8 +192,8 @@ impl ChannelRecord<'_> {
 
     /// The agents' messages whose (latest) text ends with the signal, deleted or not.
     pub fn signals(&self) -> impl Iterator<Item = &Posted> {
-        let matcher = SignalMatcher::default();
-        self.messages.iter().filter(move |m| self.is_agent(m) && matcher.has_signal(&m.content))
+        let matcher = SignalRules::default();
+        self.messages.iter().filter(move |m| self.is_agent(m) && matcher.has_any_signal(&m.content))
     }
 
     /// What history says of each message: its turn ends and out-of-turn records.

@@ -143,13 +143,13 @@ async fn connected(soak: &SoakStage, bot: &mut BotProcess, found: &mut BTreeSet<
 async fn next_signal(soak: &SoakStage) -> bool {
     let after = soak.newest_message();
     let agents: Vec<u64> = soak.personas.values().copied().collect();
-    let matcher = crate::core::signal::SignalMatcher::default();
+    let matcher = crate::core::signals::SignalRules::default();
     let wait = soak.stage.server.wait_for("an agent's signal", SIGNAL_BOUND, |w| {
         w.messages
             .range(after + 1..)
             .any(|(_, m)| {
                 matches!(m.author, local_discord::world::Author::User(u) if agents.contains(&u))
-                    && matcher.has_signal(&m.content)
+                    && matcher.has_any_signal(&m.content)
             })
             .then_some(())
     });

@@ -26,7 +26,8 @@ impl Session {
             let Some(position) = self.editable_messages.iter().position(|id| *id == message.id) else {
                 return t;
             };
-            if !ctx.config.signals.has_signal(&message.text) {
+            let author = ctx.personas.by_user(message.author).map(|p| &p.id);
+            if !author.is_some_and(|a| ctx.config.signals.has_signal(&message.text, a)) {
                 return t;
             }
             self.editable_messages.remove(position);
@@ -45,7 +46,11 @@ impl Session {
         let Some(persona) = ctx.personas.by_user(message.author).map(|p| p.id.clone()) else {
             return self.finish(t, ctx); // A person: the message stands.
         };
-        let signal = ctx.config.signals.detect(&message.text);
+        let signal = ctx
+            .config
+            .signals
+            .detect(&message.text, &persona)
+            .map(|d| Found { keyword: d.rule.name.clone(), display: d.display });
         let holds_floor = self.active_agent.as_ref() == Some(&persona);
         // An edit finishes the message it edits, so it is in the turn of its holder; a new message must also have
         // been written after the holder's turn began.
@@ -230,7 +235,7 @@ impl Session {
         let mut values = self.common_values(ctx, &persona);
         values.push(("userId", user.map(|u| u.to_string()).unwrap_or_default()));
         values.push(("timeout", self.turn_timeout_seconds.to_string()));
-        values.push(("signal", ctx.config.signal_keyword.clone()));
+        values.push(("signal", ctx.config.signals.turn_end_hint()));
         let text = ctx.config.templates.render(Template::TurnStart, &values);
         self.turn_announced = true;
         self.announce(t, now, text, user);
@@ -281,4 +286,9 @@ impl Session {
         t.changed |= !t.events.is_empty() || !t.effects.is_empty();
         t
     }
+}
+
+struct Found {
+    keyword: String,
+    display: Option<String>,
 }

@@ -1,0 +1,422 @@
+//! Reading the signal grammar from the configuration (spec 4.2, 10): `signals.rules` and the recovery settings,
+//! and the older `signal.turnComplete` / `signal.alternatives`, read as rules so that no configuration breaks.
+//! Every problem is reported at once, each with its field and line.
+
+use super::rules::{Action, At, Rule};
+use super::{DEFAULT_KEYWORD, DEFAULT_UNKNOWN_PATTERN, Recovery, SignalRules, keyword_rule};
+use crate::core::ids::PersonaId;
+use crate::core::persona::{PersonaCatalog, TIMEOUT_SECONDS_MAX};
+use crate::core::problems::{Checker, Problem};
+use serde_json::{Map, Value};
+
+const LEGACY_FIELDS: &[&str] = &["turnComplete", "alternatives"];
+const SIGNALS_FIELDS: &[&str] = &[
+    "rules",
+    "unknownPattern",
+    "unknownLimit",
+    "benchAfter",
+    "loopAfter",
+    "maxRounds",
+    "graceSeconds",
+    "silenceSeconds",
+    "completionPhrases",
+];
+const RULE_FIELDS: &[&str] =
+    &["name", "pattern", "at", "strip", "priority", "from", "action", "to", "stage", "maxKeeps", "extendSeconds"];
+/// The named groups a pattern may define.
+const GROUPS: &[&str] = &["payload", "task"];
+pub const PRIORITY_LIMIT: i64 = 1000;
+pub const MAX_KEEPS_LIMIT: i64 = 100;
+pub const DEFAULT_MAX_KEEPS: u32 = 3;
+
+/// Reads `signal` and `signals` from the configuration object. Without either, the default rule alone.
+pub fn read(c: &mut Checker, object: &Map<String, Value>) -> Option<SignalRules> {
+    let mut rules = Vec::new();
+    let mut ok = true;
+    if let Some(legacy) = c.object(object, &[], "signal") {
+        ok &= read_legacy(c, legacy, &mut rules);
+    }
+    let first_listed = rules.len();
+    let mut unknown = Some(DEFAULT_UNKNOWN_PATTERN.to_owned());
+    let mut recovery = Recovery::default();
+    if let Some(signals) = c.object(object, &[], "signals") {
+        c.unknown_fields(signals, &["signals"], SIGNALS_FIELDS, true);
+        ok &= read_rules(c, signals, &mut rules);
+        ok &= read_recovery(c, signals, &mut recovery, &mut unknown);
+    }
+    let listed = object.get("signals").is_some_and(|s| s.get("rules").is_some());
+    if !object.contains_key("signal") && !listed {
+        rules.push(keyword_rule(DEFAULT_KEYWORD));
+    }
+    if !ok {
+        return None;
+    }
+    match SignalRules::new(rules, unknown.as_deref(), recovery) {
+        Ok(mut set) => {
+            set.first_listed = first_listed;
+            Some(set)
+        }
+        Err(why) => {
+            c.error(&["signals", "unknownPattern"], format!("does not compile: {why}"));
+            None
+        }
+    }
+}
+
+/// `signal.turnComplete` and `signal.alternatives`: plain keywords ending the turn at the end of the message.
+fn read_legacy(c: &mut Checker, legacy: &Map<String, Value>, rules: &mut Vec<Rule>) -> bool {
+    c.unknown_fields(legacy, &["signal"], LEGACY_FIELDS, true);
+    let keyword = c.string(legacy, &["signal"], "turnComplete").unwrap_or_else(|| DEFAULT_KEYWORD.to_owned());
+    let alternatives = c.string_list(legacy, &["signal"], "alternatives").unwrap_or_default();
+    let mut keywords: Vec<String> = std::iter::once(keyword).chain(alternatives).collect();
+    if let Some(bad) = keywords.iter().find(|k| k.trim().is_empty() || k.trim() != k.as_str()) {
+        c.error(
+            &["signal"],
+            format!("keyword {bad:?} is empty or has surrounding whitespace; a keyword must be visible text"),
+        );
+        return false;
+    }
+    // Longest first, so that an alternative containing another one (NOT_DONE and DONE) is the one named.
+    keywords.sort_by_key(|k| std::cmp::Reverse(k.chars().count()));
+    keywords.dedup();
+    rules.extend(keywords.iter().map(|k| keyword_rule(k)));
+    true
+}
+
+fn read_rules(c: &mut Checker, signals: &Map<String, Value>, rules: &mut Vec<Rule>) -> bool {
+    let Some(value) = signals.get("rules") else { return true };
+    let Value::Array(items) = value else {
+        c.error(
+            &["signals", "rules"],
+            "must be a list of rules, e.g. [{\"name\": \"done\", \"pattern\": \"DONE\", \"action\": \"complete\"}]",
+        );
+        return false;
+    };
+    let before = c.problems.len();
+    let first = rules.len();
+    for (i, item) in items.iter().enumerate() {
+        let mut at = RuleAt { c, index: i };
+        let Value::Object(fields) = item else {
+            at.error("", "must be an object with \"name\", \"pattern\" and \"action\"");
+            continue;
+        };
+        if let Some(rule) = read_rule(&mut at, fields) {
+            rules.push(rule);
+        }
+    }
+    check_priorities(c, &rules[first..]);
+    c.problems.len() == before
+}
+
+/// A checker positioned on one rule, so that every problem names `signals.rules[i].field` and its line.
+struct RuleAt<'c, 'a> {
+    c: &'c mut Checker<'a>,
+    index: usize,
+}
+
+impl RuleAt<'_, '_> {
+    fn error(&mut self, field: &str, message: impl Into<String>) {
+        let line = self.c.line_in_list(&["signals", "rules"], self.index, field);
+        let name = if field.is_empty() {
+            format!("signals.rules[{}]", self.index)
+        } else {
+            format!("signals.rules[{}].{field}", self.index)
+        };
+        self.c.error_at(&name, line, message);
+    }
+
+    fn string(&mut self, fields: &Map<String, Value>, key: &str) -> Option<String> {
+        match fields.get(key)? {
+            Value::String(s) => Some(s.clone()),
+            other => {
+                self.error(key, format!("must be a string, found {}", crate::core::problems::kind_of(other)));
+                None
+            }
+        }
+    }
+
+    fn integer(&mut self, fields: &Map<String, Value>, key: &str, min: i64, max: i64) -> Option<i64> {
+        let value = fields.get(key)?;
+        match value.as_i64() {
+            Some(n) if (min..=max).contains(&n) => Some(n),
+            _ => {
+                self.error(key, format!("must be a whole number between {min} and {max}, found {value}"));
+                None
+            }
+        }
+    }
+
+    fn persona(&mut self, key: &str, raw: &str) -> Option<PersonaId> {
+        PersonaId::parse(raw).map_err(|why| self.error(key, why)).ok()
+    }
+}
+
+fn read_rule(at: &mut RuleAt, fields: &Map<String, Value>) -> Option<Rule> {
+    let before = at.c.problems.len();
+    for key in fields.keys().filter(|k| !RULE_FIELDS.contains(&k.as_str())) {
+        let hint = crate::core::problems::closest(key, RULE_FIELDS)
+            .map_or_else(|| format!("known: {}", RULE_FIELDS.join(", ")), |g| format!("did you mean \"{g}\"?"));
+        at.error(key, format!("is not a rule setting; {hint}"));
+    }
+    let name = at.string(fields, "name");
+    match &name {
+        None if !fields.contains_key("name") => {
+            at.error("", "has no \"name\"; name each rule (it is what history and replies show)")
+        }
+        Some(n) if n.trim().is_empty() => at.error("name", "is empty"),
+        _ => {}
+    }
+    let pattern = at.string(fields, "pattern");
+    match &pattern {
+        None if !fields.contains_key("pattern") => at.error("", "has no \"pattern\" (a regular expression)"),
+        Some(p) if p.is_empty() => at.error("pattern", "is empty"),
+        _ => {}
+    }
+    let position = match at.string(fields, "at") {
+        None => Some(At::End),
+        Some(s) => At::parse(&s).or_else(|| {
+            at.error("at", format!("is \"{s}\"; use one of \"end\", \"line\", \"anywhere\""));
+            None
+        }),
+    };
+    let strip = match fields.get("strip") {
+        None => true,
+        Some(Value::Bool(b)) => *b,
+        Some(other) => {
+            at.error("strip", format!("must be true or false, found {}", crate::core::problems::kind_of(other)));
+            true
+        }
+    };
+    let priority = at.integer(fields, "priority", -PRIORITY_LIMIT, PRIORITY_LIMIT).unwrap_or(0);
+    let from = match fields.get("from") {
+        None => Vec::new(),
+        Some(Value::Array(items)) => items
+            .iter()
+            .filter_map(|item| match item {
+                Value::String(s) => at.persona("from", s),
+                _ => {
+                    at.error("from", "must list persona ids as strings");
+                    None
+                }
+            })
+            .collect(),
+        Some(_) => {
+            at.error("from", "must be a list of persona ids, e.g. [\"developer\"]");
+            Vec::new()
+        }
+    };
+    let action = read_action(at, fields, name.as_deref().unwrap_or_default());
+    if at.c.problems.len() != before {
+        return None;
+    }
+    let (name, pattern, position, action) = (name?, pattern?, position?, action?);
+    let rule = match Rule::new(name, pattern, position, strip, priority, from, action) {
+        Ok(rule) => rule,
+        Err(why) => {
+            at.error("pattern", why);
+            return None;
+        }
+    };
+    check_groups(at, &rule);
+    (at.c.problems.len() == before).then_some(rule)
+}
+
+fn read_action(at: &mut RuleAt, fields: &Map<String, Value>, name: &str) -> Option<Action> {
+    let Some(action) = at.string(fields, "action") else {
+        if !fields.contains_key("action") {
+            at.error("", format!("has no \"action\"; use one of {}", quoted(&Action::NAMES)));
+        }
+        return None;
+    };
+    let to = match at.string(fields, "to") {
+        Some(raw) => Some(at.persona("to", &raw)?),
+        None => None,
+    };
+    let parsed = match action.as_str() {
+        "complete" => Action::Complete,
+        "pass" => Action::Pass,
+        "handoff" => Action::Handoff { to: to.clone() },
+        "route" => match &to {
+            Some(to) => {
+                let stage = at.string(fields, "stage").unwrap_or_else(|| name.to_lowercase());
+                Action::Route { to: to.clone(), stage }
+            }
+            None => {
+                at.error("", "has action \"route\" but no \"to\": name the persona the task goes to");
+                return None;
+            }
+        },
+        "finishTask" => Action::FinishTask { to: to.clone() },
+        "keep" => Action::Keep {
+            max_keeps: at.integer(fields, "maxKeeps", 1, MAX_KEEPS_LIMIT).map_or(DEFAULT_MAX_KEEPS, |n| n as u32),
+        },
+        "progress" => Action::Progress {
+            extend_seconds: at.integer(fields, "extendSeconds", 0, TIMEOUT_SECONDS_MAX).unwrap_or(0) as u32,
+        },
+        "escalate" => Action::Escalate,
+        "record" => Action::Record,
+        "end" => Action::End,
+        other => {
+            let hint = crate::core::problems::closest(other, &Action::NAMES)
+                .map(|g| format!("did you mean \"{g}\"? "))
+                .unwrap_or_default();
+            at.error("action", format!("is \"{other}\"; {hint}use one of {}", quoted(&Action::NAMES)));
+            return None;
+        }
+    };
+    // A parameter the action does not read is a mistake the user would not see otherwise.
+    let takes: &[&str] = match parsed {
+        Action::Handoff { .. } | Action::FinishTask { .. } => &["to"],
+        Action::Route { .. } => &["to", "stage"],
+        Action::Keep { .. } => &["maxKeeps"],
+        Action::Progress { .. } => &["extendSeconds"],
+        _ => &[],
+    };
+    for key in ["to", "stage", "maxKeeps", "extendSeconds"] {
+        if fields.contains_key(key) && !takes.contains(&key) {
+            at.error(key, format!("does nothing for action \"{action}\""));
+        }
+    }
+    Some(parsed)
+}
+
+/// Named groups must be ones the engine reads, and present where the action needs them.
+fn check_groups(at: &mut RuleAt, rule: &Rule) {
+    let groups: Vec<&str> = rule.group_names().collect();
+    for group in groups.iter().filter(|g| !GROUPS.contains(g)) {
+        at.error(
+            "pattern",
+            format!("has a group named \"{group}\"; the groups read are (?P<payload>...) and (?P<task>...)"),
+        );
+    }
+    let has = |g: &str| groups.contains(&g);
+    let needs = match &rule.action {
+        Action::Handoff { to: None } if !has("payload") => Some(
+            "has action \"handoff\" without \"to\", so its pattern needs a (?P<payload>...) group naming the persona",
+        ),
+        Action::Progress { .. } if !has("payload") => {
+            Some("has action \"progress\", so its pattern needs a (?P<payload>...) group holding the percentage")
+        }
+        Action::Route { .. } | Action::FinishTask { .. } if !has("task") && !has("payload") => {
+            Some("moves a task, so its pattern needs a (?P<task>...) group holding the task id")
+        }
+        _ => None,
+    };
+    if let Some(message) = needs {
+        at.error("pattern", message);
+    }
+    if rule.find("").is_some() {
+        at.error("pattern", "matches an empty message, so every message would carry this signal");
+    }
+}
+
+/// Two rules with the same name, or a rule that can never win: an earlier one with the same pattern, position,
+/// senders and priority always takes the message first.
+fn check_priorities(c: &mut Checker, rules: &[Rule]) {
+    for (i, rule) in rules.iter().enumerate() {
+        let earlier = &rules[..i];
+        if let Some(j) = earlier.iter().position(|r| r.name == rule.name) {
+            let line = c.line_in_list(&["signals", "rules"], i, "name");
+            c.error_at(
+                &format!("signals.rules[{i}].name"),
+                line,
+                format!("\"{}\" is also the name of rule {j}; names must be unique", rule.name),
+            );
+        }
+        let shadow = earlier.iter().position(|r| {
+            r.pattern == rule.pattern && r.at == rule.at && r.priority >= rule.priority && r.from == rule.from
+        });
+        if let Some(j) = shadow {
+            let line = c.line_in_list(&["signals", "rules"], i, "priority");
+            c.error_at(
+                &format!("signals.rules[{i}].priority"),
+                line,
+                format!(
+                    "rule \"{}\" can never win: rule {j} (\"{}\") has the same pattern and a priority at least as high; \
+                     give it a higher priority or remove it",
+                    rule.name, rules[j].name
+                ),
+            );
+        }
+    }
+}
+
+fn read_recovery(
+    c: &mut Checker,
+    signals: &Map<String, Value>,
+    recovery: &mut Recovery,
+    unknown: &mut Option<String>,
+) -> bool {
+    let before = c.problems.len();
+    match signals.get("unknownPattern") {
+        None => {}
+        Some(Value::Null) => *unknown = None,
+        Some(Value::String(s)) if s.is_empty() => *unknown = None,
+        Some(Value::String(s)) => match regex::Regex::new(s) {
+            Ok(_) => *unknown = Some(s.clone()),
+            Err(e) => c.error(
+                &["signals", "unknownPattern"],
+                format!("does not compile: {}", e.to_string().lines().last().unwrap_or_default()),
+            ),
+        },
+        Some(other) => c.error(
+            &["signals", "unknownPattern"],
+            format!("must be a regular expression or null (off), found {}", crate::core::problems::kind_of(other)),
+        ),
+    }
+    let p = &["signals"];
+    if let Some(n) = c.integer(signals, p, "unknownLimit", 0, 100) {
+        recovery.unknown_limit = n as u32;
+    }
+    if let Some(n) = c.integer(signals, p, "benchAfter", 0, 100) {
+        recovery.bench_after = n as u32;
+    }
+    if let Some(n) = c.integer(signals, p, "loopAfter", 0, 100) {
+        recovery.loop_after = n as u32;
+    }
+    if let Some(n) = c.integer(signals, p, "maxRounds", 1, 1_000_000) {
+        recovery.max_rounds = Some(n as u32);
+    }
+    if let Some(n) = c.integer(signals, p, "graceSeconds", 0, 3600) {
+        recovery.grace_seconds = n as u32;
+    }
+    if let Some(n) = c.integer(signals, p, "silenceSeconds", 1, TIMEOUT_SECONDS_MAX) {
+        recovery.silence_seconds = Some(n as u32);
+    }
+    if let Some(phrases) = c.string_list(signals, p, "completionPhrases") {
+        if phrases.iter().any(|s| s.trim().is_empty()) {
+            c.error(&["signals", "completionPhrases"], "has an empty phrase, which every message contains");
+        }
+        recovery.completion_phrases = phrases;
+    }
+    c.problems.len() == before
+}
+
+/// Problems between the rules and the personas: `to` and `from` naming personas no file defines.
+pub fn check_against(c: &mut Checker, rules: &SignalRules, personas: &PersonaCatalog) {
+    for (i, rule) in rules.rules().iter().enumerate().skip(rules.first_listed) {
+        let i = i - rules.first_listed;
+        let named = rule.action.target().map(|p| ("to", p)).into_iter().chain(rule.from.iter().map(|p| ("from", p)));
+        for (field, persona) in named {
+            if personas.get(persona).is_none() {
+                let line = c.line_in_list(&["signals", "rules"], i, field);
+                c.error_at(
+                    &format!("signals.rules[{i}].{field}"),
+                    line,
+                    format!("names \"{persona}\", which no persona file defines; known: {}", personas.ids_joined()),
+                );
+            }
+        }
+    }
+}
+
+fn quoted(names: &[&str]) -> String {
+    names.iter().map(|n| format!("\"{n}\"")).collect::<Vec<_>>().join(", ")
+}
+
+/// Problems of a configuration text's signal rules against personas, for `check`.
+pub fn problems_against(file: &str, text: &str, rules: &SignalRules, personas: &PersonaCatalog) -> Vec<Problem> {
+    let mut c = Checker::new(file, text);
+    check_against(&mut c, rules, personas);
+    c.problems
+}

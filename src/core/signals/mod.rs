@@ -1,0 +1,192 @@
+//! The signal grammar (spec 4): rules as data, and what a message's signals are.
+//!
+//! A message is matched against every rule its author may use; when several match, the highest `priority` wins and
+//! ties go to the rule listed first. What the channel shows is the message without every match of every rule that
+//! matched and strips. `TURN_COMPLETE` at the end of the message is simply the default rule.
+//!
+//! - [`rules`]: one compiled rule and its action.
+//! - [`config`]: reading `signals` (and the older `signal`) from the configuration, and checking it.
+//! - [`text`]: invisible characters, and removing matched spans.
+
+pub mod config;
+pub mod rules;
+pub mod text;
+
+#[cfg(test)]
+mod legacy_tests;
+#[cfg(test)]
+mod tests;
+
+use crate::core::ids::PersonaId;
+use regex::Regex;
+pub use rules::{Action, At, Found, Rule};
+use std::sync::LazyLock;
+
+/// The default end-of-turn keyword.
+pub const DEFAULT_KEYWORD: &str = "TURN_COMPLETE";
+/// An upper-case word and a colon at a line start: what looks like a signal (seed 000's recovery).
+pub const DEFAULT_UNKNOWN_PATTERN: &str = r"[A-Z][A-Z0-9_]+:";
+
+/// The recovery rules (spec 4.2), each configurable.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Recovery {
+    /// How many unknown signals in a row count as a timeout of the turn; 0: never.
+    pub unknown_limit: u32,
+    /// Timeouts in a row after which a persona is benched; 0: never.
+    pub bench_after: u32,
+    /// The same text (or `keep`/`escalate` payload) this many times in a row pauses the session; 0: never.
+    pub loop_after: u32,
+    /// The session ends when this many rounds are done.
+    pub max_rounds: Option<u32>,
+    /// A signal written within this long after the deadline still counts.
+    pub grace_seconds: u32,
+    /// Auto-detection: a turn ends after this much silence following a message from its holder.
+    pub silence_seconds: Option<u32>,
+    /// Auto-detection: phrases (case-insensitive) that end a turn like a signal.
+    pub completion_phrases: Vec<String>,
+}
+
+impl Default for Recovery {
+    fn default() -> Self {
+        Self {
+            unknown_limit: 3,
+            bench_after: 3,
+            loop_after: 3,
+            max_rounds: None,
+            grace_seconds: 0,
+            silence_seconds: None,
+            completion_phrases: Vec::new(),
+        }
+    }
+}
+
+/// The configured rules, in the order they were listed, and the recovery settings.
+#[derive(Clone, Debug)]
+pub struct SignalRules {
+    rules: Vec<Rule>,
+    /// What looks like a signal; `None`: unknown-signal recovery is off.
+    unknown: Option<Regex>,
+    pub recovery: Recovery,
+    /// Where the rules of `signals.rules` begin (the older `signal` keywords come first), for locating problems.
+    pub(crate) first_listed: usize,
+}
+
+/// The signal a message carries: the winning rule, its groups, and what to show instead of the message.
+#[derive(Clone, Debug)]
+pub struct Detected<'r> {
+    pub rule: &'r Rule,
+    pub payload: Option<String>,
+    pub task: Option<String>,
+    /// The text to show; `None` when nothing is left (or the winning rule does not strip, and nothing matched that
+    /// does: then the message is shown as it is and `stripped` is false).
+    pub display: Option<String>,
+    /// Whether anything was removed from the message.
+    pub stripped: bool,
+}
+
+static DEFAULT_RULES: LazyLock<SignalRules> = LazyLock::new(|| {
+    SignalRules::new(vec![keyword_rule(DEFAULT_KEYWORD)], Some(DEFAULT_UNKNOWN_PATTERN), Recovery::default())
+        .expect("the default rule compiles")
+});
+
+impl Default for SignalRules {
+    fn default() -> Self {
+        DEFAULT_RULES.clone()
+    }
+}
+
+/// A plain keyword that ends the turn at the end of the message: the default rule, and how the older
+/// `signal.turnComplete` and `signal.alternatives` are read.
+pub fn keyword_rule(keyword: &str) -> Rule {
+    Rule::new(keyword.to_owned(), regex::escape(keyword), At::End, true, 0, Vec::new(), Action::Complete)
+        .expect("an escaped keyword compiles")
+}
+
+impl SignalRules {
+    /// Rules in their listed order; `unknown_pattern` is matched at line starts.
+    pub fn new(rules: Vec<Rule>, unknown_pattern: Option<&str>, recovery: Recovery) -> Result<Self, String> {
+        let unknown = match unknown_pattern {
+            Some(p) => Some(Regex::new(&format!(r"(?mR)^[ \t]*(?:{p})")).map_err(|e| e.to_string())?),
+            None => None,
+        };
+        Ok(Self { rules, unknown, recovery, first_listed: 0 })
+    }
+
+    pub fn rules(&self) -> &[Rule] {
+        &self.rules
+    }
+
+    /// The signal `text` carries for `author`, if any: the highest priority among the rules that match.
+    pub fn detect(&self, text: &str, author: &PersonaId) -> Option<Detected<'_>> {
+        let copy = text::normalized(text);
+        let mut best: Option<(&Rule, Found)> = None;
+        for rule in self.rules.iter().filter(|r| r.allows(author)) {
+            let Some(found) = rule.find(&copy) else { continue };
+            if best.as_ref().is_none_or(|(b, _)| rule.priority > b.priority) {
+                best = Some((rule, found));
+            }
+        }
+        let (rule, found) = best?;
+        let spans = self.strip_spans(&copy, author);
+        let stripped = !spans.is_empty();
+        let display = if stripped { text::remove_spans(text, spans) } else { text::trim_blank(text).to_owned() };
+        Some(Detected {
+            rule,
+            payload: found.payload,
+            task: found.task,
+            display: (!display.is_empty()).then_some(display),
+            stripped,
+        })
+    }
+
+    /// Whether `text` carries a signal for `author`.
+    pub fn has_signal(&self, text: &str, author: &PersonaId) -> bool {
+        let copy = text::normalized(text);
+        self.rules.iter().any(|r| r.allows(author) && r.find(&copy).is_some())
+    }
+
+    /// Whether `text` carries a signal whoever wrote it (rules limited by `from` included): for tools that watch
+    /// the channel from outside, such as the soak test.
+    pub fn has_any_signal(&self, text: &str) -> bool {
+        let copy = text::normalized(text);
+        self.rules.iter().any(|r| r.find(&copy).is_some())
+    }
+
+    /// The message as the channel should show it: every match of every stripping rule removed, the rest trimmed.
+    pub fn strip(&self, text: &str, author: &PersonaId) -> String {
+        let copy = text::normalized(text);
+        text::remove_spans(text, self.strip_spans(&copy, author))
+    }
+
+    fn strip_spans(&self, copy: &str, author: &PersonaId) -> Vec<(usize, usize)> {
+        self.rules.iter().filter(|r| r.strip && r.allows(author)).flat_map(|r| r.spans(copy)).collect()
+    }
+
+    /// The first line of `text` that looks like a signal (by `unknownPattern`) when no rule matched it.
+    pub fn unknown_signal(&self, text: &str) -> Option<String> {
+        let copy = text::normalized(text);
+        let found = self.unknown.as_ref()?.find(&copy)?;
+        let line_end = copy[found.start()..].find(['\n', '\r']).map_or(copy.len(), |i| found.start() + i);
+        Some(text::trim_blank(&copy[found.start()..line_end]).to_owned())
+    }
+
+    /// The names of the signals `author` may use, for the reply to an unknown one.
+    pub fn names_for(&self, author: &PersonaId) -> Vec<&str> {
+        self.rules.iter().filter(|r| r.allows(author)).map(|r| r.name.as_str()).collect()
+    }
+
+    /// What announcements tell agents to end a turn with: the first `complete` rule's keyword (or name).
+    pub fn turn_end_hint(&self) -> String {
+        let rule = self.rules.iter().find(|r| r.action == Action::Complete).or(self.rules.first());
+        rule.map(|r| r.literal().unwrap_or(&r.name).to_owned()).unwrap_or_default()
+    }
+
+    /// Whether `text` contains one of the completion phrases (auto-detection), case-insensitively.
+    pub fn completion_phrase(&self, text: &str) -> Option<&str> {
+        if self.recovery.completion_phrases.is_empty() {
+            return None;
+        }
+        let lower = text.to_lowercase();
+        self.recovery.completion_phrases.iter().find(|p| lower.contains(&p.to_lowercase())).map(String::as_str)
+    }
+}

@@ -1,0 +1,1 @@
+//! Signal grammar tests: rules, priorities, anchoring, invisible characters, configuration errors.

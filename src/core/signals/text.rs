@@ -1,0 +1,116 @@
+//! Text helpers for detection: invisible characters seen as whitespace, and removing matched spans cleanly.
+//!
+//! A zero-width space or a direction mark next to a keyword is invisible in the channel, so a message that looks
+//! like a signal to people must be one to the manager (spec 4.1). Detection runs on a copy of the text in which
+//! every invisible character is replaced by spaces of the same byte length: every byte offset found in the copy is
+//! the same in the original, so what is removed for display is cut from the original text.
+
+use std::borrow::Cow;
+
+/// Unicode format characters (category Cf) that agents and editors leave in text: soft hyphen, Arabic and Syriac
+/// marks, zero-width space and joiners, direction marks and embeddings, word joiner and invisible operators, the
+/// byte-order mark, interlinear annotation marks.
+pub fn is_invisible(c: char) -> bool {
+    matches!(c,
+        '\u{00AD}' | '\u{0600}'..='\u{0605}' | '\u{061C}' | '\u{06DD}' | '\u{070F}' | '\u{180E}'
+        | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{206F}'
+        | '\u{FEFF}' | '\u{FFF9}'..='\u{FFFB}')
+}
+
+/// Whitespace or an invisible character: what surrounds a keyword without being seen.
+pub fn is_blank(c: char) -> bool {
+    c.is_whitespace() || is_invisible(c)
+}
+
+/// The text with every invisible character replaced by spaces of the same byte length.
+pub fn normalized(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(is_invisible) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if is_invisible(c) {
+            out.extend(std::iter::repeat_n(' ', c.len_utf8()));
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// Trims whitespace and invisible characters from both ends.
+pub fn trim_blank(text: &str) -> &str {
+    text.trim_matches(is_blank)
+}
+
+/// Removes the byte ranges `spans` (from the normalized copy, so valid in `text`) and tidies what is left: a line
+/// emptied by a removal goes with its line break, and the result is trimmed.
+pub fn remove_spans(text: &str, mut spans: Vec<(usize, usize)>) -> String {
+    spans.sort_unstable();
+    let mut merged: Vec<(usize, usize)> = Vec::with_capacity(spans.len());
+    for (start, end) in spans {
+        match merged.last_mut() {
+            Some(last) if start <= last.1 => last.1 = last.1.max(end),
+            _ => merged.push((start, end)),
+        }
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    for (start, end) in merged {
+        let (start, end) = widen_to_empty_line(text, start, end);
+        if start < at {
+            continue;
+        }
+        out.push_str(&text[at..start]);
+        at = end;
+    }
+    out.push_str(&text[at..]);
+    trim_blank(&out).to_owned()
+}
+
+/// When a span is all that stands on its line (blanks aside), the whole line goes, with its line break.
+fn widen_to_empty_line(text: &str, start: usize, end: usize) -> (usize, usize) {
+    let line_start = text[..start].rfind('\n').map_or(0, |i| i + 1);
+    let line_end = text[end..].find('\n').map_or(text.len(), |i| end + i);
+    let before_blank = text[line_start..start].chars().all(|c| c != '\n' && is_blank(c));
+    let after_blank = text[end..line_end].chars().all(is_blank);
+    if before_blank && after_blank {
+        let with_break = if line_end < text.len() { line_end + 1 } else { line_end };
+        (line_start, with_break)
+    } else {
+        (start, end)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn normalizing_keeps_every_byte_offset() {
+        let text = "a\u{200B}b\u{FEFF}c";
+        let copy = normalized(text);
+        assert_eq!(copy.len(), text.len());
+        assert_eq!(copy, "a   b   c");
+        assert!(matches!(normalized("plain"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn a_span_alone_on_its_line_takes_the_line_with_it() {
+        let text = "READY: t1\nbody\nmore";
+        assert_eq!(remove_spans(text, vec![(0, 9)]), "body\nmore");
+        let text = "intro\n<x>tag</x>\noutro";
+        assert_eq!(remove_spans(text, vec![(6, 16)]), "intro\noutro");
+    }
+
+    #[test]
+    fn a_span_inside_a_line_leaves_the_line() {
+        let text = "I am <p>45</p> done";
+        assert_eq!(remove_spans(text, vec![(5, 14)]), "I am  done");
+    }
+
+    #[test]
+    fn overlapping_spans_are_removed_once() {
+        assert_eq!(remove_spans("abcdef", vec![(1, 3), (2, 4)]), "aef");
+    }
+}
