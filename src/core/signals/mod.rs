@@ -190,3 +190,11 @@ impl SignalRules {
         self.recovery.completion_phrases.iter().find(|p| lower.contains(&p.to_lowercase())).map(String::as_str)
     }
 }
+
+/// A progress payload as a percentage, clamped to 0-100 (seed 002): `45`, `45%`, `99.6` (rounded), `150` (100).
+/// `None` when it holds no number.
+pub fn percent(payload: &str) -> Option<u8> {
+    let digits = text::trim_blank(payload).trim_end_matches('%').trim();
+    let value: f64 = digits.parse().ok().filter(|v: &f64| v.is_finite())?;
+    Some(value.round().clamp(0.0, 100.0) as u8)
+}
