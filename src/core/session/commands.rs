@@ -78,7 +78,7 @@ impl Session {
                 if self.status == SessionStatus::Paused {
                     return Err(refuse("The session is already paused. Use `resume` to go on."));
                 }
-                self.freeze(now, String::new());
+                self.freeze(now, String::new(), ctx);
                 self.pause_reason = None;
                 self.announce_about(&mut t, ctx, Template::Paused, &active, now, &[]);
                 let kind = EventKind::Paused { remaining_seconds: self.remaining_seconds(now) };

@@ -116,7 +116,7 @@ impl Session {
         }
         let text = self.repeats.take().map(|r| r.text).unwrap_or_default();
         t.events.push(self.event(now, Some(persona), EventKind::LoopDetected { count, text: text.clone() }));
-        self.freeze(now, format!("the same message came {count} times in a row"));
+        self.freeze(now, format!("the same message came {count} times in a row"), ctx);
         let mut values = self.common_values(ctx, persona);
         values.extend([("count", count.to_string()), ("text", text)]);
         let message = ctx.config.templates.render(Template::LoopDetected, &values);
@@ -143,10 +143,13 @@ impl Session {
     }
 
     /// Pauses the session by itself (an escalation, a loop), keeping the turn's remaining time, with `reason` for
-    /// `status`. A manager's `resume` gives the holder a fresh turn.
-    pub(super) fn freeze(&mut self, now: DateTime<Utc>, reason: String) {
+    /// `status`. A manager's `resume` gives the holder a fresh turn. Paused during the grace period (past the
+    /// deadline), the remaining time is negative, down to minus the grace: `resume` puts the deadline back where it
+    /// was, and the grace goes on.
+    pub(super) fn freeze(&mut self, now: DateTime<Utc>, reason: String, ctx: Context) {
         if self.status == SessionStatus::Running {
-            let remaining_ms = (self.deadline_or_rebuilt(now) - now).num_milliseconds().max(0);
+            let grace_ms = i64::from(ctx.config.signals.recovery.grace_seconds) * 1000;
+            let remaining_ms = (self.deadline_or_rebuilt(now) - now).num_milliseconds().max(-grace_ms);
             self.status = SessionStatus::Paused;
             self.paused_at = Some(now);
             self.paused_remaining_ms = Some(remaining_ms);

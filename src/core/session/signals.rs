@@ -158,7 +158,7 @@ impl Session {
                 let reason = d.payload.clone().unwrap_or_else(|| signal.clone());
                 let kind = EventKind::Escalated { message_id: message.id, signal: signal.clone(), reason: d.payload };
                 t.events.push(self.event(now, Some(persona), kind));
-                self.freeze(now, format!("{persona} escalated ({signal}): {reason}"));
+                self.freeze(now, format!("{persona} escalated ({signal}): {reason}"), ctx);
                 let mut values = self.common_values(ctx, persona);
                 values.extend([("reason", reason), ("signal", signal)]);
                 let text = ctx.config.templates.render(Template::Escalated, &values);

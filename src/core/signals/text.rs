@@ -24,7 +24,8 @@ pub fn is_blank(c: char) -> bool {
 
 /// The text with every invisible character replaced by spaces of the same byte length.
 pub fn normalized(text: &str) -> Cow<'_, str> {
-    if !text.chars().any(is_invisible) {
+    // Every invisible character is outside ASCII; most messages are ASCII, and that test is a fast byte scan.
+    if text.is_ascii() || !text.chars().any(is_invisible) {
         return Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len());

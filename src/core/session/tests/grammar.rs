@@ -390,6 +390,17 @@ fn a_signal_within_the_grace_period_still_counts() {
 }
 
 #[test]
+fn a_pause_during_the_grace_period_keeps_the_deadline_where_it_was() {
+    let mut f = Fixture::with_config(config(r#"{"graceSeconds": 5}"#));
+    f.command(Command::Pause, 92_000).unwrap();
+    assert_eq!(f.session.paused_remaining_ms, Some(-2_000));
+    f.command(Command::Resume, 100_000).unwrap();
+    assert_eq!(f.session.turn_timeout_at, Some(Fixture::at(98_000)), "8 s paused: the deadline moved by 8 s");
+    assert!(f.tick(102_000).events.is_empty(), "the grace goes on after the resume");
+    assert_eq!(event_names(&f.tick(103_000)), ["turn_timeout"]);
+}
+
+#[test]
 fn silence_after_the_holder_spoke_ends_its_turn_when_auto_detection_is_on() {
     let mut f = Fixture::with_config(config(r#"{"silenceSeconds": 10}"#));
     let wake = |f: &Fixture| f.session.wake_at(Context { personas: &f.personas, config: &f.config });

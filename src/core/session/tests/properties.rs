@@ -84,7 +84,8 @@ fn check_invariants(session: &Session, personas: &PersonaCatalog, config: &Confi
         prop_assert_eq!(session.turn_timeout_at, Some(expected), "deadline = start + timeout + extensions + paused");
     }
     if session.status == SessionStatus::Paused {
-        prop_assert!(session.turn_timeout_at.is_none() && session.paused_remaining_ms.is_some_and(|ms| ms >= 0));
+        let grace_ms = i64::from(config.signals.recovery.grace_seconds) * 1000;
+        prop_assert!(session.turn_timeout_at.is_none() && session.paused_remaining_ms.is_some_and(|ms| ms >= -grace_ms));
     }
     Ok(())
 }
