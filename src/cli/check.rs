@@ -166,5 +166,6 @@ fn describe_signals(signals: &crate::core::signals::SignalRules) -> String {
         recovery.push_str(&format!("; completion phrases: {}", r.completion_phrases.join(", ")));
     }
     lines.push(recovery);
-    lines.join("\n    ")
+    // Continuation lines line up under the value column of `settings`' table.
+    lines.join(&format!("\n{:21}", ""))
 }

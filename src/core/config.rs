@@ -193,8 +193,11 @@ fn read_templates(c: &mut Checker, object: &Map<String, Value>, config: &mut Con
     c.unknown_fields(templates, &["templates"], &keys, true);
     for template in Template::ALL {
         let Some(text) = c.string(templates, &["templates"], template.key()) else { continue };
-        if text.trim().is_empty() {
-            c.error(&["templates", template.key()], "is empty; Discord cannot post an empty message");
+        if text.is_empty() && template.may_be_silent() {
+            config.templates.set(template, text);
+        } else if text.trim().is_empty() {
+            let hint = if template.may_be_silent() { " (use \"\" to say nothing)" } else { "" };
+            c.error(&["templates", template.key()], format!("is blank; Discord cannot post an empty message{hint}"));
         } else if let Err(why) = template.check(&text) {
             c.error(&["templates", template.key()], why);
         } else {

@@ -15,10 +15,27 @@ pub enum Template {
     FloorGiven,
     Extended,
     RosterChanged,
+    Passed,
+    HandedOff,
+    HandoffRefused,
+    Routed,
+    TaskFinished,
+    Kept,
+    KeepsUsed,
+    Progress,
+    Escalated,
+    Recorded,
+    SessionEnded,
+    UnknownSignal,
+    SignalFailure,
+    Benched,
+    Unbenched,
+    LoopDetected,
+    MaxRounds,
 }
 
 impl Template {
-    pub const ALL: [Template; 10] = [
+    pub const ALL: [Template; 27] = [
         Template::TurnStart,
         Template::Timeout,
         Template::SessionStart,
@@ -29,6 +46,23 @@ impl Template {
         Template::FloorGiven,
         Template::Extended,
         Template::RosterChanged,
+        Template::Passed,
+        Template::HandedOff,
+        Template::HandoffRefused,
+        Template::Routed,
+        Template::TaskFinished,
+        Template::Kept,
+        Template::KeepsUsed,
+        Template::Progress,
+        Template::Escalated,
+        Template::Recorded,
+        Template::SessionEnded,
+        Template::UnknownSignal,
+        Template::SignalFailure,
+        Template::Benched,
+        Template::Unbenched,
+        Template::LoopDetected,
+        Template::MaxRounds,
     ];
 
     /// The key under `templates` in the configuration file.
@@ -44,6 +78,23 @@ impl Template {
             Template::FloorGiven => "floorGiven",
             Template::Extended => "extended",
             Template::RosterChanged => "rosterChanged",
+            Template::Passed => "passed",
+            Template::HandedOff => "handedOff",
+            Template::HandoffRefused => "handoffRefused",
+            Template::Routed => "routed",
+            Template::TaskFinished => "taskFinished",
+            Template::Kept => "kept",
+            Template::KeepsUsed => "keepsUsed",
+            Template::Progress => "progress",
+            Template::Escalated => "escalated",
+            Template::Recorded => "recorded",
+            Template::SessionEnded => "sessionEnded",
+            Template::UnknownSignal => "unknownSignal",
+            Template::SignalFailure => "signalFailure",
+            Template::Benched => "benched",
+            Template::Unbenched => "unbenched",
+            Template::LoopDetected => "loopDetected",
+            Template::MaxRounds => "maxRounds",
         }
     }
 
@@ -61,6 +112,37 @@ impl Template {
             Template::FloorGiven => "👉 The floor goes to {agent}.",
             Template::Extended => "⏩ {agent}'s turn extended by {seconds}s: {remaining}s left.",
             Template::RosterChanged => "🔀 Roster: {roster}.",
+            Template::Passed => "⏭️ {agent} passes.",
+            Template::HandedOff => "🤝 {agent} hands the floor to {target}.",
+            Template::HandoffRefused => {
+                "⚠️ There is no {target} in this session (roster: {roster}); {agent} keeps the floor."
+            }
+            Template::Routed => "📋 Task {task}: {stage}. Over to {target}.",
+            Template::TaskFinished => "✅ Task {task} is done.",
+            Template::Kept => {
+                "🔁 <@{userId}> ({agent}) keeps the floor for another turn: {timeout}s ({count} of {maxKeeps})."
+            }
+            Template::KeepsUsed => "🔁 {agent} kept the floor {maxKeeps} times in a row; the floor moves on.",
+            Template::Progress => "📈 {agent} is at {percent}%.",
+            Template::Escalated => {
+                "🚨 {agent} needs a person: {reason}. The session is paused; a manager's `resume` goes on."
+            }
+            Template::Recorded => "",
+            Template::SessionEnded => "🏁 {agent} ended the session ({signal}). History is kept.",
+            Template::UnknownSignal => {
+                "⚠️ `{line}` is not a signal here ({count} of {limit}). Valid signals: {signals}."
+            }
+            Template::SignalFailure => {
+                "⚠️ {agent} sent {count} unrecognised signals in a row; its turn ends as if it had timed out."
+            }
+            Template::Benched => {
+                "🪑 {agent} timed out {count} times in a row and is benched: skipped until it speaks again or a manager adds it back."
+            }
+            Template::Unbenched => "🪑 {agent} is back in the rotation.",
+            Template::LoopDetected => {
+                "🔁 The same message came {count} times in a row; the session is paused. A manager's `resume` goes on."
+            }
+            Template::MaxRounds => "🏁 {round} rounds done: turn management stopped. History is kept.",
         }
     }
 
@@ -73,8 +155,38 @@ impl Template {
             Template::SessionStart | Template::RosterChanged | Template::SessionStop => &["roster", "round"],
             Template::Paused | Template::Resumed => &["agent", "name", "remaining", "round", "roster"],
             Template::Extended => &["agent", "name", "seconds", "remaining", "round", "roster"],
-            Template::Skipped | Template::FloorGiven => PERSONA,
+            Template::Skipped | Template::FloorGiven | Template::Passed | Template::Unbenched => PERSONA,
+            Template::HandedOff | Template::HandoffRefused => &["agent", "name", "target", "round", "roster"],
+            Template::Routed => &["agent", "name", "task", "stage", "target", "round", "roster"],
+            Template::TaskFinished => &["agent", "name", "task", "target", "round", "roster"],
+            Template::Kept => &["agent", "name", "userId", "timeout", "count", "maxKeeps", "reason", "round", "roster"],
+            Template::KeepsUsed => &["agent", "name", "maxKeeps", "round", "roster"],
+            Template::Progress => &["agent", "name", "percent", "remaining", "round", "roster"],
+            Template::Escalated => &["agent", "name", "reason", "signal", "round", "roster"],
+            Template::Recorded => &["agent", "name", "signal", "payload", "round", "roster"],
+            Template::SessionEnded => &["agent", "name", "signal", "round", "roster"],
+            Template::UnknownSignal => &["agent", "name", "line", "signals", "count", "limit", "round", "roster"],
+            Template::SignalFailure | Template::Benched => &["agent", "name", "count", "round", "roster"],
+            Template::LoopDetected => &["agent", "name", "count", "text", "round", "roster"],
+            Template::MaxRounds => &["round", "roster"],
         }
+    }
+
+    /// Announcements a channel may do without: an empty text in the configuration means "say nothing". The others
+    /// carry what an agent or a person must hear (whose turn it is, why the session stopped).
+    pub fn may_be_silent(self) -> bool {
+        matches!(
+            self,
+            Template::Passed
+                | Template::HandedOff
+                | Template::Routed
+                | Template::TaskFinished
+                | Template::KeepsUsed
+                | Template::Progress
+                | Template::Recorded
+                | Template::Unbenched
+                | Template::Benched
+        )
     }
 
     /// Checks a configured text: every `{placeholder}` must be one this template offers.
@@ -163,6 +275,7 @@ mod tests {
     fn every_default_uses_only_its_own_placeholders() {
         for template in Template::ALL {
             assert_eq!(template.check(template.default_text()), Ok(()), "{template:?}");
+            assert!(template.may_be_silent() || !template.default_text().is_empty(), "{template:?}");
         }
     }
 

@@ -71,6 +71,25 @@ impl Access {
         ))
     }
 
+    /// The ids of the control roles in `channel`'s server, for calling the managers (an escalation, a loop). Roles
+    /// named by id count as they are; roles named by name are looked up in the cached server. Empty when none is
+    /// configured or known.
+    pub async fn control_role_ids(&self, channel: ChannelId) -> Vec<u64> {
+        if self.control_roles.is_empty() {
+            return Vec::new();
+        }
+        let Ok((place, _)) = self.home_channel(channel).await else { return Vec::new() };
+        let Some(guild) = self.cache.get().and_then(|c| c.guild(place.guild_id).map(|g| g.clone())) else {
+            return Vec::new();
+        };
+        let roles: Vec<(u64, String)> = guild.roles.iter().map(|(id, role)| (id.get(), role.name.clone())).collect();
+        roles
+            .into_iter()
+            .filter(|role| holds_control_role(&self.control_roles, std::slice::from_ref(role)))
+            .map(|(id, _)| id)
+            .collect()
+    }
+
     /// A member's permissions in a channel (a thread counts as its parent) and its roles (id, name).
     async fn standing(
         &self,

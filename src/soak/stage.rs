@@ -78,7 +78,10 @@ impl SoakStage {
         }
         let channels: Vec<_> =
             self.channels.iter().map(|c| json!({"channelId": c.to_string(), "roster": self.roster})).collect();
-        std::fs::write(&self.config_file, json!({ "channels": channels }).to_string())
+        // The soak checks that nothing is lost or doubled against a strict round-robin; its agents time out and
+        // repeat themselves on purpose, so benching and loop pauses (tested on their own) are off here.
+        let signals = json!({"benchAfter": 0, "loopAfter": 0});
+        std::fs::write(&self.config_file, json!({ "channels": channels, "signals": signals }).to_string())
     }
 
     /// One agent per persona and channel. Each channel has its own mix: plain answers, several messages, a streamed

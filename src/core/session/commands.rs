@@ -61,6 +61,9 @@ impl Session {
         }
         // A turn already past its deadline ends first: the command applies to the turn that follows.
         self.expire_if_due(now, now, ctx, &mut t);
+        if !self.is_active() {
+            return Ok(self.finish(t, ctx)); // That turn's end ended the session (`maxRounds`).
+        }
         let active = self.active_agent.clone().expect("an active session has an active persona");
         match command {
             Command::Start { .. } => unreachable!("handled above"),
@@ -69,22 +72,14 @@ impl Session {
                 let values = [("roster", join_ids(&self.roster)), ("round", self.round.to_string())];
                 let text = ctx.config.templates.render(Template::SessionStop, &values);
                 self.announce(&mut t, now, text, None);
-                self.status = SessionStatus::Stopped;
-                self.active_agent = None;
-                self.turn_timeout_at = None;
-                self.paused_at = None;
-                self.paused_remaining_ms = None;
-                self.editable_messages.clear();
+                self.close();
             }
             Command::Pause => {
                 if self.status == SessionStatus::Paused {
                     return Err(refuse("The session is already paused. Use `resume` to go on."));
                 }
-                let remaining_ms = (self.deadline_or_rebuilt(now) - now).num_milliseconds().max(0);
-                self.status = SessionStatus::Paused;
-                self.paused_at = Some(now);
-                self.paused_remaining_ms = Some(remaining_ms);
-                self.turn_timeout_at = None;
+                self.freeze(now, String::new());
+                self.pause_reason = None;
                 self.announce_about(&mut t, ctx, Template::Paused, &active, now, &[]);
                 let kind = EventKind::Paused { remaining_seconds: self.remaining_seconds(now) };
                 t.events.push(self.event(now, Some(&active), kind));
@@ -93,6 +88,7 @@ impl Session {
                 if self.status != SessionStatus::Paused {
                     return Err(refuse("The session is not paused."));
                 }
+                let called_for_people = self.pause_reason.take().is_some();
                 let paused_at = self.paused_at.take().unwrap_or(now);
                 let remaining_ms = self.paused_remaining_ms.take().unwrap_or(0);
                 self.status = SessionStatus::Running;
@@ -107,7 +103,11 @@ impl Session {
                 let kind = EventKind::Resumed { remaining_seconds: self.remaining_seconds(now) };
                 t.events.push(self.event(now, Some(&active), kind));
                 self.announce_about(&mut t, ctx, Template::Resumed, &active, now, &[]);
-                if !self.turn_announced {
+                if called_for_people {
+                    // The holder paused the session to ask for a person (or looped): a fresh turn, with a mention
+                    // so that it reads the answer and goes on.
+                    self.begin_turn(active.clone(), now, ctx, &mut t);
+                } else if !self.turn_announced {
                     self.announce_turn(ctx, &mut t, now);
                 }
             }
@@ -136,11 +136,7 @@ impl Session {
                     )));
                 }
                 let added = *added as u32;
-                self.turn_extended_seconds += u64::from(added);
-                match self.status {
-                    SessionStatus::Paused => *self.paused_remaining_ms.get_or_insert(0) += i64::from(added) * 1000,
-                    _ => self.turn_timeout_at = self.turn_timeout_at.map(|d| d + seconds(u64::from(added))),
-                }
+                self.extend_turn(added);
                 t.events.push(self.event(now, Some(&active), EventKind::Extended { seconds: added }));
                 let extra = [("seconds", added.to_string())];
                 self.announce_about(&mut t, ctx, Template::Extended, &active, now, &extra);
@@ -160,6 +156,10 @@ impl Session {
             }
             Command::Add { persona } => {
                 let persona = ctx.personas.resolve(persona).map_err(|e| refuse(&e))?.id.clone();
+                if self.agents.get(&persona).is_some_and(|a| a.benched) && self.roster.contains(&persona) {
+                    self.unbench(&persona, "added back", now, ctx, &mut t);
+                    return Ok(self.finish(t, ctx));
+                }
                 if self.roster.contains(&persona) {
                     return Err(refuse(&format!("{persona} is already in the roster ({}).", join_ids(&self.roster))));
                 }
@@ -271,7 +271,7 @@ impl Session {
 
     /// The running turn's deadline; a session saved without one (never written so, but files can be edited) gets
     /// it back from when the turn started, rather than a panic.
-    fn deadline_or_rebuilt(&self, now: DateTime<Utc>) -> DateTime<Utc> {
+    pub(super) fn deadline_or_rebuilt(&self, now: DateTime<Utc>) -> DateTime<Utc> {
         self.turn_timeout_at.unwrap_or_else(|| {
             let length = seconds(u64::from(self.turn_timeout_seconds) + self.turn_extended_seconds);
             self.turn_started_at.unwrap_or(now) + length + chrono::TimeDelta::milliseconds(self.turn_paused_ms)

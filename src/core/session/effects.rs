@@ -33,6 +33,12 @@ pub struct Announcement {
     /// Never reused, and the same on every retry and after a restart, so Discord (`enforce_nonce`) never posts one
     /// announcement twice and never swallows a new one as a repeat.
     pub nonce: String,
+    /// Posted as a reply to this message (an agent's unknown signal or refused handoff), pinging its author.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reply_to: Option<MessageId>,
+    /// Mentions the control roles (an escalation, a loop): the managers must come.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ping_managers: bool,
 }
 
 /// An effect waiting in the session's outbox: saved with the state that decided it, removed once carried out.
@@ -147,7 +153,13 @@ mod tests {
     fn an_effect_round_trips_through_json_as_the_outbox_saves_it() {
         let queued = Queued {
             id: 4,
-            effect: Effect::Announce(Announcement { text: "hi".into(), mention: Some(UserId(5)), nonce: "n".into() }),
+            effect: Effect::Announce(Announcement {
+                text: "hi".into(),
+                mention: Some(UserId(5)),
+                nonce: "n".into(),
+                reply_to: None,
+                ping_managers: false,
+            }),
         };
         let json = serde_json::to_string(&queued).unwrap();
         assert_eq!(serde_json::from_str::<Queued>(&json).unwrap(), queued);

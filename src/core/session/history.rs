@@ -68,6 +68,103 @@ pub enum EventKind {
         mode: super::DisplayMode,
     },
     SessionStopped {},
+    /// The holder ended its turn with nothing to say (a `pass` rule).
+    Passed {
+        message_id: MessageId,
+        signal: String,
+        next_agent: PersonaId,
+    },
+    /// The holder handed the floor to a persona of its choice (a `handoff` rule).
+    HandedOff {
+        message_id: MessageId,
+        signal: String,
+        next_agent: PersonaId,
+    },
+    /// A handoff or route named a persona that is not in the session: refused, the turn goes on.
+    HandoffRefused {
+        message_id: MessageId,
+        signal: String,
+        target: String,
+    },
+    /// A workflow signal moved a task to a new stage and the floor to `next_agent` (a `route` rule).
+    Routed {
+        message_id: MessageId,
+        signal: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        task: Option<String>,
+        stage: String,
+        next_agent: PersonaId,
+    },
+    /// A task is done (a `finishTask` rule).
+    TaskFinished {
+        message_id: MessageId,
+        signal: String,
+        task: String,
+        next_agent: PersonaId,
+    },
+    /// The holder keeps the floor for another turn (a `keep` rule); `count` in a row.
+    Kept {
+        message_id: MessageId,
+        signal: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+        count: u32,
+    },
+    /// A progress figure (a `progress` rule): `percent` clamped to 0-100, and the seconds the deadline moved.
+    Progress {
+        message_id: MessageId,
+        signal: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        percent: Option<u8>,
+        extended_seconds: u32,
+    },
+    /// The holder called for a person (an `escalate` rule): the session is paused.
+    Escalated {
+        message_id: MessageId,
+        signal: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
+    /// A signal only recorded (a `record` rule).
+    Recorded {
+        message_id: MessageId,
+        signal: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        payload: Option<String>,
+    },
+    /// The session ended by a signal (an `end` rule) or by `maxRounds`.
+    SessionEnded {
+        reason: String,
+    },
+    /// A line that looks like a signal but matches no rule; `count` in a row from this persona.
+    UnknownSignal {
+        message_id: MessageId,
+        line: String,
+        count: u32,
+    },
+    /// The holder's unknown signals reached the limit: its turn ends as a timeout would (seed 000).
+    AgentSignalFailure {
+        count: u32,
+        next_agent: PersonaId,
+    },
+    /// The turn ended by auto-detection: that much silence after the holder's last message.
+    TurnSilent {
+        silent_seconds: u64,
+        next_agent: PersonaId,
+    },
+    /// A persona timed out `timeouts` times in a row: skipped in the rotation.
+    Benched {
+        timeouts: u32,
+    },
+    /// A benched persona is back: it spoke (`by` "message") or a manager added it (`by` "add").
+    Unbenched {
+        by: String,
+    },
+    /// The same text (or payload) `count` times in a row: the session is paused.
+    LoopDetected {
+        count: u32,
+        text: String,
+    },
     /// Discord refused an effect for good (a 4xx other than 404 and 429), or it could not be done in time.
     EffectFailed {
         effect: String,
@@ -93,6 +190,22 @@ impl EventKind {
             EventKind::DisplayModeChanged { .. } => "display_mode_changed",
             EventKind::SessionStopped {} => "session_stopped",
             EventKind::EffectFailed { .. } => "effect_failed",
+            EventKind::Passed { .. } => "passed",
+            EventKind::HandedOff { .. } => "handed_off",
+            EventKind::HandoffRefused { .. } => "handoff_refused",
+            EventKind::Routed { .. } => "routed",
+            EventKind::TaskFinished { .. } => "task_finished",
+            EventKind::Kept { .. } => "kept",
+            EventKind::Progress { .. } => "progress",
+            EventKind::Escalated { .. } => "escalated",
+            EventKind::Recorded { .. } => "recorded",
+            EventKind::SessionEnded { .. } => "session_ended",
+            EventKind::UnknownSignal { .. } => "unknown_signal",
+            EventKind::AgentSignalFailure { .. } => "agent_signal_failure",
+            EventKind::TurnSilent { .. } => "turn_silent",
+            EventKind::Benched { .. } => "benched",
+            EventKind::Unbenched { .. } => "unbenched",
+            EventKind::LoopDetected { .. } => "loop_detected",
         }
     }
 }
@@ -106,9 +219,49 @@ impl HistoryEvent {
             EventKind::SessionStarted { roster } | EventKind::RosterChanged { roster } => {
                 format!(": {}", join_ids(roster))
             }
-            EventKind::TurnComplete { next_agent, .. } | EventKind::Skipped { next_agent } => {
+            EventKind::TurnComplete { next_agent, .. }
+            | EventKind::Skipped { next_agent }
+            | EventKind::Passed { next_agent, .. }
+            | EventKind::HandedOff { next_agent, .. } => {
                 format!(" -> {next_agent}")
             }
+            EventKind::HandoffRefused { target, .. } => format!(": no \"{target}\" in the session"),
+            EventKind::Routed { task, stage, next_agent, .. } => {
+                let task = task.as_deref().map(|t| format!(" {t}")).unwrap_or_default();
+                format!(":{task} -> {stage} ({next_agent})")
+            }
+            EventKind::TaskFinished { task, next_agent, .. } => format!(": {task} done -> {next_agent}"),
+            EventKind::Kept { reason, count, .. } => {
+                format!(
+                    " ({count} in a row){}",
+                    reason.as_deref().map(|r| format!(": {}", ellipsize(r, 60))).unwrap_or_default()
+                )
+            }
+            EventKind::Progress { percent, extended_seconds, .. } => {
+                let figure = percent.map_or_else(|| "?".to_owned(), |p| format!("{p}%"));
+                let more = if *extended_seconds > 0 { format!(" (+{extended_seconds}s)") } else { String::new() };
+                format!(": {figure}{more}")
+            }
+            EventKind::Escalated { reason, .. } => {
+                reason.as_deref().map(|r| format!(": {}", ellipsize(r, 60))).unwrap_or_default()
+            }
+            EventKind::Recorded { signal, payload, .. } => {
+                format!(
+                    ": {signal}{}",
+                    payload.as_deref().map(|p| format!(" {}", ellipsize(p, 60))).unwrap_or_default()
+                )
+            }
+            EventKind::SessionEnded { reason } => format!(": {reason}"),
+            EventKind::UnknownSignal { line, count, .. } => format!(": \"{}\" ({count} in a row)", ellipsize(line, 60)),
+            EventKind::AgentSignalFailure { count, next_agent } => {
+                format!(" after {count} unknown signals -> {next_agent}")
+            }
+            EventKind::TurnSilent { silent_seconds, next_agent } => {
+                format!(" after {silent_seconds}s of silence -> {next_agent}")
+            }
+            EventKind::Benched { timeouts } => format!(" after {timeouts} timeouts in a row"),
+            EventKind::Unbenched { by } => format!(" ({by})"),
+            EventKind::LoopDetected { count, text } => format!(": \"{}\" {count} times", ellipsize(text, 60)),
             EventKind::TurnTimeout { duration_seconds, next_agent } => {
                 format!(" after {duration_seconds}s -> {next_agent}")
             }

@@ -8,6 +8,8 @@ pub mod effects;
 pub mod history;
 mod outbox;
 mod recent;
+mod recovery;
+mod signals;
 mod turns;
 
 #[cfg(test)]
@@ -29,6 +31,8 @@ pub use recent::RecentIds;
 pub const SESSION_FORMAT_VERSION: u32 = 1;
 /// How many recent signal-less messages may still be finished by an edit that adds the signal.
 const EDITABLE_MESSAGES_KEPT: usize = 32;
+/// How many workflow tasks a session keeps in its file.
+pub const TASKS_KEPT: usize = 50;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -61,6 +65,44 @@ pub struct AgentState {
     /// that turn and that is handled only after the turn ended is still in turn.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_turn: Option<TurnSpan>,
+    /// Skipped in the rotation after timing out `benchAfter` times in a row, until it speaks or is added back.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub benched: bool,
+    /// Messages in a row with a line that looks like a signal but is none (seed 000's recovery).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub unknown_signals: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+/// A task moved by workflow signals (`route`, `finishTask`): its stage and who holds it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskState {
+    pub stage: String,
+    /// The persona the task went to; `None` once done.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub holder: Option<PersonaId>,
+    pub updated_at: DateTime<Utc>,
+}
+
+/// The last progress figure a persona gave (a `progress` rule).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProgressMark {
+    pub agent: PersonaId,
+    pub percent: u8,
+    pub at: DateTime<Utc>,
+}
+
+/// The same message coming again and again (spec 4.2, loops): what was said last and how many times in a row.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Repeats {
+    pub text: String,
+    pub count: u32,
 }
 
 /// A past turn in Discord's clock (message ids), which is the clock its messages' ids are written in: the bot's own
@@ -131,6 +173,25 @@ pub struct Session {
     /// Numbers the outbox's effects.
     #[serde(default)]
     pub outbox_seq: u64,
+    /// Why the session was paused by itself (an escalation, a loop); `None` for a manager's `pause`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pause_reason: Option<String>,
+    /// Workflow tasks by id: their stage and holder (at most [`TASKS_KEPT`], the oldest done ones dropped first).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub tasks: BTreeMap<String, TaskState>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub progress: Option<ProgressMark>,
+    /// Times in a row the holder kept the floor with a `keep` signal.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub keeps_in_row: u32,
+    /// The deadline was extended by a progress signal this turn (once per turn).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub turn_progress_extended: bool,
+    /// When the holder last wrote in this turn, for auto-detection by silence.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn_last_spoke_at: Option<DateTime<Utc>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeats: Option<Repeats>,
     pub history: VecDeque<HistoryEvent>,
 }
 
@@ -194,6 +255,12 @@ pub struct StatusReport {
     pub roster: Vec<PersonaId>,
     pub round: u32,
     pub display_mode: DisplayMode,
+    pub pause_reason: Option<String>,
+    /// Personas skipped in the rotation.
+    pub benched: Vec<PersonaId>,
+    pub progress: Option<ProgressMark>,
+    /// Workflow tasks and their stages, most recently moved first.
+    pub tasks: Vec<(String, TaskState)>,
 }
 
 impl std::fmt::Display for StatusReport {
@@ -209,7 +276,28 @@ impl std::fmt::Display for StatusReport {
                     DisplayMode::Relay => "relay",
                     DisplayMode::Observe => "observe",
                 };
-                write!(f, " Display: {mode}.")
+                write!(f, " Display: {mode}.")?;
+                if let Some(reason) = &self.pause_reason {
+                    write!(f, " Paused because {reason}.")?;
+                }
+                if !self.benched.is_empty() {
+                    write!(f, " Benched: {}.", history::join_ids(&self.benched))?;
+                }
+                if let Some(mark) = &self.progress {
+                    write!(f, " Progress: {} at {}%.", mark.agent, mark.percent)?;
+                }
+                if !self.tasks.is_empty() {
+                    let tasks: Vec<String> = self
+                        .tasks
+                        .iter()
+                        .map(|(id, task)| match &task.holder {
+                            Some(holder) => format!("{id} {} ({holder})", task.stage),
+                            None => format!("{id} {}", task.stage),
+                        })
+                        .collect();
+                    write!(f, " Tasks: {}.", tasks.join(", "))?;
+                }
+                Ok(())
             }
         }
     }
@@ -243,6 +331,13 @@ impl Session {
             turn_announcement: None,
             outbox: VecDeque::new(),
             outbox_seq: 0,
+            pause_reason: None,
+            tasks: BTreeMap::new(),
+            progress: None,
+            keeps_in_row: 0,
+            turn_progress_extended: false,
+            turn_last_spoke_at: None,
+            repeats: None,
             history: VecDeque::new(),
         }
     }
@@ -256,9 +351,28 @@ impl Session {
         self.status != SessionStatus::Stopped
     }
 
-    /// The instant the timeout task must wake for this session, if any.
+    /// The running turn's deadline, if any.
     pub fn next_deadline(&self) -> Option<DateTime<Utc>> {
         (self.status == SessionStatus::Running).then_some(self.turn_timeout_at).flatten()
+    }
+
+    /// The instant the actor must wake for this session (a `tick`), if any: the deadline plus its grace, or the
+    /// end of the silence that auto-detection waits for, whichever comes first.
+    pub fn wake_at(&self, ctx: Context) -> Option<DateTime<Utc>> {
+        let grace = seconds(u64::from(ctx.config.signals.recovery.grace_seconds));
+        let timeout = self.next_deadline().map(|d| d + grace);
+        match (timeout, self.silence_deadline(ctx)) {
+            (Some(t), Some(s)) => Some(t.min(s)),
+            (t, s) => t.or(s),
+        }
+    }
+
+    /// When the holder's silence ends its turn (auto-detection), if it is on and the holder has spoken this turn.
+    pub(crate) fn silence_deadline(&self, ctx: Context) -> Option<DateTime<Utc>> {
+        let silence = ctx.config.signals.recovery.silence_seconds?;
+        let spoke = self.turn_last_spoke_at?;
+        (self.status == SessionStatus::Running && self.turn_timeout_at.is_some())
+            .then(|| spoke + seconds(u64::from(silence)))
     }
 
     pub fn status_report(&self, now: DateTime<Utc>) -> StatusReport {
@@ -275,6 +389,15 @@ impl Session {
             roster: self.roster.clone(),
             round: self.round,
             display_mode: self.display_mode,
+            pause_reason: self.pause_reason.clone(),
+            benched: self.roster.iter().filter(|p| self.agents.get(*p).is_some_and(|a| a.benched)).cloned().collect(),
+            progress: self.progress.clone(),
+            tasks: {
+                let mut tasks: Vec<(String, TaskState)> =
+                    self.tasks.iter().map(|(id, task)| (id.clone(), task.clone())).collect();
+                tasks.sort_by(|a, b| b.1.updated_at.cmp(&a.1.updated_at).then_with(|| a.0.cmp(&b.0)));
+                tasks
+            },
         }
     }
 

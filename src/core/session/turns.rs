@@ -43,14 +43,14 @@ impl Session {
         // and the deadline tick ends overdue turns afterwards.
         self.expire_if_due(written, now, ctx, &mut t);
 
+        if !self.is_active() {
+            return self.finish(t, ctx); // The deadline that passed ended the session (`maxRounds`).
+        }
+
         let Some(persona) = ctx.personas.by_user(message.author).map(|p| p.id.clone()) else {
             return self.finish(t, ctx); // A person: the message stands.
         };
-        let signal = ctx
-            .config
-            .signals
-            .detect(&message.text, &persona)
-            .map(|d| Found { keyword: d.rule.name.clone(), display: d.display });
+        let detected = ctx.config.signals.detect(&message.text, &persona);
         let holds_floor = self.active_agent.as_ref() == Some(&persona);
         // An edit finishes the message it edits, so it is in the turn of its holder; a new message must also have
         // been written after the holder's turn began.
@@ -64,38 +64,34 @@ impl Session {
         }
         if in_turn {
             agent.last_activity = Some(written);
-            if signal.is_some() {
+            if detected.is_some() {
                 agent.consecutive_timeouts = 0;
             }
         }
+        if !in_turn && !in_past_turn && agent.benched {
+            self.unbench(&persona, "it spoke", now, ctx, &mut t);
+        }
 
         if in_turn {
-            match signal {
-                None => self.remember_editable(message),
-                Some(found) => {
-                    self.show_stripped(&mut t, message, &persona, found.display, true);
-                    let next = self.following(&persona);
-                    let kind =
-                        EventKind::TurnComplete { message_id: message.id, keyword: found.keyword, next_agent: next };
-                    t.events.push(self.event(now, Some(&persona), kind));
-                    self.end_turn(message.id);
-                    self.advance(now, ctx, &mut t);
-                }
-            }
+            self.turn_message(message, &persona, detected, written, now, ctx, &mut t);
         } else if in_past_turn {
             // Written while its author held the floor, handled after that turn ended (by its own signal or a
             // command): in turn, but the turn is over, so it does not advance. Its turn's end is recorded already
             // and a repost keeps its text, so no event is recorded for it.
-            match signal {
+            match detected {
                 None => self.remember_editable(message),
-                Some(found) => self.show_stripped(&mut t, message, &persona, found.display, true),
+                Some(found) => self.show_stripped(&mut t, message, &persona, found.display, found.stripped, true),
             }
         } else if late {
-            let text = signal.as_ref().map_or_else(|| message.text.clone(), |s| s.display.clone().unwrap_or_default());
-            let had_signal = signal.is_some();
-            if let Some(found) = signal {
-                self.show_stripped(&mut t, message, &persona, found.display, false);
-            }
+            let had_signal = detected.is_some();
+            let text = match detected {
+                None => message.text.clone(),
+                Some(found) => {
+                    let text = found.display.clone().unwrap_or_default();
+                    self.show_stripped(&mut t, message, &persona, found.display, found.stripped, false);
+                    text
+                }
+            };
             let kind = EventKind::LateSignal { message_id: message.id, text, had_signal };
             t.events.push(self.event(now, Some(&persona), kind));
         } else {
@@ -110,7 +106,7 @@ impl Session {
     }
 
     /// A message without the signal, which an edit adding the signal may still finish.
-    fn remember_editable(&mut self, message: &IncomingMessage) {
+    pub(super) fn remember_editable(&mut self, message: &IncomingMessage) {
         self.editable_messages.push_back(message.id);
         if self.editable_messages.len() > EDITABLE_MESSAGES_KEPT {
             self.editable_messages.pop_front();
@@ -126,17 +122,20 @@ impl Session {
         self.finish(t, ctx)
     }
 
-    /// A message carrying the signal is shown without it: reposted in relay mode; in observe mode it stays, and a
-    /// completed turn gets a reaction.
-    fn show_stripped(
+    /// A message carrying a signal is shown without it: reposted in relay mode (unless nothing was stripped, when
+    /// it stays as posted); in observe mode it stays, and a completed turn gets a reaction.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn show_stripped(
         &self,
         t: &mut Transition,
         message: &IncomingMessage,
         persona: &PersonaId,
         display: Option<String>,
+        stripped: bool,
         completed: bool,
     ) {
         match self.display_mode {
+            DisplayMode::Relay if !stripped => {}
             DisplayMode::Relay => {
                 t.effects.push(Effect::Relay { message_id: message.id, persona: persona.clone(), text: display })
             }
@@ -148,8 +147,9 @@ impl Session {
     }
 
     /// Times the turn out when `reached` (the instant being judged: a message's written time, or now) has reached
-    /// its deadline: the turn covers `[start, deadline)`. The timeout itself happens `now`: the next turn starts
-    /// then, and the duration announced is the turn's real length.
+    /// its deadline plus the grace period: the turn covers `[start, deadline + grace)`. The timeout itself happens
+    /// `now`: the next turn starts then, and the duration announced is the turn's real length. With auto-detection
+    /// on, the holder's silence may end the turn first.
     pub(super) fn expire_if_due(
         &mut self,
         reached: DateTime<Utc>,
@@ -160,32 +160,42 @@ impl Session {
         let (Some(deadline), Some(active)) = (self.next_deadline(), self.active_agent.clone()) else {
             return;
         };
-        if reached < deadline {
+        let timeout_at = deadline + seconds(u64::from(ctx.config.signals.recovery.grace_seconds));
+        if let Some(silence_at) = self.silence_deadline(ctx).filter(|s| *s <= timeout_at && reached >= *s) {
+            self.end_by_silence(&active, silence_at, now, ctx, t);
+            return;
+        }
+        if reached < timeout_at {
             return;
         }
         let started = self.turn_started_at.unwrap_or(deadline);
         let duration_seconds = round_seconds((now - started).num_milliseconds());
-        let next = self.following(&active);
-        let agent = self.agents.entry(active.clone()).or_default();
-        agent.awaiting_late_reply = true;
-        agent.consecutive_timeouts += 1;
         if ctx.config.announce_timeouts {
             let mut values = self.common_values(ctx, &active);
             values.push(("duration", duration_seconds.to_string()));
             let text = ctx.config.templates.render(Template::Timeout, &values);
             self.announce(t, now, text, None);
         }
+        let kind_at = t.events.len();
+        self.strike(&active, now, ctx, t);
+        let next = self.following(&active);
         let kind = EventKind::TurnTimeout { duration_seconds, next_agent: next };
-        t.events.push(self.event(now, Some(&active), kind));
+        t.events.insert(kind_at, self.event(now, Some(&active), kind));
         self.advance(now, ctx, t);
     }
 
-    /// The persona after `persona` in the roster, wrapping around.
+    /// The persona after `persona` in the roster, wrapping around, skipping the benched (unless all others are).
     pub(super) fn following(&self, persona: &PersonaId) -> PersonaId {
-        match self.roster.iter().position(|p| p == persona) {
-            Some(i) => self.roster[(i + 1) % self.roster.len()].clone(),
-            None => self.roster[0].clone(),
-        }
+        let start = self.roster.iter().position(|p| p == persona);
+        let len = self.roster.len();
+        let candidates = (1..=len).map(|k| &self.roster[(start.map_or(len - 1, |i| i) + k) % len]);
+        let benched = |p: &PersonaId| self.agents.get(p).is_some_and(|a| a.benched);
+        candidates
+            .clone()
+            .find(|p| !benched(p))
+            .or_else(|| candidates.clone().next())
+            .expect("a running session has a roster")
+            .clone()
     }
 
     /// Records the span of the holder's turn as it ends by its signal or a command, `until` marking the end in
@@ -196,20 +206,79 @@ impl Session {
         self.agents.entry(active).or_default().last_turn = Some(TurnSpan { after, until });
     }
 
-    /// Passes the floor to the next persona; the round grows when the roster wraps around.
+    /// Passes the floor to the next persona; the round grows when the roster wraps around, and the session ends
+    /// when `maxRounds` are done.
     pub(super) fn advance(&mut self, now: DateTime<Utc>, ctx: Context, t: &mut Transition) {
-        let position = self.active_agent.as_ref().and_then(|a| self.roster.iter().position(|p| p == a));
-        let next_index = position.map_or(0, |i| i + 1);
-        if next_index >= self.roster.len() {
+        let next = match self.active_agent.clone() {
+            Some(active) => self.following(&active),
+            None => self.roster[0].clone(),
+        };
+        let from = self.active_agent.as_ref().and_then(|a| self.roster.iter().position(|p| p == a));
+        let to = self.roster.iter().position(|p| *p == next);
+        let wraps = matches!((from, to), (Some(f), Some(n)) if n <= f);
+        self.move_floor(next, wraps, now, ctx, t);
+    }
+
+    /// Gives the floor to `persona`, a new round first when `wraps`; ends the session instead when that round is
+    /// past `maxRounds`.
+    pub(super) fn move_floor(
+        &mut self,
+        persona: PersonaId,
+        wraps: bool,
+        now: DateTime<Utc>,
+        ctx: Context,
+        t: &mut Transition,
+    ) {
+        if wraps {
             self.round += 1;
+            if let Some(max) = ctx.config.signals.recovery.max_rounds.filter(|max| self.round > *max) {
+                self.round = max;
+                let kind = EventKind::SessionEnded { reason: format!("{max} rounds done (maxRounds)") };
+                t.events.push(self.event(now, None, kind));
+                let values = [("round", max.to_string()), ("roster", join_ids(&self.roster))];
+                let text = ctx.config.templates.render(Template::MaxRounds, &values);
+                self.announce(t, now, text, None);
+                self.close();
+                return;
+            }
         }
-        let next = self.roster[next_index % self.roster.len()].clone();
-        self.begin_turn(next, now, ctx, t);
+        self.begin_turn(persona, now, ctx, t);
+    }
+
+    /// Ends the session: nobody holds the floor; history is kept.
+    pub(super) fn close(&mut self) {
+        self.status = SessionStatus::Stopped;
+        self.active_agent = None;
+        self.turn_timeout_at = None;
+        self.paused_at = None;
+        self.paused_remaining_ms = None;
+        self.pause_reason = None;
+        self.editable_messages.clear();
     }
 
     /// Gives `persona` the floor now. In a paused session the turn waits, unannounced, for `resume`.
     pub(super) fn begin_turn(&mut self, persona: PersonaId, now: DateTime<Utc>, ctx: Context, t: &mut Transition) {
+        self.begin_turn_as(persona, Template::TurnStart, &[], now, ctx, t);
+    }
+
+    /// Gives `persona` the floor now, announced with `template` (the turn start, or a kept turn).
+    pub(super) fn begin_turn_as(
+        &mut self,
+        persona: PersonaId,
+        template: Template,
+        extra: &[(&'static str, String)],
+        now: DateTime<Utc>,
+        ctx: Context,
+        t: &mut Transition,
+    ) {
         let timeout = ctx.timeout_of(&persona);
+        // Whoever is given the floor (by a handoff, a command, a roster change) is back in the rotation.
+        self.unbench(&persona, "given the floor", now, ctx, t);
+        if self.active_agent.as_ref() != Some(&persona) {
+            self.keeps_in_row = 0;
+        }
+        self.turn_progress_extended = false;
+        self.turn_last_spoke_at = None;
         self.agents.entry(persona.clone()).or_default().awaiting_late_reply = false;
         self.active_agent = Some(persona.clone());
         self.turn_began_after = self.last_message_id;
@@ -224,19 +293,31 @@ impl Session {
             self.turn_announced = false;
         } else {
             self.turn_timeout_at = Some(now + seconds(u64::from(timeout)));
-            self.announce_turn(ctx, t, now);
+            self.announce_turn_as(template, extra, ctx, t, now);
         }
     }
 
     /// The turn-start announcement, which mentions the persona's Discord account (what makes agents answer).
     pub(super) fn announce_turn(&mut self, ctx: Context, t: &mut Transition, now: DateTime<Utc>) {
+        self.announce_turn_as(Template::TurnStart, &[], ctx, t, now);
+    }
+
+    fn announce_turn_as(
+        &mut self,
+        template: Template,
+        extra: &[(&'static str, String)],
+        ctx: Context,
+        t: &mut Transition,
+        now: DateTime<Utc>,
+    ) {
         let Some(persona) = self.active_agent.clone() else { return };
         let user = ctx.personas.get(&persona).map(|p| p.discord_user_id);
         let mut values = self.common_values(ctx, &persona);
         values.push(("userId", user.map(|u| u.to_string()).unwrap_or_default()));
         values.push(("timeout", self.turn_timeout_seconds.to_string()));
         values.push(("signal", ctx.config.signals.turn_end_hint()));
-        let text = ctx.config.templates.render(Template::TurnStart, &values);
+        values.extend(extra.iter().cloned());
+        let text = ctx.config.templates.render(template, &values);
         self.turn_announced = true;
         self.announce(t, now, text, user);
         if let Some(Effect::Announce(announcement)) = t.effects.last() {
@@ -262,9 +343,26 @@ impl Session {
         text: String,
         mention: Option<crate::core::ids::UserId>,
     ) {
+        self.post(t, now, text, mention, None, false);
+    }
+
+    /// Posts an announcement; an empty text (a template configured to say nothing) posts nothing.
+    pub(super) fn post(
+        &mut self,
+        t: &mut Transition,
+        now: DateTime<Utc>,
+        text: String,
+        mention: Option<crate::core::ids::UserId>,
+        reply_to: Option<MessageId>,
+        ping_managers: bool,
+    ) {
+        if text.trim().is_empty() {
+            return;
+        }
         self.announcement_seq += 1;
         let nonce = nonce_for(self.channel_id, now, self.announcement_seq);
-        t.effects.push(Effect::Announce(Announcement { text: fit_message(text), mention, nonce }));
+        let text = fit_message(text);
+        t.effects.push(Effect::Announce(Announcement { text, mention, nonce, reply_to, ping_managers }));
     }
 
     pub(super) fn event(&self, now: DateTime<Utc>, agent: Option<&PersonaId>, kind: EventKind) -> HistoryEvent {
@@ -286,9 +384,4 @@ impl Session {
         t.changed |= !t.events.is_empty() || !t.effects.is_empty();
         t
     }
-}
-
-struct Found {
-    keyword: String,
-    display: Option<String>,
 }

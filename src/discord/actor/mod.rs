@@ -197,7 +197,7 @@ impl Actor {
         if self.awaiting_catch_up || self.catch_ups_running > 0 || self.session.awaiting_floor_announcement() {
             return None;
         }
-        self.session.next_deadline().map(|deadline| self.env.clock.instant_at(deadline))
+        self.session.wake_at(self.env.context()).map(|deadline| self.env.clock.instant_at(deadline))
     }
 
     async fn handle(&mut self, input: Input) {
@@ -248,7 +248,7 @@ impl Actor {
     }
 
     async fn on_deadline(&mut self) {
-        let Some(deadline) = self.session.next_deadline() else { return };
+        let Some(deadline) = self.session.wake_at(self.env.context()) else { return };
         let now = self.env.clock.now();
         let t = self.session.tick(now, self.env.context());
         if !t.events.is_empty() {

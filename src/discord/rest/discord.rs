@@ -28,14 +28,29 @@ impl DiscordRest {
 #[async_trait]
 impl Rest for DiscordRest {
     async fn announce(&self, channel: ChannelId, announcement: &Announcement) -> Result<MessageId, RestError> {
-        // Ping the persona whose turn starts and nobody else: never @everyone, @here or roles.
+        // Ping the persona whose turn starts and nobody else: never @everyone or @here, and roles only when the
+        // managers are called (then only the control roles).
         let users: Vec<String> = announcement.mention.iter().map(|u| u.to_string()).collect();
-        let body = json!({
-            "content": announcement.text,
+        let roles: Vec<String> = if announcement.ping_managers {
+            self.access.control_role_ids(channel).await.iter().map(u64::to_string).collect()
+        } else {
+            Vec::new()
+        };
+        let content = if roles.is_empty() {
+            announcement.text.clone()
+        } else {
+            let mentions: Vec<String> = roles.iter().map(|id| format!("<@&{id}>")).collect();
+            format!("{} {}", mentions.join(" "), announcement.text)
+        };
+        let mut body = json!({
+            "content": crate::core::session::effects::fit_message(content),
             "nonce": announcement.nonce,
             "enforce_nonce": true,
-            "allowed_mentions": {"parse": [], "users": users},
+            "allowed_mentions": {"parse": [], "users": users, "roles": roles, "replied_user": announcement.reply_to.is_some()},
         });
+        if let Some(reply_to) = announcement.reply_to {
+            body["message_reference"] = json!({"message_id": reply_to.to_string(), "fail_if_not_exists": false});
+        }
         let id = self.http.create_message(channel.0, &body).await?;
         Ok(MessageId(id.parse().unwrap_or_default()))
     }

@@ -2,6 +2,7 @@
 //! holds the fixture they share.
 
 mod commands;
+mod grammar;
 mod messages;
 mod properties;
 mod timing;

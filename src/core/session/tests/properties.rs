@@ -10,7 +10,8 @@ enum Step {
     /// overtaken or caught-up message; negative when Discord's clock runs ahead of ours).
     Say {
         author: usize,
-        signal: bool,
+        /// Which of the run's texts it says (the first is never a signal).
+        text: usize,
         age_ms: i64,
     },
     /// The message said `back` messages ago, delivered again.
@@ -49,7 +50,7 @@ fn step() -> impl Strategy<Value = Step> {
     ];
     let age = prop_oneof![6 => Just(0i64), 3 => 1i64..150_000, 1 => -2_000i64..0];
     prop_oneof![
-        4 => (0usize..4, any::<bool>(), age).prop_map(|(author, signal, age_ms)| Step::Say { author, signal, age_ms }),
+        4 => (0usize..4, 0usize..64, age).prop_map(|(author, text, age_ms)| Step::Say { author, text, age_ms }),
         1 => (1usize..5).prop_map(|back| Step::Repeat { back }),
         1 => any::<bool>().prop_map(|signal| Step::EditLast { signal }),
         3 => (0i64..150_000).prop_map(|ms| Step::Wait { ms }),
@@ -68,6 +69,9 @@ fn check_invariants(session: &Session, personas: &PersonaCatalog, config: &Confi
             );
             let holder = active.and_then(|a| session.agents.get(a));
             prop_assert!(!holder.is_some_and(|a| a.awaiting_late_reply), "the floor holder owes no late reply");
+            prop_assert!(!holder.is_some_and(|a| a.benched), "a benched persona never holds the floor");
+            let playing = session.roster.iter().filter(|p| !session.agents.get(*p).is_some_and(|a| a.benched));
+            prop_assert!(playing.count() >= 1, "someone is always left in the rotation");
         }
     }
     if session.status == SessionStatus::Running {
@@ -121,89 +125,141 @@ impl Run {
     }
 }
 
+/// Texts of the default grammar: words, or words and the signal.
+const PLAIN_TEXTS: &[&str] = &["words", "words\nTURN_COMPLETE "];
+
+/// A rule of every action, and texts that use each of them (and a few that are almost signals).
+const GRAMMAR: &str = r#"{"signals": {"benchAfter": 2, "loopAfter": 3, "maxRounds": 4, "graceSeconds": 3,
+  "silenceSeconds": 40, "completionPhrases": ["over to you"], "rules": [
+    {"name": "TURN_COMPLETE", "pattern": "TURN_COMPLETE", "action": "complete"},
+    {"name": "PASS", "pattern": "PASS", "action": "pass"},
+    {"name": "HANDOFF", "pattern": "HANDOFF:\\s*(?P<payload>\\S+)", "action": "handoff"},
+    {"name": "READY", "pattern": "READY:\\s*(?P<task>\\S+)", "at": "line", "action": "route", "to": "critic"},
+    {"name": "SHIPPED", "pattern": "SHIPPED:\\s*(?P<task>\\S+)", "at": "line", "action": "finishTask", "to": "pm"},
+    {"name": "MORE", "pattern": "<more>(?P<payload>[^<]*)</more>", "at": "anywhere", "action": "keep"},
+    {"name": "PROGRESS", "pattern": "PROGRESS:\\s*(?P<payload>-?\\d+)", "at": "line", "action": "progress",
+     "extendSeconds": 20},
+    {"name": "BLOCKED", "pattern": "BLOCKED:\\s*(?P<payload>.+)", "at": "line", "action": "escalate", "priority": 5},
+    {"name": "CHECKPOINT", "pattern": "CHECKPOINT:\\s*(?P<payload>\\S+)", "at": "line", "action": "record"},
+    {"name": "FIN", "pattern": "FIN", "action": "end", "from": ["critic"]}]}}"#;
+const GRAMMAR_TEXTS: &[&str] = &[
+    "words",
+    "words\nTURN_COMPLETE ",
+    "PASS",
+    "HANDOFF: dev",
+    "HANDOFF: critic",
+    "HANDOFF: ghost",
+    "READY: t1\nbody",
+    "SHIPPED: t1",
+    "again <more>same</more>",
+    "PROGRESS: 150",
+    "BLOCKED: need help",
+    "CHECKPOINT: c1",
+    "bye FIN",
+    "ALMOST: a signal",
+    "that is it, over to you",
+    "READY: t2\nBLOCKED: both",
+];
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
 
     #[test]
     fn random_sessions_keep_their_invariants(steps in prop::collection::vec(step(), 1..60)) {
-        let personas = catalog();
-        let config = Config::default();
-        let ctx = Context { personas: &personas, config: &config };
-        let users = [PM, DEV, CRITIC, HUMAN];
-        let mut run = Run {
-            session: Session::new(CHANNEL),
-            now: t0(),
-            minted: 0,
-            said: Vec::new(),
-            handled: HashSet::new(),
-            completed: HashSet::new(),
-        };
-        let mut round = 0;
-
-        for step in steps {
-            let transition = match step {
-                Step::Say { author, signal, age_ms } => {
-                    let id = run.mint(run.now - TimeDelta::milliseconds(age_ms));
-                    let text = if signal { "words\nTURN_COMPLETE " } else { "words" };
-                    let message = IncomingMessage {
-                        id,
-                        author: users[author],
-                        text: text.into(),
-                        edited: false,
-                        written_at: id.created_at(),
-                    };
-                    run.said.push(message.clone());
-                    run.deliver(&message, ctx)?
-                }
-                Step::Repeat { back } => match run.said.len().checked_sub(back).map(|i| run.said[i].clone()) {
-                    Some(message) => run.deliver(&message, ctx)?,
-                    None => Transition::default(),
-                },
-                Step::EditLast { signal } => match run.said.last() {
-                    Some(message) => {
-                        let text = if signal { "edited TURN_COMPLETE" } else { "edited" };
-                        let edit =
-                            IncomingMessage { text: text.into(), edited: true, written_at: run.now, ..message.clone() };
-                        let transition = run.session.handle_message(&edit, run.now, ctx);
-                        let after = run.session.clone();
-                        let again = run.session.handle_message(&edit, run.now, ctx);
-                        prop_assert_eq!(again, Transition::default(), "an edit counts once");
-                        prop_assert_eq!(&run.session, &after);
-                        transition
-                    }
-                    None => Transition::default(),
-                },
-                Step::Wait { ms } => {
-                    run.now += TimeDelta::milliseconds(ms);
-                    run.session.tick(run.now, ctx)
-                }
-                Step::Command { command, origin } => {
-                    let origin = origin.then(|| run.mint(run.now));
-                    run.session.handle_command(&command, origin, run.now, ctx).unwrap_or_default()
-                }
-            };
-            for effect in &transition.effects {
-                if let Effect::Relay { text: Some(text), .. } = effect {
-                    prop_assert!(!config.signals.has_any_signal(text), "shown text never ends with the signal: {:?}", text);
-                }
-                if let Effect::Announce(a) = effect {
-                    prop_assert!(a.nonce.len() <= 25);
-                }
-            }
-            for event in &transition.events {
-                if let EventKind::TurnComplete { message_id, .. } = event.kind {
-                    prop_assert!(run.completed.insert(message_id), "{} completed a second turn", message_id);
-                }
-            }
-            prop_assert!(transition.changed || !transition.durable(), "whatever must be saved first is a change");
-            // Stop then start resets the round to 1; otherwise it never decreases.
-            let restarted = transition.events.iter().any(|e| e.kind.name() == "session_started");
-            prop_assert!(restarted || run.session.round >= round, "round went from {} to {}", round, run.session.round);
-            round = run.session.round;
-            check_invariants(&run.session, &personas, &config)?;
-            // Whatever happened survives a save and a load unchanged.
-            let saved = serde_json::to_string(&run.session).unwrap();
-            prop_assert_eq!(&serde_json::from_str::<Session>(&saved).unwrap(), &run.session);
-        }
+        random_session(steps, Config::default(), PLAIN_TEXTS)?;
     }
+
+    #[test]
+    fn no_rule_set_makes_the_floor_holder_ambiguous(steps in prop::collection::vec(step(), 1..80)) {
+        let config = Config::parse("c.json", GRAMMAR).unwrap();
+        random_session(steps, config, GRAMMAR_TEXTS)?;
+    }
+}
+
+/// Runs `steps` from a stopped session, checking the invariants after each.
+fn random_session(steps: Vec<Step>, config: Config, texts: &[&str]) -> Result<(), TestCaseError> {
+    let personas = catalog();
+    let ctx = Context { personas: &personas, config: &config };
+    let users = [PM, DEV, CRITIC, HUMAN];
+    let mut run = Run {
+        session: Session::new(CHANNEL),
+        now: t0(),
+        minted: 0,
+        said: Vec::new(),
+        handled: HashSet::new(),
+        completed: HashSet::new(),
+    };
+    let mut round = 0;
+
+    for step in steps {
+        let transition = match step {
+            Step::Say { author, text, age_ms } => {
+                let id = run.mint(run.now - TimeDelta::milliseconds(age_ms));
+                let text = texts[text % texts.len()];
+                let message = IncomingMessage {
+                    id,
+                    author: users[author],
+                    text: text.into(),
+                    edited: false,
+                    written_at: id.created_at(),
+                };
+                run.said.push(message.clone());
+                run.deliver(&message, ctx)?
+            }
+            Step::Repeat { back } => match run.said.len().checked_sub(back).map(|i| run.said[i].clone()) {
+                Some(message) => run.deliver(&message, ctx)?,
+                None => Transition::default(),
+            },
+            Step::EditLast { signal } => match run.said.last() {
+                Some(message) => {
+                    let text = if signal { "edited TURN_COMPLETE" } else { "edited" };
+                    let edit =
+                        IncomingMessage { text: text.into(), edited: true, written_at: run.now, ..message.clone() };
+                    let transition = run.session.handle_message(&edit, run.now, ctx);
+                    let after = run.session.clone();
+                    let again = run.session.handle_message(&edit, run.now, ctx);
+                    prop_assert_eq!(again, Transition::default(), "an edit counts once");
+                    prop_assert_eq!(&run.session, &after);
+                    transition
+                }
+                None => Transition::default(),
+            },
+            Step::Wait { ms } => {
+                run.now += TimeDelta::milliseconds(ms);
+                let wake = run.session.wake_at(ctx);
+                let transition = run.session.tick(run.now, ctx);
+                if wake.is_some_and(|w| w <= run.now) && run.session.is_active() {
+                    prop_assert!(!transition.events.is_empty(), "a tick past the wake-up instant ends the turn");
+                }
+                transition
+            }
+            Step::Command { command, origin } => {
+                let origin = origin.then(|| run.mint(run.now));
+                run.session.handle_command(&command, origin, run.now, ctx).unwrap_or_default()
+            }
+        };
+        for effect in &transition.effects {
+            if let Effect::Relay { text: Some(text), .. } = effect {
+                prop_assert!(!config.signals.has_any_signal(text), "shown text never ends with the signal: {:?}", text);
+            }
+            if let Effect::Announce(a) = effect {
+                prop_assert!(a.nonce.len() <= 25);
+            }
+        }
+        for event in &transition.events {
+            if let EventKind::TurnComplete { message_id, .. } = event.kind {
+                prop_assert!(run.completed.insert(message_id), "{} completed a second turn", message_id);
+            }
+        }
+        prop_assert!(transition.changed || !transition.durable(), "whatever must be saved first is a change");
+        // Stop then start resets the round to 1; otherwise it never decreases.
+        let restarted = transition.events.iter().any(|e| e.kind.name() == "session_started");
+        prop_assert!(restarted || run.session.round >= round, "round went from {} to {}", round, run.session.round);
+        round = run.session.round;
+        check_invariants(&run.session, &personas, &config)?;
+        // Whatever happened survives a save and a load unchanged.
+        let saved = serde_json::to_string(&run.session).unwrap();
+        prop_assert_eq!(&serde_json::from_str::<Session>(&saved).unwrap(), &run.session);
+    }
+    Ok(())
 }

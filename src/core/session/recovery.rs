@@ -1,0 +1,157 @@
+//! The recovery rules (spec 4.2): unknown signals, strikes and the bench, loops, silence, and pausing by itself.
+
+use super::history::EventKind;
+use super::{Context, IncomingMessage, Repeats, Session, SessionStatus, Transition};
+use crate::core::ids::{MessageId, PersonaId};
+use crate::core::templates::Template;
+use chrono::{DateTime, Utc};
+
+impl Session {
+    /// A line that looks like a signal but matches no rule (seed 000): a reply naming the valid signals, and at the
+    /// `limit`-th in a row the turn ends as a timeout would.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn unknown_signal(
+        &mut self,
+        message: &IncomingMessage,
+        persona: &PersonaId,
+        line: String,
+        limit: u32,
+        now: DateTime<Utc>,
+        ctx: Context,
+        t: &mut Transition,
+    ) {
+        let agent = self.agents.entry(persona.clone()).or_default();
+        agent.unknown_signals += 1;
+        let count = agent.unknown_signals;
+        if count < limit {
+            let kind = EventKind::UnknownSignal { message_id: message.id, line: line.clone(), count };
+            t.events.push(self.event(now, Some(persona), kind));
+            let mut values = self.common_values(ctx, persona);
+            let names = ctx.config.signals.names_for(persona).join(", ");
+            values.extend([
+                ("line", line),
+                ("signals", names),
+                ("count", count.to_string()),
+                ("limit", limit.to_string()),
+            ]);
+            let text = ctx.config.templates.render(Template::UnknownSignal, &values);
+            let author = ctx.personas.get(persona).map(|p| p.discord_user_id);
+            self.post(t, now, text, author, Some(message.id), false);
+            self.remember_editable(message);
+            return;
+        }
+        self.agents.entry(persona.clone()).or_default().unknown_signals = 0;
+        let extra = [("count", count.to_string())];
+        self.announce_about_signal(t, ctx, Template::SignalFailure, persona, now, &extra);
+        let at = t.events.len();
+        self.strike(persona, now, ctx, t);
+        let next = self.following(persona);
+        t.events.insert(at, self.event(now, Some(persona), EventKind::AgentSignalFailure { count, next_agent: next }));
+        self.advance(now, ctx, t);
+    }
+
+    /// A turn lost by the holder (a timeout, or too many unknown signals): its next message is a late reply, and
+    /// after `benchAfter` in a row it is benched, as long as someone else is left to take turns.
+    pub(super) fn strike(&mut self, persona: &PersonaId, now: DateTime<Utc>, ctx: Context, t: &mut Transition) {
+        let bench_after = ctx.config.signals.recovery.bench_after;
+        let others_left = self.roster.iter().any(|p| p != persona && !self.agents.get(p).is_some_and(|a| a.benched));
+        let agent = self.agents.entry(persona.clone()).or_default();
+        agent.awaiting_late_reply = true;
+        agent.consecutive_timeouts += 1;
+        let timeouts = agent.consecutive_timeouts;
+        if bench_after == 0 || timeouts < bench_after || agent.benched || !others_left {
+            return;
+        }
+        agent.benched = true;
+        t.events.push(self.event(now, Some(persona), EventKind::Benched { timeouts }));
+        let extra = [("count", timeouts.to_string())];
+        self.announce_about_signal(t, ctx, Template::Benched, persona, now, &extra);
+    }
+
+    /// A benched persona is back in the rotation; `by` says why, for history.
+    pub(super) fn unbench(
+        &mut self,
+        persona: &PersonaId,
+        by: &str,
+        now: DateTime<Utc>,
+        ctx: Context,
+        t: &mut Transition,
+    ) {
+        let agent = self.agents.entry(persona.clone()).or_default();
+        if !agent.benched {
+            return;
+        }
+        agent.benched = false;
+        agent.consecutive_timeouts = 0;
+        t.events.push(self.event(now, Some(persona), EventKind::Unbenched { by: by.to_owned() }));
+        self.announce_about_signal(t, ctx, Template::Unbenched, persona, now, &[]);
+    }
+
+    /// Counts `said` against what was said before it (spec 4.2, loops); at `loopAfter` in a row the session pauses
+    /// and the managers are called. Empty text (a bare signal) neither counts nor breaks the chain.
+    pub(super) fn repeated(
+        &mut self,
+        said: String,
+        persona: &PersonaId,
+        now: DateTime<Utc>,
+        ctx: Context,
+        t: &mut Transition,
+    ) -> bool {
+        let limit = ctx.config.signals.recovery.loop_after;
+        if limit == 0 || said.is_empty() {
+            return false;
+        }
+        let count = match &mut self.repeats {
+            Some(r) if r.text == said => {
+                r.count += 1;
+                r.count
+            }
+            _ => {
+                self.repeats = Some(Repeats { text: said, count: 1 });
+                1
+            }
+        };
+        if count < limit {
+            return false;
+        }
+        let text = self.repeats.take().map(|r| r.text).unwrap_or_default();
+        t.events.push(self.event(now, Some(persona), EventKind::LoopDetected { count, text: text.clone() }));
+        self.freeze(now, format!("the same message came {count} times in a row"));
+        let mut values = self.common_values(ctx, persona);
+        values.extend([("count", count.to_string()), ("text", text)]);
+        let message = ctx.config.templates.render(Template::LoopDetected, &values);
+        self.post(t, now, message, None, None, true);
+        true
+    }
+
+    /// Auto-detection: the holder spoke and then stayed silent until `silence_at`; its turn ends there, like a
+    /// signal, without a timeout notice.
+    pub(super) fn end_by_silence(
+        &mut self,
+        holder: &PersonaId,
+        silence_at: DateTime<Utc>,
+        now: DateTime<Utc>,
+        ctx: Context,
+        t: &mut Transition,
+    ) {
+        let silent_seconds = u64::from(ctx.config.signals.recovery.silence_seconds.unwrap_or_default());
+        let next = self.following(holder);
+        t.events.push(self.event(now, Some(holder), EventKind::TurnSilent { silent_seconds, next_agent: next }));
+        self.agents.entry(holder.clone()).or_default().consecutive_timeouts = 0;
+        self.end_turn(MessageId::first_at(silence_at));
+        self.advance(now, ctx, t);
+    }
+
+    /// Pauses the session by itself (an escalation, a loop), keeping the turn's remaining time, with `reason` for
+    /// `status`. A manager's `resume` gives the holder a fresh turn.
+    pub(super) fn freeze(&mut self, now: DateTime<Utc>, reason: String) {
+        if self.status == SessionStatus::Running {
+            let remaining_ms = (self.deadline_or_rebuilt(now) - now).num_milliseconds().max(0);
+            self.status = SessionStatus::Paused;
+            self.paused_at = Some(now);
+            self.paused_remaining_ms = Some(remaining_ms);
+            self.turn_timeout_at = None;
+        }
+        self.pause_reason = Some(reason);
+    }
+}

@@ -1,0 +1,313 @@
+//! What the floor holder's message does (spec 4.2): the winning rule's action, or, without a signal, auto-detection
+//! and unknown-signal recovery.
+
+use super::history::EventKind;
+use super::{Context, IncomingMessage, ProgressMark, Session, SessionStatus, TASKS_KEPT, TaskState, Transition};
+use crate::core::ids::PersonaId;
+use crate::core::signals::{Action, Detected, percent, text::trim_blank};
+use crate::core::templates::Template;
+use chrono::{DateTime, Utc};
+
+impl Session {
+    /// A message written by the floor holder during its turn.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn turn_message(
+        &mut self,
+        message: &IncomingMessage,
+        persona: &PersonaId,
+        detected: Option<Detected>,
+        written: DateTime<Utc>,
+        now: DateTime<Utc>,
+        ctx: Context,
+        t: &mut Transition,
+    ) {
+        self.turn_last_spoke_at = Some(written);
+        let said = match &detected {
+            Some(d) if matches!(d.rule.action, Action::Keep { .. } | Action::Escalate) => {
+                format!("{}: {}", d.rule.name, d.payload.as_deref().unwrap_or_default())
+            }
+            Some(d) => d.display.clone().unwrap_or_default(),
+            None => trim_blank(&message.text).to_owned(),
+        };
+        if self.repeated(said, persona, now, ctx, t) {
+            // The session is paused; the message is shown as a signal would be, but does nothing.
+            match detected {
+                Some(d) => self.show_stripped(t, message, persona, d.display, d.stripped, false),
+                None => self.remember_editable(message),
+            }
+            return;
+        }
+        let Some(d) = detected else {
+            self.plain_message(message, persona, now, ctx, t);
+            return;
+        };
+        self.agents.entry(persona.clone()).or_default().unknown_signals = 0;
+        let signal = d.rule.name.clone();
+        let task = d.task.clone().or_else(|| d.payload.clone());
+        match d.rule.action.clone() {
+            Action::Complete => self.complete(message, persona, signal, d.display, d.stripped, now, ctx, t),
+            Action::Pass => {
+                self.show_stripped(t, message, persona, None, true, true);
+                let next = self.following(persona);
+                let kind = EventKind::Passed { message_id: message.id, signal, next_agent: next };
+                t.events.push(self.event(now, Some(persona), kind));
+                self.announce_about_signal(t, ctx, Template::Passed, persona, now, &[]);
+                self.end_turn(message.id);
+                self.advance(now, ctx, t);
+            }
+            Action::Handoff { to } => {
+                let named = to.map(|p| p.to_string()).or(d.payload).unwrap_or_default();
+                let Some(target) = self.roster_member_named(&named, ctx) else {
+                    return self.refuse_transfer(message, persona, signal, named, now, ctx, t);
+                };
+                self.show_stripped(t, message, persona, d.display, d.stripped, true);
+                let kind = EventKind::HandedOff { message_id: message.id, signal, next_agent: target.clone() };
+                t.events.push(self.event(now, Some(persona), kind));
+                let extra = [("target", target.to_string())];
+                self.announce_about_signal(t, ctx, Template::HandedOff, persona, now, &extra);
+                self.end_turn(message.id);
+                self.transfer(persona, target, now, ctx, t);
+            }
+            Action::Route { to, stage } => {
+                if !self.roster.contains(&to) {
+                    return self.refuse_transfer(message, persona, signal, to.to_string(), now, ctx, t);
+                }
+                self.show_stripped(t, message, persona, d.display, d.stripped, true);
+                if let Some(task) = &task {
+                    let state = TaskState { stage: stage.clone(), holder: Some(to.clone()), updated_at: now };
+                    self.set_task(task, state);
+                }
+                let kind = EventKind::Routed {
+                    message_id: message.id,
+                    signal,
+                    task: task.clone(),
+                    stage: stage.clone(),
+                    next_agent: to.clone(),
+                };
+                t.events.push(self.event(now, Some(persona), kind));
+                let extra =
+                    [("task", task.unwrap_or_else(|| "?".into())), ("stage", stage), ("target", to.to_string())];
+                self.announce_about_signal(t, ctx, Template::Routed, persona, now, &extra);
+                self.end_turn(message.id);
+                self.transfer(persona, to, now, ctx, t);
+            }
+            Action::FinishTask { to } => {
+                self.show_stripped(t, message, persona, d.display, d.stripped, true);
+                let task = task.unwrap_or_else(|| "?".into());
+                self.set_task(&task, TaskState { stage: "done".into(), holder: None, updated_at: now });
+                let target = to.filter(|p| self.roster.contains(p));
+                let next = target.clone().unwrap_or_else(|| self.following(persona));
+                let kind = EventKind::TaskFinished {
+                    message_id: message.id,
+                    signal,
+                    task: task.clone(),
+                    next_agent: next.clone(),
+                };
+                t.events.push(self.event(now, Some(persona), kind));
+                let extra = [("task", task), ("target", next.to_string())];
+                self.announce_about_signal(t, ctx, Template::TaskFinished, persona, now, &extra);
+                self.end_turn(message.id);
+                match target {
+                    Some(target) => self.transfer(persona, target, now, ctx, t),
+                    None => self.advance(now, ctx, t),
+                }
+            }
+            Action::Keep { max_keeps } => {
+                if self.keeps_in_row >= max_keeps {
+                    let extra = [("maxKeeps", max_keeps.to_string())];
+                    self.announce_about_signal(t, ctx, Template::KeepsUsed, persona, now, &extra);
+                    return self.complete(message, persona, signal, d.display, d.stripped, now, ctx, t);
+                }
+                self.keeps_in_row += 1;
+                let count = self.keeps_in_row;
+                self.show_stripped(t, message, persona, d.display, d.stripped, false);
+                let kind = EventKind::Kept { message_id: message.id, signal, reason: d.payload.clone(), count };
+                t.events.push(self.event(now, Some(persona), kind));
+                self.end_turn(message.id);
+                let extra = [
+                    ("count", count.to_string()),
+                    ("maxKeeps", max_keeps.to_string()),
+                    ("reason", d.payload.unwrap_or_default()),
+                ];
+                self.begin_turn_as(persona.clone(), Template::Kept, &extra, now, ctx, t);
+            }
+            Action::Progress { extend_seconds } => {
+                self.show_stripped(t, message, persona, d.display, d.stripped, false);
+                let figure = d.payload.as_deref().and_then(percent);
+                if let Some(figure) = figure {
+                    self.progress = Some(ProgressMark { agent: persona.clone(), percent: figure, at: now });
+                }
+                let extended = if extend_seconds > 0 && !self.turn_progress_extended {
+                    self.turn_progress_extended = true;
+                    self.extend_turn(extend_seconds);
+                    extend_seconds
+                } else {
+                    0
+                };
+                let kind =
+                    EventKind::Progress { message_id: message.id, signal, percent: figure, extended_seconds: extended };
+                t.events.push(self.event(now, Some(persona), kind));
+                if let Some(figure) = figure {
+                    let extra =
+                        [("percent", figure.to_string()), ("remaining", self.remaining_seconds(now).to_string())];
+                    self.announce_about_signal(t, ctx, Template::Progress, persona, now, &extra);
+                }
+            }
+            Action::Escalate => {
+                self.show_stripped(t, message, persona, d.display, d.stripped, false);
+                let reason = d.payload.clone().unwrap_or_else(|| signal.clone());
+                let kind = EventKind::Escalated { message_id: message.id, signal: signal.clone(), reason: d.payload };
+                t.events.push(self.event(now, Some(persona), kind));
+                self.freeze(now, format!("{persona} escalated ({signal}): {reason}"));
+                let mut values = self.common_values(ctx, persona);
+                values.extend([("reason", reason), ("signal", signal)]);
+                let text = ctx.config.templates.render(Template::Escalated, &values);
+                self.post(t, now, text, None, None, true);
+            }
+            Action::Record => {
+                self.show_stripped(t, message, persona, d.display, d.stripped, false);
+                let kind =
+                    EventKind::Recorded { message_id: message.id, signal: signal.clone(), payload: d.payload.clone() };
+                t.events.push(self.event(now, Some(persona), kind));
+                let extra = [("signal", signal), ("payload", d.payload.unwrap_or_default())];
+                self.announce_about_signal(t, ctx, Template::Recorded, persona, now, &extra);
+            }
+            Action::End => {
+                self.show_stripped(t, message, persona, d.display, d.stripped, true);
+                let kind = EventKind::SessionEnded { reason: format!("{signal} from {persona}") };
+                t.events.push(self.event(now, Some(persona), kind));
+                let extra = [("signal", signal)];
+                self.announce_about_signal(t, ctx, Template::SessionEnded, persona, now, &extra);
+                self.end_turn(message.id);
+                self.close();
+            }
+        }
+    }
+
+    /// The turn ends by the holder's signal (a `complete` rule, a completion phrase, or keeps used up).
+    #[allow(clippy::too_many_arguments)]
+    fn complete(
+        &mut self,
+        message: &IncomingMessage,
+        persona: &PersonaId,
+        keyword: String,
+        display: Option<String>,
+        stripped: bool,
+        now: DateTime<Utc>,
+        ctx: Context,
+        t: &mut Transition,
+    ) {
+        self.show_stripped(t, message, persona, display, stripped, true);
+        let next = self.following(persona);
+        let kind = EventKind::TurnComplete { message_id: message.id, keyword, next_agent: next };
+        t.events.push(self.event(now, Some(persona), kind));
+        self.end_turn(message.id);
+        self.advance(now, ctx, t);
+    }
+
+    /// A holder's message with no signal: a completion phrase ends the turn (auto-detection); a line that looks like
+    /// a signal gets a reply (unknown-signal recovery); anything else is the turn going on.
+    fn plain_message(
+        &mut self,
+        message: &IncomingMessage,
+        persona: &PersonaId,
+        now: DateTime<Utc>,
+        ctx: Context,
+        t: &mut Transition,
+    ) {
+        let signals = &ctx.config.signals;
+        if let Some(phrase) = signals.completion_phrase(&message.text) {
+            self.agents.entry(persona.clone()).or_default().consecutive_timeouts = 0;
+            return self.complete(message, persona, phrase.to_owned(), None, false, now, ctx, t);
+        }
+        let limit = signals.recovery.unknown_limit;
+        match signals.unknown_signal(&message.text).filter(|_| limit > 0) {
+            Some(line) => self.unknown_signal(message, persona, line, limit, now, ctx, t),
+            None => self.remember_editable(message),
+        }
+    }
+
+    /// A handoff or route to a persona not in the session: a reply to the agent, and its turn goes on.
+    #[allow(clippy::too_many_arguments)]
+    fn refuse_transfer(
+        &mut self,
+        message: &IncomingMessage,
+        persona: &PersonaId,
+        signal: String,
+        target: String,
+        now: DateTime<Utc>,
+        ctx: Context,
+        t: &mut Transition,
+    ) {
+        let kind = EventKind::HandoffRefused { message_id: message.id, signal, target: target.clone() };
+        t.events.push(self.event(now, Some(persona), kind));
+        let mut values = self.common_values(ctx, persona);
+        values.push(("target", if target.is_empty() { "persona named".into() } else { target }));
+        let text = ctx.config.templates.render(Template::HandoffRefused, &values);
+        let author = ctx.personas.get(persona).map(|p| p.discord_user_id);
+        self.post(t, now, text, author, Some(message.id), false);
+    }
+
+    /// Hands the floor straight to `target` (a handoff or a route): a new round when it comes before the holder in
+    /// the roster's order. A benched target is back in the rotation: someone chose it.
+    fn transfer(
+        &mut self,
+        holder: &PersonaId,
+        target: PersonaId,
+        now: DateTime<Utc>,
+        ctx: Context,
+        t: &mut Transition,
+    ) {
+        if self.agents.get(&target).is_some_and(|a| a.benched) {
+            self.unbench(&target, "handed the floor", now, ctx, t);
+        }
+        let position = |p: &PersonaId| self.roster.iter().position(|q| q == p);
+        let wraps = matches!((position(holder), position(&target)), (Some(h), Some(n)) if n < h);
+        self.move_floor(target, wraps, now, ctx, t);
+    }
+
+    /// The roster member a handoff names, by id or display name.
+    fn roster_member_named(&self, named: &str, ctx: Context) -> Option<PersonaId> {
+        let persona = ctx.personas.resolve(named.trim_start_matches('@')).ok()?.id.clone();
+        self.roster.contains(&persona).then_some(persona)
+    }
+
+    /// Records a task's new state, keeping at most [`TASKS_KEPT`]: the oldest finished tasks go first.
+    fn set_task(&mut self, task: &str, state: TaskState) {
+        self.tasks.insert(task.to_owned(), state);
+        while self.tasks.len() > TASKS_KEPT {
+            let oldest = self
+                .tasks
+                .iter()
+                .min_by_key(|(_, s)| (s.holder.is_some(), s.updated_at))
+                .map(|(id, _)| id.clone())
+                .expect("not empty");
+            self.tasks.remove(&oldest);
+        }
+    }
+
+    /// Moves the running turn's deadline (or the paused remaining time) by `added` seconds.
+    pub(super) fn extend_turn(&mut self, added: u32) {
+        self.turn_extended_seconds += u64::from(added);
+        match self.status {
+            SessionStatus::Paused => *self.paused_remaining_ms.get_or_insert(0) += i64::from(added) * 1000,
+            _ => self.turn_timeout_at = self.turn_timeout_at.map(|d| d + super::seconds(u64::from(added))),
+        }
+    }
+
+    /// An announcement about a signal of `persona`'s, with the persona's values and `extra`.
+    pub(super) fn announce_about_signal(
+        &mut self,
+        t: &mut Transition,
+        ctx: Context,
+        template: Template,
+        persona: &PersonaId,
+        now: DateTime<Utc>,
+        extra: &[(&'static str, String)],
+    ) {
+        let mut values = self.common_values(ctx, persona);
+        values.extend(extra.iter().cloned());
+        let text = ctx.config.templates.render(template, &values);
+        self.announce(t, now, text, None);
+    }
+}

@@ -1,0 +1,424 @@
+//! The signal grammar in the engine (spec 4.2): every action and every recovery rule, on explicit instants.
+
+use super::*;
+
+/// A configuration of `signals` (JSON), parsed as a user's file would be.
+fn config(signals: &str) -> Config {
+    Config::parse("c.json", &format!(r#"{{"signals": {signals}}}"#)).unwrap_or_else(|p| panic!("{p}"))
+}
+
+/// Every action, on keywords at the end of a message, with `payload` groups where the action reads one.
+const RULES: &str = r#"{"rules": [
+    {"name": "TURN_COMPLETE", "pattern": "TURN_COMPLETE", "action": "complete"},
+    {"name": "PASS", "pattern": "PASS", "action": "pass"},
+    {"name": "HANDOFF", "pattern": "HANDOFF:\\s*(?P<payload>\\S+)", "action": "handoff"},
+    {"name": "READY", "pattern": "READY:\\s*(?P<task>\\S+)", "at": "line", "action": "route", "to": "critic",
+     "stage": "review"},
+    {"name": "SHIPPED", "pattern": "SHIPPED:\\s*(?P<task>\\S+)", "at": "line", "action": "finishTask"},
+    {"name": "MORE", "pattern": "<more>(?P<payload>[^<]*)</more>", "at": "anywhere", "action": "keep",
+     "maxKeeps": 2},
+    {"name": "PROGRESS", "pattern": "PROGRESS:\\s*(?P<payload>-?\\d+)", "at": "line", "action": "progress",
+     "extendSeconds": 30},
+    {"name": "BLOCKED", "pattern": "BLOCKED:\\s*(?P<payload>.+)", "at": "line", "action": "escalate",
+     "priority": 10},
+    {"name": "CHECKPOINT", "pattern": "CHECKPOINT:\\s*(?P<payload>\\S+)", "at": "line", "action": "record"},
+    {"name": "FIN", "pattern": "FIN", "action": "end", "from": ["critic"]}
+  ]}"#;
+
+fn grammar() -> Fixture {
+    Fixture::with_config(config(RULES))
+}
+
+fn only_event(t: &Transition, name: &str) -> EventKind {
+    let found: Vec<&HistoryEvent> = t.events.iter().filter(|e| e.kind.name() == name).collect();
+    assert_eq!(found.len(), 1, "one {name} event in {:?}", event_names(t));
+    found[0].kind.clone()
+}
+
+#[test]
+fn complete_is_turn_complete_as_before() {
+    let mut f = grammar();
+    let t = f.say(PM, "Answer. TURN_COMPLETE", 1_000);
+    assert_eq!(event_names(&t), ["turn_complete"]);
+    assert_eq!(f.active(), "dev");
+}
+
+#[test]
+fn pass_ends_the_turn_and_shows_nothing() {
+    let mut f = grammar();
+    let t = f.say(PM, "Nothing from me. PASS", 1_000);
+    assert_eq!(t.effects[0], Effect::Relay { message_id: f.last_id, persona: id("pm"), text: None });
+    assert!(matches!(only_event(&t, "passed"), EventKind::Passed { next_agent, .. } if next_agent == id("dev")));
+    assert_eq!(texts(&t)[0], "⏭️ pm passes.");
+    assert_eq!(f.active(), "dev");
+}
+
+#[test]
+fn handoff_gives_the_floor_to_the_persona_named_in_the_payload() {
+    let mut f = grammar();
+    let t = f.say(PM, "Over to the critic.\nHANDOFF: critic", 1_000);
+    assert_eq!(f.active(), "critic");
+    assert_eq!(f.session.round, 1, "critic comes after pm in the roster: same round");
+    assert_eq!(
+        t.effects[0],
+        Effect::Relay { message_id: f.last_id, persona: id("pm"), text: Some("Over to the critic.".into()) }
+    );
+    assert_eq!(texts(&t)[0], "🤝 pm hands the floor to critic.");
+    assert_eq!(announcements(&t)[1].mention, Some(CRITIC), "the new holder is mentioned");
+    // Handing back to an earlier persona starts a new round.
+    f.say(CRITIC, "HANDOFF: pm", 2_000);
+    assert_eq!((f.active(), f.session.round), ("pm", 2));
+}
+
+#[test]
+fn handoff_to_an_unknown_persona_is_refused_with_a_reply_and_the_turn_goes_on() {
+    let mut f = grammar();
+    let deadline = f.session.turn_timeout_at;
+    let t = f.say(PM, "HANDOFF: ghost", 1_000);
+    assert_eq!(f.active(), "pm");
+    assert_eq!(f.session.turn_timeout_at, deadline);
+    let reply = announcements(&t)[0];
+    assert_eq!(reply.reply_to, Some(f.last_id));
+    assert_eq!(reply.mention, Some(PM));
+    assert_eq!(reply.text, "⚠️ There is no ghost in this session (roster: pm, dev, critic); pm keeps the floor.");
+    assert!(matches!(only_event(&t, "handoff_refused"), EventKind::HandoffRefused { target, .. } if target == "ghost"));
+    assert!(!t.effects.iter().any(|e| matches!(e, Effect::Relay { .. })), "the refused message stays as written");
+}
+
+#[test]
+fn route_moves_the_task_and_the_floor_and_status_lists_it() {
+    let mut f = grammar();
+    let t = f.say(PM, "READY: task-7\n\nFiles Modified:\n- src/a.rs: fix", 1_000);
+    assert_eq!(f.active(), "critic");
+    match only_event(&t, "routed") {
+        EventKind::Routed { task, stage, next_agent, signal, .. } => {
+            assert_eq!(
+                (task.as_deref(), stage.as_str(), next_agent.as_str(), signal.as_str()),
+                (Some("task-7"), "review", "critic", "READY")
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        t.effects[0],
+        Effect::Relay {
+            message_id: f.last_id,
+            persona: id("pm"),
+            text: Some("Files Modified:\n- src/a.rs: fix".into())
+        }
+    );
+    assert_eq!(texts(&t)[0], "📋 Task task-7: review. Over to critic.");
+    let status = f.session.status_report(Fixture::at(2_000)).to_string();
+    assert!(status.ends_with("Tasks: task-7 review (critic)."), "{status}");
+}
+
+#[test]
+fn finish_task_marks_it_done_and_passes_the_floor_on() {
+    let mut f = grammar();
+    f.say(PM, "READY: t1", 1_000);
+    let t = f.say(CRITIC, "All good.\nSHIPPED: t1", 2_000);
+    assert!(matches!(only_event(&t, "task_finished"), EventKind::TaskFinished { task, .. } if task == "t1"));
+    assert_eq!(f.session.tasks["t1"].stage, "done");
+    assert_eq!(f.session.tasks["t1"].holder, None);
+    assert_eq!((f.active(), f.session.round), ("pm", 2), "no `to`: the next in the roster");
+    assert_eq!(texts(&t)[0], "✅ Task t1 is done.");
+}
+
+#[test]
+fn keep_resets_the_deadline_at_most_max_keeps_times_in_a_row() {
+    let mut f = grammar();
+    let t = f.say(PM, "Searching again. <more>search failed</more>", 10_000);
+    assert_eq!(f.active(), "pm");
+    assert_eq!(f.session.turn_timeout_at, Some(Fixture::at(10_000) + TimeDelta::seconds(90)), "a fresh turn");
+    assert!(
+        matches!(only_event(&t, "kept"), EventKind::Kept { count: 1, reason: Some(r), .. } if r == "search failed")
+    );
+    assert_eq!(texts(&t), ["🔁 <@101> (pm) keeps the floor for another turn: 90s (1 of 2)."]);
+    assert_eq!(announcements(&t)[0].mention, Some(PM), "the agent is called again");
+    f.say(PM, "<more>other reason</more>", 20_000);
+    assert_eq!(f.session.keeps_in_row, 2);
+    let t = f.say(PM, "<more>yet another</more>", 30_000);
+    assert_eq!(f.active(), "dev", "the third keep in a row moves the floor on");
+    assert_eq!(texts(&t)[0], "🔁 pm kept the floor 2 times in a row; the floor moves on.");
+    assert_eq!(f.session.keeps_in_row, 0);
+}
+
+#[test]
+fn progress_is_clamped_recorded_and_extends_the_deadline_once_per_turn() {
+    let mut f = grammar();
+    let deadline = f.session.turn_timeout_at.unwrap();
+    let t = f.say(PM, "Working.\nPROGRESS: 150", 1_000);
+    assert!(matches!(only_event(&t, "progress"), EventKind::Progress { percent: Some(100), extended_seconds: 30, .. }));
+    assert_eq!(f.session.turn_timeout_at, Some(deadline + TimeDelta::seconds(30)));
+    assert_eq!(f.active(), "pm", "the turn goes on");
+    let t = f.say(PM, "PROGRESS: -5", 2_000);
+    assert!(matches!(only_event(&t, "progress"), EventKind::Progress { percent: Some(0), extended_seconds: 0, .. }));
+    assert_eq!(f.session.turn_timeout_at, Some(deadline + TimeDelta::seconds(30)), "once per turn");
+    let status = f.session.status_report(Fixture::at(3_000)).to_string();
+    assert!(status.contains("Progress: pm at 0%."), "{status}");
+}
+
+#[test]
+fn escalate_pauses_calls_the_managers_and_resume_gives_a_fresh_turn() {
+    let mut f = grammar();
+    let t = f.say(PM, "I cannot reach the database.\nBLOCKED: need credentials", 30_000);
+    assert_eq!(f.session.status, SessionStatus::Paused);
+    assert_eq!(f.session.paused_remaining_ms, Some(60_000));
+    let call = announcements(&t).into_iter().find(|a| a.ping_managers).expect("the managers are called");
+    assert_eq!(
+        call.text,
+        "🚨 pm needs a person: need credentials. The session is paused; a manager's `resume` goes on."
+    );
+    let status = f.session.status_report(Fixture::at(31_000)).to_string();
+    assert!(status.contains("(paused)") && status.contains("Paused because pm escalated (BLOCKED): need credentials."));
+    // Nothing times out while paused.
+    assert!(f.tick(500_000).events.is_empty());
+    let t = f.command(Command::Resume, 600_000).unwrap();
+    assert_eq!(f.session.status, SessionStatus::Running);
+    assert_eq!(f.session.pause_reason, None);
+    assert_eq!(f.session.turn_timeout_at, Some(Fixture::at(600_000) + TimeDelta::seconds(90)), "a fresh turn");
+    assert_eq!(announcements(&t).last().unwrap().mention, Some(PM), "pm is called back to read the answer");
+}
+
+#[test]
+fn record_only_records_and_the_turn_goes_on() {
+    let mut f = grammar();
+    let t = f.say(PM, "CHECKPOINT: step-3\nStill going.", 1_000);
+    assert!(matches!(only_event(&t, "recorded"), EventKind::Recorded { payload: Some(p), .. } if p == "step-3"));
+    assert!(texts(&t).is_empty(), "the record template is silent by default");
+    assert_eq!(f.active(), "pm");
+    assert_eq!(
+        t.effects,
+        [Effect::Relay { message_id: f.last_id, persona: id("pm"), text: Some("Still going.".into()) }]
+    );
+}
+
+#[test]
+fn end_ends_the_session_and_only_its_senders_may_use_it() {
+    let mut f = grammar();
+    let t = f.say(PM, "FIN", 1_000);
+    assert!(t.events.is_empty(), "pm may not use FIN: not a signal for pm");
+    f.command(Command::Give { persona: "critic".into() }, 2_000).unwrap();
+    let t = f.say(CRITIC, "We are done. FIN", 3_000);
+    assert_eq!(f.session.status, SessionStatus::Stopped);
+    assert_eq!(f.session.active_agent, None);
+    assert!(
+        matches!(only_event(&t, "session_ended"), EventKind::SessionEnded { reason } if reason == "FIN from critic")
+    );
+    assert_eq!(texts(&t), ["🏁 critic ended the session (FIN). History is kept."]);
+}
+
+#[test]
+fn the_highest_priority_wins_and_every_matched_signal_is_stripped() {
+    let mut f = grammar();
+    // BLOCKED (priority 10) and READY (0) both match; the escalation wins and both lines go.
+    let t = f.say(PM, "READY: t9\nBLOCKED: disk full\nDetails follow.", 1_000);
+    assert!(t.events.iter().any(|e| e.kind.name() == "escalated"));
+    assert!(!t.events.iter().any(|e| e.kind.name() == "routed"));
+    assert_eq!(
+        t.effects[0],
+        Effect::Relay { message_id: f.last_id, persona: id("pm"), text: Some("Details follow.".into()) }
+    );
+}
+
+#[test]
+fn ties_go_to_the_rule_listed_first() {
+    let rules = r#"{"rules": [
+        {"name": "first", "pattern": "GO", "action": "pass"},
+        {"name": "second", "pattern": "(?:GO)", "action": "complete"}]}"#;
+    let mut f = Fixture::with_config(config(rules));
+    let t = f.say(PM, "GO", 1_000);
+    assert_eq!(event_names(&t), ["passed"]);
+}
+
+#[test]
+fn invisible_characters_around_the_keyword_still_end_the_turn() {
+    let mut f = Fixture::new();
+    let t = f.say(PM, "Done.\u{200B}TURN_COMPLETE\u{200F}\u{FEFF}", 1_000);
+    assert_eq!(t.effects[0], Effect::Relay { message_id: f.last_id, persona: id("pm"), text: Some("Done.".into()) });
+    assert_eq!(f.active(), "dev");
+    let t = f.say(DEV, "Ok \u{2060}TURN_COMPLETE\u{200E}", 2_000);
+    assert_eq!(event_names(&t), ["turn_complete"]);
+}
+
+// --- recovery rules ----------------------------------------------------------------------------------------
+
+#[test]
+fn unknown_signals_get_a_reply_and_the_third_in_a_row_counts_as_a_timeout() {
+    let mut f = grammar();
+    let t = f.say(PM, "REDY: t1", 1_000);
+    let reply = announcements(&t)[0];
+    assert_eq!(reply.reply_to, Some(f.last_id));
+    assert_eq!(reply.mention, Some(PM));
+    assert!(reply.text.starts_with("⚠️ `REDY: t1` is not a signal here (1 of 3). Valid signals: TURN_COMPLETE, PASS,"));
+    assert!(!reply.text.contains("FIN"), "FIN is critic's, not pm's: {}", reply.text);
+    f.say(PM, "DONE: t1", 2_000);
+    assert_eq!(f.active(), "pm");
+    let t = f.say(PM, "FINISHED: t1", 3_000);
+    assert_eq!(f.active(), "dev");
+    assert!(matches!(only_event(&t, "agent_signal_failure"), EventKind::AgentSignalFailure { count: 3, .. }));
+    assert!(f.session.agents[&id("pm")].awaiting_late_reply, "like a timeout: its next message is late");
+    assert_eq!(f.session.agents[&id("pm")].consecutive_timeouts, 1, "and it counts as a strike");
+}
+
+#[test]
+fn a_recognised_signal_resets_the_unknown_count() {
+    let mut f = grammar();
+    f.say(PM, "REDY: t1", 1_000);
+    f.say(PM, "CHECKPOINT: ok", 2_000);
+    assert_eq!(f.session.agents[&id("pm")].unknown_signals, 0);
+}
+
+#[test]
+fn unknown_signal_recovery_can_be_turned_off() {
+    let mut f = Fixture::with_config(config(r#"{"unknownPattern": null}"#));
+    let t = f.say(PM, "NOTE: something", 1_000);
+    assert!(t.effects.is_empty() && t.events.is_empty());
+}
+
+#[test]
+fn a_persona_timing_out_bench_after_times_is_skipped_until_it_speaks_or_is_added() {
+    let mut f = Fixture::with_config(config(r#"{"benchAfter": 2}"#));
+    // dev times out twice in a row: each time pm and critic complete at once.
+    let mut now = 0;
+    for _ in 0..2 {
+        now += 1_000;
+        f.say(PM, "TURN_COMPLETE", now);
+        assert_eq!(f.active(), "dev");
+        now += 120_000;
+        let t = f.tick(now);
+        now += 1_000;
+        f.say(CRITIC, "TURN_COMPLETE", now);
+        if f.session.agents[&id("dev")].benched {
+            assert!(t.events.iter().any(|e| e.kind.name() == "benched"));
+            assert!(texts(&t).iter().any(|s| s.starts_with("🪑 dev timed out 2 times in a row and is benched")));
+        }
+    }
+    assert!(f.session.agents[&id("dev")].benched);
+    f.say(PM, "TURN_COMPLETE", now + 1_000);
+    assert_eq!(f.active(), "critic", "the rotation skips dev");
+    assert!(f.session.status_report(Fixture::at(now)).to_string().contains("Benched: dev."));
+    // dev speaks (out of turn): it is back.
+    let t = f.say(DEV, "I'm here.", now + 2_000);
+    assert!(t.events.iter().any(|e| matches!(&e.kind, EventKind::Unbenched { by } if by == "it spoke")));
+    assert!(!f.session.agents[&id("dev")].benched);
+    f.say(CRITIC, "TURN_COMPLETE", now + 3_000);
+    f.say(PM, "TURN_COMPLETE", now + 4_000);
+    assert_eq!(f.active(), "dev");
+}
+
+#[test]
+fn add_brings_a_benched_persona_back() {
+    let mut f = Fixture::with_config(config(r#"{"benchAfter": 1}"#));
+    f.tick(90_000);
+    assert!(f.session.agents[&id("pm")].benched);
+    let t = f.command(Command::Add { persona: "pm".into() }, 91_000).unwrap();
+    assert_eq!(event_names(&t), ["unbenched"]);
+    assert_eq!(texts(&t), ["🪑 pm is back in the rotation."]);
+    assert!(!f.session.agents[&id("pm")].benched);
+}
+
+#[test]
+fn the_last_persona_not_benched_is_never_benched() {
+    let rules = r#"{"benchAfter": 1}"#;
+    let mut f = Fixture::with_config(config(rules));
+    f.command(Command::Order { roster: vec!["pm".into()] }, 0).unwrap();
+    f.tick(90_000);
+    assert!(!f.session.agents[&id("pm")].benched);
+    assert_eq!(f.active(), "pm");
+}
+
+#[test]
+fn the_same_text_three_times_in_a_row_pauses_and_calls_the_managers() {
+    let mut f = Fixture::new();
+    f.say(PM, "Thanks! TURN_COMPLETE", 1_000);
+    f.say(DEV, "Thanks! TURN_COMPLETE", 2_000);
+    let t = f.say(CRITIC, "Thanks! TURN_COMPLETE", 3_000);
+    assert_eq!(f.session.status, SessionStatus::Paused);
+    assert_eq!(f.active(), "critic", "the looping message does not pass the floor on");
+    assert!(matches!(only_event(&t, "loop_detected"), EventKind::LoopDetected { count: 3, text } if text == "Thanks!"));
+    assert!(
+        announcements(&t).iter().any(|a| a.ping_managers && a.text.starts_with("🔁 The same message came 3 times"))
+    );
+    let status = f.session.status_report(Fixture::at(4_000)).to_string();
+    assert!(status.contains("Paused because the same message came 3 times in a row."), "{status}");
+}
+
+#[test]
+fn the_same_keep_reason_three_times_is_a_loop() {
+    let rules = r#"{"rules": [{"name": "MORE", "pattern": "<more>(?P<payload>[^<]*)</more>", "at": "anywhere",
+                               "action": "keep", "maxKeeps": 10}]}"#;
+    let mut f = Fixture::with_config(config(rules));
+    f.say(PM, "try 1 <more>tool failed</more>", 1_000);
+    f.say(PM, "try 2 <more>tool failed</more>", 2_000);
+    let t = f.say(PM, "try 3 <more>tool failed</more>", 3_000);
+    assert_eq!(f.session.status, SessionStatus::Paused);
+    assert!(t.events.iter().any(|e| e.kind.name() == "loop_detected"));
+}
+
+#[test]
+fn different_texts_never_make_a_loop() {
+    let mut f = Fixture::new();
+    for (i, who) in [PM, DEV, CRITIC, PM, DEV, CRITIC].into_iter().enumerate() {
+        f.say(who, &format!("point {i} TURN_COMPLETE"), 1_000 * (i as i64 + 1));
+    }
+    assert_eq!(f.session.status, SessionStatus::Running);
+}
+
+#[test]
+fn max_rounds_ends_the_session_when_that_many_rounds_are_done() {
+    let mut f = Fixture::with_config(config(r#"{"maxRounds": 1}"#));
+    f.say(PM, "a TURN_COMPLETE", 1_000);
+    f.say(DEV, "b TURN_COMPLETE", 2_000);
+    let t = f.say(CRITIC, "c TURN_COMPLETE", 3_000);
+    assert_eq!(f.session.status, SessionStatus::Stopped);
+    assert_eq!(event_names(&t), ["turn_complete", "session_ended"]);
+    assert_eq!(texts(&t), ["🏁 1 rounds done: turn management stopped. History is kept."]);
+}
+
+#[test]
+fn a_signal_within_the_grace_period_still_counts() {
+    let mut f = Fixture::with_config(config(r#"{"graceSeconds": 5}"#));
+    let ctx_wake = |f: &Fixture| f.session.wake_at(Context { personas: &f.personas, config: &f.config });
+    assert_eq!(ctx_wake(&f), Some(Fixture::at(95_000)), "the actor wakes after the grace");
+    assert!(f.tick(92_000).events.is_empty(), "at the deadline, the grace period runs");
+    let t = f.say_written(PM, "Just in time. TURN_COMPLETE", 93_000, 93_500);
+    assert_eq!(event_names(&t), ["turn_complete"]);
+    // Past the grace, the turn times out.
+    let t = f.tick(120_000 + 93_500 + 5_000);
+    assert_eq!(event_names(&t), ["turn_timeout"]);
+}
+
+#[test]
+fn silence_after_the_holder_spoke_ends_its_turn_when_auto_detection_is_on() {
+    let mut f = Fixture::with_config(config(r#"{"silenceSeconds": 10}"#));
+    let wake = |f: &Fixture| f.session.wake_at(Context { personas: &f.personas, config: &f.config });
+    assert_eq!(wake(&f), Some(Fixture::at(90_000)), "no silence counted before the holder speaks");
+    f.say(PM, "Here is my take.", 5_000);
+    assert_eq!(wake(&f), Some(Fixture::at(15_000)));
+    f.say(PM, "And one more thing.", 8_000);
+    assert!(f.tick(15_000).events.is_empty(), "the silence restarts with each message");
+    let t = f.tick(18_000);
+    assert!(matches!(only_event(&t, "turn_silent"), EventKind::TurnSilent { silent_seconds: 10, .. }));
+    assert!(!texts(&t)[0].contains("timed out"), "no timeout notice: {:?}", texts(&t));
+    assert_eq!(f.active(), "dev");
+}
+
+#[test]
+fn a_completion_phrase_ends_the_turn_like_a_signal() {
+    let mut f = Fixture::with_config(config(r#"{"completionPhrases": ["that's all from me"]}"#));
+    let t = f.say(PM, "My points are made. That's all from me.", 1_000);
+    assert!(
+        matches!(only_event(&t, "turn_complete"), EventKind::TurnComplete { keyword, .. } if keyword == "that's all from me")
+    );
+    assert!(!t.effects.iter().any(|e| matches!(e, Effect::Relay { .. })), "nothing to strip: the message stays");
+    assert_eq!(f.active(), "dev");
+}
+
+#[test]
+fn auto_detection_is_off_by_default() {
+    let mut f = Fixture::new();
+    f.say(PM, "That's all from me.", 1_000);
+    assert!(f.tick(80_000).events.is_empty());
+    assert_eq!(f.active(), "pm");
+}
