@@ -94,8 +94,11 @@ fn gist(text: &str, names: &BTreeMap<u64, String>) -> String {
     let start: String = whole.chars().take(GIST_START).collect();
     let readable = readable(text, names);
     let last = readable.lines().rev().map(str::trim).find(|line| !line.is_empty()).unwrap_or_default();
-    let last: String = last.chars().take(GIST_START).collect();
-    format!("{} … {last}", start.trim_end())
+    let mut end: String = last.chars().take(GIST_START).collect();
+    if end.len() < last.len() {
+        end.push('…');
+    }
+    format!("{} … {end}", start.trim_end())
 }
 
 /// Continuation lines of a multi-line message, indented under its first line.

@@ -1,27 +1,23 @@
 //! A scripted preset played until its task is done (`demo --preset review-workflow`): each persona's agent answers
-//! its calls with its script's replies, and the demo ends when the engine records the task as finished.
-//!
-//! The turns are read back from the history log in its saved shape (`event`, `agentId`, `details`): every event
-//! that passes the floor names the next persona in `details.nextAgent`, and the signal in `details.signal` (or
-//! `keyword`).
+//! its calls with its script's replies, and the demo ends when the session holds the task at stage `done` (a
+//! `finishTask` signal). The turns are read back from the history log: every event that ends a turn.
 
 use super::script::Script;
 use super::show::Show;
 use crate::core::config::Config;
 use crate::core::persona::Persona;
-use crate::core::session::history::HistoryEvent;
+use crate::core::session::history::{EventKind, HistoryEvent};
 use anyhow::bail;
 use local_discord::agents::Behavior;
 use local_discord::world::SeenMessage;
-use serde_json::Value;
 use std::path::Path;
 use std::time::Duration;
 use tokio::time::Instant;
 
 /// The scripted workflow gives up if its task is not done by then (a few turns of a second or two each).
 const TASK_LIMIT: Duration = Duration::from_secs(40);
-/// The history event that says a task is done.
-const TASK_FINISHED: &str = "task_finished";
+/// The stage of a finished task.
+const DONE: &str = "done";
 
 /// What the scripted workflow showed.
 #[derive(Clone, Debug)]
@@ -29,8 +25,8 @@ pub struct TaskOutcome {
     pub task: String,
     /// The turns, in order, until the task was finished (or the demo gave up).
     pub steps: Vec<Step>,
-    /// The engine recorded the task as finished.
-    pub finished: bool,
+    /// The task's stage in the session when the demo ended (`done` once finished).
+    pub stage: Option<String>,
     /// The path the script is meant to show: who holds the floor, turn by turn.
     pub expected: Vec<String>,
     /// From the operator's `!turn start` to the task finished (or the demo giving up).
@@ -51,16 +47,40 @@ pub struct Step {
     pub event: String,
     /// The signal that ended it, if one did.
     pub signal: Option<String>,
+    /// The stage the turn moved the task to, if it moved it.
+    pub stage: Option<String>,
 }
 
 impl TaskOutcome {
+    /// Whether the task was finished.
+    pub fn finished(&self) -> bool {
+        self.stage.as_deref() == Some(DONE)
+    }
+
     /// Who held the floor, turn by turn, then `done` when the task was finished.
     pub fn path(&self) -> Vec<String> {
         let mut path: Vec<String> = self.steps.iter().map(|s| s.persona.clone()).collect();
-        if self.finished {
-            path.push("done".into());
+        if self.finished() {
+            path.push(DONE.into());
         }
         path
+    }
+
+    /// The path with the stage each persona got the task at: `developer → critic (review) → … → done`.
+    pub fn path_with_stages(&self) -> String {
+        let mut shown: Vec<String> = Vec::new();
+        let mut stage: Option<&str> = None;
+        for step in &self.steps {
+            shown.push(match stage {
+                Some(stage) => format!("{} ({stage})", step.persona),
+                None => step.persona.clone(),
+            });
+            stage = step.stage.as_deref();
+        }
+        if self.finished() {
+            shown.push(DONE.into());
+        }
+        shown.join(" → ")
     }
 
     /// The signals that passed the floor, in order.
@@ -111,13 +131,18 @@ pub async fn run(
     );
     let show = Show::open(&personas, behaviors, &intro, config, state_dir).await?;
     let started = Instant::now();
-    let finished = show.until(TASK_LIMIT, |s| s.history.iter().any(|e| finishes(e, script.task))).await;
+    let mut stage = None;
+    show.until(TASK_LIMIT, |s| {
+        stage = s.tasks.get(script.task).map(|t| t.stage.clone());
+        stage.as_deref() == Some(DONE)
+    })
+    .await;
     let elapsed = started.elapsed();
     let closed = show.close().await?;
     Ok(TaskOutcome {
         task: script.task.to_owned(),
         steps: steps(&closed.history, script.task),
-        finished,
+        stage,
         expected: script.path.iter().map(|p| (*p).to_owned()).collect(),
         elapsed,
         rest_calls: closed.rest_calls,
@@ -129,7 +154,7 @@ pub async fn run(
 /// Prints the task's path and handoffs, and checks that the demo showed the whole workflow.
 pub fn summarize(outcome: &TaskOutcome) -> anyhow::Result<()> {
     let signals = outcome.signals();
-    println!("\nSummary: {}: {}, in {:.1}s.", outcome.task, outcome.path().join(" → "), outcome.elapsed.as_secs_f64());
+    println!("\nSummary: {}: {}, in {:.1}s.", outcome.task, outcome.path_with_stages(), outcome.elapsed.as_secs_f64());
     println!(
         "{} handoff(s) by signal ({}), each stripped from what the channel shows; {} turn(s) timed out.",
         signals.len(),
@@ -137,7 +162,7 @@ pub fn summarize(outcome: &TaskOutcome) -> anyhow::Result<()> {
         outcome.timeouts()
     );
     println!("REST calls made by the bot: {} in all, including start-up.", outcome.rest_calls);
-    if !outcome.finished {
+    if !outcome.finished() {
         bail!("{} was not finished within {}s", outcome.task, TASK_LIMIT.as_secs());
     }
     let mut expected = outcome.expected.clone();
@@ -151,74 +176,91 @@ pub fn summarize(outcome: &TaskOutcome) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Whether `event` records `task` as finished.
-fn finishes(event: &HistoryEvent, task: &str) -> bool {
-    event.kind.name() == TASK_FINISHED && details(event).get("task").and_then(Value::as_str) == Some(task)
-}
-
-/// The turns in `history`, up to the one that finished `task`: every event by a persona that passes the floor.
+/// The turns in `history`, up to the one that finished `task`.
 fn steps(history: &[HistoryEvent], task: &str) -> Vec<Step> {
     let mut steps = Vec::new();
     for event in history {
-        let details = details(event);
-        let (Some(persona), Some(_)) = (&event.agent_id, details.get("nextAgent")) else { continue };
-        let signal = details.get("signal").or_else(|| details.get("keyword")).and_then(Value::as_str);
-        steps.push(Step {
-            persona: persona.to_string(),
-            event: event.kind.name().to_owned(),
-            signal: signal.map(str::to_owned),
-        });
-        if finishes(event, task) {
+        let Some(step) = step(event) else { continue };
+        steps.push(step);
+        if matches!(&event.kind, EventKind::TaskFinished { task: finished, .. } if finished == task) {
             break;
         }
     }
     steps
 }
 
-/// An event's details, as saved.
-fn details(event: &HistoryEvent) -> Value {
-    serde_json::to_value(event).ok().and_then(|mut v| v.get_mut("details").map(Value::take)).unwrap_or(Value::Null)
+/// The turn `event` ended, if it ended one: its holder, and the signal and task stage it ended with.
+fn step(event: &HistoryEvent) -> Option<Step> {
+    let (signal, stage) = match &event.kind {
+        EventKind::Routed { signal, stage, .. } => (Some(signal), Some(stage.clone())),
+        EventKind::TaskFinished { signal, .. } => (Some(signal), Some(DONE.to_owned())),
+        EventKind::TurnComplete { keyword: signal, .. }
+        | EventKind::Passed { signal, .. }
+        | EventKind::HandedOff { signal, .. } => (Some(signal), None),
+        EventKind::TurnTimeout { .. }
+        | EventKind::TurnSilent { .. }
+        | EventKind::AgentSignalFailure { .. }
+        | EventKind::Skipped { .. } => (None, None),
+        _ => return None,
+    };
+    Some(Step {
+        persona: event.agent_id.as_ref()?.to_string(),
+        event: event.kind.name().to_owned(),
+        signal: signal.cloned(),
+        stage,
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn event(json: Value) -> HistoryEvent {
+    fn event(json: serde_json::Value) -> HistoryEvent {
         serde_json::from_value(json).unwrap()
     }
 
     #[test]
-    fn the_turns_are_read_from_the_events_that_pass_the_floor() {
+    fn the_turns_and_the_tasks_stages_are_read_from_the_events_that_end_turns() {
         let at = "2025-01-01T00:00:00Z";
         let history = vec![
             event(serde_json::json!({"at": at, "round": 1, "event": "session_started",
-                "details": {"roster": ["developer", "critic"]}})),
-            event(serde_json::json!({"at": at, "round": 1, "agentId": "developer", "event": "turn_complete",
-                "details": {"messageId": "5", "keyword": "TURN_COMPLETE", "nextAgent": "critic"}})),
+                "details": {"roster": ["developer", "critic", "auditor"]}})),
+            event(serde_json::json!({"at": at, "round": 1, "agentId": "developer", "event": "routed",
+                "details": {"messageId": "5", "signal": "READY_FOR_REVIEW", "task": "task-1", "stage": "review",
+                "nextAgent": "critic"}})),
             event(serde_json::json!({"at": at, "round": 1, "agentId": "critic", "event": "turn_timeout",
-                "details": {"durationSeconds": 3, "nextAgent": "developer"}})),
-            event(serde_json::json!({"at": at, "round": 2, "agentId": "developer", "event": "late_signal",
+                "details": {"durationSeconds": 3, "nextAgent": "auditor"}})),
+            event(serde_json::json!({"at": at, "round": 1, "agentId": "critic", "event": "late_signal",
                 "details": {"messageId": "9", "text": "sorry", "hadSignal": false}})),
+            event(serde_json::json!({"at": at, "round": 2, "agentId": "auditor", "event": "turn_complete",
+                "details": {"messageId": "11", "keyword": "TURN_COMPLETE", "nextAgent": "developer"}})),
         ];
         let steps = steps(&history, "task-1");
-        assert_eq!(steps.len(), 2, "{steps:?}");
-        assert_eq!(
-            steps[0],
-            Step { persona: "developer".into(), event: "turn_complete".into(), signal: Some("TURN_COMPLETE".into()) }
-        );
-        assert_eq!(steps[1].signal, None);
-        let outcome = TaskOutcome {
+        assert_eq!(steps.len(), 3, "{steps:?}");
+        let routed = Step {
+            persona: "developer".into(),
+            event: "routed".into(),
+            signal: Some("READY_FOR_REVIEW".into()),
+            stage: Some("review".into()),
+        };
+        assert_eq!(steps[0], routed);
+        assert_eq!((steps[1].signal.as_deref(), steps[1].stage.as_deref()), (None, None));
+        assert_eq!(steps[2].signal.as_deref(), Some("TURN_COMPLETE"));
+        let mut outcome = TaskOutcome {
             task: "task-1".into(),
             steps,
-            finished: false,
+            stage: Some("review".into()),
             expected: vec![],
             elapsed: Duration::ZERO,
             rest_calls: 0,
             history,
             channel: vec![],
         };
-        assert_eq!(outcome.path(), ["developer", "critic"], "no `done` before the task is finished");
+        assert_eq!(outcome.path(), ["developer", "critic", "auditor"], "no `done` before the task is finished");
+        assert_eq!(outcome.path_with_stages(), "developer → critic (review) → auditor");
         assert_eq!(outcome.timeouts(), 1);
+        assert_eq!(outcome.signals(), ["READY_FOR_REVIEW", "TURN_COMPLETE"]);
+        outcome.stage = Some(DONE.into());
+        assert_eq!(outcome.path().last().map(String::as_str), Some(DONE));
     }
 }
