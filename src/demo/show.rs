@@ -93,12 +93,13 @@ impl Show {
         }
     }
 
-    /// Silences the agents, has the operator stop the session, lets the bot finish what it decided and shuts it
-    /// down.
+    /// Silences the agents, lets the bot carry out what it has decided (so the channel shows it before the stop),
+    /// has the operator stop the session, and shuts the bot down.
     pub async fn close(self) -> anyhow::Result<Closed> {
         for agent in &self.agents {
             agent.abort();
         }
+        self.bot.settle(self.channel).await;
         self.stage.operator_says("!turn stop");
         let stopped = self.until(Duration::from_secs(10), |s| s.status == SessionStatus::Stopped).await;
         anyhow::ensure!(stopped, "the session did not stop");
