@@ -28,6 +28,13 @@ impl Session {
             };
             let author = ctx.personas.by_user(message.author).map(|p| &p.id);
             if !author.is_some_and(|a| ctx.config.signals.has_signal(&message.text, a)) {
+                // A holder streaming its answer by editing is not silent (auto-detection by silence).
+                let silence_on = ctx.config.signals.recovery.silence_seconds.is_some();
+                let streaming = silence_on && author.is_some() && author == self.active_agent.as_ref();
+                if streaming && self.turn_last_spoke_at.is_some_and(|at| at < written) {
+                    self.turn_last_spoke_at = Some(written);
+                    t.changed = true;
+                }
                 return t;
             }
             self.editable_messages.remove(position);

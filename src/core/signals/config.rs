@@ -93,7 +93,9 @@ fn read_rules(c: &mut Checker, signals: &Map<String, Value>, rules: &mut Vec<Rul
         return false;
     };
     let before = c.problems.len();
-    let first = rules.len();
+    // Each read rule with its index in the list, so that problems between rules name the right ones even when
+    // rules before them were bad.
+    let mut read = Vec::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {
         let mut at = RuleAt { c, index: i };
         let Value::Object(fields) = item else {
@@ -101,10 +103,11 @@ fn read_rules(c: &mut Checker, signals: &Map<String, Value>, rules: &mut Vec<Rul
             continue;
         };
         if let Some(rule) = read_rule(&mut at, fields) {
-            rules.push(rule);
+            read.push((i, rule));
         }
     }
-    check_priorities(c, &rules[first..]);
+    check_priorities(c, &read);
+    rules.extend(read.into_iter().map(|(_, rule)| rule));
     c.problems.len() == before
 }
 
@@ -311,11 +314,11 @@ fn check_groups(at: &mut RuleAt, rule: &Rule) {
 }
 
 /// Two rules with the same name, or a rule that can never win: an earlier one with the same pattern, position,
-/// senders and priority always takes the message first.
-fn check_priorities(c: &mut Checker, rules: &[Rule]) {
-    for (i, rule) in rules.iter().enumerate() {
-        let earlier = &rules[..i];
-        if let Some(j) = earlier.iter().position(|r| r.name == rule.name) {
+/// senders and priority always takes the message first. `rules` holds each rule read with its index in the list.
+fn check_priorities(c: &mut Checker, rules: &[(usize, Rule)]) {
+    for (k, (i, rule)) in rules.iter().enumerate() {
+        let (i, earlier) = (*i, &rules[..k]);
+        if let Some((j, _)) = earlier.iter().find(|(_, r)| r.name == rule.name) {
             let line = c.line_in_list(&["signals", "rules"], i, "name");
             c.error_at(
                 &format!("signals.rules[{i}].name"),
@@ -323,10 +326,10 @@ fn check_priorities(c: &mut Checker, rules: &[Rule]) {
                 format!("\"{}\" is also the name of rule {j}; names must be unique", rule.name),
             );
         }
-        let shadow = earlier.iter().position(|r| {
+        let shadow = earlier.iter().find(|(_, r)| {
             r.pattern == rule.pattern && r.at == rule.at && r.priority >= rule.priority && r.from == rule.from
         });
-        if let Some(j) = shadow {
+        if let Some((j, shadowing)) = shadow {
             let line = c.line_in_list(&["signals", "rules"], i, "priority");
             c.error_at(
                 &format!("signals.rules[{i}].priority"),
@@ -334,7 +337,7 @@ fn check_priorities(c: &mut Checker, rules: &[Rule]) {
                 format!(
                     "rule \"{}\" can never win: rule {j} (\"{}\") has the same pattern and a priority at least as high; \
                      give it a higher priority or remove it",
-                    rule.name, rules[j].name
+                    rule.name, shadowing.name
                 ),
             );
         }

@@ -1,1 +1,450 @@
-//! Signal grammar tests: rules, priorities, anchoring, invisible characters, configuration errors.
+//! Signal grammar tests: the shipped presets read through `Config::parse` and matched against the seeds' own
+//! examples (001's workflow signals, 002's `<chorus>` tags, 003's `<signal>` blocks), invisible characters, unknown
+//! signals, and a configuration with many mistakes reported at once.
+
+use super::*;
+use crate::core::config::Config;
+
+const ROUND_ROBIN: &str = include_str!("../../../examples/presets/round-robin/turn-manager.json");
+const REVIEW: &str = include_str!("../../../examples/presets/review-workflow/turn-manager.json");
+const CHORUS: &str = include_str!("../../../examples/presets/chorus/turn-manager.json");
+const XML: &str = include_str!("../../../examples/presets/xml-signals/turn-manager.json");
+
+fn preset(file: &str, text: &str) -> SignalRules {
+    Config::parse(file, text).unwrap_or_else(|problems| panic!("{file} does not parse:\n{problems}")).signals
+}
+
+fn round_robin() -> SignalRules {
+    preset("round-robin/turn-manager.json", ROUND_ROBIN)
+}
+
+fn review() -> SignalRules {
+    preset("review-workflow/turn-manager.json", REVIEW)
+}
+
+fn chorus() -> SignalRules {
+    preset("chorus/turn-manager.json", CHORUS)
+}
+
+fn xml() -> SignalRules {
+    preset("xml-signals/turn-manager.json", XML)
+}
+
+fn id(raw: &str) -> PersonaId {
+    PersonaId::parse(raw).unwrap()
+}
+
+/// The rule name, action, payload, task and display of what `author`'s `text` carries.
+fn detect(
+    rules: &SignalRules,
+    author: &str,
+    text: &str,
+) -> (String, Action, Option<String>, Option<String>, Option<String>) {
+    let d = rules.detect(text, &id(author)).unwrap_or_else(|| panic!("no signal found in {text:?}"));
+    (d.rule.name.clone(), d.rule.action.clone(), d.payload, d.task, d.display)
+}
+
+fn name_of(rules: &SignalRules, author: &str, text: &str) -> Option<String> {
+    rules.detect(text, &id(author)).map(|d| d.rule.name.clone())
+}
+
+// The round-robin preset: the default made explicit.
+
+#[test]
+fn round_robin_turn_complete_at_the_end_completes_and_is_stripped() {
+    let rules = round_robin();
+    let (name, action, _, _, display) = detect(&rules, "pm", "Here's my response.\n\nTURN_COMPLETE");
+    assert_eq!(
+        (name.as_str(), action, display.as_deref()),
+        ("TURN_COMPLETE", Action::Complete, Some("Here's my response."))
+    );
+    assert!(rules.detect("My answer TURN_COMPLETE more text", &id("pm")).is_none());
+    assert_eq!(rules.turn_end_hint(), "TURN_COMPLETE");
+}
+
+#[test]
+fn round_robin_pass_alone_passes_but_pass_ending_a_sentence_does_not() {
+    let rules = round_robin();
+    let (name, action, _, _, display) = detect(&rules, "dev", "  PASS \n");
+    assert_eq!((name.as_str(), action, display), ("PASS", Action::Pass, None));
+    assert!(rules.detect("cargo test: PASS", &id("dev")).is_none(), "a test result is not a pass");
+    assert_eq!(name_of(&rules, "dev", "cargo test: PASS\nTURN_COMPLETE").as_deref(), Some("TURN_COMPLETE"));
+}
+
+// Seed 001, through the review-workflow preset: line-anchored signals with a task id and a body.
+
+const READY_FOR_REVIEW: &str = "READY_FOR_REVIEW: task-42
+
+Files Modified:
+- src/auth/login.rs: checks the password against the stored hash
+- src/auth/mod.rs: exports login
+
+Tests Written:
+- tests/login.rs: a wrong password is refused
+
+Verification Results (self-verified):
+- cargo test: PASS (local)
+
+Summary: login checks the password";
+
+#[test]
+fn review_ready_for_review_routes_to_the_critic_with_its_task_and_keeps_the_body() {
+    let (name, action, _, task, display) = detect(&review(), "developer", READY_FOR_REVIEW);
+    assert_eq!(name, "READY_FOR_REVIEW");
+    assert_eq!(action, Action::Route { to: id("critic"), stage: "review".into() });
+    assert_eq!(task.as_deref(), Some("task-42"));
+    let body = READY_FOR_REVIEW.split_once("\n\n").unwrap().1;
+    assert_eq!(display.as_deref(), Some(body), "the signal line goes, the body stays as written");
+    assert_eq!(review().unknown_signal(body), None, "no line of the body looks like a signal");
+}
+
+#[test]
+fn review_failed_routes_back_to_the_developer_and_keeps_the_prose_mention_of_another_signal() {
+    let text = "REVIEW_FAILED: task-42
+
+Files Reviewed:
+- src/auth/login.rs
+
+Issues Found:
+- src/auth/login.rs:17: the hash is compared with ==, not in constant time
+
+Required Fixes:
+- compare in constant time
+
+Priority: HIGH
+
+Developer: Please address all issues above and signal READY_FOR_REVIEW when complete.";
+    let rules = review();
+    let (name, action, _, task, display) = detect(&rules, "critic", text);
+    assert_eq!(name, "REVIEW_FAILED");
+    assert_eq!(action, Action::Route { to: id("developer"), stage: "rework".into() });
+    assert_eq!(task.as_deref(), Some("task-42"));
+    let display = display.unwrap();
+    assert!(display.starts_with("Files Reviewed:\n- src/auth/login.rs\n\nIssues Found:"), "{display}");
+    assert!(display.ends_with("signal READY_FOR_REVIEW when complete."), "{display}");
+    assert!(rules.unknown_signal("Priority: HIGH").is_none(), "a capitalised word is not a signal");
+}
+
+#[test]
+fn review_audit_passed_finishes_the_task_and_gives_the_floor_to_the_developer() {
+    let text = "AUDIT_PASSED: task-42
+
+Verification Results:
+- a wrong password is refused: VERIFIED - tests/login.rs
+- the hash is compared in constant time: VERIFIED - src/auth/login.rs:17
+
+Commands Executed:
+- cargo test (local): PASS
+
+Summary: both criteria hold";
+    let (name, action, _, task, display) = detect(&review(), "auditor", text);
+    assert_eq!(name, "AUDIT_PASSED");
+    assert_eq!(action, Action::FinishTask { to: Some(id("developer")) });
+    assert_eq!(task.as_deref(), Some("task-42"));
+    assert_eq!(display.as_deref(), Some(text.split_once("\n\n").unwrap().1));
+}
+
+#[test]
+fn review_infra_blocked_beats_ready_for_review_in_the_same_message_whatever_their_order() {
+    let rules = review();
+    let body = "Issue: the test database does not start\nCommand: docker compose up db\nEnvironment: CI";
+    for text in [
+        format!("READY_FOR_REVIEW: task-7\n\nINFRA_BLOCKED: task-7\n\n{body}"),
+        format!("INFRA_BLOCKED: task-7\n\nREADY_FOR_REVIEW: task-7\n\n{body}"),
+    ] {
+        let (name, action, payload, _, display) = detect(&rules, "developer", &text);
+        assert_eq!((name.as_str(), action), ("INFRA_BLOCKED", Action::Escalate), "{text}");
+        assert_eq!(payload.as_deref(), Some("task-7"));
+        assert_eq!(display.as_deref(), Some(body), "both signal lines are stripped");
+    }
+}
+
+#[test]
+fn review_from_keeps_the_critic_from_seeking_divine_clarification() {
+    let rules = review();
+    let text =
+        "SEEKING_DIVINE_CLARIFICATION\n\nTask: task-7\nQuestion: may the login page drop support for old browsers?";
+    assert!(rules.detect(text, &id("critic")).is_none());
+    assert!(!rules.has_signal(text, &id("critic")));
+    assert_eq!(rules.strip(text, &id("critic")), text, "a signal the author may not use is not stripped");
+    assert!(!rules.names_for(&id("critic")).contains(&"SEEKING_DIVINE_CLARIFICATION"));
+
+    let (name, action, _, _, display) = detect(&rules, "developer", text);
+    assert_eq!((name.as_str(), action), ("SEEKING_DIVINE_CLARIFICATION", Action::Escalate));
+    assert!(display.unwrap().starts_with("Task: task-7"));
+}
+
+#[test]
+fn review_signal_from_the_wrong_persona_is_not_detected() {
+    assert!(review().detect("READY_FOR_REVIEW: task-1", &id("critic")).is_none());
+    assert!(review().detect("AUDIT_PASSED: task-1", &id("developer")).is_none());
+}
+
+#[test]
+fn review_a_signal_not_at_a_line_start_is_prose() {
+    assert!(review().detect("I think this is READY_FOR_REVIEW: task-1", &id("developer")).is_none());
+}
+
+#[test]
+fn review_unknown_signal_line_is_found_and_named_signals_listed() {
+    let rules = review();
+    let text = "Finished the login form.\nREVIEW_DONE: t1\n";
+    assert!(rules.detect(text, &id("developer")).is_none());
+    assert_eq!(rules.unknown_signal(text).as_deref(), Some("REVIEW_DONE: t1"));
+    let names = rules.names_for(&id("developer"));
+    assert!(names.contains(&"READY_FOR_REVIEW") && !names.contains(&"REVIEW_PASSED"), "{names:?}");
+}
+
+// Seed 002, through the chorus preset: its test list.
+
+#[test]
+fn chorus_parses_complete() {
+    let (name, action, payload, _, display) = detect(&chorus(), "coder", "Parser done.\n<chorus>COMPLETE</chorus>");
+    assert_eq!((name.as_str(), action, payload), ("COMPLETE", Action::Complete, None));
+    assert_eq!(display.as_deref(), Some("Parser done."));
+}
+
+#[test]
+fn chorus_parses_blocked_with_reason() {
+    let text = "<chorus>BLOCKED: missing API key for staging</chorus>";
+    let (name, action, payload, _, display) = detect(&chorus(), "coder", text);
+    assert_eq!((name.as_str(), action), ("BLOCKED", Action::Escalate));
+    assert_eq!(payload.as_deref(), Some("missing API key for staging"));
+    assert_eq!(display, None);
+    let (name, _, payload, _, _) = detect(&chorus(), "coder", "<chorus>BLOCKED</chorus>");
+    assert_eq!((name.as_str(), payload), ("BLOCKED", None), "the reason is optional");
+}
+
+#[test]
+fn chorus_parses_needs_help_with_question_and_needs_human_with_reason() {
+    let rules = chorus();
+    let (name, action, payload, _, _) = detect(&rules, "planner", "<chorus>NEEDS_HELP: which database?</chorus>");
+    assert_eq!((name.as_str(), action, payload.as_deref()), ("NEEDS_HELP", Action::Escalate, Some("which database?")));
+    let (name, _, payload, _, _) = detect(&rules, "coder", "<chorus>NEEDS_HUMAN: both sides changed main.rs</chorus>");
+    assert_eq!((name.as_str(), payload.as_deref()), ("NEEDS_HUMAN", Some("both sides changed main.rs")));
+    let (name, action, _, _, _) = detect(&rules, "coder", "Merged.<chorus>RESOLVED</chorus>");
+    assert_eq!((name.as_str(), action), ("RESOLVED", Action::Complete));
+}
+
+#[test]
+fn chorus_parses_progress_and_clamps_the_percentage() {
+    let rules = chorus();
+    for (written, payload, clamped) in [("45", "45", 45), ("45%", "45", 45), ("150", "150", 100), ("-5", "-5", 0)] {
+        let text = format!("Working.\n<chorus>PROGRESS: {written}</chorus>");
+        let (name, action, found, _, display) = detect(&rules, "coder", &text);
+        assert_eq!((name.as_str(), action), ("PROGRESS", Action::Progress { extend_seconds: 30 }));
+        assert_eq!(found.as_deref(), Some(payload));
+        assert_eq!(percent(&found.unwrap()), Some(clamped), "{written}");
+        assert_eq!(display.as_deref(), Some("Working."));
+    }
+    assert!(rules.detect("<chorus>PROGRESS: about half</chorus>", &id("coder")).is_none());
+}
+
+#[test]
+fn chorus_no_signal_is_none() {
+    let rules = chorus();
+    assert!(rules.detect("Still reading the code.", &id("coder")).is_none());
+    assert!(rules.detect("I will say COMPLETE when done.", &id("coder")).is_none());
+    assert!(rules.detect("Done.\nTURN_COMPLETE", &id("coder")).is_none(), "the preset's rules replace the default");
+}
+
+#[test]
+fn chorus_signal_in_the_middle_of_output_is_found_and_cut_out() {
+    let text = "Step 1 done. <chorus>PROGRESS: 50</chorus> Now step 2.";
+    let (name, _, payload, _, display) = detect(&chorus(), "coder", text);
+    assert_eq!((name.as_str(), payload.as_deref()), ("PROGRESS", Some("50")));
+    assert_eq!(display.as_deref(), Some("Step 1 done.  Now step 2."));
+}
+
+#[test]
+fn chorus_several_signals_priority_decides_and_every_tag_is_removed() {
+    let rules = chorus();
+    let cases = [
+        ("<chorus>PROGRESS: 100</chorus>\nAll done.\n<chorus>COMPLETE</chorus>", "COMPLETE"),
+        ("<chorus>COMPLETE</chorus>\nBut: <chorus>NEEDS_HELP: is this right?</chorus>", "NEEDS_HELP"),
+        ("<chorus>NEEDS_HELP: which db?</chorus> <chorus>BLOCKED: no db</chorus>", "BLOCKED"),
+        // BLOCKED and NEEDS_HUMAN tie; the one listed first in the preset wins, wherever it is in the text.
+        ("<chorus>NEEDS_HUMAN: conflict</chorus> <chorus>BLOCKED: no db</chorus>", "BLOCKED"),
+    ];
+    for (text, winner) in cases {
+        let d = rules.detect(text, &id("coder")).unwrap();
+        assert_eq!(d.rule.name, winner, "{text}");
+        let shown = d.display.unwrap_or_default();
+        assert!(!shown.contains("<chorus>") && !shown.contains("</chorus>"), "{shown:?}");
+    }
+}
+
+#[test]
+fn chorus_payloads_are_not_greedy_and_stop_at_their_own_tag() {
+    let rules = chorus();
+    let text = "<chorus>BLOCKED: no db</chorus> and later <chorus>NEEDS_HUMAN: conflict</chorus>";
+    let (_, _, payload, _, display) = detect(&rules, "coder", text);
+    assert_eq!(payload.as_deref(), Some("no db"));
+    assert_eq!(display.as_deref(), Some("and later"));
+    // An empty reason does not reach into the next tag.
+    let (name, _, payload, _, _) = detect(&rules, "coder", "<chorus>BLOCKED:</chorus> x <chorus>COMPLETE</chorus>");
+    assert_eq!((name.as_str(), payload), ("BLOCKED", None));
+    let (_, _, payload, _, _) = detect(&rules, "coder", "<chorus>BLOCKED: the key\nexpired a < b</chorus>");
+    assert_eq!(payload.as_deref(), Some("the key\nexpired a < b"), "a reason may span lines and hold '<'");
+}
+
+#[test]
+fn chorus_unknown_tag_is_an_unknown_signal() {
+    let rules = chorus();
+    let text = "Finished.\nI think <chorus>DONE</chorus>";
+    assert!(rules.detect(text, &id("coder")).is_none());
+    assert_eq!(rules.unknown_signal(text).as_deref(), Some("I think <chorus>DONE</chorus>"));
+    assert_eq!(rules.unknown_signal("No tags here: plain prose."), None);
+}
+
+// Seed 003, through the xml-signals preset.
+
+const NEED_TURN: &str = r#"The search encountered an error. Let me try a different approach.
+
+<signal type="need_turn">
+  <reason>search_code failed, trying vault search instead</reason>
+  <confidence>0.8</confidence>
+</signal>"#;
+
+#[test]
+fn xml_need_turn_keeps_the_floor_with_its_reason_and_is_stripped() {
+    let (name, action, payload, _, display) = detect(&xml(), "oracle", NEED_TURN);
+    assert_eq!((name.as_str(), action), ("need_turn", Action::Keep { max_keeps: 3 }));
+    assert_eq!(payload.as_deref(), Some("search_code failed, trying vault search instead"));
+    let display = display.unwrap();
+    assert_eq!(display, "The search encountered an error. Let me try a different approach.");
+    assert!(!display.contains("<signal") && !display.contains("confidence"));
+}
+
+#[test]
+fn xml_context_sufficient_completes_the_turn() {
+    let text = "The auth function checks the token.\n<signal type=\"context_sufficient\">\n  <reason>found auth.py \
+                and its tests</reason>\n  <confidence>0.95</confidence>\n</signal>\n";
+    let (name, action, _, _, display) = detect(&xml(), "researcher", text);
+    assert_eq!((name.as_str(), action), ("context_sufficient", Action::Complete));
+    assert_eq!(display.as_deref(), Some("The auth function checks the token."));
+}
+
+#[test]
+fn xml_stuck_escalates_with_its_reason_or_its_blocker() {
+    let rules = xml();
+    let with_blocker = "I cannot go on.\n<signal type=\"stuck\">\n  <attempted>search_code, vault search</attempted>\n  \
+                        <blocker>the index is not built</blocker>\n  <confidence>0.9</confidence>\n</signal>";
+    let (name, action, payload, _, display) = detect(&rules, "oracle", with_blocker);
+    assert_eq!((name.as_str(), action), ("stuck", Action::Escalate));
+    assert_eq!(payload.as_deref(), Some("the index is not built"));
+    assert_eq!(display.as_deref(), Some("I cannot go on."));
+    let with_reason = "<signal type=\"stuck\"><reason>no access to the repo</reason></signal>";
+    assert_eq!(detect(&rules, "oracle", with_reason).2.as_deref(), Some("no access to the repo"));
+}
+
+#[test]
+fn xml_confidence_is_ignored_wherever_it_stands() {
+    let text = "<signal type=\"need_turn\">\n<confidence>0.1</confidence>\n<reason>retry</reason>\n</signal>";
+    let (name, _, payload, _, display) = detect(&xml(), "oracle", text);
+    assert_eq!((name.as_str(), payload.as_deref(), display), ("need_turn", Some("retry"), None));
+}
+
+#[test]
+fn xml_block_without_a_reason_still_counts_and_its_capture_stays_inside_it() {
+    let text = "<signal type=\"need_turn\"><confidence>0.5</confidence></signal>\nMiddle prose.\n\
+                <signal type=\"context_sufficient\"><reason>enough</reason></signal>";
+    let rules = xml();
+    let (name, _, _, _, display) = detect(&rules, "oracle", text);
+    assert_eq!(name, "context_sufficient", "higher priority than need_turn");
+    assert_eq!(display.as_deref(), Some("Middle prose."), "the prose between the blocks stays");
+    let alone = "<signal type=\"need_turn\"><confidence>0.5</confidence></signal> <signal type=\"x\"><reason>r</reason></signal>";
+    let (name, _, payload, _, _) = detect(&rules, "oracle", alone);
+    assert_eq!((name.as_str(), payload), ("need_turn", None), "the reason of another block is not taken");
+}
+
+#[test]
+fn xml_stuck_outranks_context_sufficient_and_need_turn() {
+    let text = "<signal type=\"need_turn\"><reason>a</reason></signal>\n\
+                <signal type=\"context_sufficient\"></signal>\n<signal type=\"stuck\"><reason>b</reason></signal>";
+    let (name, _, payload, _, display) = detect(&xml(), "oracle", text);
+    assert_eq!((name.as_str(), payload.as_deref(), display), ("stuck", Some("b"), None));
+}
+
+#[test]
+fn xml_single_quotes_and_extra_attributes_are_accepted() {
+    let text = "ok <signal type='need_turn' v=\"2\"><reason>again</reason></signal>";
+    assert_eq!(detect(&xml(), "oracle", text).2.as_deref(), Some("again"));
+}
+
+#[test]
+fn xml_unknown_type_is_an_unknown_signal() {
+    let rules = xml();
+    let text = "Here.\n<signal type=\"done\"><reason>r</reason></signal>";
+    assert!(rules.detect(text, &id("oracle")).is_none());
+    assert_eq!(rules.unknown_signal(text).as_deref(), Some("<signal type=\"done\"><reason>r</reason></signal>"));
+}
+
+// Invisible characters (spec 4.1) around signals.
+
+#[test]
+fn invisible_characters_around_turn_complete_are_detected_and_stripped() {
+    let rules = round_robin();
+    for text in [
+        "Done.\u{200B}TURN_COMPLETE",
+        "Done. TURN_COMPLETE\u{2060}",
+        "Done.\n\u{200E}TURN_COMPLETE\u{200F}\n",
+        "\u{FEFF}Done. \u{FEFF}TURN_COMPLETE\u{200B}\u{200B}",
+    ] {
+        let d = rules.detect(text, &id("pm")).unwrap_or_else(|| panic!("{text:?} not detected"));
+        assert_eq!(d.rule.name, "TURN_COMPLETE");
+        assert_eq!(d.display.as_deref(), Some("Done."), "{text:?}");
+        assert_eq!(rules.strip(text, &id("pm")), "Done.");
+    }
+}
+
+#[test]
+fn invisible_characters_at_a_line_start_do_not_hide_a_line_signal() {
+    let rules = review();
+    for mark in ["\u{200B}", "\u{FEFF}", "\u{200E}", "\u{2060}\u{200F}"] {
+        let text = format!("Implemented it.\n{mark}READY_FOR_REVIEW: task-3\u{200B}\nSummary: done");
+        let (name, _, _, task, display) = detect(&rules, "developer", &text);
+        assert_eq!(name, "READY_FOR_REVIEW");
+        assert_eq!(task.as_deref(), Some("task-3"), "the id stops before the invisible character");
+        assert_eq!(display.as_deref(), Some("Implemented it.\nSummary: done"), "{text:?}");
+    }
+}
+
+// Configuration errors: every mistake at once, each at its rule, field and line.
+
+#[test]
+fn every_mistake_in_the_rules_is_reported_at_once_with_its_field_and_line() {
+    let text = r#"{
+  "signals": {
+    "rules": [
+      { "name": "ok", "pattern": "OK", "action": "complete" },
+      { "name": "bad_regex", "pattern": "READY(", "action": "complete" },
+      { "name": "typo", "pattern": "DONE",
+        "action": "compelte" },
+      { "name": "route", "pattern": "GO: (?P<task>\\S+)", "at": "line", "action": "route" },
+      { "name": "group", "pattern": "P: (?P<paylod>\\d+)", "action": "record" },
+      { "name": "hand", "pattern": "HANDOFF", "action": "handoff" },
+      { "name": "ok_again", "pattern": "OK", "action": "pass" },
+      { "name": "ok", "pattern": "OK!", "action": "complete" }
+    ]
+  }
+}"#;
+    let problems = Config::parse("c.json", text).unwrap_err();
+    let lines: Vec<String> = problems.0.iter().map(ToString::to_string).collect();
+    let expected = [
+        "error: c.json:5: field \"signals.rules[1].pattern\" does not compile: unclosed group",
+        "error: c.json:7: field \"signals.rules[2].action\" is \"compelte\"; did you mean \"complete\"? use one of \
+         \"complete\", \"pass\", \"handoff\", \"route\", \"finishTask\", \"keep\", \"progress\", \"escalate\", \
+         \"record\", \"end\"",
+        "error: c.json:8: field \"signals.rules[3]\" has action \"route\" but no \"to\": name the persona the task \
+         goes to",
+        "error: c.json:9: field \"signals.rules[4].pattern\" has a group named \"paylod\"; the groups read are \
+         (?P<payload>...) and (?P<task>...)",
+        "error: c.json:10: field \"signals.rules[5].pattern\" has action \"handoff\" without \"to\", so its pattern \
+         needs a (?P<payload>...) group naming the persona",
+        "error: c.json:11: field \"signals.rules[6].priority\" rule \"ok_again\" can never win: rule 0 (\"ok\") has \
+         the same pattern and a priority at least as high; give it a higher priority or remove it",
+        "error: c.json:12: field \"signals.rules[7].name\" \"ok\" is also the name of rule 0; names must be unique",
+    ];
+    assert_eq!(lines, expected, "\n{}", lines.join("\n"));
+}

@@ -75,7 +75,14 @@ fn widen_to_empty_line(text: &str, start: usize, end: usize) -> (usize, usize) {
     let before_blank = text[line_start..start].chars().all(|c| c != '\n' && is_blank(c));
     let after_blank = text[end..line_end].chars().all(is_blank);
     if before_blank && after_blank {
-        let with_break = if line_end < text.len() { line_end + 1 } else { line_end };
+        let mut with_break = if line_end < text.len() { line_end + 1 } else { line_end };
+        // A line between two paragraphs takes one of the blank lines around it, so the paragraphs stay one apart.
+        let blank_before = text[..line_start].trim_end_matches([' ', '\t', '\r']).ends_with("\n\n");
+        if blank_before && text[with_break..].starts_with('\n') {
+            with_break += 1;
+        } else if blank_before && text[with_break..].starts_with("\r\n") {
+            with_break += 2;
+        }
         (line_start, with_break)
     } else {
         (start, end)
@@ -101,6 +108,12 @@ mod tests {
         assert_eq!(remove_spans(text, vec![(0, 9)]), "body\nmore");
         let text = "intro\n<x>tag</x>\noutro";
         assert_eq!(remove_spans(text, vec![(6, 16)]), "intro\noutro");
+    }
+
+    #[test]
+    fn a_signal_line_between_paragraphs_leaves_one_blank_line() {
+        let text = "First.\n\nSIGNAL: t1\n\nSecond.";
+        assert_eq!(remove_spans(text, vec![(8, 18)]), "First.\n\nSecond.");
     }
 
     #[test]

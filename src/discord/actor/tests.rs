@@ -192,16 +192,22 @@ fn personas() -> PersonaCatalog {
 
 impl Harness {
     fn new() -> Self {
+        Self::with_config(Config::default())
+    }
+
+    fn with_config(config: Config) -> Self {
         let journal = Arc::new(Journal::default());
         let saver = Arc::new(MemorySaver { journal: journal.clone(), saved: Mutex::default() });
-        Self::on(journal, saver, Arc::new(Stats::default()), Clock::starting_at(t0()), 0, Arc::default())
+        let clock = Clock::starting_at(t0());
+        Self::on(journal, saver, Arc::new(Stats::default()), clock, 0, Arc::default(), Arc::new(config))
     }
 
     /// The bot started again after a crash: a new router and network, the same disk, journal and figures.
     fn restarted(&self) -> Self {
         let next_id = self.next_id.load(Ordering::Relaxed) + 1000;
         let posted = self.rest.posted.clone();
-        Self::on(self.journal.clone(), self.saver.clone(), self.stats.clone(), self.clock, next_id, posted)
+        let config = self.router.env().config.clone();
+        Self::on(self.journal.clone(), self.saver.clone(), self.stats.clone(), self.clock, next_id, posted, config)
     }
 
     fn on(
@@ -211,6 +217,7 @@ impl Harness {
         clock: Clock,
         next_id: u64,
         posted: Arc<Mutex<HashMap<String, MessageId>>>,
+        config: Arc<Config>,
     ) -> Self {
         let rest = Arc::new(FakeRest {
             journal: journal.clone(),
@@ -224,7 +231,7 @@ impl Harness {
         });
         let env = Arc::new(Env {
             personas: Arc::new(personas()),
-            config: Arc::new(Config::default()),
+            config,
             rest: rest.clone(),
             saver: saver.clone(),
             clock,
@@ -673,4 +680,68 @@ async fn an_announcement_replayed_after_a_crash_does_not_move_the_deadline_by_th
     let session = restarted.session(A).await;
     assert!(session.outbox.is_empty());
     assert_eq!(session.turn_timeout_at, deadline, "pm was told at t0, not at the restart");
+}
+
+// --- the signal grammar's timers (spec 4.2): the actor wakes when the core says, not at the bare deadline ---------
+
+fn config_of(signals: &str) -> Config {
+    Config::parse("c.json", &format!(r#"{{"signals": {signals}}}"#)).unwrap()
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_actor_waits_out_the_grace_period_and_a_signal_written_in_it_completes_the_turn() {
+    let h = Harness::with_config(config_of(r#"{"graceSeconds": 5}"#));
+    h.start(A).await;
+    let deadline_ms = i64::from(TURN_SECONDS) * 1000;
+    tokio::time::advance(Duration::from_millis(deadline_ms as u64 + 2_000)).await;
+    h.settle(A).await;
+    assert_eq!(h.events(A, "turn_timeout"), 0, "the deadline passed, the grace has not");
+    h.deliver(A, &h.written(PM, "Late but within grace. TURN_COMPLETE", deadline_ms + 2_000));
+    h.settle(A).await;
+    assert_eq!(h.events(A, "turn_complete"), 1);
+    assert_eq!(h.holder(A).await.as_deref(), Some("dev"));
+    // dev's turn times out only once its own grace is over.
+    tokio::time::advance(Duration::from_millis(deadline_ms as u64 + 4_000)).await;
+    h.settle(A).await;
+    assert_eq!(h.events(A, "turn_timeout"), 0);
+    tokio::time::advance(Duration::from_millis(1_500)).await;
+    h.settle(A).await;
+    assert_eq!(h.events(A, "turn_timeout"), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_actor_ends_a_turn_after_the_holders_silence_when_auto_detection_is_on() {
+    let h = Harness::with_config(config_of(r#"{"silenceSeconds": 10}"#));
+    h.start(A).await;
+    tokio::time::advance(Duration::from_secs(3)).await;
+    h.deliver(A, &h.written(PM, "Some thoughts, no signal.", 3_000));
+    h.settle(A).await;
+    tokio::time::advance(Duration::from_millis(9_900)).await;
+    h.settle(A).await;
+    assert_eq!(h.holder(A).await.as_deref(), Some("pm"), "not silent for 10 s yet");
+    tokio::time::advance(Duration::from_millis(200)).await;
+    h.settle(A).await;
+    assert_eq!(h.events(A, "turn_silent"), 1);
+    assert_eq!(h.events(A, "turn_timeout"), 0);
+    assert_eq!(h.holder(A).await.as_deref(), Some("dev"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_escalation_holds_every_timer_until_a_manager_resumes() {
+    let rules = r#"{"rules": [{"name": "BLOCKED", "pattern": "BLOCKED:\\s*(?P<payload>.+)", "at": "line",
+                               "action": "escalate"}]}"#;
+    let h = Harness::with_config(config_of(rules));
+    h.start(A).await;
+    h.deliver(A, &h.written(PM, "BLOCKED: the build server is down", 0));
+    h.settle(A).await;
+    tokio::time::advance(Duration::from_secs(u64::from(TURN_SECONDS) * 5)).await;
+    h.settle(A).await;
+    assert_eq!(h.events(A, "turn_timeout"), 0, "paused: nothing times out");
+    assert!(h.journal.of(A).iter().any(|l| l.starts_with("announce") && l.contains("🚨 pm needs a person")));
+    h.command(A, Command::Resume).await;
+    h.settle(A).await;
+    assert_eq!(h.floors(A, "pm"), 2, "pm is called again, with a fresh turn");
+    tokio::time::advance(Duration::from_secs(u64::from(TURN_SECONDS))).await;
+    h.settle(A).await;
+    assert_eq!(h.events(A, "turn_timeout"), 1);
 }

@@ -405,6 +405,16 @@ fn silence_after_the_holder_spoke_ends_its_turn_when_auto_detection_is_on() {
 }
 
 #[test]
+fn a_holder_streaming_by_edits_is_not_silent() {
+    let mut f = Fixture::with_config(config(r#"{"silenceSeconds": 10}"#));
+    f.say(PM, "Thinking", 1_000);
+    let streamed = f.last_id;
+    f.deliver(&Fixture::edit(streamed, PM, "Thinking about it", 9_000), 9_000);
+    assert!(f.tick(12_000).events.is_empty(), "the edit at 9 s restarted the silence");
+    assert_eq!(event_names(&f.tick(19_000)), ["turn_silent"]);
+}
+
+#[test]
 fn a_completion_phrase_ends_the_turn_like_a_signal() {
     let mut f = Fixture::with_config(config(r#"{"completionPhrases": ["that's all from me"]}"#));
     let t = f.say(PM, "My points are made. That's all from me.", 1_000);
