@@ -25,6 +25,7 @@ use crate::core::config::Config;
 use crate::core::persona::Persona;
 use crate::core::session::SessionStatus;
 use crate::core::session::history::HistoryEvent;
+use crate::core::signals::{Action, DEFAULT_KEYWORD};
 use anyhow::bail;
 use local_discord::agents::Behavior;
 use preset::Preset;
@@ -62,12 +63,31 @@ pub async fn run_preset(preset: Preset, rounds: u32, state_dir: &Path) -> anyhow
     for warning in preset.warnings.0.iter() {
         eprintln!("{warning}");
     }
+    let script = script::for_preset(&preset.name);
+    if script.is_none() && !ends_turns_with_the_default_keyword(&preset) {
+        bail!(
+            "the preset \"{}\" has no demo script, and under its rules the default agents' {DEFAULT_KEYWORD} does not \
+             end a turn; the presets with a script are: {}",
+            preset.name,
+            script::SCRIPTED.join(", ")
+        );
+    }
     let (config, personas) = preset::for_demo(preset.config, preset.personas, DEMO_TIMEOUT_SECONDS, state_dir);
     let title = format!("Preset {} ({}).", preset.name, preset.dir.display());
-    match script::for_preset(&preset.name) {
+    match script {
         Some(script) => workflow::run(script, &title, config, personas, state_dir).await.map(PresetOutcome::Task),
         None => run_rounds(config, personas, rounds, state_dir, &format!("{title} ")).await.map(PresetOutcome::Rounds),
     }
+}
+
+/// Whether a message ending with `TURN_COMPLETE` completes a turn under the preset's rules, for every persona: what
+/// the default agents need to play it.
+fn ends_turns_with_the_default_keyword(preset: &Preset) -> bool {
+    let text = format!("my answer\n\n{DEFAULT_KEYWORD}");
+    preset
+        .personas
+        .iter()
+        .all(|p| preset.config.signals.detect(&text, &p.id).is_some_and(|found| found.rule.action == Action::Complete))
 }
 
 /// What a preset's demo saw.
@@ -185,4 +205,25 @@ fn describe(behavior: &Behavior) -> &'static str {
 
 fn count(history: &[HistoryEvent], kind: &str) -> usize {
     history.iter().filter(|e| e.kind.name() == kind).count()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn preset_with(config: &str) -> Preset {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("p");
+        std::fs::create_dir_all(dir.join("personas")).unwrap();
+        std::fs::write(dir.join("turn-manager.json"), config).unwrap();
+        std::fs::write(dir.join("personas/a.json"), r#"{"id": "a", "discordUserId": "1"}"#).unwrap();
+        preset::load(root.path(), "p").unwrap()
+    }
+
+    #[test]
+    fn a_preset_without_a_script_plays_only_if_turn_complete_ends_its_turns() {
+        assert!(ends_turns_with_the_default_keyword(&preset_with("{}")));
+        let tags = r#"{"signals": {"rules": [{"name": "DONE", "pattern": "<done/>", "action": "complete"}]}}"#;
+        assert!(!ends_turns_with_the_default_keyword(&preset_with(tags)));
+    }
 }

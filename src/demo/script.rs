@@ -27,6 +27,9 @@ impl Script {
     }
 }
 
+/// The presets that have a script.
+pub const SCRIPTED: &[&str] = &["review-workflow"];
+
 /// The script of a preset, if it has one.
 pub fn for_preset(name: &str) -> Option<&'static Script> {
     match name {
@@ -159,6 +162,11 @@ mod tests {
                 (action, next) => panic!("{} by {speaker}: {action:?}, then {next:?}", found.rule.name),
             }
         }
+    }
+
+    #[test]
+    fn every_scripted_preset_has_its_script() {
+        assert!(SCRIPTED.iter().all(|name| for_preset(name).is_some()));
     }
 
     #[test]
