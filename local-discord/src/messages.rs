@@ -46,13 +46,37 @@ impl World {
         {
             return Ok(first);
         }
-        let mentions = self.resolve_mentions(guild_id, &author, draft.content, draft.allowed_mentions);
+        let mut mentions = self.resolve_mentions(guild_id, &author, draft.content, draft.allowed_mentions);
+        self.mention_replied_user(&mut mentions, &author, draft.reply_to, draft.allowed_mentions);
         let nonce = draft.nonce;
         let id = self.insert_message(channel, author.clone(), draft, mentions)?;
         if let (Some(nonce), Author::User(user)) = (nonce, &author) {
             self.remember_nonce(*user, nonce, id);
         }
         Ok(id)
+    }
+
+    /// A reply mentions and pings the author of the message it answers, as Discord does: always without
+    /// `allowed_mentions`, and with it only when `replied_user` is true. Nobody is pinged by a reply to themself.
+    fn mention_replied_user(
+        &self,
+        mentions: &mut Mentions,
+        author: &Author,
+        reply_to: Option<u64>,
+        allowed: Option<&Value>,
+    ) {
+        let replied = reply_to.and_then(|id| self.messages.get(&id)).filter(|m| !m.deleted);
+        let Some(replied) = replied.and_then(Message::author_user) else { return };
+        let wanted = allowed.is_none_or(|a| a["replied_user"].as_bool().unwrap_or(false));
+        if !wanted || *author == Author::User(replied) {
+            return;
+        }
+        if !mentions.mentions.contains(&replied) {
+            mentions.mentions.push(replied);
+        }
+        if !mentions.pinged.contains(&replied) {
+            mentions.pinged.push(replied);
+        }
     }
 
     /// Adds a message as it is, without the checks a client's request gets, and dispatches MESSAGE_CREATE.

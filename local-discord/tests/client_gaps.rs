@@ -371,6 +371,35 @@ async fn numbers_are_snowflakes_in_request_bodies() {
 }
 
 #[tokio::test]
+async fn a_reply_pings_the_replied_author_unless_allowed_mentions_leaves_it_out() {
+    let f = Fixture::full().await;
+    let original = f.server.post(f.channel, f.person, "question?");
+    let reference = json!({"message_id": original.to_string(), "fail_if_not_exists": false});
+    let cases = [
+        (json!({"content": "by default", "message_reference": reference}), vec![f.person]),
+        (
+            json!({"content": "asked for", "message_reference": reference,
+                   "allowed_mentions": {"parse": [], "replied_user": true}}),
+            vec![f.person],
+        ),
+        (json!({"content": "left out", "message_reference": reference, "allowed_mentions": {"parse": []}}), vec![]),
+    ];
+    for (body, pinged) in cases {
+        let sent = f.http.send_message(f.channel_id(), vec![], &body).await.unwrap();
+        let mentioned: Vec<u64> = sent.mentions.iter().map(|u| u.id.get()).collect();
+        assert_eq!(mentioned, pinged, "{body}");
+        let seen = f.server.view(f.channel).into_iter().find(|m| m.id == sent.id.get()).unwrap();
+        assert_eq!(seen.pinged, pinged, "{body}");
+        assert_eq!(f.server.with(|w| w.messages[&seen.id].reply_to), Some(original));
+    }
+    // The author of a reply to its own message is not pinged by it.
+    let own = f.server.post(f.channel, f.bot, "a note");
+    let body = json!({"content": "more", "message_reference": {"message_id": own.to_string()}});
+    let sent = f.http.send_message(f.channel_id(), vec![], &body).await.unwrap();
+    assert!(sent.mentions.is_empty());
+}
+
+#[tokio::test]
 async fn percent_encoded_path_segments_are_decoded() {
     let f = Fixture::full().await;
     let me = f.raw(reqwest::Method::GET, "/api/v10/users/%40me").send().await.unwrap();
