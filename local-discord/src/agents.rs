@@ -21,6 +21,9 @@ pub enum Behavior {
     OutOfTurn,
     /// Posts one message and edits it `n` times; the last edit adds the signal.
     StreamByEditing(u32),
+    /// A script: on its n-th call, posts the n-th reply exactly as written (its own signals included, so it can
+    /// speak any protocol); once the replies run out it stays silent.
+    Replies(Vec<String>),
 }
 
 /// One simulated agent bot.
@@ -109,6 +112,11 @@ async fn answer(server: &LocalDiscord, agent: &ScriptedAgent, turn: u32) {
                 text.push_str(&format!(" ...{step}"));
                 let shown = if step == *n { format!("{text}.\n{signal}") } else { text.clone() };
                 server.edit(message, &shown);
+            }
+        }
+        Behavior::Replies(replies) => {
+            if let Some(reply) = usize::try_from(turn - 1).ok().and_then(|i| replies.get(i)) {
+                server.post(channel, agent.user, reply);
             }
         }
     }

@@ -107,3 +107,20 @@ async fn streaming_edits_one_message_and_the_last_edit_adds_the_signal() {
     assert!(done.1.edited);
     assert_eq!(done.1.content, "dev: streaming ...1 ...2 ...3.\nTURN_COMPLETE");
 }
+
+#[tokio::test]
+async fn a_scripted_agent_posts_its_replies_in_order_then_stays_silent() {
+    let s = setup().await;
+    let replies = vec!["first\nREADY_FOR_REVIEW: task-1".to_owned(), "second".to_owned()];
+    let dev = agent(&s, "dev", Behavior::Replies(replies.clone()));
+    s.server.post(s.channel, s.operator, &format!("<@{dev}> one"));
+    assert_eq!(said(&s, dev, 1).await, replies[..1]);
+    s.server.post(s.channel, s.operator, &format!("<@{dev}> two"));
+    assert_eq!(said(&s, dev, 2).await, replies);
+    // Called a third time together with another agent with the same delay: by the time that one has answered,
+    // this one has had its chance to answer too, and has nothing left to say.
+    let pm = agent(&s, "pm", Behavior::Finish);
+    s.server.post(s.channel, s.operator, &format!("<@{dev}> <@{pm}> three"));
+    said(&s, pm, 1).await;
+    assert_eq!(said(&s, dev, 2).await.len(), 2, "silent once the replies run out");
+}

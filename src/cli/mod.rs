@@ -79,12 +79,17 @@ pub struct RunArgs {
 
 #[derive(Debug, clap::Args)]
 pub struct DemoArgs {
-    /// How many full rounds of the roster to run before stopping
+    /// How many full rounds of the roster to run before stopping (a preset with a script ends when its task is done
+    /// instead)
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=20))]
     pub rounds: u32,
     /// The folder of persona files to play
     #[arg(long, value_name = "DIR", default_value = "personas")]
     pub personas: PathBuf,
+    /// Play a preset of examples/presets/ (its turn-manager.json and personas/), with agents that speak its
+    /// protocol, e.g. review-workflow
+    #[arg(long, value_name = "NAME", conflicts_with = "personas")]
+    pub preset: Option<String>,
 }
 
 #[derive(Debug, clap::Args)]

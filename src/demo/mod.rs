@@ -2,29 +2,40 @@
 //! Discord-compatible server, scripted agents for the personas, and the real bot connected through `--api-base`;
 //! the operator starts a session, and the channel is printed live until the rounds are done.
 //!
+//!
+//! With `--preset NAME`, it plays `examples/presets/NAME/` instead: its configuration and personas, and agents that
+//! speak its protocol from a script (review-workflow: a task from developer to critic, back for rework, to the
+//! auditor, done); the demo ends when the task is done.
+//!
 //! - [`stage`]: the local server set up for turn-manager (also used by the end-to-end tests).
 //! - [`printer`]: the channel as a person sees it.
+//! - `show`: one performance: server, bot, agents and printer, from `!turn start` to `!turn stop`.
+//! - [`preset`]: finding and reading a preset, and what a demo overrides in it.
+//! - [`script`]: what the scripted agents say, per preset.
+//! - [`workflow`]: a scripted preset played until its task is done, and its summary.
 
+pub mod preset;
 pub mod printer;
+pub mod script;
+mod show;
 pub mod stage;
+pub mod workflow;
 
 use crate::core::config::Config;
-use crate::core::ids::ChannelId;
 use crate::core::persona::Persona;
 use crate::core::session::SessionStatus;
 use crate::core::session::history::HistoryEvent;
-use anyhow::{Context as _, bail};
-use local_discord::agents::{self, Behavior, ScriptedAgent};
-use local_discord::world::LogKind;
-use stage::Stage;
+use crate::core::signals::{Action, DEFAULT_KEYWORD};
+use anyhow::bail;
+use local_discord::agents::Behavior;
+use preset::Preset;
+use show::Show;
 use std::path::Path;
 use std::time::Duration;
-use tokio::time::Instant;
+pub use workflow::TaskOutcome;
 
 /// Every persona's turn in the demo, so a round takes seconds.
 pub const DEMO_TIMEOUT_SECONDS: u32 = 3;
-/// How long an agent "thinks" before answering.
-const THINKING: Duration = Duration::from_millis(500);
 /// The demo gives up if the rounds are not done by then.
 const DEMO_LIMIT: Duration = Duration::from_secs(120);
 
@@ -42,92 +53,100 @@ pub struct Outcome {
 
 /// Runs the demo for `rounds` rounds with the personas of `personas_dir`, printing the channel as it goes.
 pub async fn run(rounds: u32, personas: Vec<Persona>, state_dir: &Path) -> anyhow::Result<Outcome> {
+    let config = Config { default_timeout_seconds: DEMO_TIMEOUT_SECONDS, ..Config::default() };
+    run_rounds(config, personas, rounds, state_dir, "").await
+}
+
+/// Runs a preset (see [`preset`]): its scripted workflow until the task is done when it has a script, else the
+/// default behaviours for `rounds` rounds under its configuration.
+pub async fn run_preset(preset: Preset, rounds: u32, state_dir: &Path) -> anyhow::Result<PresetOutcome> {
+    for warning in preset.warnings.0.iter() {
+        eprintln!("{warning}");
+    }
+    let script = script::for_preset(&preset.name);
+    if script.is_none() && !ends_turns_with_the_default_keyword(&preset) {
+        bail!(
+            "the preset \"{}\" has no demo script, and under its rules the default agents' {DEFAULT_KEYWORD} does not \
+             end a turn; the presets with a script are: {}",
+            preset.name,
+            script::SCRIPTED.join(", ")
+        );
+    }
+    let (config, personas) = preset::for_demo(preset.config, preset.personas, DEMO_TIMEOUT_SECONDS, state_dir);
+    let title = format!("Preset {} ({}).", preset.name, preset.dir.display());
+    match script {
+        Some(script) => workflow::run(script, &title, config, personas, state_dir).await.map(PresetOutcome::Task),
+        None => run_rounds(config, personas, rounds, state_dir, &format!("{title} ")).await.map(PresetOutcome::Rounds),
+    }
+}
+
+/// Whether a message ending with `TURN_COMPLETE` completes a turn under the preset's rules, for every persona: what
+/// the default agents need to play it.
+fn ends_turns_with_the_default_keyword(preset: &Preset) -> bool {
+    let text = format!("my answer\n\n{DEFAULT_KEYWORD}");
+    preset
+        .personas
+        .iter()
+        .all(|p| preset.config.signals.detect(&text, &p.id).is_some_and(|found| found.rule.action == Action::Complete))
+}
+
+/// What a preset's demo saw.
+#[derive(Clone, Debug)]
+pub enum PresetOutcome {
+    /// A preset without a script: the default behaviours, for some rounds.
+    Rounds(Outcome),
+    /// A scripted workflow.
+    Task(TaskOutcome),
+}
+
+/// Prints a preset's summary and checks that it showed what it is meant to show.
+pub fn summarize_preset(outcome: &PresetOutcome) -> anyhow::Result<()> {
+    match outcome {
+        PresetOutcome::Rounds(outcome) => summarize(outcome),
+        PresetOutcome::Task(outcome) => workflow::summarize(outcome),
+    }
+}
+
+/// The default behaviours for `rounds` rounds, under `config` (already set up for a demo).
+async fn run_rounds(
+    config: Config,
+    personas: Vec<Persona>,
+    rounds: u32,
+    state_dir: &Path,
+    title: &str,
+) -> anyhow::Result<Outcome> {
     if personas.len() < 2 {
         bail!("the demo needs at least two personas in the personas folder (found {})", personas.len());
     }
     let personas: Vec<Persona> =
         personas.into_iter().map(|p| Persona { timeout_seconds: Some(DEMO_TIMEOUT_SECONDS), ..p }).collect();
-    let stage = Stage::new(&personas).await.context("starting the local Discord-compatible server")?;
-    println!("Local Discord-compatible server on {}; channel #agents.", stage.server.base_url());
-    let cast: Vec<String> = stage
-        .personas
+    let cast: Vec<String> = personas
         .iter()
-        .zip(behaviors(stage.personas.len()))
+        .zip(behaviors(personas.len()))
         .map(|(persona, behavior)| format!("{} ({})", persona.id, describe(&behavior)))
         .collect();
-    println!("Agents: {}. Every turn lasts {DEMO_TIMEOUT_SECONDS}s.\n", cast.join(", "));
-
-    let config = Config { default_timeout_seconds: DEMO_TIMEOUT_SECONDS, ..Config::default() };
-    let bot = stage.start_bot(config, state_dir).await?;
-    let printer = tokio::spawn(printer::print_channel(stage.server.clone(), stage.channel));
-    let agents: Vec<_> = stage
-        .personas
-        .iter()
-        .zip(behaviors(stage.personas.len()))
-        .map(|(persona, behavior)| {
-            agents::spawn(
-                stage.server.clone(),
-                ScriptedAgent {
-                    user: persona.discord_user_id.0,
-                    name: persona.id.to_string(),
-                    channel: stage.channel,
-                    delay: THINKING,
-                    behavior,
-                    signal: "TURN_COMPLETE".into(),
-                },
-            )
-        })
-        .collect();
-
-    let channel = ChannelId(stage.channel);
-    stage.operator_says("!turn start");
-    let deadline = Instant::now() + DEMO_LIMIT;
+    let intro = format!("{title}Agents: {}. Every turn lasts {DEMO_TIMEOUT_SECONDS}s.", cast.join(", "));
+    let show = Show::open(&personas, behaviors(personas.len()), &intro, config, state_dir).await?;
     // Done when the rounds are over and no late reply is still on its way.
-    loop {
-        let session = bot.session(channel).await;
-        let done = session.as_ref().is_some_and(|s| {
+    let done = show
+        .until(DEMO_LIMIT, |s| {
             s.round > rounds && s.agents.values().all(|a| !a.awaiting_late_reply) && s.status == SessionStatus::Running
-        });
-        if done {
-            break;
-        }
-        if Instant::now() > deadline {
-            bail!("the demo did not finish {rounds} round(s) within {}s", DEMO_LIMIT.as_secs());
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        })
+        .await;
+    if !done {
+        bail!("the demo did not finish {rounds} round(s) within {}s", DEMO_LIMIT.as_secs());
     }
-    for agent in &agents {
-        agent.abort();
-    }
-    stage.operator_says("!turn stop");
-    let stopped = async {
-        loop {
-            if bot.session(channel).await.is_some_and(|s| s.status == SessionStatus::Stopped) {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    };
-    tokio::time::timeout(Duration::from_secs(10), stopped).await.context("the session did not stop")?;
-    bot.settle(channel).await;
-    let history = bot.store().read_log(channel)?;
-    let stats = bot.stats();
-    bot.shutdown().await;
-    // Let the printer show the last messages.
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    printer.abort();
-
-    let rest_calls = stage.server.log().iter().filter(|e| matches!(e.kind, LogKind::Rest { .. })).count();
-    let outcome = Outcome {
-        completed: count(&history, "turn_complete"),
-        timeouts: count(&history, "turn_timeout"),
-        late_signals: count(&history, "late_signal"),
-        out_of_turn: count(&history, "out_of_turn"),
-        rest_calls,
-        max_lateness_ms: stats.max_lateness_ms(),
-        mean_lateness_ms: stats.mean_lateness_ms(),
-    };
-    Ok(outcome)
+    let closed = show.close().await?;
+    let history = &closed.history;
+    Ok(Outcome {
+        completed: count(history, "turn_complete"),
+        timeouts: count(history, "turn_timeout"),
+        late_signals: count(history, "late_signal"),
+        out_of_turn: count(history, "out_of_turn"),
+        rest_calls: closed.rest_calls,
+        max_lateness_ms: closed.max_lateness_ms,
+        mean_lateness_ms: closed.mean_lateness_ms,
+    })
 }
 
 /// Prints what happened and checks that the demo showed each thing it is meant to show.
@@ -186,4 +205,25 @@ fn describe(behavior: &Behavior) -> &'static str {
 
 fn count(history: &[HistoryEvent], kind: &str) -> usize {
     history.iter().filter(|e| e.kind.name() == kind).count()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn preset_with(config: &str) -> Preset {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("p");
+        std::fs::create_dir_all(dir.join("personas")).unwrap();
+        std::fs::write(dir.join("turn-manager.json"), config).unwrap();
+        std::fs::write(dir.join("personas/a.json"), r#"{"id": "a", "discordUserId": "1"}"#).unwrap();
+        preset::load(root.path(), "p").unwrap()
+    }
+
+    #[test]
+    fn a_preset_without_a_script_plays_only_if_turn_complete_ends_its_turns() {
+        assert!(ends_turns_with_the_default_keyword(&preset_with("{}")));
+        let tags = r#"{"signals": {"rules": [{"name": "DONE", "pattern": "<done/>", "action": "complete"}]}}"#;
+        assert!(!ends_turns_with_the_default_keyword(&preset_with(tags)));
+    }
 }

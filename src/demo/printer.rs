@@ -6,6 +6,11 @@ use local_discord::world::{SeenMessage, World};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+/// A removed message longer than this (in characters, on one line) is shown by its gist.
+const GIST_MAX: usize = 120;
+/// How much of a long removed message's start (and of its last line) is shown.
+const GIST_START: usize = 60;
+
 /// Runs until the task is aborted.
 pub async fn print_channel(server: LocalDiscord, channel: u64) {
     let mut shown: BTreeMap<u64, SeenMessage> = BTreeMap::new();
@@ -34,7 +39,7 @@ pub fn differences(
     let mut lines = Vec::new();
     let time = chrono::Local::now().format("%H:%M:%S%.3f");
     for gone in before.values().filter(|old| !now.iter().any(|m| m.id == old.id)) {
-        lines.push(format!("{time}  ✂ {}'s message was removed: \"{}\"", gone.author, one_line(&gone.content, names)));
+        lines.push(format!("{time}  ✂ {}'s message was removed: \"{}\"", gone.author, gist(&gone.content, names)));
     }
     for message in now {
         match before.get(&message.id) {
@@ -79,6 +84,23 @@ fn one_line(text: &str, names: &BTreeMap<u64, String>) -> String {
     readable(text, names).replace('\n', " ⏎ ")
 }
 
+/// A message that is gone, on one line: whole when short; else its start and its last line, where a signal that
+/// made it vanish usually is (its full text was printed when it appeared).
+fn gist(text: &str, names: &BTreeMap<u64, String>) -> String {
+    let whole = one_line(text, names);
+    if whole.chars().count() <= GIST_MAX {
+        return whole;
+    }
+    let start: String = whole.chars().take(GIST_START).collect();
+    let readable = readable(text, names);
+    let last = readable.lines().rev().map(str::trim).find(|line| !line.is_empty()).unwrap_or_default();
+    let mut end: String = last.chars().take(GIST_START).collect();
+    if end.len() < last.len() {
+        end.push('…');
+    }
+    format!("{} … {end}", start.trim_end())
+}
+
 /// Continuation lines of a multi-line message, indented under its first line.
 fn indent(text: &str) -> String {
     text.replace('\n', "\n              ")
@@ -116,5 +138,16 @@ mod tests {
         assert!(lines[1].ends_with("dev edited: part one, two"));
         assert!(lines[2].ends_with("✅ on dev's message"));
         assert!(lines[3].ends_with("turn-manager: 🎙️ @PM (pm) has the floor"));
+    }
+
+    #[test]
+    fn a_long_removed_message_is_shown_by_its_start_and_its_last_line() {
+        let body = format!("Implemented the task.\n\n{}\n\nREADY_FOR_REVIEW: task-1", "- a change\n".repeat(20));
+        let before = BTreeMap::from([(1, seen(1, "Developer", &body))]);
+        let lines = differences(&before, &[], &BTreeMap::new());
+        assert_eq!(lines.len(), 1);
+        assert!(lines[0].ends_with(" … READY_FOR_REVIEW: task-1\""), "{}", lines[0]);
+        assert!(lines[0].contains("removed: \"Implemented the task. ⏎  ⏎ - a change"), "{}", lines[0]);
+        assert!(lines[0].chars().count() < 200, "{}", lines[0]);
     }
 }
