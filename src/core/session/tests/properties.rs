@@ -85,7 +85,9 @@ fn check_invariants(session: &Session, personas: &PersonaCatalog, config: &Confi
     }
     if session.status == SessionStatus::Paused {
         let grace_ms = i64::from(config.signals.recovery.grace_seconds) * 1000;
-        prop_assert!(session.turn_timeout_at.is_none() && session.paused_remaining_ms.is_some_and(|ms| ms >= -grace_ms));
+        prop_assert!(
+            session.turn_timeout_at.is_none() && session.paused_remaining_ms.is_some_and(|ms| ms >= -grace_ms)
+        );
     }
     Ok(())
 }
