@@ -296,7 +296,8 @@ impl Session {
         Ok(persona)
     }
 
-    fn announce_about(
+    /// An announcement about `persona`: its values, the turn's remaining time, and `extra`.
+    pub(super) fn announce_about(
         &mut self,
         t: &mut Transition,
         ctx: Context,

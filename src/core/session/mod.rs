@@ -187,9 +187,6 @@ pub struct Session {
     /// The deadline was extended by a progress signal this turn (once per turn).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub turn_progress_extended: bool,
-    /// When the holder last wrote in this turn, for auto-detection by silence.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub turn_last_spoke_at: Option<DateTime<Utc>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repeats: Option<Repeats>,
     pub history: VecDeque<HistoryEvent>,
@@ -336,7 +333,6 @@ impl Session {
             progress: None,
             keeps_in_row: 0,
             turn_progress_extended: false,
-            turn_last_spoke_at: None,
             repeats: None,
             history: VecDeque::new(),
         }
@@ -370,7 +366,9 @@ impl Session {
     /// When the holder's silence ends its turn (auto-detection), if it is on and the holder has spoken this turn.
     pub(crate) fn silence_deadline(&self, ctx: Context) -> Option<DateTime<Utc>> {
         let silence = ctx.config.signals.recovery.silence_seconds?;
-        let spoke = self.turn_last_spoke_at?;
+        // The holder's last message, if it wrote one in this turn (its activity is updated by in-turn messages only).
+        let started = self.turn_started_at?;
+        let spoke = self.agents.get(self.active_agent.as_ref()?)?.last_activity.filter(|at| *at > started)?;
         (self.status == SessionStatus::Running && self.turn_timeout_at.is_some())
             .then(|| spoke + seconds(u64::from(silence)))
     }

@@ -42,7 +42,7 @@ impl Session {
         }
         self.agents.entry(persona.clone()).or_default().unknown_signals = 0;
         let extra = [("count", count.to_string())];
-        self.announce_about_signal(t, ctx, Template::SignalFailure, persona, now, &extra);
+        self.announce_about(t, ctx, Template::SignalFailure, persona, now, &extra);
         let at = t.events.len();
         self.strike(persona, now, ctx, t);
         let next = self.following(persona);
@@ -65,7 +65,7 @@ impl Session {
         agent.benched = true;
         t.events.push(self.event(now, Some(persona), EventKind::Benched { timeouts }));
         let extra = [("count", timeouts.to_string())];
-        self.announce_about_signal(t, ctx, Template::Benched, persona, now, &extra);
+        self.announce_about(t, ctx, Template::Benched, persona, now, &extra);
     }
 
     /// A benched persona is back in the rotation; `by` says why, for history.
@@ -84,7 +84,7 @@ impl Session {
         agent.benched = false;
         agent.consecutive_timeouts = 0;
         t.events.push(self.event(now, Some(persona), EventKind::Unbenched { by: by.to_owned() }));
-        self.announce_about_signal(t, ctx, Template::Unbenched, persona, now, &[]);
+        self.announce_about(t, ctx, Template::Unbenched, persona, now, &[]);
     }
 
     /// Counts `said` against what was said before it (spec 4.2, loops); at `loopAfter` in a row the session pauses

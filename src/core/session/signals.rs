@@ -16,20 +16,19 @@ impl Session {
         message: &IncomingMessage,
         persona: &PersonaId,
         detected: Option<Detected>,
-        written: DateTime<Utc>,
         now: DateTime<Utc>,
         ctx: Context,
         t: &mut Transition,
     ) {
-        self.turn_last_spoke_at = Some(written);
-        let said = match &detected {
+        let said = |d: &Option<Detected>| match d {
             Some(d) if matches!(d.rule.action, Action::Keep { .. } | Action::Escalate) => {
                 format!("{}: {}", d.rule.name, d.payload.as_deref().unwrap_or_default())
             }
             Some(d) => d.display.clone().unwrap_or_default(),
             None => trim_blank(&message.text).to_owned(),
         };
-        if self.repeated(said, persona, now, ctx, t) {
+        let watch_loops = ctx.config.signals.recovery.loop_after > 0;
+        if watch_loops && self.repeated(said(&detected), persona, now, ctx, t) {
             // The session is paused; the message is shown as a signal would be, but does nothing.
             match detected {
                 Some(d) => self.show_stripped(t, message, persona, d.display, d.stripped, false),
@@ -51,7 +50,7 @@ impl Session {
                 let next = self.following(persona);
                 let kind = EventKind::Passed { message_id: message.id, signal, next_agent: next };
                 t.events.push(self.event(now, Some(persona), kind));
-                self.announce_about_signal(t, ctx, Template::Passed, persona, now, &[]);
+                self.announce_about(t, ctx, Template::Passed, persona, now, &[]);
                 self.end_turn(message.id);
                 self.advance(now, ctx, t);
             }
@@ -64,7 +63,7 @@ impl Session {
                 let kind = EventKind::HandedOff { message_id: message.id, signal, next_agent: target.clone() };
                 t.events.push(self.event(now, Some(persona), kind));
                 let extra = [("target", target.to_string())];
-                self.announce_about_signal(t, ctx, Template::HandedOff, persona, now, &extra);
+                self.announce_about(t, ctx, Template::HandedOff, persona, now, &extra);
                 self.end_turn(message.id);
                 self.transfer(persona, target, now, ctx, t);
             }
@@ -87,7 +86,7 @@ impl Session {
                 t.events.push(self.event(now, Some(persona), kind));
                 let extra =
                     [("task", task.unwrap_or_else(|| "?".into())), ("stage", stage), ("target", to.to_string())];
-                self.announce_about_signal(t, ctx, Template::Routed, persona, now, &extra);
+                self.announce_about(t, ctx, Template::Routed, persona, now, &extra);
                 self.end_turn(message.id);
                 self.transfer(persona, to, now, ctx, t);
             }
@@ -105,7 +104,7 @@ impl Session {
                 };
                 t.events.push(self.event(now, Some(persona), kind));
                 let extra = [("task", task), ("target", next.to_string())];
-                self.announce_about_signal(t, ctx, Template::TaskFinished, persona, now, &extra);
+                self.announce_about(t, ctx, Template::TaskFinished, persona, now, &extra);
                 self.end_turn(message.id);
                 match target {
                     Some(target) => self.transfer(persona, target, now, ctx, t),
@@ -115,7 +114,7 @@ impl Session {
             Action::Keep { max_keeps } => {
                 if self.keeps_in_row >= max_keeps {
                     let extra = [("maxKeeps", max_keeps.to_string())];
-                    self.announce_about_signal(t, ctx, Template::KeepsUsed, persona, now, &extra);
+                    self.announce_about(t, ctx, Template::KeepsUsed, persona, now, &extra);
                     return self.complete(message, persona, signal, d.display, d.stripped, now, ctx, t);
                 }
                 self.keeps_in_row += 1;
@@ -150,7 +149,7 @@ impl Session {
                 if let Some(figure) = figure {
                     let extra =
                         [("percent", figure.to_string()), ("remaining", self.remaining_seconds(now).to_string())];
-                    self.announce_about_signal(t, ctx, Template::Progress, persona, now, &extra);
+                    self.announce_about(t, ctx, Template::Progress, persona, now, &extra);
                 }
             }
             Action::Escalate => {
@@ -170,14 +169,14 @@ impl Session {
                     EventKind::Recorded { message_id: message.id, signal: signal.clone(), payload: d.payload.clone() };
                 t.events.push(self.event(now, Some(persona), kind));
                 let extra = [("signal", signal), ("payload", d.payload.unwrap_or_default())];
-                self.announce_about_signal(t, ctx, Template::Recorded, persona, now, &extra);
+                self.announce_about(t, ctx, Template::Recorded, persona, now, &extra);
             }
             Action::End => {
                 self.show_stripped(t, message, persona, d.display, d.stripped, true);
                 let kind = EventKind::SessionEnded { reason: format!("{signal} from {persona}") };
                 t.events.push(self.event(now, Some(persona), kind));
                 let extra = [("signal", signal)];
-                self.announce_about_signal(t, ctx, Template::SessionEnded, persona, now, &extra);
+                self.announce_about(t, ctx, Template::SessionEnded, persona, now, &extra);
                 self.end_turn(message.id);
                 self.close();
             }
@@ -293,21 +292,5 @@ impl Session {
             SessionStatus::Paused => *self.paused_remaining_ms.get_or_insert(0) += i64::from(added) * 1000,
             _ => self.turn_timeout_at = self.turn_timeout_at.map(|d| d + super::seconds(u64::from(added))),
         }
-    }
-
-    /// An announcement about a signal of `persona`'s, with the persona's values and `extra`.
-    pub(super) fn announce_about_signal(
-        &mut self,
-        t: &mut Transition,
-        ctx: Context,
-        template: Template,
-        persona: &PersonaId,
-        now: DateTime<Utc>,
-        extra: &[(&'static str, String)],
-    ) {
-        let mut values = self.common_values(ctx, persona);
-        values.extend(extra.iter().cloned());
-        let text = ctx.config.templates.render(template, &values);
-        self.announce(t, now, text, None);
     }
 }

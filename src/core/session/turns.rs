@@ -30,10 +30,12 @@ impl Session {
             if !author.is_some_and(|a| ctx.config.signals.has_signal(&message.text, a)) {
                 // A holder streaming its answer by editing is not silent (auto-detection by silence).
                 let silence_on = ctx.config.signals.recovery.silence_seconds.is_some();
-                let streaming = silence_on && author.is_some() && author == self.active_agent.as_ref();
-                if streaming && self.turn_last_spoke_at.is_some_and(|at| at < written) {
-                    self.turn_last_spoke_at = Some(written);
-                    t.changed = true;
+                if let Some(holder) = author.filter(|a| silence_on && Some(*a) == self.active_agent.as_ref()) {
+                    let agent = self.agents.entry(holder.clone()).or_default();
+                    if agent.last_activity.is_some_and(|at| at < written) {
+                        agent.last_activity = Some(written);
+                        t.changed = true;
+                    }
                 }
                 return t;
             }
@@ -80,7 +82,7 @@ impl Session {
         }
 
         if in_turn {
-            self.turn_message(message, &persona, detected, written, now, ctx, &mut t);
+            self.turn_message(message, &persona, detected, now, ctx, &mut t);
         } else if in_past_turn {
             // Written while its author held the floor, handled after that turn ended (by its own signal or a
             // command): in turn, but the turn is over, so it does not advance. Its turn's end is recorded already
@@ -285,7 +287,6 @@ impl Session {
             self.keeps_in_row = 0;
         }
         self.turn_progress_extended = false;
-        self.turn_last_spoke_at = None;
         self.agents.entry(persona.clone()).or_default().awaiting_late_reply = false;
         self.active_agent = Some(persona.clone());
         self.turn_began_after = self.last_message_id;

@@ -281,18 +281,19 @@ fn a_persona_timing_out_bench_after_times_is_skipped_until_it_speaks_or_is_added
     let mut f = Fixture::with_config(config(r#"{"benchAfter": 2}"#));
     // dev times out twice in a row: each time pm and critic complete at once.
     let mut now = 0;
-    for _ in 0..2 {
+    for round in 1..=2 {
         now += 1_000;
         f.say(PM, "TURN_COMPLETE", now);
         assert_eq!(f.active(), "dev");
         now += 120_000;
         let t = f.tick(now);
-        now += 1_000;
-        f.say(CRITIC, "TURN_COMPLETE", now);
-        if f.session.agents[&id("dev")].benched {
-            assert!(t.events.iter().any(|e| e.kind.name() == "benched"));
+        let benched_now = t.events.iter().any(|e| e.kind.name() == "benched");
+        assert_eq!(benched_now, round == 2, "benched at the second timeout in a row, not before");
+        if round == 2 {
             assert!(texts(&t).iter().any(|s| s.starts_with("🪑 dev timed out 2 times in a row and is benched")));
         }
+        now += 1_000;
+        f.say(CRITIC, "TURN_COMPLETE", now);
     }
     assert!(f.session.agents[&id("dev")].benched);
     f.say(PM, "TURN_COMPLETE", now + 1_000);
