@@ -37,13 +37,12 @@ pub fn load_setup(sources: &Sources) -> Result<Setup, Problems> {
         None => (PathBuf::from(DEFAULT_CONFIG_FILE), false),
     };
     let (mut config, config_text, config_file) = match std::fs::read_to_string(&config_path) {
-        Ok(text) => match Config::parse(&display(&config_path), &text) {
-            Ok(config) => (config, text, Some(config_path.clone())),
-            Err(found) => {
-                problems.extend(found.0);
-                (Config::default(), text, Some(config_path.clone()))
-            }
-        },
+        Ok(text) => {
+            // What could be read is still checked against the personas below, so that every problem shows at once.
+            let (config, found) = Config::parse_partly(&display(&config_path), &text);
+            problems.extend(found);
+            (config, text, Some(config_path.clone()))
+        }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound && !explicit => (Config::default(), String::new(), None),
         Err(e) => {
             problems.push(file_problem(&config_path, format!("cannot be read: {e}")));

@@ -78,3 +78,20 @@ fn a_bad_configuration_file_is_reported_with_its_line() {
         "{stderr}"
     );
 }
+
+#[test]
+fn a_bad_rule_and_a_rule_naming_an_unknown_persona_are_reported_together() {
+    let dir = tempfile::tempdir().unwrap();
+    let personas = dir.path().join("personas");
+    std::fs::create_dir(&personas).unwrap();
+    std::fs::write(personas.join("pm.json"), r#"{"id": "pm", "discordUserId": "1"}"#).unwrap();
+    let config = "{\"signals\": {\"rules\": [\n  {\"name\": \"A\", \"pattern\": \"(\", \"action\": \"complete\"},\n  \
+                  {\"name\": \"B\", \"pattern\": \"B\", \"action\": \"handoff\", \"to\": \"ghost\"}\n]}}";
+    std::fs::write(dir.path().join("turn-manager.json"), config).unwrap();
+    let out = check(dir.path(), &[]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "stderr: {stderr}");
+    assert!(stderr.contains("turn-manager.json:2: field \"signals.rules[0].pattern\" does not compile"), "{stderr}");
+    assert!(stderr.contains("turn-manager.json:3: field \"signals.rules[1].to\" names \"ghost\""), "{stderr}");
+    assert!(stderr.contains("2 errors found"), "{stderr}");
+}

@@ -99,9 +99,16 @@ impl Default for Config {
 impl Config {
     /// Parses the configuration file; every problem in it is returned at once.
     pub fn parse(file: &str, text: &str) -> Result<Config, Problems> {
+        let (config, problems) = Self::parse_partly(file, text);
+        if problems.is_empty() { Ok(config) } else { Err(Problems(problems)) }
+    }
+
+    /// Everything the file sets that could be read (the defaults elsewhere), with every problem found: so that
+    /// `check` can also check what was read against the personas, and report all at once.
+    pub fn parse_partly(file: &str, text: &str) -> (Config, Vec<Problem>) {
         let mut c = Checker::new(file, text);
         let Some(object) = c.parse_object() else {
-            return Err(Problems(c.problems));
+            return (Config::default(), c.problems);
         };
         let mut config = Config::default();
         for secret in SECRET_FIELDS.iter().filter(|k| object.contains_key(**k)) {
@@ -110,9 +117,7 @@ impl Config {
         let known_and_secret: Vec<&str> = KNOWN_FIELDS.iter().chain(SECRET_FIELDS).copied().collect();
         c.unknown_fields(&object, &[], &known_and_secret, true);
 
-        if let Some(signals) = super::signals::config::read(&mut c, &object) {
-            config.signals = signals;
-        }
+        config.signals = super::signals::config::read(&mut c, &object);
         if let Some(n) = c.integer(&object, &[], "defaultTimeoutSeconds", TIMEOUT_SECONDS_MIN, TIMEOUT_SECONDS_MAX) {
             config.default_timeout_seconds = n as u32;
         }
@@ -147,7 +152,7 @@ impl Config {
                 None => {}
             }
         }
-        if c.problems.is_empty() { Ok(config) } else { Err(Problems(c.problems)) }
+        (config, c.problems)
     }
 
     /// Problems between the configuration and the personas: rosters and signal rules naming personas that do not

@@ -2,7 +2,6 @@
 //! Discord-compatible server, scripted agents for the personas, and the real bot connected through `--api-base`;
 //! the operator starts a session, and the channel is printed live until the rounds are done.
 //!
-//!
 //! With `--preset NAME`, it plays `examples/presets/NAME/` instead: its configuration and personas, and agents that
 //! speak its protocol from a script (review-workflow: a task from developer to critic, back for rework, to the
 //! auditor, done); the demo ends when the task is done.

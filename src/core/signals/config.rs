@@ -29,42 +29,30 @@ pub const PRIORITY_LIMIT: i64 = 1000;
 pub const MAX_KEEPS_LIMIT: i64 = 100;
 pub const DEFAULT_MAX_KEEPS: u32 = 3;
 
-/// Reads `signal` and `signals` from the configuration object. Without either, the default rule alone.
-pub fn read(c: &mut Checker, object: &Map<String, Value>) -> Option<SignalRules> {
+/// Reads `signal` and `signals` from the configuration object. Without either, the default rule alone. Problems
+/// go to the checker; the rules that could be read are returned all the same, for checking them against the
+/// personas.
+pub fn read(c: &mut Checker, object: &Map<String, Value>) -> SignalRules {
     let mut rules = Vec::new();
-    let mut ok = true;
     if let Some(legacy) = c.object(object, &[], "signal") {
-        ok &= read_legacy(c, legacy, &mut rules);
+        read_legacy(c, legacy, &mut rules);
     }
-    let first_listed = rules.len();
     let mut unknown = Some(DEFAULT_UNKNOWN_PATTERN.to_owned());
     let mut recovery = Recovery::default();
     if let Some(signals) = c.object(object, &[], "signals") {
         c.unknown_fields(signals, &["signals"], SIGNALS_FIELDS, true);
-        ok &= read_rules(c, signals, &mut rules);
-        ok &= read_recovery(c, signals, &mut recovery, &mut unknown);
+        read_rules(c, signals, &mut rules);
+        read_recovery(c, signals, &mut recovery, &mut unknown);
     }
     let listed = object.get("signals").is_some_and(|s| s.get("rules").is_some());
     if !object.contains_key("signal") && !listed {
         rules.push(keyword_rule(DEFAULT_KEYWORD));
     }
-    if !ok {
-        return None;
-    }
-    match SignalRules::new(rules, unknown.as_deref(), recovery) {
-        Ok(mut set) => {
-            set.first_listed = first_listed;
-            Some(set)
-        }
-        Err(why) => {
-            c.error(&["signals", "unknownPattern"], format!("does not compile: {why}"));
-            None
-        }
-    }
+    SignalRules::new(rules, unknown.as_deref(), recovery).expect("unknownPattern was checked by read_recovery")
 }
 
 /// `signal.turnComplete` and `signal.alternatives`: plain keywords ending the turn at the end of the message.
-fn read_legacy(c: &mut Checker, legacy: &Map<String, Value>, rules: &mut Vec<Rule>) -> bool {
+fn read_legacy(c: &mut Checker, legacy: &Map<String, Value>, rules: &mut Vec<Rule>) {
     c.unknown_fields(legacy, &["signal"], LEGACY_FIELDS, true);
     let keyword = c.string(legacy, &["signal"], "turnComplete").unwrap_or_else(|| DEFAULT_KEYWORD.to_owned());
     let alternatives = c.string_list(legacy, &["signal"], "alternatives").unwrap_or_default();
@@ -74,25 +62,23 @@ fn read_legacy(c: &mut Checker, legacy: &Map<String, Value>, rules: &mut Vec<Rul
             &["signal"],
             format!("keyword {bad:?} is empty or has surrounding whitespace; a keyword must be visible text"),
         );
-        return false;
+        return;
     }
     // Longest first, so that an alternative containing another one (NOT_DONE and DONE) is the one named.
     keywords.sort_by_key(|k| std::cmp::Reverse(k.chars().count()));
     keywords.dedup();
     rules.extend(keywords.iter().map(|k| keyword_rule(k)));
-    true
 }
 
-fn read_rules(c: &mut Checker, signals: &Map<String, Value>, rules: &mut Vec<Rule>) -> bool {
-    let Some(value) = signals.get("rules") else { return true };
+fn read_rules(c: &mut Checker, signals: &Map<String, Value>, rules: &mut Vec<Rule>) {
+    let Some(value) = signals.get("rules") else { return };
     let Value::Array(items) = value else {
         c.error(
             &["signals", "rules"],
             "must be a list of rules, e.g. [{\"name\": \"done\", \"pattern\": \"DONE\", \"action\": \"complete\"}]",
         );
-        return false;
+        return;
     };
-    let before = c.problems.len();
     // Each read rule with its index in the list, so that problems between rules name the right ones even when
     // rules before them were bad.
     let mut read = Vec::with_capacity(items.len());
@@ -102,13 +88,13 @@ fn read_rules(c: &mut Checker, signals: &Map<String, Value>, rules: &mut Vec<Rul
             at.error("", "must be an object with \"name\", \"pattern\" and \"action\"");
             continue;
         };
-        if let Some(rule) = read_rule(&mut at, fields) {
+        if let Some(mut rule) = read_rule(&mut at, fields) {
+            rule.listed_at = Some(i);
             read.push((i, rule));
         }
     }
     check_priorities(c, &read);
     rules.extend(read.into_iter().map(|(_, rule)| rule));
-    c.problems.len() == before
 }
 
 /// A checker positioned on one rule, so that every problem names `signals.rules[i].field` and its line.
@@ -344,13 +330,7 @@ fn check_priorities(c: &mut Checker, rules: &[(usize, Rule)]) {
     }
 }
 
-fn read_recovery(
-    c: &mut Checker,
-    signals: &Map<String, Value>,
-    recovery: &mut Recovery,
-    unknown: &mut Option<String>,
-) -> bool {
-    let before = c.problems.len();
+fn read_recovery(c: &mut Checker, signals: &Map<String, Value>, recovery: &mut Recovery, unknown: &mut Option<String>) {
     match signals.get("unknownPattern") {
         None => {}
         Some(Value::Null) => *unknown = None,
@@ -392,13 +372,12 @@ fn read_recovery(
         }
         recovery.completion_phrases = phrases;
     }
-    c.problems.len() == before
 }
 
 /// Problems between the rules and the personas: `to` and `from` naming personas no file defines.
 pub fn check_against(c: &mut Checker, rules: &SignalRules, personas: &PersonaCatalog) {
-    for (i, rule) in rules.rules().iter().enumerate().skip(rules.first_listed) {
-        let i = i - rules.first_listed;
+    for rule in rules.rules() {
+        let Some(i) = rule.listed_at else { continue }; // The older keywords name no persona.
         let named = rule.action.target().map(|p| ("to", p)).into_iter().chain(rule.from.iter().map(|p| ("from", p)));
         for (field, persona) in named {
             if personas.get(persona).is_none() {

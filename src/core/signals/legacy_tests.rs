@@ -20,7 +20,8 @@ impl Matcher {
         let text = serde_json::json!({"signal": {"turnComplete": keyword, "alternatives": alternatives}}).to_string();
         let mut c = Checker::new("c.json", &text);
         let object = c.parse_object().unwrap();
-        config::read(&mut c, &object).map(Matcher).ok_or_else(|| format!("{:?}", c.problems))
+        let rules = config::read(&mut c, &object);
+        if c.problems.is_empty() { Ok(Matcher(rules)) } else { Err(format!("{:?}", c.problems)) }
     }
     fn author() -> PersonaId {
         PersonaId::parse("pm").unwrap()

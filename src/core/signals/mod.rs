@@ -67,8 +67,6 @@ pub struct SignalRules {
     /// What looks like a signal; `None`: unknown-signal recovery is off.
     unknown: Option<Regex>,
     pub recovery: Recovery,
-    /// Where the rules of `signals.rules` begin (the older `signal` keywords come first), for locating problems.
-    pub(crate) first_listed: usize,
 }
 
 /// The signal a message carries: the winning rule, its groups, and what to show instead of the message.
@@ -109,7 +107,7 @@ impl SignalRules {
             Some(p) => Some(Regex::new(&format!(r"(?mR)^[ \t]*(?:{p})")).map_err(|e| e.to_string())?),
             None => None,
         };
-        Ok(Self { rules, unknown, recovery, first_listed: 0 })
+        Ok(Self { rules, unknown, recovery })
     }
 
     pub fn rules(&self) -> &[Rule] {

@@ -100,6 +100,8 @@ pub struct Rule {
     /// The personas allowed to use it; empty: every persona.
     pub from: Vec<PersonaId>,
     pub action: Action,
+    /// Its index in `signals.rules`, for naming it in problems; `None` for the default rule and the older keywords.
+    pub listed_at: Option<usize>,
     /// The pattern with its anchoring: `(?:p)\s*\z` for `end`, `(?m)^(?:p)` for `line`.
     regex: Regex,
 }
@@ -132,7 +134,7 @@ impl Rule {
             At::Anywhere => pattern.clone(),
         };
         let regex = Regex::new(&anchored).map_err(|e| compact_regex_error(&e))?;
-        Ok(Rule { name, pattern, at, strip, priority, from, action, regex })
+        Ok(Rule { name, pattern, at, strip, priority, from, action, listed_at: None, regex })
     }
 
     /// The named groups the pattern defines.
