@@ -150,9 +150,7 @@ async fn a_review_workflow_routes_a_task_through_critic_and_auditor_until_it_is_
         .events("routed")
         .into_iter()
         .map(|e| match e.kind {
-            EventKind::Routed { task, stage, next_agent, .. } => {
-                (task.unwrap_or_default(), stage, next_agent.to_string())
-            }
+            EventKind::Routed(r) => (r.task.unwrap_or_default(), r.stage, r.next_agent.to_string()),
             other => unreachable!("{other:?}"),
         })
         .collect();
@@ -161,8 +159,8 @@ async fn a_review_workflow_routes_a_task_through_critic_and_auditor_until_it_is_
     assert_eq!(routed, expected);
     let finished = scene.events("task_finished");
     assert_eq!(finished.len(), 1);
-    let EventKind::TaskFinished { task, next_agent, .. } = &finished[0].kind else { unreachable!() };
-    assert_eq!((task.as_str(), next_agent.as_str()), ("task-1", "dev"), "AUDIT_PASSED goes to the developer");
+    let EventKind::TaskFinished(done) = &finished[0].kind else { unreachable!() };
+    assert_eq!((done.task.as_str(), done.next_agent.as_str()), ("task-1", "dev"), "AUDIT_PASSED goes to the developer");
 
     let session = scene.session().await;
     assert_eq!(session.tasks["task-1"].stage, "done");

@@ -29,12 +29,12 @@ async fn the_review_workflow_demo_takes_the_task_through_a_failed_review_to_done
     for e in &outcome.history {
         let who = e.agent_id.as_ref().map(|a| a.to_string()).unwrap_or_default();
         match &e.kind {
-            EventKind::Routed { signal, task, stage, .. } => {
-                assert_eq!(task.as_deref(), Some("task-1"));
-                moves.push((who, signal.clone(), stage.clone()));
+            EventKind::Routed(routed) => {
+                assert_eq!(routed.task.as_deref(), Some("task-1"));
+                moves.push((who, routed.signal.clone(), routed.stage.clone()));
             }
-            EventKind::TaskFinished { signal, task, .. } => {
-                moves.push((who, signal.clone(), format!("{task} done")));
+            EventKind::TaskFinished(finished) => {
+                moves.push((who, finished.signal.clone(), format!("{} done", finished.task)));
                 break;
             }
             EventKind::TurnComplete { .. } | EventKind::TurnTimeout { .. } => {

@@ -182,7 +182,7 @@ fn steps(history: &[HistoryEvent], task: &str) -> Vec<Step> {
     for event in history {
         let Some(step) = step(event) else { continue };
         steps.push(step);
-        if matches!(&event.kind, EventKind::TaskFinished { task: finished, .. } if finished == task) {
+        if matches!(&event.kind, EventKind::TaskFinished(finished) if finished.task == *task) {
             break;
         }
     }
@@ -192,11 +192,10 @@ fn steps(history: &[HistoryEvent], task: &str) -> Vec<Step> {
 /// The turn `event` ended, if it ended one: its holder, and the signal and task stage it ended with.
 fn step(event: &HistoryEvent) -> Option<Step> {
     let (signal, stage) = match &event.kind {
-        EventKind::Routed { signal, stage, .. } => (Some(signal), Some(stage.clone())),
-        EventKind::TaskFinished { signal, .. } => (Some(signal), Some(DONE.to_owned())),
-        EventKind::TurnComplete { keyword: signal, .. }
-        | EventKind::Passed { signal, .. }
-        | EventKind::HandedOff { signal, .. } => (Some(signal), None),
+        EventKind::Routed(routed) => (Some(routed.signal.as_str()), Some(routed.stage.clone())),
+        EventKind::TaskFinished(finished) => (Some(finished.signal.as_str()), Some(DONE.to_owned())),
+        EventKind::TurnComplete { keyword, .. } => (Some(keyword.as_str()), None),
+        EventKind::Passed { signal, .. } | EventKind::HandedOff { signal, .. } => (Some(&**signal), None),
         EventKind::TurnTimeout { .. }
         | EventKind::TurnSilent { .. }
         | EventKind::AgentSignalFailure { .. }
@@ -206,7 +205,7 @@ fn step(event: &HistoryEvent) -> Option<Step> {
     Some(Step {
         persona: event.agent_id.as_ref()?.to_string(),
         event: event.kind.name().to_owned(),
-        signal: signal.cloned(),
+        signal: signal.map(str::to_owned),
         stage,
     })
 }

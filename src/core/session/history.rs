@@ -71,45 +71,31 @@ pub enum EventKind {
     /// The holder ended its turn with nothing to say (a `pass` rule).
     Passed {
         message_id: MessageId,
-        signal: String,
+        /// The rule's name (a boxed `str`: it keeps every event within the size of the largest older one).
+        signal: Box<str>,
         next_agent: PersonaId,
     },
     /// The holder handed the floor to a persona of its choice (a `handoff` rule).
     HandedOff {
         message_id: MessageId,
-        signal: String,
+        /// The rule's name (a boxed `str`: it keeps every event within the size of the largest older one).
+        signal: Box<str>,
         next_agent: PersonaId,
     },
     /// A handoff or route named a persona that is not in the session: refused, the turn goes on.
     HandoffRefused {
         message_id: MessageId,
-        signal: String,
+        /// The rule's name (a boxed `str`: it keeps every event within the size of the largest older one).
+        signal: Box<str>,
         target: String,
     },
-    /// A workflow signal moved a task to a new stage and the floor to `next_agent` (a `route` rule).
-    Routed {
-        message_id: MessageId,
-        signal: String,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        task: Option<String>,
-        stage: String,
-        next_agent: PersonaId,
-    },
+    /// A workflow signal moved a task to a new stage and the floor on (a `route` rule). Boxed, like the other
+    /// events with many fields, so that every event stays small: a session holds a tail of them.
+    Routed(Box<Routed>),
     /// A task is done (a `finishTask` rule).
-    TaskFinished {
-        message_id: MessageId,
-        signal: String,
-        task: String,
-        next_agent: PersonaId,
-    },
-    /// The holder keeps the floor for another turn (a `keep` rule); `count` in a row.
-    Kept {
-        message_id: MessageId,
-        signal: String,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        reason: Option<String>,
-        count: u32,
-    },
+    TaskFinished(Box<TaskFinished>),
+    /// The holder keeps the floor for another turn (a `keep` rule).
+    Kept(Box<Kept>),
     /// A progress figure (a `progress` rule): `percent` clamped to 0-100, and the seconds the deadline moved.
     Progress {
         message_id: MessageId,
@@ -121,14 +107,16 @@ pub enum EventKind {
     /// The holder called for a person (an `escalate` rule): the session is paused.
     Escalated {
         message_id: MessageId,
-        signal: String,
+        /// The rule's name (a boxed `str`: it keeps every event within the size of the largest older one).
+        signal: Box<str>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reason: Option<String>,
     },
     /// A signal only recorded (a `record` rule).
     Recorded {
         message_id: MessageId,
-        signal: String,
+        /// The rule's name (a boxed `str`: it keeps every event within the size of the largest older one).
+        signal: Box<str>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         payload: Option<String>,
     },
@@ -172,6 +160,39 @@ pub enum EventKind {
     },
 }
 
+/// The details of a `routed` event.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Routed {
+    pub message_id: MessageId,
+    pub signal: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<String>,
+    pub stage: String,
+    pub next_agent: PersonaId,
+}
+
+/// The details of a `task_finished` event.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskFinished {
+    pub message_id: MessageId,
+    pub signal: String,
+    pub task: String,
+    pub next_agent: PersonaId,
+}
+
+/// The details of a `kept` event: `count` keeps in a row.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Kept {
+    pub message_id: MessageId,
+    pub signal: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    pub count: u32,
+}
+
 impl EventKind {
     /// The snake_case name used in the files, e.g. `turn_timeout`.
     pub fn name(&self) -> &'static str {
@@ -193,9 +214,9 @@ impl EventKind {
             EventKind::Passed { .. } => "passed",
             EventKind::HandedOff { .. } => "handed_off",
             EventKind::HandoffRefused { .. } => "handoff_refused",
-            EventKind::Routed { .. } => "routed",
-            EventKind::TaskFinished { .. } => "task_finished",
-            EventKind::Kept { .. } => "kept",
+            EventKind::Routed(_) => "routed",
+            EventKind::TaskFinished(_) => "task_finished",
+            EventKind::Kept(_) => "kept",
             EventKind::Progress { .. } => "progress",
             EventKind::Escalated { .. } => "escalated",
             EventKind::Recorded { .. } => "recorded",
@@ -226,12 +247,14 @@ impl HistoryEvent {
                 format!(" -> {next_agent}")
             }
             EventKind::HandoffRefused { target, .. } => format!(": no \"{target}\" in the session"),
-            EventKind::Routed { task, stage, next_agent, .. } => {
+            EventKind::Routed(routed) => {
+                let Routed { task, stage, next_agent, .. } = routed.as_ref();
                 let task = task.as_deref().map(|t| format!(" {t}")).unwrap_or_default();
                 format!(":{task} -> {stage} ({next_agent})")
             }
-            EventKind::TaskFinished { task, next_agent, .. } => format!(": {task} done -> {next_agent}"),
-            EventKind::Kept { reason, count, .. } => {
+            EventKind::TaskFinished(finished) => format!(": {} done -> {}", finished.task, finished.next_agent),
+            EventKind::Kept(kept) => {
+                let Kept { reason, count, .. } = kept.as_ref();
                 format!(
                     " ({count} in a row){}",
                     reason.as_deref().map(|r| format!(": {}", ellipsize(r, 60))).unwrap_or_default()
@@ -315,6 +338,25 @@ mod tests {
         );
         assert_eq!(serde_json::from_value::<HistoryEvent>(json).unwrap(), event);
         assert_eq!(event.summary(), "turn_timeout pm after 90s -> dev", "no time: the caller prints it");
+    }
+
+    #[test]
+    fn events_stay_small_and_boxed_details_keep_the_json_shape() {
+        assert!(std::mem::size_of::<HistoryEvent>() <= 96, "{} bytes", std::mem::size_of::<HistoryEvent>());
+        let kept = EventKind::Kept(Box::new(Kept {
+            message_id: MessageId(7),
+            signal: "MORE".into(),
+            reason: Some("tool failed".into()),
+            count: 2,
+        }));
+        let event = HistoryEvent { at: chrono::DateTime::UNIX_EPOCH, round: 1, agent_id: None, kind: kept };
+        let json = serde_json::to_value(&event).unwrap();
+        assert_eq!(json["event"], "kept");
+        assert_eq!(
+            json["details"],
+            serde_json::json!({"messageId": "7", "signal": "MORE", "reason": "tool failed", "count": 2})
+        );
+        assert_eq!(serde_json::from_value::<HistoryEvent>(json).unwrap(), event);
     }
 
     #[test]

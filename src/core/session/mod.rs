@@ -97,12 +97,20 @@ pub struct ProgressMark {
     pub at: DateTime<Utc>,
 }
 
-/// The same message coming again and again (spec 4.2, loops): what was said last and how many times in a row.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// The same message coming again and again (spec 4.2, loops): what was said last, as a digest (a session keeps
+/// no copy of the text), and how many times in a row.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Repeats {
-    pub text: String,
+    pub digest: u64,
     pub count: u32,
+}
+
+impl Repeats {
+    /// FNV-1a: the same on every run and every build, since the digest is saved with the session.
+    pub fn digest_of(text: &str) -> u64 {
+        text.bytes().fold(0xcbf2_9ce4_8422_2325, |hash, byte| (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3))
+    }
 }
 
 /// A past turn in Discord's clock (message ids), which is the clock its messages' ids are written in: the bot's own

@@ -101,20 +101,22 @@ impl Session {
         if limit == 0 || said.is_empty() {
             return false;
         }
+        let digest = Repeats::digest_of(&said);
         let count = match &mut self.repeats {
-            Some(r) if r.text == said => {
+            Some(r) if r.digest == digest => {
                 r.count += 1;
                 r.count
             }
             _ => {
-                self.repeats = Some(Repeats { text: said, count: 1 });
+                self.repeats = Some(Repeats { digest, count: 1 });
                 1
             }
         };
         if count < limit {
             return false;
         }
-        let text = self.repeats.take().map(|r| r.text).unwrap_or_default();
+        self.repeats = None;
+        let text = said;
         t.events.push(self.event(now, Some(persona), EventKind::LoopDetected { count, text: text.clone() }));
         self.freeze(now, format!("the same message came {count} times in a row"), ctx);
         let mut values = self.common_values(ctx, persona);

@@ -1,7 +1,7 @@
 //! What the floor holder's message does (spec 4.2): the winning rule's action, or, without a signal, auto-detection
 //! and unknown-signal recovery.
 
-use super::history::EventKind;
+use super::history::{EventKind, Kept, Routed, TaskFinished};
 use super::{Context, IncomingMessage, ProgressMark, Session, SessionStatus, TASKS_KEPT, TaskState, Transition};
 use crate::core::ids::PersonaId;
 use crate::core::signals::{Action, Detected, percent, text::trim_blank};
@@ -48,7 +48,7 @@ impl Session {
             Action::Pass => {
                 self.show_stripped(t, message, persona, None, true, true);
                 let next = self.following(persona);
-                let kind = EventKind::Passed { message_id: message.id, signal, next_agent: next };
+                let kind = EventKind::Passed { message_id: message.id, signal: signal.into(), next_agent: next };
                 t.events.push(self.event(now, Some(persona), kind));
                 self.announce_about(t, ctx, Template::Passed, persona, now, &[]);
                 self.end_turn(message.id);
@@ -60,7 +60,8 @@ impl Session {
                     return self.refuse_transfer(message, persona, signal, named, now, ctx, t);
                 };
                 self.show_stripped(t, message, persona, d.display, d.stripped, true);
-                let kind = EventKind::HandedOff { message_id: message.id, signal, next_agent: target.clone() };
+                let kind =
+                    EventKind::HandedOff { message_id: message.id, signal: signal.into(), next_agent: target.clone() };
                 t.events.push(self.event(now, Some(persona), kind));
                 let extra = [("target", target.to_string())];
                 self.announce_about(t, ctx, Template::HandedOff, persona, now, &extra);
@@ -76,13 +77,13 @@ impl Session {
                     let state = TaskState { stage: stage.clone(), holder: Some(to.clone()), updated_at: now };
                     self.set_task(task, state);
                 }
-                let kind = EventKind::Routed {
+                let kind = EventKind::Routed(Box::new(Routed {
                     message_id: message.id,
                     signal,
                     task: task.clone(),
                     stage: stage.clone(),
                     next_agent: to.clone(),
-                };
+                }));
                 t.events.push(self.event(now, Some(persona), kind));
                 let extra =
                     [("task", task.unwrap_or_else(|| "?".into())), ("stage", stage), ("target", to.to_string())];
@@ -96,12 +97,12 @@ impl Session {
                 self.set_task(&task, TaskState { stage: "done".into(), holder: None, updated_at: now });
                 let target = to.filter(|p| self.roster.contains(p));
                 let next = target.clone().unwrap_or_else(|| self.following(persona));
-                let kind = EventKind::TaskFinished {
+                let kind = EventKind::TaskFinished(Box::new(TaskFinished {
                     message_id: message.id,
                     signal,
                     task: task.clone(),
                     next_agent: next.clone(),
-                };
+                }));
                 t.events.push(self.event(now, Some(persona), kind));
                 let extra = [("task", task), ("target", next.to_string())];
                 self.announce_about(t, ctx, Template::TaskFinished, persona, now, &extra);
@@ -120,7 +121,12 @@ impl Session {
                 self.keeps_in_row += 1;
                 let count = self.keeps_in_row;
                 self.show_stripped(t, message, persona, d.display, d.stripped, false);
-                let kind = EventKind::Kept { message_id: message.id, signal, reason: d.payload.clone(), count };
+                let kind = EventKind::Kept(Box::new(Kept {
+                    message_id: message.id,
+                    signal,
+                    reason: d.payload.clone(),
+                    count,
+                }));
                 t.events.push(self.event(now, Some(persona), kind));
                 self.end_turn(message.id);
                 let extra = [
@@ -155,7 +161,8 @@ impl Session {
             Action::Escalate => {
                 self.show_stripped(t, message, persona, d.display, d.stripped, false);
                 let reason = d.payload.clone().unwrap_or_else(|| signal.clone());
-                let kind = EventKind::Escalated { message_id: message.id, signal: signal.clone(), reason: d.payload };
+                let kind =
+                    EventKind::Escalated { message_id: message.id, signal: signal.as_str().into(), reason: d.payload };
                 t.events.push(self.event(now, Some(persona), kind));
                 self.freeze(now, format!("{persona} escalated ({signal}): {reason}"), ctx);
                 let mut values = self.common_values(ctx, persona);
@@ -165,8 +172,11 @@ impl Session {
             }
             Action::Record => {
                 self.show_stripped(t, message, persona, d.display, d.stripped, false);
-                let kind =
-                    EventKind::Recorded { message_id: message.id, signal: signal.clone(), payload: d.payload.clone() };
+                let kind = EventKind::Recorded {
+                    message_id: message.id,
+                    signal: signal.as_str().into(),
+                    payload: d.payload.clone(),
+                };
                 t.events.push(self.event(now, Some(persona), kind));
                 let extra = [("signal", signal), ("payload", d.payload.unwrap_or_default())];
                 self.announce_about(t, ctx, Template::Recorded, persona, now, &extra);
@@ -238,7 +248,7 @@ impl Session {
         ctx: Context,
         t: &mut Transition,
     ) {
-        let kind = EventKind::HandoffRefused { message_id: message.id, signal, target: target.clone() };
+        let kind = EventKind::HandoffRefused { message_id: message.id, signal: signal.into(), target: target.clone() };
         t.events.push(self.event(now, Some(persona), kind));
         let mut values = self.common_values(ctx, persona);
         values.push(("target", if target.is_empty() { "persona named".into() } else { target }));

@@ -91,7 +91,8 @@ fn route_moves_the_task_and_the_floor_and_status_lists_it() {
     let t = f.say(PM, "READY: task-7\n\nFiles Modified:\n- src/a.rs: fix", 1_000);
     assert_eq!(f.active(), "critic");
     match only_event(&t, "routed") {
-        EventKind::Routed { task, stage, next_agent, signal, .. } => {
+        EventKind::Routed(r) => {
+            let history::Routed { task, stage, next_agent, signal, .. } = *r;
             assert_eq!(
                 (task.as_deref(), stage.as_str(), next_agent.as_str(), signal.as_str()),
                 (Some("task-7"), "review", "critic", "READY")
@@ -117,7 +118,7 @@ fn finish_task_marks_it_done_and_passes_the_floor_on() {
     let mut f = grammar();
     f.say(PM, "READY: t1", 1_000);
     let t = f.say(CRITIC, "All good.\nSHIPPED: t1", 2_000);
-    assert!(matches!(only_event(&t, "task_finished"), EventKind::TaskFinished { task, .. } if task == "t1"));
+    assert!(matches!(only_event(&t, "task_finished"), EventKind::TaskFinished(f) if f.task == "t1"));
     assert_eq!(f.session.tasks["t1"].stage, "done");
     assert_eq!(f.session.tasks["t1"].holder, None);
     assert_eq!((f.active(), f.session.round), ("pm", 2), "no `to`: the next in the roster");
@@ -131,7 +132,7 @@ fn keep_resets_the_deadline_at_most_max_keeps_times_in_a_row() {
     assert_eq!(f.active(), "pm");
     assert_eq!(f.session.turn_timeout_at, Some(Fixture::at(10_000) + TimeDelta::seconds(90)), "a fresh turn");
     assert!(
-        matches!(only_event(&t, "kept"), EventKind::Kept { count: 1, reason: Some(r), .. } if r == "search failed")
+        matches!(only_event(&t, "kept"), EventKind::Kept(k) if k.count == 1 && k.reason.as_deref() == Some("search failed"))
     );
     assert_eq!(texts(&t), ["🔁 <@101> (pm) keeps the floor for another turn: 90s (1 of 2)."]);
     assert_eq!(announcements(&t)[0].mention, Some(PM), "the agent is called again");
