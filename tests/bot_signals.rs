@@ -226,7 +226,6 @@ async fn an_escalation_pauses_pings_the_control_role_and_a_managers_resume_gives
 
     let pm = scene.user("pm");
     let resume = scene.stage.server.post(scene.stage.channel, manager, "!turn resume");
-    bot_says(&scene, "the resume", resume, |s| s.starts_with("▶️ Resumed.")).await;
     let fresh = bot_says(&scene, "pm's fresh turn", resume, |s| s.contains("(pm) has the floor")).await;
     assert!(fresh.content.starts_with(&format!("🎙️ <@{pm}> (pm) has the floor: 2s.")), "{}", fresh.content);
     assert_eq!(fresh.pinged, vec![pm]);
@@ -234,6 +233,8 @@ async fn an_escalation_pauses_pings_the_control_role_and_a_managers_resume_gives
     assert_eq!((session.status, holder(&session)), (SessionStatus::Running, Some("pm")));
     assert_eq!(session.pause_reason, None);
     assert_eq!(scene.events("resumed").len(), 1);
+    let said_resumed = scene.view().iter().any(|m| m.content.starts_with("▶️ Resumed."));
+    assert!(!said_resumed, "the fresh turn's announcement says it all: no line with the old time left");
 
     scene.say("pm", "Got them, thanks. TURN_COMPLETE");
     scene.until("dev's floor", |v| v.iter().any(|m| is_floor(m, "dev")).then_some(())).await;

@@ -100,15 +100,18 @@ impl Session {
                     self.turn_paused_ms = 0;
                 }
                 self.turn_timeout_at = Some(now + chrono::TimeDelta::milliseconds(remaining_ms));
+                if called_for_people {
+                    // The holder paused the session to ask for a person (or looped): a fresh turn, announced with a
+                    // mention so that it reads the answer and goes on; that announcement says all a resume would.
+                    self.begin_turn(active.clone(), now, ctx, &mut t);
+                }
                 let kind = EventKind::Resumed { remaining_seconds: self.remaining_seconds(now) };
                 t.events.push(self.event(now, Some(&active), kind));
-                self.announce_about(&mut t, ctx, Template::Resumed, &active, now, &[]);
-                if called_for_people {
-                    // The holder paused the session to ask for a person (or looped): a fresh turn, with a mention
-                    // so that it reads the answer and goes on.
-                    self.begin_turn(active.clone(), now, ctx, &mut t);
-                } else if !self.turn_announced {
-                    self.announce_turn(ctx, &mut t, now);
+                if !called_for_people {
+                    self.announce_about(&mut t, ctx, Template::Resumed, &active, now, &[]);
+                    if !self.turn_announced {
+                        self.announce_turn(ctx, &mut t, now);
+                    }
                 }
             }
             Command::Skip => {

@@ -178,7 +178,13 @@ fn escalate_pauses_calls_the_managers_and_resume_gives_a_fresh_turn() {
     assert_eq!(f.session.status, SessionStatus::Running);
     assert_eq!(f.session.pause_reason, None);
     assert_eq!(f.session.turn_timeout_at, Some(Fixture::at(600_000) + TimeDelta::seconds(90)), "a fresh turn");
-    assert_eq!(announcements(&t).last().unwrap().mention, Some(PM), "pm is called back to read the answer");
+    assert_eq!(
+        texts(&t),
+        ["🎙️ <@101> (pm) has the floor: 90s. End your message with TURN_COMPLETE."],
+        "one announcement, the fresh turn's: no \"Resumed\" line with the old time left"
+    );
+    assert_eq!(announcements(&t)[0].mention, Some(PM), "pm is called back to read the answer");
+    assert!(matches!(only_event(&t, "resumed"), EventKind::Resumed { remaining_seconds: 90 }));
 }
 
 #[test]
