@@ -451,3 +451,30 @@ fn auto_detection_is_off_by_default() {
     assert!(f.tick(80_000).events.is_empty());
     assert_eq!(f.active(), "pm");
 }
+
+#[test]
+fn a_rule_that_does_not_strip_leaves_the_message_as_posted() {
+    let rules = r#"{"rules": [
+        {"name": "TURN_COMPLETE", "pattern": "TURN_COMPLETE", "action": "complete"},
+        {"name": "NOTE", "pattern": "NOTE:\\s*(?P<payload>.+)", "at": "line", "strip": false, "action": "record"}]}"#;
+    let mut f = Fixture::with_config(config(rules));
+    let t = f.say(PM, "NOTE: keep this visible\nMore text.", 1_000);
+    assert!(
+        matches!(only_event(&t, "recorded"), EventKind::Recorded { payload: Some(p), .. } if p == "keep this visible")
+    );
+    assert!(t.effects.is_empty(), "nothing stripped, so nothing is reposted: {:?}", t.effects);
+    // With a stripping rule in the same message, only that one's match goes.
+    let t = f.say(PM, "NOTE: still here\nDone. TURN_COMPLETE", 2_000);
+    assert_eq!(
+        t.effects[0],
+        Effect::Relay { message_id: f.last_id, persona: id("pm"), text: Some("NOTE: still here\nDone.".into()) }
+    );
+}
+
+#[test]
+fn unknown_limit_sets_how_many_unknown_signals_end_the_turn() {
+    let mut f = Fixture::with_config(config(r#"{"unknownLimit": 1}"#));
+    let t = f.say(PM, "DONE: all of it", 1_000);
+    assert!(matches!(only_event(&t, "agent_signal_failure"), EventKind::AgentSignalFailure { count: 1, .. }));
+    assert_eq!(f.active(), "dev");
+}
