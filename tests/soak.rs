@@ -14,26 +14,44 @@ fn figure(table: &str, row: &str) -> Option<u64> {
         .and_then(|n| n.parse().ok())
 }
 
-#[test]
-fn a_short_soak_of_ten_kills_finds_no_violation() {
-    let work = tempfile::tempdir().unwrap();
-    let folder = work.path().join("soak");
+/// Runs `turn-manager soak` with `extra` arguments; its standard output, and everything to show on a failure.
+fn soak(folder: &std::path::Path, extra: &[&str]) -> (std::process::Output, String, String) {
     let output = Command::new(BINARY)
         .args(["soak", "--kills", "10", "--seed", "20261122", "--keep", "--work-dir"])
-        .arg(&folder)
+        .arg(folder)
+        .args(extra)
         .output()
         .unwrap();
-    let (stdout, stderr) = (String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr);
     let log = std::fs::read_to_string(folder.join("bot.log")).unwrap_or_default();
     let tail: Vec<&str> = log.lines().rev().take(40).collect();
     let report = format!(
         "{stdout}\n{stderr}\nthe bot's log ends with:\n{}",
         tail.into_iter().rev().collect::<Vec<_>>().join("\n")
     );
+    (output, stdout, report)
+}
+
+#[test]
+fn a_short_soak_of_ten_kills_finds_no_violation() {
+    let work = tempfile::tempdir().unwrap();
+    let folder = work.path().join("soak");
+    let (output, stdout, report) = soak(&folder, &[]);
     assert!(output.status.success(), "{report}");
     assert_eq!(figure(&stdout, "violations"), Some(0), "{report}");
     assert_eq!(figure(&stdout, "kills (SIGKILL)"), Some(10), "{report}");
     assert_eq!(figure(&stdout, "restarts"), Some(11), "{report}");
     assert!(figure(&stdout, "turns").is_some_and(|n| n >= 10), "the agents kept talking: {report}");
     assert!(folder.join("state").join("channels").is_dir(), "the bot ran against this folder");
+}
+
+#[test]
+fn a_short_soak_with_every_fault_group_injects_faults_and_finds_no_violation() {
+    let work = tempfile::tempdir().unwrap();
+    let folder = work.path().join("soak");
+    let (output, stdout, report) = soak(&folder, &["--faults", "all"]);
+    assert!(output.status.success(), "{report}");
+    assert_eq!(figure(&stdout, "violations"), Some(0), "{report}");
+    assert!(figure(&stdout, "faults injected").is_some_and(|n| n >= 1), "faults were injected: {report}");
 }

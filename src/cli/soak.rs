@@ -2,6 +2,7 @@
 //! scripted agents talk in three channels of the local Discord-compatible server; prints the figures and every
 //! violation, and fails if there is one.
 
+use crate::soak::faults::FaultGroup;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -19,6 +20,18 @@ pub struct SoakArgs {
     /// Keep the folder even when no violation is found
     #[arg(long)]
     pub keep: bool,
+    /// Also inject the local server's faults while the bot is up: gateway, dispatch, rest, slow (comma-separated),
+    /// or all
+    #[arg(long, value_name = "GROUPS", value_parser = fault_groups)]
+    pub faults: Option<FaultGroups>,
+}
+
+/// The fault groups of `--faults`, as one value (clap would read a bare `Vec` as a repeated option).
+#[derive(Clone, Debug)]
+pub struct FaultGroups(Vec<FaultGroup>);
+
+fn fault_groups(text: &str) -> Result<FaultGroups, String> {
+    crate::soak::faults::parse_groups(text).map(FaultGroups)
 }
 
 /// How many violations are printed one by one (all are counted in the table).
@@ -47,7 +60,8 @@ pub fn run(args: &SoakArgs) -> ExitCode {
         eprintln!("error: cannot create {}: {e}", work.display());
         return ExitCode::FAILURE;
     }
-    let options = crate::soak::Options { kills: args.kills, seed, work: work.clone(), exe };
+    let faults = args.faults.clone().map(|groups| groups.0).unwrap_or_default();
+    let options = crate::soak::Options { kills: args.kills, seed, work: work.clone(), exe, faults };
     println!("soak: {} kill(s), seed {seed}, files in {}", args.kills, work.display());
     let keep = args.keep;
     super::run_async(async move {

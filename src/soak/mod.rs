@@ -8,10 +8,12 @@
 //! - [`state_files`]: the state folder read from outside (torn files, logs, the outbox).
 //! - [`stage`]: the server, its three managed channels, the files the bot reads, the agents.
 //! - [`process`]: starting, killing and stopping `turn-manager run`.
+//! - [`faults`]: the local server's faults injected between kills (`--faults`).
 //! - [`watch`]: waiting (bounded) for the bot to catch up or the channels to be still, and the final checks.
 //! - `run`: the kill loop.
 //! - [`summary`]: the figures and their table.
 
+pub mod faults;
 pub mod invariants;
 pub mod process;
 mod run;
@@ -34,6 +36,8 @@ pub struct Options {
     pub work: PathBuf,
     /// The `turn-manager` binary to run as the bot.
     pub exe: PathBuf,
+    /// The fault groups injected while the bot is up (none: kills only).
+    pub faults: Vec<faults::FaultGroup>,
 }
 
 /// Runs a soak; `progress` is told how it goes every ten kills.

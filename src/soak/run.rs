@@ -6,7 +6,7 @@ use super::invariants::{SignalFate, Violation};
 use super::process::{BotProcess, log_path};
 use super::stage::SoakStage;
 use super::summary::Summary;
-use super::{Options, state_files, watch};
+use super::{Options, faults, state_files, watch};
 use local_discord::world::now_ms;
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -60,6 +60,7 @@ pub async fn run(options: &Options, progress: &dyn Fn(&str)) -> anyhow::Result<S
                 break;
             }
             watch::caught_up(&soak, upto, CATCH_UP_BOUND, &mut found).await;
+            faults::maybe_inject(&soak, &options.faults, &mut rng, &mut summary.faults);
             if rng.f64() < AFTER_SIGNAL_KILL_SHARE && next_signal(&soak).await {
                 summary.kills_after_signal += 1;
                 tokio::time::sleep(Duration::from_millis(rng.u64(AFTER_SIGNAL_KILL_MS))).await;
@@ -94,6 +95,8 @@ pub async fn run(options: &Options, progress: &dyn Fn(&str)) -> anyhow::Result<S
     if connected(&soak, &mut bot, &mut found).await {
         watch::caught_up(&soak, upto, CATCH_UP_BOUND, &mut found).await;
     }
+    // The final checks judge the bot, not a fault still armed: what was not spent is disarmed.
+    soak.stage.server.faults(|f| f.clear());
     for agent in &agents {
         agent.abort();
     }

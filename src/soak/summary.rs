@@ -26,6 +26,8 @@ pub struct Summary {
     pub outbox_replays: usize,
     pub log_catch_ups: usize,
     pub torn_log_tails_cut: usize,
+    /// The local server's faults injected between kills (`--faults`).
+    pub faults: super::faults::Injected,
     pub violations: BTreeSet<Violation>,
     pub wall: Duration,
 }
@@ -78,6 +80,13 @@ impl Summary {
                 ),
             ),
         ];
+        if self.faults.total() > 0 {
+            let groups: Vec<String> = self.faults.by_group().iter().map(|(g, n)| format!("{g} {n}")).collect();
+            rows.push(("faults injected".into(), format!("{} ({})", self.faults.total(), groups.join(", "))));
+            for (what, n) in &self.faults.0 {
+                rows.push((format!("  {what}"), n.to_string()));
+            }
+        }
         rows.push(("violations".into(), self.violations.len().to_string()));
         for kind in Violation::KINDS {
             let n = self.violations.iter().filter(|v| v.kind() == kind).count();
