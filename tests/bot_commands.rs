@@ -187,3 +187,18 @@ async fn slash_commands_share_the_definitions_and_the_permission_rule() {
     let pm = PersonaId::parse("pm").unwrap();
     assert_eq!(scene.session().await.roster, vec![PersonaId::parse("critic").unwrap(), pm]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_relayed_message_never_runs_as_a_command() {
+    let scene = Scene::started().await;
+    // pm holds the floor: its signal is relayed, and the repost (by our webhook) reads `!turn status`.
+    scene.say("pm", "!turn status TURN_COMPLETE");
+    scene.until("the repost", |v| v.iter().any(|m| m.from_webhook && m.content == "!turn status").then_some(())).await;
+    scene.until("dev's floor", |v| v.iter().any(|m| is_floor(m, "dev")).then_some(())).await;
+    // Two round trips through the commands after the repost reached the bot: its command would have answered by then.
+    command(&scene, scene.stage.operator, "status", starts("dev has the floor")).await;
+    command(&scene, scene.stage.operator, "history 1", |m| !m.content.contains("has the floor")).await;
+    let view = scene.view();
+    let replies = view.iter().filter(|m| m.author == "turn-manager" && m.content.contains(" has the floor, "));
+    assert_eq!(replies.count(), 1, "only the operator's status is answered:\n{}", common::render(&view));
+}

@@ -37,9 +37,14 @@ pub fn framework(data: Arc<Commands>) -> poise::Framework<Arc<Commands>, Error> 
         // A reply must never ping: a mention would call an agent back in.
         allowed_mentions: Some(discord::CreateAllowedMentions::new()),
         prefix_options: poise::PrefixFrameworkOptions {
-            prefix: Some(PREFIX.into()),
+            // No fixed prefix: `command_prefix` decides, so that webhook messages never count.
+            prefix: None,
+            stripped_dynamic_prefix: Some(|ctx, msg, _| {
+                Box::pin(async move { Ok(command_prefix(msg, ctx.cache.current_user().id)) })
+            }),
             // Agents are bots; they get a refusal rather than silence.
             ignore_bots: false,
+            execute_self_messages: false,
             mention_as_prefix: false,
             ..Default::default()
         },
@@ -57,6 +62,16 @@ pub fn framework(data: Arc<Commands>) -> poise::Framework<Arc<Commands>, Error> 
             })
         })
         .build()
+}
+
+/// The `!` that opens a command in `msg`, or `None` when `msg` may not run one: a webhook's message (our reposts
+/// carry an agent's words, and a persona's `!turn status TURN_COMPLETE` is reposted as `!turn status`; anyone's
+/// webhook speaks for nobody we can check) or the bot's own.
+fn command_prefix(msg: &discord::Message, bot: discord::UserId) -> Option<&str> {
+    if msg.webhook_id.is_some() || msg.author.id == bot {
+        return None;
+    }
+    msg.content.get(..PREFIX.len()).filter(|start| *start == PREFIX)
 }
 
 /// Turn management: start, stop, pause, resume, skip, give, extend, order, add, remove, status...
@@ -266,5 +281,27 @@ async fn on_error(error: poise::FrameworkError<'_, Arc<Commands>, Error>) {
     };
     if let Err(e) = outcome {
         tracing::warn!("could not answer a failed command: {e}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn message(author: u64, webhook: Option<u64>, content: &str) -> discord::Message {
+        let mut msg = discord::Message::default();
+        msg.author.id = discord::UserId::new(author);
+        msg.webhook_id = webhook.map(discord::WebhookId::new);
+        msg.content = content.into();
+        msg
+    }
+
+    #[test]
+    fn only_people_and_agents_messages_may_open_a_command() {
+        let bot = discord::UserId::new(1);
+        assert_eq!(command_prefix(&message(7, None, "!turn status"), bot), Some("!"));
+        assert_eq!(command_prefix(&message(7, None, "turn status"), bot), None);
+        assert_eq!(command_prefix(&message(7, Some(9), "!turn status"), bot), None, "a webhook's message");
+        assert_eq!(command_prefix(&message(1, None, "!turn status"), bot), None, "the bot's own message");
     }
 }
