@@ -815,3 +815,25 @@ async fn leaving_the_server_ends_the_session_without_a_word_in_the_channel() {
     assert_eq!(calls(&h, A), before, "nothing is posted to a server the bot left");
     assert!(!h.session(A).await.is_active());
 }
+
+#[tokio::test(start_paused = true)]
+async fn shutdown_with_a_hanging_rest_call_ends_within_its_bound_and_the_effect_stays_in_the_saved_outbox() {
+    let h = Harness::new();
+    h.start(A).await;
+    h.settle(A).await;
+    h.rest.hanging.lock().unwrap().insert(A);
+    h.deliver(A, &h.written(PM, "Done. TURN_COMPLETE", 1_000));
+    h.router.ask(A, Input::Snapshot).await; // decided and saved; its relay hangs
+    let started = tokio::time::Instant::now();
+    let bound = super::super::router::SHUTDOWN_WAIT;
+    tokio::time::timeout(bound + Duration::from_secs(1), h.router.shutdown())
+        .await
+        .expect("shutdown does not wait for a hanging call");
+    assert!(started.elapsed() <= bound, "took {:?}", started.elapsed());
+    let saved = h.saver.saved.lock().unwrap()[&A].clone();
+    assert!(
+        saved.outbox.iter().any(|q| matches!(q.effect, crate::core::session::effects::Effect::Relay { .. })),
+        "the relay is replayed at the next start: {:?}",
+        saved.outbox
+    );
+}
