@@ -4,9 +4,9 @@
 mod common;
 
 use common::{Scene, count_floor, is_floor};
-use local_discord::faults::DispatchAction;
+use local_discord::faults::{DispatchAction, RouteAction};
 use local_discord::permissions::Permissions;
-use local_discord::world::{OverwriteTarget, SeenMessage};
+use local_discord::world::{LogKind, OverwriteTarget, SeenMessage};
 use serde_json::json;
 use turn_manager::core::config::Config;
 use turn_manager::core::ids::PersonaId;
@@ -201,4 +201,33 @@ async fn a_relayed_message_never_runs_as_a_command() {
     let view = scene.view();
     let replies = view.iter().filter(|m| m.author == "turn-manager" && m.content.contains(" has the floor, "));
     assert_eq!(replies.count(), 1, "only the operator's status is answered:\n{}", common::render(&view));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_slash_command_is_deferred_within_discords_three_seconds_then_answered() {
+    let scene = Scene::new().await;
+    let (server, app) = (&scene.stage.server, scene.stage.bot_user);
+    let thread = server.create_thread(scene.stage.channel, "slow");
+    // A thread is not in serenity's cache: checking the operator's permissions there reads it from Discord, slowly.
+    let slow = RouteAction::Slow(std::time::Duration::from_secs(4));
+    server.faults(|f| f.on_route(Some("GET"), &format!("/channels/{thread}"), slow, 1));
+    let invoked = std::time::Instant::now();
+    let interaction = server.invoke_command(
+        thread,
+        scene.stage.operator,
+        app,
+        "turn",
+        json!([{"type": 1, "name": "start", "options": []}]),
+    );
+    let path = format!("/interactions/{interaction}/");
+    let callback = |w: &local_discord::world::World| {
+        w.log.iter().find_map(|e| matches!(&e.kind, LogKind::Rest { path: p, .. } if p.contains(&path)).then_some(e.at))
+    };
+    let answered_at = server.wait_for("the interaction's answer", common::PATIENCE, callback).await.unwrap();
+    let response = server.with(|w| w.interactions[&interaction].response.clone()).expect("answered");
+    let took = answered_at.duration_since(invoked);
+    assert!(took < std::time::Duration::from_secs(3), "answered after {took:?}: Discord would have dropped it");
+    assert_eq!(response["type"], 5, "deferred: {response}");
+    let done = |w: &local_discord::world::World| w.view(thread).iter().any(|m| m.content == "Done.").then_some(());
+    server.wait_for("the follow-up", common::PATIENCE, done).await.unwrap();
 }
