@@ -50,7 +50,10 @@ impl discord::EventHandler for Gateway {
             return;
         }
         let Some(guild) = full else {
-            tracing::warn!(guild = %incomplete.id, "removed from a server the cache did not hold; its sessions stop at their next refused announcement");
+            tracing::warn!(
+                guild = %incomplete.id,
+                "removed from a server the cache did not hold; its sessions stop at their next refused announcement"
+            );
             return;
         };
         for channel in channels_of(&guild) {

@@ -83,6 +83,7 @@ mod tests {
     use crate::core::persona::PersonaCatalog;
     use crate::core::session::Command;
     use crate::core::session::effects::Announcement;
+    use crate::core::session::history::HistoryEvent;
     use chrono::TimeDelta;
 
     fn t0() -> DateTime<Utc> {
@@ -121,9 +122,8 @@ mod tests {
         let mut session = started(&personas, &config);
         let t = session.unreachable(Unreachable::ChannelDeleted, t0() + TimeDelta::seconds(5), ctx);
         assert!(t.effects.is_empty(), "nothing can be said in a deleted channel");
-        assert!(
-            matches!(&t.events[..], [e] if matches!(&e.kind, EventKind::SessionEnded { reason } if reason.contains("404")))
-        );
+        let ended = |e: &HistoryEvent| matches!(&e.kind, EventKind::SessionEnded { reason } if reason.contains("404"));
+        assert!(matches!(&t.events[..], [e] if ended(e)), "{:?}", t.events);
         assert!(!session.is_active() && session.next_deadline().is_none());
         assert!(session.outbox.is_empty() && !session.awaiting_floor_announcement());
         let again = session.unreachable(Unreachable::LeftServer, t0() + TimeDelta::seconds(6), ctx);
