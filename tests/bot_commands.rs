@@ -4,9 +4,9 @@
 mod common;
 
 use common::{Scene, count_floor, is_floor};
-use local_discord::faults::DispatchAction;
+use local_discord::faults::{DispatchAction, RouteAction};
 use local_discord::permissions::Permissions;
-use local_discord::world::{OverwriteTarget, SeenMessage};
+use local_discord::world::{LogKind, OverwriteTarget, SeenMessage};
 use serde_json::json;
 use turn_manager::core::config::Config;
 use turn_manager::core::ids::PersonaId;
@@ -186,4 +186,48 @@ async fn slash_commands_share_the_definitions_and_the_permission_rule() {
     assert_eq!(scene.session().await.status, SessionStatus::Running);
     let pm = PersonaId::parse("pm").unwrap();
     assert_eq!(scene.session().await.roster, vec![PersonaId::parse("critic").unwrap(), pm]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_relayed_message_never_runs_as_a_command() {
+    let scene = Scene::started().await;
+    // pm holds the floor: its signal is relayed, and the repost (by our webhook) reads `!turn status`.
+    scene.say("pm", "!turn status TURN_COMPLETE");
+    scene.until("the repost", |v| v.iter().any(|m| m.from_webhook && m.content == "!turn status").then_some(())).await;
+    scene.until("dev's floor", |v| v.iter().any(|m| is_floor(m, "dev")).then_some(())).await;
+    // Two round trips through the commands after the repost reached the bot: its command would have answered by then.
+    command(&scene, scene.stage.operator, "status", starts("dev has the floor")).await;
+    command(&scene, scene.stage.operator, "history 1", |m| !m.content.contains("has the floor")).await;
+    let view = scene.view();
+    let replies = view.iter().filter(|m| m.author == "turn-manager" && m.content.contains(" has the floor, "));
+    assert_eq!(replies.count(), 1, "only the operator's status is answered:\n{}", common::render(&view));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_slash_command_is_deferred_within_discords_three_seconds_then_answered() {
+    let scene = Scene::new().await;
+    let (server, app) = (&scene.stage.server, scene.stage.bot_user);
+    let thread = server.create_thread(scene.stage.channel, "slow");
+    // A thread is not in serenity's cache: checking the operator's permissions there reads it from Discord, slowly.
+    let slow = RouteAction::Slow(std::time::Duration::from_secs(4));
+    server.faults(|f| f.on_route(Some("GET"), &format!("/channels/{thread}"), slow, 1));
+    let invoked = std::time::Instant::now();
+    let interaction = server.invoke_command(
+        thread,
+        scene.stage.operator,
+        app,
+        "turn",
+        json!([{"type": 1, "name": "start", "options": []}]),
+    );
+    let path = format!("/interactions/{interaction}/");
+    let callback = |w: &local_discord::world::World| {
+        w.log.iter().find_map(|e| matches!(&e.kind, LogKind::Rest { path: p, .. } if p.contains(&path)).then_some(e.at))
+    };
+    let answered_at = server.wait_for("the interaction's answer", common::PATIENCE, callback).await.unwrap();
+    let response = server.with(|w| w.interactions[&interaction].response.clone()).expect("answered");
+    let took = answered_at.duration_since(invoked);
+    assert!(took < std::time::Duration::from_secs(3), "answered after {took:?}: Discord would have dropped it");
+    assert_eq!(response["type"], 5, "deferred: {response}");
+    let done = |w: &local_discord::world::World| w.view(thread).iter().any(|m| m.content == "Done.").then_some(());
+    server.wait_for("the follow-up", common::PATIENCE, done).await.unwrap();
 }

@@ -240,3 +240,25 @@ fn the_demo_runs_one_round_and_shows_every_case() {
         assert!(stdout.contains(expected), "missing {expected:?} in:\n{stdout}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_outage_ends_nothing_but_being_removed_from_the_server_ends_its_sessions_silently() {
+    let scene = Scene::started().await;
+    let (server, guild, bot) = (&scene.stage.server, scene.stage.guild, scene.stage.bot_user);
+    server.guild_outage(guild);
+    let marker = scene.stage.operator_says("still there?");
+    scene.handled(marker).await;
+    assert!(scene.session().await.is_active(), "an outage is not a removal");
+
+    let said = scene.view().iter().filter(|m| m.author == "turn-manager").count();
+    server.remove_member(guild, bot);
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    while scene.session().await.is_active() {
+        assert!(tokio::time::Instant::now() < deadline, "the session never ended");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let ended = scene.events("session_ended");
+    assert_eq!(ended.len(), 1);
+    assert!(format!("{:?}", ended[0].kind).contains("removed from this server"), "{:?}", ended[0].kind);
+    assert_eq!(scene.view().iter().filter(|m| m.author == "turn-manager").count(), said, "nothing more is posted");
+}

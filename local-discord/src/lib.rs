@@ -194,6 +194,24 @@ impl LocalDiscord {
         })
     }
 
+    /// Removes a member (a kick or a ban): a bot removed gets GUILD_DELETE without `unavailable`, as on Discord.
+    pub fn remove_member(&self, guild: u64, user: u64) {
+        self.with(|w| {
+            w.guilds.get_mut(&guild).expect("guild").members.remove(&user);
+            w.dispatch_to_users(&[user], "GUILD_DELETE", json!({"id": guild.to_string()}));
+        })
+    }
+
+    /// A short server outage: its members' bots get GUILD_DELETE with `unavailable: true`, then GUILD_CREATE when it
+    /// is back; nobody leaves.
+    pub fn guild_outage(&self, guild: u64) {
+        self.with(|w| {
+            w.dispatch(Some(guild), "GUILD_DELETE", json!({"id": guild.to_string(), "unavailable": true}));
+            let back = w.guild_json(&w.guilds[&guild]);
+            w.dispatch(Some(guild), "GUILD_CREATE", back);
+        })
+    }
+
     pub fn create_channel(&self, guild: u64, name: &str) -> u64 {
         self.with(|w| {
             let id = w.snowflake();

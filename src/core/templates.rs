@@ -207,6 +207,29 @@ fn placeholders_in(text: &str) -> impl Iterator<Item = &str> {
     text.split('{').skip(1).filter_map(|rest| rest.split_once('}').map(|(name, _)| name))
 }
 
+/// How much of an agent's text an announcement quotes (the rest is cut with `…`).
+pub const QUOTED_TEXT_MAX_CHARS: usize = 80;
+
+/// Agent text made safe to quote inside a code span (`` `{line}` ``): a backtick in it would close the span and let
+/// the rest be read as markdown (bold, headings, mentions shown as mentions), so backticks become `'`; line breaks and
+/// other control characters become spaces; the text is cut to [`QUOTED_TEXT_MAX_CHARS`].
+pub fn quotable(text: &str) -> String {
+    let flat: String = text
+        .chars()
+        .map(|c| match c {
+            '`' => '\'',
+            c if c.is_control() || c == '\u{2028}' || c == '\u{2029}' => ' ',
+            c => c,
+        })
+        .collect();
+    let flat = flat.trim();
+    if flat.chars().count() <= QUOTED_TEXT_MAX_CHARS {
+        return flat.to_owned();
+    }
+    let kept: String = flat.chars().take(QUOTED_TEXT_MAX_CHARS - 1).collect();
+    format!("{}…", kept.trim_end())
+}
+
 /// The configured text of every template.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Templates(BTreeMap<Template, String>);
@@ -283,6 +306,15 @@ mod tests {
     fn unknown_placeholder_is_refused_with_the_available_ones() {
         let err = Template::Timeout.check("{agent} late by {lateness}").unwrap_err();
         assert!(err.contains("{lateness}") && err.contains("{duration}"), "{err}");
+    }
+
+    #[test]
+    fn quoted_agent_text_has_no_backticks_or_line_breaks_and_is_bounded() {
+        assert_eq!(quotable("A: `x` ```rust\n# h\r\u{2028}y "), "A: 'x' '''rust # h  y");
+        let long = quotable(&"é".repeat(500));
+        assert_eq!(long.chars().count(), QUOTED_TEXT_MAX_CHARS);
+        assert!(long.ends_with('…'));
+        assert_eq!(quotable("SHORT: ok"), "SHORT: ok");
     }
 
     #[test]

@@ -28,6 +28,9 @@ pub const PREFIX: &str = "!";
 /// Events `history` shows when no number is given, and at most.
 const HISTORY_DEFAULT: usize = 10;
 const HISTORY_MAX: usize = 50;
+/// How long a slash command may take before it is deferred: Discord drops an interaction not answered within 3 s,
+/// and a busy channel's actor, a slow permission lookup or a slow disk can take longer.
+const DEFER_AFTER: std::time::Duration = std::time::Duration::from_millis(1500);
 
 /// The poise framework: commands, prefix, replies that ping nobody, slash commands registered on connect.
 pub fn framework(data: Arc<Commands>) -> poise::Framework<Arc<Commands>, Error> {
@@ -37,9 +40,14 @@ pub fn framework(data: Arc<Commands>) -> poise::Framework<Arc<Commands>, Error> 
         // A reply must never ping: a mention would call an agent back in.
         allowed_mentions: Some(discord::CreateAllowedMentions::new()),
         prefix_options: poise::PrefixFrameworkOptions {
-            prefix: Some(PREFIX.into()),
+            // No fixed prefix: `command_prefix` decides, so that webhook messages never count.
+            prefix: None,
+            stripped_dynamic_prefix: Some(|ctx, msg, _| {
+                Box::pin(async move { Ok(command_prefix(msg, ctx.cache.current_user().id)) })
+            }),
             // Agents are bots; they get a refusal rather than silence.
             ignore_bots: false,
+            execute_self_messages: false,
             mention_as_prefix: false,
             ..Default::default()
         },
@@ -57,6 +65,16 @@ pub fn framework(data: Arc<Commands>) -> poise::Framework<Arc<Commands>, Error> 
             })
         })
         .build()
+}
+
+/// The `!` that opens a command in `msg`, or `None` when `msg` may not run one: a webhook's message (our reposts
+/// carry an agent's words, and a persona's `!turn status TURN_COMPLETE` is reposted as `!turn status`; anyone's
+/// webhook speaks for nobody we can check) or the bot's own.
+fn command_prefix(msg: &discord::Message, bot: discord::UserId) -> Option<&str> {
+    if msg.webhook_id.is_some() || msg.author.id == bot {
+        return None;
+    }
+    msg.content.get(..PREFIX.len()).filter(|start| *start == PREFIX)
 }
 
 /// Turn management: start, stop, pause, resume, skip, give, extend, order, add, remove, status...
@@ -146,40 +164,59 @@ async fn remove(ctx: Ctx<'_>, #[description = "persona id"] persona: String) -> 
 /// Who has the floor, the time left, the roster, the round, paused or not.
 #[poise::command(prefix_command, slash_command, guild_only)]
 async fn status(ctx: Ctx<'_>) -> Result<(), Error> {
-    if let Err(reason) = authorize(ctx, false).await {
-        return reply(ctx, &reason).await;
-    }
-    let router = &ctx.data().router;
-    let session = router.ask(ChannelId(ctx.channel_id().get()), Input::Snapshot).await;
-    let text = match session {
-        Some(session) if session.is_active() => session.status_report(router.env().clock.now()).to_string(),
-        _ => format!("No session is running here. Start one with `{PREFIX}turn start`."),
-    };
+    let text = in_time(ctx, false, async {
+        if let Err(reason) = authorize(ctx, false).await {
+            return reason;
+        }
+        let router = &ctx.data().router;
+        match router.ask(ChannelId(ctx.channel_id().get()), Input::Snapshot).await {
+            Some(session) if session.is_active() => session.status_report(router.env().clock.now()).to_string(),
+            _ => format!("No session is running here. Start one with `{PREFIX}turn start`."),
+        }
+    })
+    .await?;
     reply(ctx, &text).await
 }
 
 /// The last n events of this channel's session.
 #[poise::command(prefix_command, slash_command, guild_only)]
 async fn history(ctx: Ctx<'_>, #[description = "how many events (default 10)"] n: Option<u32>) -> Result<(), Error> {
-    if let Err(reason) = authorize(ctx, false).await {
-        return reply(ctx, &reason).await;
-    }
-    let n = n.map_or(HISTORY_DEFAULT, |n| n as usize).clamp(1, HISTORY_MAX);
-    // The full log, not only the short tail the session file keeps; read off the async threads.
-    let (store, channel) = (ctx.data().store.clone(), ChannelId(ctx.channel_id().get()));
-    let events = tokio::task::spawn_blocking(move || store.read_log_tail(channel, n)).await?;
-    let lines: Vec<String> =
-        events?.iter().map(|event| format!("`{}` {}", event.at.format("%H:%M:%S"), event.summary())).collect();
-    let text = if lines.is_empty() { "Nothing has happened here yet.".to_owned() } else { lines.join("\n") };
-    reply(ctx, &fit_message(text)).await
+    let text = in_time(ctx, false, async {
+        if let Err(reason) = authorize(ctx, false).await {
+            return Ok(reason);
+        }
+        let n = n.map_or(HISTORY_DEFAULT, |n| n as usize).clamp(1, HISTORY_MAX);
+        // The full log, not only the short tail the session file keeps; read off the async threads.
+        let (store, channel) = (ctx.data().store.clone(), ChannelId(ctx.channel_id().get()));
+        let events = tokio::task::spawn_blocking(move || store.read_log_tail(channel, n)).await?;
+        let lines: Vec<String> =
+            events?.iter().map(|event| format!("`{}` {}", event.at.format("%H:%M:%S"), event.summary())).collect();
+        let text = if lines.is_empty() { "Nothing has happened here yet.".to_owned() } else { lines.join("\n") };
+        Ok::<_, Error>(fit_message(text))
+    })
+    .await??;
+    reply(ctx, &text).await
 }
 
 /// Runs a command that changes the session, after the permission check; refusals are answered.
 async fn change(ctx: Ctx<'_>, command: Command) -> Result<(), Error> {
     tracing::debug!(channel = %ctx.channel_id(), user = %ctx.author().id, "command {command:?}");
+    match in_time(ctx, true, run(ctx, command)).await? {
+        // The announcement in the channel is the answer; a slash command still needs a reply of its own.
+        Ok(()) if matches!(ctx, poise::Context::Application(_)) => {
+            ctx.send(poise::CreateReply::default().content("Done.").ephemeral(true)).await?;
+            Ok(())
+        }
+        Ok(()) => Ok(()),
+        Err(refusal) => reply(ctx, &refusal).await,
+    }
+}
+
+/// Checks the permission, then has the channel's actor run the command; a refusal says why.
+async fn run(ctx: Ctx<'_>, command: Command) -> Result<(), String> {
     if let Err(reason) = authorize(ctx, true).await {
         tracing::debug!(channel = %ctx.channel_id(), "refused: {reason}");
-        return reply(ctx, &reason).await;
+        return Err(reason);
     }
     // The command's own snowflake: it marks when the command was given, and lets one delivered twice run once.
     let origin = match ctx {
@@ -187,21 +224,30 @@ async fn change(ctx: Ctx<'_>, command: Command) -> Result<(), Error> {
         poise::Context::Application(application) => MessageId(application.interaction.id.get()),
     };
     let channel = ChannelId(ctx.channel_id().get());
-    let outcome = ctx
-        .data()
-        .router
-        .ask(channel, |reply| Input::command(command, Some(origin), Some(reply)))
-        .await
-        .unwrap_or_else(|| Err(crate::core::session::Refusal("I am shutting down; try again in a moment.".into())));
+    let outcome = ctx.data().router.ask(channel, |reply| Input::command(command, Some(origin), Some(reply))).await;
     match outcome {
-        // The announcement in the channel is the answer; a slash command still needs a reply of its own.
-        Ok(()) if matches!(ctx, poise::Context::Application(_)) => {
-            ctx.send(poise::CreateReply::default().content("Done.").ephemeral(true)).await?;
-            Ok(())
-        }
-        Ok(()) => Ok(()),
-        Err(refusal) => reply(ctx, &refusal.0).await,
+        Some(Ok(())) => Ok(()),
+        Some(Err(refusal)) => Err(refusal.0),
+        None => Err("I am shutting down; try again in a moment.".into()),
     }
+}
+
+/// Waits for `answer`. A slash command not answered within [`DEFER_AFTER`] is deferred first (Discord shows "thinking"
+/// and waits up to 15 minutes), so its reply then comes as the follow-up; `ephemeral` as the reply will be.
+async fn in_time<T>(ctx: Ctx<'_>, ephemeral: bool, answer: impl std::future::Future<Output = T>) -> Result<T, Error> {
+    if !matches!(ctx, poise::Context::Application(_)) {
+        return Ok(answer.await);
+    }
+    tokio::pin!(answer);
+    if let Ok(found) = tokio::time::timeout(DEFER_AFTER, &mut answer).await {
+        return Ok(found);
+    }
+    if ephemeral {
+        ctx.defer_ephemeral().await?;
+    } else {
+        ctx.defer().await?;
+    }
+    Ok(answer.await)
 }
 
 /// Who may run what: personas nothing; people `status` and `history`; managers everything.
@@ -266,5 +312,27 @@ async fn on_error(error: poise::FrameworkError<'_, Arc<Commands>, Error>) {
     };
     if let Err(e) = outcome {
         tracing::warn!("could not answer a failed command: {e}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn message(author: u64, webhook: Option<u64>, content: &str) -> discord::Message {
+        let mut msg = discord::Message::default();
+        msg.author.id = discord::UserId::new(author);
+        msg.webhook_id = webhook.map(discord::WebhookId::new);
+        msg.content = content.into();
+        msg
+    }
+
+    #[test]
+    fn only_people_and_agents_messages_may_open_a_command() {
+        let bot = discord::UserId::new(1);
+        assert_eq!(command_prefix(&message(7, None, "!turn status"), bot), Some("!"));
+        assert_eq!(command_prefix(&message(7, None, "turn status"), bot), None);
+        assert_eq!(command_prefix(&message(7, Some(9), "!turn status"), bot), None, "a webhook's message");
+        assert_eq!(command_prefix(&message(1, None, "!turn status"), bot), None, "the bot's own message");
     }
 }

@@ -5,6 +5,7 @@ use super::actor::Input;
 use super::identity::Identity;
 use super::router::Router;
 use crate::core::ids::{ChannelId, MessageId, UserId};
+use crate::core::session::lost::Unreachable;
 use serenity::all as discord;
 use serenity::async_trait;
 use std::sync::Arc;
@@ -32,9 +33,31 @@ impl discord::EventHandler for Gateway {
 
     /// A server's channels are in the cache now, so their display mode can be checked against the permissions.
     async fn guild_create(&self, _ctx: discord::Context, guild: discord::Guild, _is_new: Option<bool>) {
-        let channels = guild.channels.keys().copied().chain(guild.threads.iter().map(|t| t.id));
-        for channel in channels {
-            self.router.deliver(ChannelId(channel.get()), Input::CheckDisplayMode);
+        for channel in channels_of(&guild) {
+            self.router.deliver(channel, Input::CheckDisplayMode);
+        }
+    }
+
+    /// The bot was removed from a server (kicked or banned): its channels' sessions end. An outage (`unavailable`)
+    /// ends nothing: the server comes back with a GUILD_CREATE.
+    async fn guild_delete(
+        &self,
+        _ctx: discord::Context,
+        incomplete: discord::UnavailableGuild,
+        full: Option<discord::Guild>,
+    ) {
+        if incomplete.unavailable {
+            return;
+        }
+        let Some(guild) = full else {
+            tracing::warn!(
+                guild = %incomplete.id,
+                "removed from a server the cache did not hold; its sessions stop at their next refused announcement"
+            );
+            return;
+        };
+        for channel in channels_of(&guild) {
+            self.router.deliver(channel, Input::Unreachable(Unreachable::LeftServer));
         }
     }
 
@@ -64,4 +87,9 @@ impl discord::EventHandler for Gateway {
             self.router.deliver(ChannelId(event.channel_id.get()), Input::Message(Box::new(incoming)));
         }
     }
+}
+
+/// A server's channels and active threads (a session may run in either).
+fn channels_of(guild: &discord::Guild) -> impl Iterator<Item = ChannelId> + '_ {
+    guild.channels.keys().copied().chain(guild.threads.iter().map(|t| t.id)).map(|c| ChannelId(c.get()))
 }

@@ -9,6 +9,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use tokio::sync::{mpsc, oneshot};
 
+/// How long a shutdown waits, in all, for the channels to finish what is in hand. A REST call may be retried for
+/// minutes (a 5xx, a rate limit); what is not done by then stays in its channel's saved outbox and is carried out at
+/// the next start.
+pub const SHUTDOWN_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
 #[derive(Clone)]
 struct Handle {
     inbox: mpsc::UnboundedSender<Input>,
@@ -78,7 +83,7 @@ impl Router {
         answer.await.ok()
     }
 
-    /// Stops taking inputs, then lets every actor finish what is in hand.
+    /// Stops taking inputs, then lets every actor finish what is in hand, for at most [`SHUTDOWN_WAIT`] in all.
     pub async fn shutdown(&self) {
         self.closing.store(true, Ordering::SeqCst);
         let mut waiting = Vec::new();
@@ -88,8 +93,18 @@ impl Router {
                 waiting.push(wait);
             }
         }
+        let deadline = tokio::time::Instant::now() + SHUTDOWN_WAIT;
+        let mut unfinished = 0;
         for wait in waiting {
-            let _ = wait.await;
+            if tokio::time::timeout_at(deadline, wait).await.is_err() {
+                unfinished += 1;
+            }
+        }
+        if unfinished > 0 {
+            tracing::warn!(
+                "{unfinished} channel(s) still sending after {SHUTDOWN_WAIT:?}; what they had not done is in their \
+                 saved outbox and is carried out at the next start"
+            );
         }
         self.actors.lock().expect("actors lock").clear();
     }

@@ -158,6 +158,12 @@ pub enum EventKind {
         effect: String,
         status: Option<u16>,
     },
+    /// Discord refused the bot's announcements in the channel (`status` 403): the session is paused until a manager
+    /// resumes it, with `remaining_seconds` left to the turn.
+    PostingRefused {
+        status: u16,
+        remaining_seconds: u64,
+    },
 }
 
 /// The details of a `routed` event.
@@ -211,6 +217,7 @@ impl EventKind {
             EventKind::DisplayModeChanged { .. } => "display_mode_changed",
             EventKind::SessionStopped {} => "session_stopped",
             EventKind::EffectFailed { .. } => "effect_failed",
+            EventKind::PostingRefused { .. } => "posting_refused",
             EventKind::Passed { .. } => "passed",
             EventKind::HandedOff { .. } => "handed_off",
             EventKind::HandoffRefused { .. } => "handoff_refused",
@@ -302,6 +309,9 @@ impl HistoryEvent {
                 Some(status) => format!(": {effect} refused ({status})"),
                 None => format!(": {effect} given up"),
             },
+            EventKind::PostingRefused { status, remaining_seconds } => {
+                format!(": announcements refused ({status}); paused with {remaining_seconds}s left")
+            }
         };
         format!("{}{who}{detail}", self.kind.name())
     }

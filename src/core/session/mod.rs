@@ -6,6 +6,7 @@
 mod commands;
 pub mod effects;
 pub mod history;
+pub mod lost;
 mod outbox;
 mod recent;
 mod recovery;

@@ -29,7 +29,7 @@ impl Session {
             let mut values = self.common_values(ctx, persona);
             let names = ctx.config.signals.names_for(persona).join(", ");
             values.extend([
-                ("line", line),
+                ("line", crate::core::templates::quotable(&line)),
                 ("signals", names),
                 ("count", count.to_string()),
                 ("limit", limit.to_string()),

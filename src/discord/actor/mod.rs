@@ -18,6 +18,7 @@ use crate::core::config::{Config, DisplayModeSetting};
 use crate::core::ids::{ChannelId, MessageId};
 use crate::core::persona::PersonaCatalog;
 use crate::core::session::effects::Effect;
+use crate::core::session::lost::Unreachable;
 use crate::core::session::{Command, Context, DisplayMode, IncomingMessage, Refusal, Session, Transition};
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -67,6 +68,8 @@ pub enum Input {
     CheckDisplayMode,
     /// The channel's sender carried out (or gave up) an effect of the outbox.
     Sent(Box<Report>),
+    /// The channel can no longer be spoken in (the bot left its server).
+    Unreachable(Unreachable),
     /// Answered once everything decided so far has been carried out.
     Flush(oneshot::Sender<()>),
     /// Finish what is in hand and stop.
@@ -233,6 +236,7 @@ impl Actor {
                 }
             }
             Input::Sent(report) => self.on_sent(*report).await,
+            Input::Unreachable(why) => self.on_unreachable(why).await,
             Input::Flush(done) => {
                 self.flush_sender().await;
                 let _ = done.send(());
@@ -261,15 +265,15 @@ impl Actor {
 
     /// An effect of the outbox is done or failed for good. Losing Manage Messages or Manage Webhooks mid-session
     /// (a 403 on relaying or deleting) switches the channel to observe mode with one notice, instead of failing
-    /// every turn.
+    /// every turn. An announcement refused with 404 or 403 means the channel is gone or closed to the bot.
     async fn on_sent(&mut self, report: Report) {
         let (now, ctx) = (self.env.clock.now(), self.env.context());
-        let relaying = self
-            .session
-            .outbox
-            .iter()
-            .find(|q| q.id == report.id)
-            .is_some_and(|q| matches!(q.effect, Effect::Relay { .. } | Effect::Delete { .. }));
+        let queued = self.session.outbox.iter().find(|q| q.id == report.id);
+        let relaying = queued.is_some_and(|q| matches!(q.effect, Effect::Relay { .. } | Effect::Delete { .. }));
+        let unreachable = match (queued, &report.outcome) {
+            (Some(q), Outcome::Refused { status }) => Unreachable::from_refusal(&q.effect, *status),
+            _ => None,
+        };
         let t = match report.outcome {
             Outcome::Done { at } => self.session.effect_done(report.id, at),
             Outcome::Refused { status } => self.session.effect_failed(report.id, Some(status), now, ctx),
@@ -283,6 +287,20 @@ impl Actor {
             let missing = self.env.rest.relay_permissions_missing(self.channel).await.unwrap_or_default();
             self.apply_display_mode(Some((DisplayMode::Observe, Some(lost_permission_notice(&missing))))).await;
         }
+        if let Some(why) = unreachable {
+            self.on_unreachable(why).await;
+        }
+    }
+
+    /// The channel can no longer be spoken in: the core ends or pauses its session, said once in the log (a notice
+    /// in the channel would be refused too).
+    async fn on_unreachable(&mut self, why: Unreachable) {
+        let t = self.session.unreachable(why, self.env.clock.now(), self.env.context());
+        if t.durable() {
+            let what = if self.session.is_active() { "paused" } else { "ended" };
+            tracing::warn!(channel = %self.channel, "turn management {what} here: {}", why.reason());
+        }
+        self.commit(t).await;
     }
 
     /// Runs a command. Starting a session first picks relay or observe from the bot's permissions (when the

@@ -284,6 +284,24 @@ fn unknown_signal_recovery_can_be_turned_off() {
 }
 
 #[test]
+fn an_unknown_signal_line_cannot_break_out_of_its_code_span() {
+    let mut f = grammar();
+    let hostile = "REDY: x` **bold** <@&7> @everyone ```\n# title";
+    let t = f.say(PM, hostile, 1_000);
+    let reply = &announcements(&t)[0].text;
+    assert_eq!(reply.matches('`').count(), 2, "only the template's own backticks: {reply}");
+    let quoted = reply.split('`').nth(1).expect("a code span");
+    assert!(quoted.starts_with("REDY: x") && quoted.contains("**bold** <@&7> @everyone"), "{reply}");
+    assert!(!quoted.contains('\n'), "{reply}");
+
+    let long = format!("REDY: {}", "`".repeat(3_000));
+    let t = f.say(PM, &long, 2_000);
+    let reply = &announcements(&t)[0].text;
+    assert_eq!(reply.matches('`').count(), 2, "{reply}");
+    assert!(reply.split('`').nth(1).unwrap().chars().count() <= 100, "the quoted line is bounded: {reply}");
+}
+
+#[test]
 fn a_persona_timing_out_bench_after_times_is_skipped_until_it_speaks_or_is_added() {
     let mut f = Fixture::with_config(config(r#"{"benchAfter": 2}"#));
     // dev times out twice in a row: each time pm and critic complete at once.
