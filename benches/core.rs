@@ -97,5 +97,17 @@ fn durable_save(c: &mut Criterion) {
     c.bench_function("durable save of a session (Store::save)", |b| b.iter(|| store.save(&session, &events).unwrap()));
 }
 
-criterion_group!(benches, signal_detection, transition, durable_save);
+/// A timeout recorded once the lateness samples are at their bound (every later timeout drops the oldest sample under
+/// the shared lock): constant time, not a shift of every kept sample.
+fn timeout_at_the_sample_bound(c: &mut Criterion) {
+    let stats = turn_manager::discord::stats::Stats::default();
+    for sample in 0..200_000 {
+        stats.timeout(sample);
+    }
+    c.bench_function("a timeout recorded with the lateness samples full (Stats::timeout)", |b| {
+        b.iter(|| stats.timeout(7))
+    });
+}
+
+criterion_group!(benches, signal_detection, transition, durable_save, timeout_at_the_sample_bound);
 criterion_main!(benches);

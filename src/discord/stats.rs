@@ -62,7 +62,6 @@ impl Stats {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::{Duration, Instant};
 
     #[test]
     fn lateness_samples_are_bounded_and_kept_oldest_first() {
@@ -75,21 +74,5 @@ mod tests {
         assert_eq!(snapshot.lateness_ms.len(), LATENESS_SAMPLES_KEPT, "only the newest samples are kept");
         assert_eq!(snapshot.lateness_ms.first(), Some(&5), "the five oldest were dropped");
         assert!(snapshot.lateness_ms.windows(2).all(|w| w[0] + 1 == w[1]), "oldest first, none out of order");
-    }
-
-    /// Once the bound is reached every timeout drops one sample under the shared lock: that must cost the same
-    /// whatever the bound, not a shift of every kept sample (100,000 of them) per timeout.
-    #[test]
-    fn a_timeout_past_the_bound_does_not_shift_the_kept_samples() {
-        let stats = Stats::default();
-        for sample in 0..LATENESS_SAMPLES_KEPT as i64 {
-            stats.timeout(sample);
-        }
-        let started = Instant::now();
-        for sample in 0..LATENESS_SAMPLES_KEPT as i64 {
-            stats.timeout(sample);
-        }
-        let took = started.elapsed();
-        assert!(took < Duration::from_millis(500), "{} timeouts past the bound took {took:?}", LATENESS_SAMPLES_KEPT);
     }
 }
