@@ -43,7 +43,24 @@ impl Session {
     /// `give`, a roster change that moves the floor), it marks that end in Discord's clock, so the holder's messages
     /// written before it stay in turn however late they are handled. `None` marks the end at `now`. A command
     /// delivered twice is the Discord layer's to drop: the core runs what it is given.
+    ///
+    /// All or nothing: the command runs on a copy, kept only if it is accepted. A refusal may come after the
+    /// command has begun (an overdue turn is timed out first, then a typo is found), and a session changed by a
+    /// refused command would be neither saved nor announced: a timeout nobody hears of, a deadline never armed.
     pub fn handle_command(
+        &mut self,
+        command: &Command,
+        origin: Option<MessageId>,
+        now: DateTime<Utc>,
+        ctx: Context,
+    ) -> Result<Transition, Refusal> {
+        let mut next = self.clone();
+        let t = next.apply_command(command, origin, now, ctx)?;
+        *self = next;
+        Ok(t)
+    }
+
+    fn apply_command(
         &mut self,
         command: &Command,
         origin: Option<MessageId>,

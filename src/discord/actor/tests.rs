@@ -64,6 +64,8 @@ struct FakeRest {
     announce_delay: Mutex<Duration>,
     /// Announcements posted, by nonce: a repeated nonce answers the first message, as Discord does.
     posted: Arc<Mutex<HashMap<String, MessageId>>>,
+    /// The relay permissions the bot lacks in every channel.
+    missing: Mutex<Vec<&'static str>>,
     clock: Clock,
 }
 
@@ -139,7 +141,7 @@ impl Rest for FakeRest {
     }
 
     async fn relay_permissions_missing(&self, _channel: ChannelId) -> Result<Vec<&'static str>, RestError> {
-        Ok(Vec::new())
+        Ok(self.missing.lock().unwrap().clone())
     }
 }
 
@@ -227,6 +229,7 @@ impl Harness {
             failures: Mutex::default(),
             announce_delay: Mutex::new(Duration::ZERO),
             posted,
+            missing: Mutex::default(),
             clock,
         });
         let env = Arc::new(Env {
@@ -744,4 +747,49 @@ async fn an_escalation_holds_every_timer_until_a_manager_resumes() {
     tokio::time::advance(Duration::from_secs(u64::from(TURN_SECONDS))).await;
     h.settle(A).await;
     assert_eq!(h.events(A, "turn_timeout"), 1);
+}
+
+// --- all or nothing: a refused command changes nothing ------------------------------------------------------------
+
+#[tokio::test(start_paused = true)]
+async fn a_refused_give_on_an_overdue_turn_changes_nothing_and_the_timeout_still_happens_and_is_announced() {
+    let h = Harness::new();
+    h.start(A).await;
+    h.settle(A).await;
+    // The typo reaches the actor together with pm's deadline, before the deadline is acted on.
+    let (reply, answer) = tokio::sync::oneshot::channel();
+    let origin = h.id_at(t0() + TimeDelta::seconds(i64::from(TURN_SECONDS) + 1));
+    let give = Command::Give { persona: "critc".into() };
+    h.router.deliver(A, Input::command(give, Some(origin), Some(reply)));
+    tokio::time::advance(Duration::from_secs(u64::from(TURN_SECONDS) + 1)).await;
+    assert!(answer.await.unwrap().is_err(), "critc is no persona");
+    h.settle(A).await;
+    assert_eq!(h.events(A, "turn_timeout"), 1, "{:#?}", h.journal.of(A));
+    let lines = h.journal.of(A);
+    assert!(lines.iter().any(|l| l.starts_with("announce") && l.contains("pm turn timed out")), "{lines:#?}");
+    assert_eq!(h.floors(A, "dev"), 1);
+    assert_eq!(h.saver.saved.lock().unwrap()[&A].active_agent.as_ref().map(|a| a.as_str()), Some("dev"));
+    // dev's own deadline is armed: its turn times out in turn.
+    tokio::time::advance(Duration::from_secs(u64::from(TURN_SECONDS))).await;
+    h.settle(A).await;
+    assert_eq!(h.events(A, "turn_timeout"), 2);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_start_that_is_refused_neither_switches_the_display_mode_nor_gives_the_fallback_notice() {
+    let h = Harness::new();
+    h.rest.missing.lock().unwrap().push("Manage Webhooks");
+    let origin = h.id_at(t0());
+    let start = Command::Start { roster: vec!["pm".into(), "ghost".into()] };
+    let outcome = h.router.ask(A, |reply| Input::command(start, Some(origin), Some(reply))).await.unwrap();
+    assert!(outcome.is_err(), "ghost is no persona");
+    h.settle(A).await;
+    let lines = h.journal.of(A);
+    assert!(lines.is_empty(), "nothing saved, nothing said: {lines:#?}");
+    assert_eq!(h.session(A).await.display_mode, crate::core::session::DisplayMode::Relay);
+    // The start that is accepted then falls back, once.
+    h.start(A).await;
+    h.settle(A).await;
+    let notices = h.journal.of(A).iter().filter(|l| l.starts_with("notice") && l.contains("observe mode")).count();
+    assert_eq!(notices, 1);
 }

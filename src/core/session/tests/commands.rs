@@ -219,3 +219,43 @@ fn saved_session_uses_the_seed_field_names() {
     let back: Session = serde_json::from_value(json).unwrap();
     assert_eq!(back, f.session);
 }
+
+// --- all or nothing: a refused command changes nothing -----------------------------------------------------------
+
+#[test]
+fn a_refused_command_leaves_an_overdue_session_exactly_as_it_was() {
+    let refused = [
+        Command::Resume,
+        Command::Give { persona: "critc".into() },
+        Command::Order { roster: vec!["pm".into(), "devv".into()] },
+        Command::Add { persona: "qa".into() },
+        Command::Add { persona: "dev".into() },
+        Command::Remove { persona: "crtic".into() },
+        Command::Extend { seconds: 0 },
+        Command::Extend { seconds: 1_000_000 },
+        Command::Start { roster: vec![] },
+    ];
+    for command in refused {
+        let mut f = Fixture::new();
+        // pm's 90 s are over: a command that ran would time pm out first.
+        let before = f.session.clone();
+        let refusal = f.command_given(command.clone(), 95_000, 95_000);
+        assert!(refusal.is_err(), "{command:?} is refused");
+        assert_eq!(f.session, before, "{command:?} changed the session although it was refused");
+        assert_eq!(f.session.history, before.history, "{command:?}");
+        // The timeout is still there to happen, once, and announced.
+        let t = f.tick(95_000);
+        assert_eq!(event_names(&t), ["turn_timeout"], "{command:?}");
+        assert_eq!(f.active(), "dev");
+    }
+}
+
+#[test]
+fn a_refused_command_of_a_paused_session_changes_nothing_either() {
+    let mut f = Fixture::new();
+    f.command(Command::Pause, 10_000).unwrap();
+    let before = f.session.clone();
+    assert!(f.command(Command::Pause, 20_000).is_err());
+    assert!(f.command(Command::Remove { persona: "nobody".into() }, 20_000).is_err());
+    assert_eq!(f.session, before);
+}
