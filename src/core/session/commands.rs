@@ -197,11 +197,10 @@ impl Session {
                 if persona == active {
                     // The floor goes to whoever came after the removed persona.
                     self.end_turn(turn_end);
-                    if index >= self.roster.len() {
-                        self.round += 1;
-                    }
+                    // Past the end of the roster the floor wraps: a new round, which `maxRounds` may not allow.
+                    let wraps = index >= self.roster.len();
                     let next = self.roster[index % self.roster.len()].clone();
-                    self.begin_turn(next, now, ctx, &mut t);
+                    self.move_floor(next, wraps, now, ctx, &mut t);
                 }
             }
         }

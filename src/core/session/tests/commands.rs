@@ -259,3 +259,15 @@ fn a_refused_command_of_a_paused_session_changes_nothing_either() {
     assert!(f.command(Command::Remove { persona: "nobody".into() }, 20_000).is_err());
     assert_eq!(f.session, before);
 }
+
+#[test]
+fn removing_the_last_holder_of_the_last_round_ends_the_session_at_max_rounds() {
+    let config = Config::parse("c.json", r#"{"signals": {"maxRounds": 1}}"#).unwrap();
+    let mut f = Fixture::with_config(config);
+    f.command(Command::Give { persona: "critic".into() }, 1_000).unwrap();
+    // critic is last in the roster: the floor wraps to pm, which would begin round 2.
+    let t = f.command(Command::Remove { persona: "critic".into() }, 2_000).unwrap();
+    assert!(event_names(&t).contains(&"session_ended"), "{:?}", event_names(&t));
+    assert!(!f.session.is_active());
+    assert_eq!(f.session.round, 1, "never past maxRounds");
+}
