@@ -71,7 +71,7 @@ impl Session {
         let mut t = Transition::default();
         let turn_end = origin.unwrap_or_else(|| MessageId::first_at(now));
         if let Command::Start { roster } = command {
-            return self.start(roster, now, ctx, t);
+            return self.start(roster, turn_end, now, ctx, t);
         }
         if !self.is_active() {
             return Err(refuse("No session is running here. Start one with `start`."));
@@ -251,9 +251,11 @@ impl Session {
         self.finish(t, ctx)
     }
 
+    /// Starts a session; `begins` is the start's own id (the command's snowflake, or the first id of `now`).
     fn start(
         &mut self,
         names: &[String],
+        begins: MessageId,
         now: DateTime<Utc>,
         ctx: Context,
         mut t: Transition,
@@ -268,11 +270,12 @@ impl Session {
             return Err(refuse("No personas are configured: add persona files to the personas folder first."));
         }
         let roster = if names.is_empty() { ctx.personas.default_roster() } else { resolve_roster(names, ctx)? };
-        // A new session, keeping what outlives one: the channel's settings, message identity, nonces and history.
+        // A new session, keeping what outlives one: the channel's settings, nonces and history. Its messages begin
+        // at its start: what was written before it (while the channel was not managed, or in an older session) is
+        // never judged, and catch-up reads from there. A fresh `recent_ids` takes that as its floor.
         *self = Session {
             display_mode: self.display_mode,
-            last_message_id: self.last_message_id,
-            recent_ids: std::mem::take(&mut self.recent_ids),
+            last_message_id: self.last_message_id.max(Some(begins)),
             announcement_seq: self.announcement_seq,
             history: std::mem::take(&mut self.history),
             ..Session::new(self.channel_id)

@@ -793,3 +793,31 @@ async fn a_start_that_is_refused_neither_switches_the_display_mode_nor_gives_the
     let notices = h.journal.of(A).iter().filter(|l| l.starts_with("notice") && l.contains("observe mode")).count();
     assert_eq!(notices, 1);
 }
+
+// --- a session starts at its start ---------------------------------------------------------------------------------
+
+#[tokio::test(start_paused = true)]
+async fn a_catch_up_after_a_restart_reads_from_the_start_not_from_the_old_sessions_last_message() {
+    let h = Harness::new();
+    h.start(A).await;
+    let old = h.written(PM, "Some thoughts.", 1_000);
+    h.deliver(A, &old);
+    h.command(A, Command::Stop).await;
+    h.settle(A).await;
+    // While the channel is not managed, pm signals and dev chats.
+    let unmanaged = vec![h.written(PM, "Done anyway. TURN_COMPLETE", 5_000), h.written(DEV, "My idea.", 6_000)];
+    h.rest.history.lock().unwrap().insert(A, unmanaged);
+    tokio::time::advance(Duration::from_secs(10)).await;
+    let origin = h.id_at(h.clock.now());
+    let start = Command::Start { roster: vec![] };
+    h.router.ask(A, |reply| Input::command(start, Some(origin), Some(reply))).await.unwrap().unwrap();
+    h.router.broadcast(|| Input::CatchUp);
+    h.settle(A).await;
+    h.settle(A).await;
+    let lines = h.journal.of(A);
+    assert!(lines.iter().any(|l| l == &format!("read {A} after {origin} -> ok")), "{lines:#?}");
+    assert!(!lines.iter().any(|l| l.starts_with(&format!("read {A} after {}", old.id))), "{lines:#?}");
+    assert_eq!(h.events(A, "out_of_turn") + h.events(A, "turn_complete"), 0, "{lines:#?}");
+    assert!(!lines.iter().any(|l| l.starts_with("delete")), "{lines:#?}");
+    assert_eq!(h.holder(A).await.as_deref(), Some("pm"));
+}

@@ -271,3 +271,36 @@ fn removing_the_last_holder_of_the_last_round_ends_the_session_at_max_rounds() {
     assert!(!f.session.is_active());
     assert_eq!(f.session.round, 1, "never past maxRounds");
 }
+
+// --- a session starts at its start: what was written before it is never judged -----------------------------------
+
+#[test]
+fn a_message_written_before_a_restart_and_delivered_after_it_is_not_judged() {
+    let mut f = Fixture::new();
+    f.say(PM, "Some thoughts.", 1_000);
+    let old_last = f.last_id;
+    f.command(Command::Stop, 2_000).unwrap();
+    // Written while the channel was not managed, delivered (or caught up) only after the new start.
+    let signal = f.message(PM, "Finished. TURN_COMPLETE", 3_000);
+    let chatter = f.message(DEV, "Meanwhile, my idea.", 3_500);
+    f.command_given(Command::Start { roster: vec![] }, 4_000, 4_000).unwrap();
+    let start = f.session.last_message_id.expect("the start is where the session's messages begin");
+    assert!(start > chatter.id && old_last < start);
+    assert!(f.session.has_handled(signal.id) && f.session.has_handled(chatter.id), "older than the start");
+    assert_eq!(f.deliver(&signal, 5_000), Transition::default(), "no turn end");
+    assert_eq!(f.deliver(&chatter, 5_000), Transition::default(), "no out_of_turn, no delete");
+    assert_eq!(f.active(), "pm");
+    // What is written after the start is judged as ever.
+    assert_eq!(event_names(&f.say(PM, "Now. TURN_COMPLETE", 6_000)), ["turn_complete"]);
+}
+
+#[test]
+fn a_start_without_a_snowflake_of_its_own_begins_at_its_instant() {
+    let mut f = Fixture::new();
+    f.command(Command::Stop, 1_000).unwrap();
+    let before = f.message(PM, "Done. TURN_COMPLETE", 1_500);
+    f.command(Command::Start { roster: vec![] }, 2_000).unwrap();
+    assert_eq!(f.session.last_message_id, Some(MessageId::first_at(Fixture::at(2_000))));
+    assert_eq!(f.deliver(&before, 2_500), Transition::default());
+    assert_eq!(f.active(), "pm");
+}
