@@ -270,13 +270,16 @@ impl Session {
             return Err(refuse("No personas are configured: add persona files to the personas folder first."));
         }
         let roster = if names.is_empty() { ctx.personas.default_roster() } else { resolve_roster(names, ctx)? };
-        // A new session, keeping what outlives one: the channel's settings, nonces and history. Its messages begin
-        // at its start: what was written before it (while the channel was not managed, or in an older session) is
-        // never judged, and catch-up reads from there. A fresh `recent_ids` takes that as its floor.
+        // A new session, keeping what outlives one: the channel's settings, nonces, history, and the outbox with its
+        // numbering (the old session's effects may not be done yet, and a report names its effect by number). Its
+        // messages begin at its start: what was written before it (while the channel was not managed, or in an
+        // older session) is never judged, and catch-up reads from there. A fresh `recent_ids` takes that as floor.
         *self = Session {
             display_mode: self.display_mode,
             last_message_id: self.last_message_id.max(Some(begins)),
             announcement_seq: self.announcement_seq,
+            outbox: std::mem::take(&mut self.outbox),
+            outbox_seq: self.outbox_seq,
             history: std::mem::take(&mut self.history),
             ..Session::new(self.channel_id)
         };

@@ -821,3 +821,28 @@ async fn a_catch_up_after_a_restart_reads_from_the_start_not_from_the_old_sessio
     assert!(!lines.iter().any(|l| l.starts_with("delete")), "{lines:#?}");
     assert_eq!(h.holder(A).await.as_deref(), Some("pm"));
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_stopped_sessions_outbox_left_by_a_crash_is_carried_out_at_start_up_and_its_actor_retires() {
+    let h = Harness::new();
+    h.start(A).await;
+    h.settle(A).await;
+    // The process dies just after saving the stop: its "stopped" line was decided and saved, not posted.
+    h.rest.hanging.lock().unwrap().insert(A);
+    h.command(A, Command::Stop).await;
+    let crashed = h.saver.saved.lock().unwrap()[&A].clone();
+    assert!(!crashed.is_active());
+    assert_eq!(crashed.outbox.len(), 1, "{:?}", crashed.outbox);
+
+    let restarted = h.restarted();
+    restarted.router.resume(vec![crashed]);
+    restarted.router.broadcast(|| Input::CatchUp);
+    for _ in 0..20 {
+        tokio::task::yield_now().await;
+    }
+    let stopped_lines = |j: &Journal| {
+        j.of(A).iter().filter(|l| l.starts_with("announce") && l.contains("Turn management stopped")).count()
+    };
+    assert_eq!(stopped_lines(&restarted.journal), 2, "tried before the crash, posted at start-up");
+    assert!(restarted.router.channels().is_empty(), "then the stopped channel's actor retires");
+}
