@@ -379,7 +379,7 @@ impl Session {
 
     /// Seconds left in the current turn, rounded up.
     pub(super) fn remaining_seconds(&self, now: DateTime<Utc>) -> u64 {
-        match (self.status, self.turn_timeout_at, self.paused_remaining_ms) {
+        match (self.status, self.deadline_seen_at(now), self.paused_remaining_ms) {
             (SessionStatus::Paused, _, Some(ms)) => ceil_seconds(ms),
             (_, Some(deadline), _) => ceil_seconds((deadline - now).num_milliseconds()),
             _ => 0,

@@ -234,6 +234,11 @@ fn random_session(steps: Vec<Step>, config: Config, texts: &[&str]) -> Result<()
                 None => Transition::default(),
             },
             Step::Wait { ms } => {
+                // Discord accepts what was decided before time goes on: the turns announced begin now.
+                let queued: Vec<u64> = run.session.outbox.iter().map(|q| q.id).collect();
+                for id in queued {
+                    run.session.effect_done(id, run.now);
+                }
                 run.now += TimeDelta::milliseconds(ms);
                 let wake = run.session.wake_at(ctx);
                 let transition = run.session.tick(run.now, ctx);
@@ -247,6 +252,7 @@ fn random_session(steps: Vec<Step>, config: Config, texts: &[&str]) -> Result<()
                 run.session.handle_command(&command, origin, run.now, ctx).unwrap_or_default()
             }
         };
+        run.session.enqueue(transition.effects.clone());
         for effect in &transition.effects {
             if let Effect::Relay { text: Some(text), .. } = effect {
                 prop_assert!(!config.signals.has_any_signal(text), "shown text never ends with the signal: {:?}", text);
