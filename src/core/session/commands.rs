@@ -106,6 +106,8 @@ impl Session {
                     return Err(refuse("The session is not paused."));
                 }
                 let called_for_people = self.pause_reason.take().is_some();
+                // A signal held during the pause was not acted on: the holder is asked again.
+                let asked_again = std::mem::take(&mut self.signal_held);
                 let paused_at = self.paused_at.take().unwrap_or(now);
                 let remaining_ms = self.paused_remaining_ms.take().unwrap_or(0);
                 self.status = SessionStatus::Running;
@@ -117,14 +119,16 @@ impl Session {
                     self.turn_paused_ms = 0;
                 }
                 self.turn_timeout_at = Some(now + chrono::TimeDelta::milliseconds(remaining_ms));
-                if called_for_people {
-                    // The holder paused the session to ask for a person (or looped): a fresh turn, announced with a
-                    // mention so that it reads the answer and goes on; that announcement says all a resume would.
+                let fresh = called_for_people || asked_again;
+                if fresh {
+                    // The holder paused the session to ask for a person (or looped), or signalled while paused: a
+                    // fresh turn, announced with a mention so that it reads the answer (or signals again) and goes
+                    // on; that announcement says all a resume would.
                     self.begin_turn(active.clone(), now, ctx, &mut t);
                 }
                 let kind = EventKind::Resumed { remaining_seconds: self.remaining_seconds(now) };
                 t.events.push(self.event(now, Some(&active), kind));
-                if !called_for_people {
+                if !fresh {
                     self.announce_about(&mut t, ctx, Template::Resumed, &active, now, &[]);
                     if !self.turn_announced {
                         self.announce_turn(ctx, &mut t, now);

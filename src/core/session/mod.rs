@@ -184,6 +184,10 @@ pub struct Session {
     /// Why the session was paused by itself (an escalation, a loop); `None` for a manager's `pause`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pause_reason: Option<String>,
+    /// The holder signalled while the session was paused, and the signal was not acted on: `resume` gives it a
+    /// fresh turn, announced with a mention, so that it is asked again.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub signal_held: bool,
     /// Workflow tasks by id: their stage and holder (at most [`TASKS_KEPT`], the oldest done ones dropped first).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub tasks: BTreeMap<String, TaskState>,
@@ -337,6 +341,7 @@ impl Session {
             outbox: VecDeque::new(),
             outbox_seq: 0,
             pause_reason: None,
+            signal_held: false,
             tasks: BTreeMap::new(),
             progress: None,
             keeps_in_row: 0,

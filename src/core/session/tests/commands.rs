@@ -35,12 +35,14 @@ fn pause_of_a_session_saved_without_its_deadline_rebuilds_it_rather_than_panicki
 }
 
 #[test]
-fn a_signal_during_a_pause_hands_over_but_the_next_turn_waits_for_resume() {
+fn a_skip_during_a_pause_hands_over_but_the_next_turn_waits_for_resume() {
     let mut f = Fixture::new();
     f.command(Command::Pause, 10_000).unwrap();
-    let t = f.say(PM, "Finishing my thought. TURN_COMPLETE", 20_000);
-    assert_eq!(event_names(&t), ["turn_complete"]);
-    assert!(announcements(&t).is_empty(), "nobody is called on while paused");
+    // (The holder's own signal is held while paused: see `paused.rs`.)
+    let t = f.command(Command::Skip, 20_000).unwrap();
+    assert_eq!(event_names(&t), ["skipped"]);
+    assert_eq!(texts(&t), ["⏭️ pm's turn was skipped."]);
+    assert!(announcements(&t).iter().all(|a| a.mention.is_none()), "nobody is called on while paused");
     assert_eq!((f.active(), f.session.status), ("dev", SessionStatus::Paused));
     let t = f.command(Command::Resume, 50_000).unwrap();
     assert_eq!(
