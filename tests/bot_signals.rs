@@ -241,6 +241,49 @@ async fn an_escalation_pauses_pings_the_control_role_and_a_managers_resume_gives
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_signal_after_an_escalation_is_held_until_resume_and_the_developer_is_asked_again() {
+    let scene = Scene::with(review_workflow(), [60, 60, 60]).await;
+    scene.stage.operator_says("!turn start dev critic pm");
+    until_floors(&scene, 1).await;
+
+    let blocked = scene.say("dev", "The build server is down.\nINFRA_BLOCKED: build-server");
+    bot_says(&scene, "the managers to be called", blocked, |s| s.contains("🚨")).await;
+    // The developer goes on and asks for review while the session waits for a person.
+    let ready = scene.say("dev", "Parser done anyway.\nREADY_FOR_REVIEW: task-1");
+    scene.handled(ready).await;
+    let view = scene
+        .until("the held signal's repost", |v| {
+            (v.iter().any(|m| m.from_webhook && m.content == "Parser done anyway.") && v.iter().all(|m| m.id != ready))
+                .then(|| v.to_vec())
+        })
+        .await;
+    let signal_shows = view.iter().any(|m| m.content.contains("READY_FOR_REVIEW: task-1"));
+    assert!(!signal_shows, "no signal stays:\n{}", render(&view));
+    assert_eq!(floors(&view), ["dev"], "no announcement: {}", render(&view));
+    assert!(said(&view).iter().all(|s| !s.starts_with("📋")), "no task moved: {}", render(&view));
+    let session = scene.session().await;
+    assert_eq!((session.status, holder(&session)), (SessionStatus::Paused, Some("dev")), "the floor stays");
+    assert!(session.tasks.is_empty());
+    let held = scene.events("signal_held");
+    assert_eq!(held.len(), 1);
+    assert!(matches!(&held[0].kind, EventKind::SignalHeld { signal, .. } if &**signal == "READY_FOR_REVIEW"));
+    assert!(scene.events("routed").is_empty());
+
+    // A manager's resume gives the floor back to the developer, with a mention, and the task then routes.
+    let dev = scene.user("dev");
+    let resume = scene.stage.operator_says("!turn resume");
+    let fresh = bot_says(&scene, "dev's fresh turn", resume, |s| s.contains("(dev) has the floor")).await;
+    assert_eq!(fresh.pinged, vec![dev]);
+    assert_eq!(holder(&scene.session().await), Some("dev"));
+    scene.say("dev", "Parser done.\nREADY_FOR_REVIEW: task-1");
+    let view = until_floors(&scene, 3).await;
+    assert_eq!(floors(&view), ["dev", "dev", "critic"], "{}", render(&view));
+    assert!(said(&view).contains(&"📋 Task task-1: review. Over to critic.".to_owned()), "{}", render(&view));
+    let session = scene.session().await;
+    assert_eq!((session.tasks["task-1"].stage.as_str(), holder(&session)), ("review", Some("critic")));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_handoff_to_an_unknown_persona_gets_a_reply_and_one_to_a_real_persona_moves_the_floor() {
     let config = parse(
         r#"{"signals": {"rules": [

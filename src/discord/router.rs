@@ -45,10 +45,11 @@ impl Router {
         &self.env
     }
 
-    /// Starts the actors of the sessions saved as running or paused.
+    /// Starts the actors of the sessions saved as running or paused, and of stopped ones with effects left undone
+    /// (their last words, saved just before a crash): those are carried out now, then the actor retires.
     pub fn resume(&self, sessions: Vec<Session>) {
         let mut actors = self.actors.lock().expect("actors lock");
-        for session in sessions.into_iter().filter(Session::is_active) {
+        for session in sessions.into_iter().filter(|s| s.is_active() || !s.outbox.is_empty()) {
             let channel = session.channel_id;
             self.spawn_locked(&mut actors, channel, Origin::Saved(Box::new(session)), Vec::new());
         }

@@ -43,7 +43,24 @@ impl Session {
     /// `give`, a roster change that moves the floor), it marks that end in Discord's clock, so the holder's messages
     /// written before it stay in turn however late they are handled. `None` marks the end at `now`. A command
     /// delivered twice is the Discord layer's to drop: the core runs what it is given.
+    ///
+    /// All or nothing: the command runs on a copy, kept only if it is accepted. A refusal may come after the
+    /// command has begun (an overdue turn is timed out first, then a typo is found), and a session changed by a
+    /// refused command would be neither saved nor announced: a timeout nobody hears of, a deadline never armed.
     pub fn handle_command(
+        &mut self,
+        command: &Command,
+        origin: Option<MessageId>,
+        now: DateTime<Utc>,
+        ctx: Context,
+    ) -> Result<Transition, Refusal> {
+        let mut next = self.clone();
+        let t = next.apply_command(command, origin, now, ctx)?;
+        *self = next;
+        Ok(t)
+    }
+
+    fn apply_command(
         &mut self,
         command: &Command,
         origin: Option<MessageId>,
@@ -54,7 +71,7 @@ impl Session {
         let mut t = Transition::default();
         let turn_end = origin.unwrap_or_else(|| MessageId::first_at(now));
         if let Command::Start { roster } = command {
-            return self.start(roster, now, ctx, t);
+            return self.start(roster, turn_end, now, ctx, t);
         }
         if !self.is_active() {
             return Err(refuse("No session is running here. Start one with `start`."));
@@ -89,6 +106,8 @@ impl Session {
                     return Err(refuse("The session is not paused."));
                 }
                 let called_for_people = self.pause_reason.take().is_some();
+                // A signal held during the pause was not acted on: the holder is asked again.
+                let asked_again = std::mem::take(&mut self.signal_held);
                 let paused_at = self.paused_at.take().unwrap_or(now);
                 let remaining_ms = self.paused_remaining_ms.take().unwrap_or(0);
                 self.status = SessionStatus::Running;
@@ -100,14 +119,16 @@ impl Session {
                     self.turn_paused_ms = 0;
                 }
                 self.turn_timeout_at = Some(now + chrono::TimeDelta::milliseconds(remaining_ms));
-                if called_for_people {
-                    // The holder paused the session to ask for a person (or looped): a fresh turn, announced with a
-                    // mention so that it reads the answer and goes on; that announcement says all a resume would.
+                let fresh = called_for_people || asked_again;
+                if fresh {
+                    // The holder paused the session to ask for a person (or looped), or signalled while paused: a
+                    // fresh turn, announced with a mention so that it reads the answer (or signals again) and goes
+                    // on; that announcement says all a resume would.
                     self.begin_turn(active.clone(), now, ctx, &mut t);
                 }
                 let kind = EventKind::Resumed { remaining_seconds: self.remaining_seconds(now) };
                 t.events.push(self.event(now, Some(&active), kind));
-                if !called_for_people {
+                if !fresh {
                     self.announce_about(&mut t, ctx, Template::Resumed, &active, now, &[]);
                     if !self.turn_announced {
                         self.announce_turn(ctx, &mut t, now);
@@ -180,11 +201,10 @@ impl Session {
                 if persona == active {
                     // The floor goes to whoever came after the removed persona.
                     self.end_turn(turn_end);
-                    if index >= self.roster.len() {
-                        self.round += 1;
-                    }
+                    // Past the end of the roster the floor wraps: a new round, which `maxRounds` may not allow.
+                    let wraps = index >= self.roster.len();
                     let next = self.roster[index % self.roster.len()].clone();
-                    self.begin_turn(next, now, ctx, &mut t);
+                    self.move_floor(next, wraps, now, ctx, &mut t);
                 }
             }
         }
@@ -235,9 +255,11 @@ impl Session {
         self.finish(t, ctx)
     }
 
+    /// Starts a session; `begins` is the start's own id (the command's snowflake, or the first id of `now`).
     fn start(
         &mut self,
         names: &[String],
+        begins: MessageId,
         now: DateTime<Utc>,
         ctx: Context,
         mut t: Transition,
@@ -252,12 +274,16 @@ impl Session {
             return Err(refuse("No personas are configured: add persona files to the personas folder first."));
         }
         let roster = if names.is_empty() { ctx.personas.default_roster() } else { resolve_roster(names, ctx)? };
-        // A new session, keeping what outlives one: the channel's settings, message identity, nonces and history.
+        // A new session, keeping what outlives one: the channel's settings, nonces, history, and the outbox with its
+        // numbering (the old session's effects may not be done yet, and a report names its effect by number). Its
+        // messages begin at its start: what was written before it (while the channel was not managed, or in an
+        // older session) is never judged, and catch-up reads from there. A fresh `recent_ids` takes that as floor.
         *self = Session {
             display_mode: self.display_mode,
-            last_message_id: self.last_message_id,
-            recent_ids: std::mem::take(&mut self.recent_ids),
+            last_message_id: self.last_message_id.max(Some(begins)),
             announcement_seq: self.announcement_seq,
+            outbox: std::mem::take(&mut self.outbox),
+            outbox_seq: self.outbox_seq,
             history: std::mem::take(&mut self.history),
             ..Session::new(self.channel_id)
         };

@@ -153,6 +153,13 @@ pub enum EventKind {
         count: u32,
         text: String,
     },
+    /// The holder signalled while the session was paused: shown as any signal is, not acted on; `resume` asks the
+    /// holder again.
+    SignalHeld {
+        message_id: MessageId,
+        /// The rule's name (a boxed `str`: it keeps every event within the size of the largest older one).
+        signal: Box<str>,
+    },
     /// Discord refused an effect for good (a 4xx other than 404 and 429), or it could not be done in time.
     EffectFailed {
         effect: String,
@@ -234,6 +241,7 @@ impl EventKind {
             EventKind::Benched { .. } => "benched",
             EventKind::Unbenched { .. } => "unbenched",
             EventKind::LoopDetected { .. } => "loop_detected",
+            EventKind::SignalHeld { .. } => "signal_held",
         }
     }
 }
@@ -292,6 +300,7 @@ impl HistoryEvent {
             EventKind::Benched { timeouts } => format!(" after {timeouts} timeouts in a row"),
             EventKind::Unbenched { by } => format!(" ({by})"),
             EventKind::LoopDetected { count, text } => format!(": \"{}\" {count} times", ellipsize(text, 60)),
+            EventKind::SignalHeld { signal, .. } => format!(": {signal} (paused: not acted on)"),
             EventKind::TurnTimeout { duration_seconds, next_agent } => {
                 format!(" after {duration_seconds}s -> {next_agent}")
             }
@@ -375,6 +384,7 @@ mod tests {
             EventKind::SessionStopped {},
             EventKind::OutOfTurn { message_id: MessageId(1), text: "hi".into(), removed: true },
             EventKind::Extended { seconds: 5 },
+            EventKind::SignalHeld { message_id: MessageId(3), signal: "TURN_COMPLETE".into() },
         ];
         for kind in kinds {
             let event = HistoryEvent { at: chrono::DateTime::UNIX_EPOCH, round: 1, agent_id: None, kind };

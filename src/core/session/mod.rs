@@ -185,6 +185,10 @@ pub struct Session {
     /// Why the session was paused by itself (an escalation, a loop); `None` for a manager's `pause`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pause_reason: Option<String>,
+    /// The holder signalled while the session was paused, and the signal was not acted on: `resume` gives it a
+    /// fresh turn, announced with a mention, so that it is asked again.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub signal_held: bool,
     /// Workflow tasks by id: their stage and holder (at most [`TASKS_KEPT`], the oldest done ones dropped first).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub tasks: BTreeMap<String, TaskState>,
@@ -338,6 +342,7 @@ impl Session {
             outbox: VecDeque::new(),
             outbox_seq: 0,
             pause_reason: None,
+            signal_held: false,
             tasks: BTreeMap::new(),
             progress: None,
             keeps_in_row: 0,
@@ -356,9 +361,24 @@ impl Session {
         self.status != SessionStatus::Stopped
     }
 
-    /// The running turn's deadline, if any.
+    /// The running turn's deadline, if any. None while the announcement that gives the holder the floor is on its
+    /// way (spec 8): the turn begins when Discord accepts it, and no message, tick or command may end a turn whose
+    /// holder was never told it had it.
     pub fn next_deadline(&self) -> Option<DateTime<Utc>> {
-        (self.status == SessionStatus::Running).then_some(self.turn_timeout_at).flatten()
+        (self.status == SessionStatus::Running && !self.awaiting_floor_announcement())
+            .then_some(self.turn_timeout_at)
+            .flatten()
+    }
+
+    /// The running turn's deadline as it stands at `now`: while its announcement is on its way the turn has not
+    /// begun, so the deadline is as far off as if it began now (what `status` and announcements show as left).
+    pub(crate) fn deadline_seen_at(&self, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        let deadline = self.turn_timeout_at?;
+        let waited = match self.turn_started_at {
+            Some(started) if self.awaiting_floor_announcement() && now > started => now - started,
+            _ => TimeDelta::zero(),
+        };
+        Some(deadline + waited)
     }
 
     /// The instant the actor must wake for this session (a `tick`), if any: the deadline plus its grace, or the
@@ -378,14 +398,13 @@ impl Session {
         // The holder's last message, if it wrote one in this turn (its activity is updated by in-turn messages only).
         let started = self.turn_started_at?;
         let spoke = self.agents.get(self.active_agent.as_ref()?)?.last_activity.filter(|at| *at > started)?;
-        (self.status == SessionStatus::Running && self.turn_timeout_at.is_some())
-            .then(|| spoke + seconds(u64::from(silence)))
+        self.next_deadline().map(|_| spoke + seconds(u64::from(silence)))
     }
 
     pub fn status_report(&self, now: DateTime<Utc>) -> StatusReport {
         let now = whole_millis(now);
         let remaining_ms = match self.status {
-            SessionStatus::Running => self.turn_timeout_at.map(|d| (d - now).num_milliseconds()),
+            SessionStatus::Running => self.deadline_seen_at(now).map(|d| (d - now).num_milliseconds()),
             SessionStatus::Paused => self.paused_remaining_ms,
             SessionStatus::Stopped => None,
         };

@@ -172,6 +172,25 @@ mod tests {
     }
 
     #[test]
+    fn a_start_after_stop_keeps_the_outbox_and_its_numbering_so_a_late_report_removes_only_its_own_effect() {
+        let (personas, config) = (catalog(), Config::default());
+        let ctx = Context { personas: &personas, config: &config };
+        let (mut session, _) = started(&personas, &config);
+        let t = session.handle_command(&Command::Stop, None, t0() + TimeDelta::seconds(1), ctx).unwrap();
+        let stop_line = session.enqueue(t.effects)[0].id;
+        assert_eq!(stop_line, 3);
+        // Started again before the old session's effects were reported done.
+        let t = session.handle_command(&Command::Start { roster: vec![] }, None, t0() + TimeDelta::seconds(2), ctx);
+        let restarted = session.enqueue(t.unwrap().effects);
+        assert_eq!(restarted.iter().map(|q| q.id).collect::<Vec<_>>(), vec![4, 5], "numbers go on");
+        assert_eq!(session.outbox.iter().map(|q| q.id).collect::<Vec<_>>(), vec![1, 2, 3, 4, 5], "nothing lost");
+        // The old session's "stopped" line is reported done: the new session's announcements stay.
+        session.effect_done(stop_line, t0() + TimeDelta::seconds(3));
+        assert_eq!(session.outbox.iter().map(|q| q.id).collect::<Vec<_>>(), vec![1, 2, 4, 5]);
+        assert!(session.awaiting_floor_announcement(), "the new floor's announcement is still on its way");
+    }
+
+    #[test]
     fn a_refused_effect_leaves_the_outbox_and_is_recorded() {
         let (personas, config) = (catalog(), Config::default());
         let (mut session, queued) = started(&personas, &config);

@@ -20,6 +20,9 @@ impl Session {
         ctx: Context,
         t: &mut Transition,
     ) {
+        if self.status == SessionStatus::Paused {
+            return self.hold(message, persona, detected, now, ctx, t);
+        }
         let said = |d: &Option<Detected>| match d {
             Some(d) if matches!(d.rule.action, Action::Keep { .. } | Action::Escalate) => {
                 format!("{}: {}", d.rule.name, d.payload.as_deref().unwrap_or_default())
@@ -191,6 +194,35 @@ impl Session {
                 self.close();
             }
         }
+    }
+
+    /// The holder's message while the session is paused (by a manager, an escalation or a loop): nothing acts on
+    /// it, whatever it says: no turn end, no task moved, no keep, progress, escalation or end, no unknown-signal
+    /// reply, no loop counting. A signal is shown as any signal is (stripped, so none stays visible in relay mode)
+    /// and recorded as held; `resume` then asks the holder again.
+    #[allow(clippy::too_many_arguments)]
+    fn hold(
+        &mut self,
+        message: &IncomingMessage,
+        persona: &PersonaId,
+        detected: Option<Detected>,
+        now: DateTime<Utc>,
+        ctx: Context,
+        t: &mut Transition,
+    ) {
+        let signal = match detected {
+            Some(d) => {
+                self.show_stripped(t, message, persona, d.display, d.stripped, false);
+                d.rule.name.clone()
+            }
+            None => match ctx.config.signals.completion_phrase(&message.text) {
+                Some(phrase) => phrase.to_owned(),
+                None => return self.remember_editable(message),
+            },
+        };
+        self.signal_held = true;
+        let kind = EventKind::SignalHeld { message_id: message.id, signal: signal.into() };
+        t.events.push(self.event(now, Some(persona), kind));
     }
 
     /// The turn ends by the holder's signal (a `complete` rule, a completion phrase, or keeps used up).

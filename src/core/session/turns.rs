@@ -262,6 +262,7 @@ impl Session {
         self.paused_at = None;
         self.paused_remaining_ms = None;
         self.pause_reason = None;
+        self.signal_held = false;
         self.editable_messages.clear();
     }
 
@@ -287,6 +288,7 @@ impl Session {
             self.keeps_in_row = 0;
         }
         self.turn_progress_extended = false;
+        self.signal_held = false; // what was held belonged to the turn that ends here
         self.agents.entry(persona.clone()).or_default().awaiting_late_reply = false;
         self.active_agent = Some(persona.clone());
         self.turn_began_after = self.last_message_id;
@@ -379,7 +381,7 @@ impl Session {
 
     /// Seconds left in the current turn, rounded up.
     pub(super) fn remaining_seconds(&self, now: DateTime<Utc>) -> u64 {
-        match (self.status, self.turn_timeout_at, self.paused_remaining_ms) {
+        match (self.status, self.deadline_seen_at(now), self.paused_remaining_ms) {
             (SessionStatus::Paused, _, Some(ms)) => ceil_seconds(ms),
             (_, Some(deadline), _) => ceil_seconds((deadline - now).num_milliseconds()),
             _ => 0,

@@ -316,6 +316,9 @@ impl Actor {
             }
         }
         if matches!(command, Command::Start { .. }) && !self.session.is_active() {
+            // A start that will be refused (a name typed wrong, no personas) changes nothing, not even the display
+            // mode, and says nothing but its refusal: it is tried on a copy first.
+            self.session.clone().handle_command(command, origin, self.env.clock.now(), self.env.context())?;
             let choice = self.choose_display_mode().await;
             self.apply_display_mode(choice).await;
         }

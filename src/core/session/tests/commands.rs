@@ -35,12 +35,14 @@ fn pause_of_a_session_saved_without_its_deadline_rebuilds_it_rather_than_panicki
 }
 
 #[test]
-fn a_signal_during_a_pause_hands_over_but_the_next_turn_waits_for_resume() {
+fn a_skip_during_a_pause_hands_over_but_the_next_turn_waits_for_resume() {
     let mut f = Fixture::new();
     f.command(Command::Pause, 10_000).unwrap();
-    let t = f.say(PM, "Finishing my thought. TURN_COMPLETE", 20_000);
-    assert_eq!(event_names(&t), ["turn_complete"]);
-    assert!(announcements(&t).is_empty(), "nobody is called on while paused");
+    // (The holder's own signal is held while paused: see `paused.rs`.)
+    let t = f.command(Command::Skip, 20_000).unwrap();
+    assert_eq!(event_names(&t), ["skipped"]);
+    assert_eq!(texts(&t), ["⏭️ pm's turn was skipped."]);
+    assert!(announcements(&t).iter().all(|a| a.mention.is_none()), "nobody is called on while paused");
     assert_eq!((f.active(), f.session.status), ("dev", SessionStatus::Paused));
     let t = f.command(Command::Resume, 50_000).unwrap();
     assert_eq!(
@@ -218,4 +220,89 @@ fn saved_session_uses_the_seed_field_names() {
     assert_eq!(json["channelId"], "555");
     let back: Session = serde_json::from_value(json).unwrap();
     assert_eq!(back, f.session);
+}
+
+// --- all or nothing: a refused command changes nothing -----------------------------------------------------------
+
+#[test]
+fn a_refused_command_leaves_an_overdue_session_exactly_as_it_was() {
+    let refused = [
+        Command::Resume,
+        Command::Give { persona: "critc".into() },
+        Command::Order { roster: vec!["pm".into(), "devv".into()] },
+        Command::Add { persona: "qa".into() },
+        Command::Add { persona: "dev".into() },
+        Command::Remove { persona: "crtic".into() },
+        Command::Extend { seconds: 0 },
+        Command::Extend { seconds: 1_000_000 },
+        Command::Start { roster: vec![] },
+    ];
+    for command in refused {
+        let mut f = Fixture::new();
+        // pm's 90 s are over: a command that ran would time pm out first.
+        let before = f.session.clone();
+        let refusal = f.command_given(command.clone(), 95_000, 95_000);
+        assert!(refusal.is_err(), "{command:?} is refused");
+        assert_eq!(f.session, before, "{command:?} changed the session although it was refused");
+        assert_eq!(f.session.history, before.history, "{command:?}");
+        // The timeout is still there to happen, once, and announced.
+        let t = f.tick(95_000);
+        assert_eq!(event_names(&t), ["turn_timeout"], "{command:?}");
+        assert_eq!(f.active(), "dev");
+    }
+}
+
+#[test]
+fn a_refused_command_of_a_paused_session_changes_nothing_either() {
+    let mut f = Fixture::new();
+    f.command(Command::Pause, 10_000).unwrap();
+    let before = f.session.clone();
+    assert!(f.command(Command::Pause, 20_000).is_err());
+    assert!(f.command(Command::Remove { persona: "nobody".into() }, 20_000).is_err());
+    assert_eq!(f.session, before);
+}
+
+#[test]
+fn removing_the_last_holder_of_the_last_round_ends_the_session_at_max_rounds() {
+    let config = Config::parse("c.json", r#"{"signals": {"maxRounds": 1}}"#).unwrap();
+    let mut f = Fixture::with_config(config);
+    f.command(Command::Give { persona: "critic".into() }, 1_000).unwrap();
+    // critic is last in the roster: the floor wraps to pm, which would begin round 2.
+    let t = f.command(Command::Remove { persona: "critic".into() }, 2_000).unwrap();
+    assert!(event_names(&t).contains(&"session_ended"), "{:?}", event_names(&t));
+    assert!(!f.session.is_active());
+    assert_eq!(f.session.round, 1, "never past maxRounds");
+}
+
+// --- a session starts at its start: what was written before it is never judged -----------------------------------
+
+#[test]
+fn a_message_written_before_a_restart_and_delivered_after_it_is_not_judged() {
+    let mut f = Fixture::new();
+    f.say(PM, "Some thoughts.", 1_000);
+    let old_last = f.last_id;
+    f.command(Command::Stop, 2_000).unwrap();
+    // Written while the channel was not managed, delivered (or caught up) only after the new start.
+    let signal = f.message(PM, "Finished. TURN_COMPLETE", 3_000);
+    let chatter = f.message(DEV, "Meanwhile, my idea.", 3_500);
+    f.command_given(Command::Start { roster: vec![] }, 4_000, 4_000).unwrap();
+    let start = f.session.last_message_id.expect("the start is where the session's messages begin");
+    assert!(start > chatter.id && old_last < start);
+    assert!(f.session.has_handled(signal.id) && f.session.has_handled(chatter.id), "older than the start");
+    assert_eq!(f.deliver(&signal, 5_000), Transition::default(), "no turn end");
+    assert_eq!(f.deliver(&chatter, 5_000), Transition::default(), "no out_of_turn, no delete");
+    assert_eq!(f.active(), "pm");
+    // What is written after the start is judged as ever.
+    assert_eq!(event_names(&f.say(PM, "Now. TURN_COMPLETE", 6_000)), ["turn_complete"]);
+}
+
+#[test]
+fn a_start_without_a_snowflake_of_its_own_begins_at_its_instant() {
+    let mut f = Fixture::new();
+    f.command(Command::Stop, 1_000).unwrap();
+    let before = f.message(PM, "Done. TURN_COMPLETE", 1_500);
+    f.command(Command::Start { roster: vec![] }, 2_000).unwrap();
+    assert_eq!(f.session.last_message_id, Some(MessageId::first_at(Fixture::at(2_000))));
+    assert_eq!(f.deliver(&before, 2_500), Transition::default());
+    assert_eq!(f.active(), "pm");
 }

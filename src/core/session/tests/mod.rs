@@ -4,6 +4,7 @@
 mod commands;
 mod grammar;
 mod messages;
+mod paused;
 mod properties;
 mod timing;
 
@@ -58,6 +59,9 @@ struct Fixture {
     minted: u64,
     /// The id of the message `say` sent last.
     last_id: MessageId,
+    /// Effects are carried out (announcements accepted by Discord) the instant they are decided, as the actor
+    /// reports them, unless held (Discord down): then they wait in the outbox for `accept`.
+    held: bool,
 }
 
 impl Fixture {
@@ -66,8 +70,14 @@ impl Fixture {
     }
 
     fn with_config(config: Config) -> Self {
-        let mut f =
-            Self { personas: catalog(), config, session: Session::new(CHANNEL), minted: 0, last_id: MessageId(0) };
+        let mut f = Self {
+            personas: catalog(),
+            config,
+            session: Session::new(CHANNEL),
+            minted: 0,
+            last_id: MessageId(0),
+            held: false,
+        };
         f.command(Command::Start { roster: vec![] }, 0).unwrap();
         f
     }
@@ -109,7 +119,25 @@ impl Fixture {
 
     fn deliver(&mut self, message: &IncomingMessage, ms: i64) -> Transition {
         let (personas, config) = (self.personas.clone(), self.config.clone());
-        self.session.handle_message(message, Self::at(ms), Context { personas: &personas, config: &config })
+        let t = self.session.handle_message(message, Self::at(ms), Context { personas: &personas, config: &config });
+        self.carry_out(t, ms)
+    }
+
+    /// Queues the transition's effects as the actor does; unless `held`, Discord accepts them at once.
+    fn carry_out(&mut self, t: Transition, ms: i64) -> Transition {
+        self.session.enqueue(t.effects.clone());
+        if !self.held {
+            self.accept(ms);
+        }
+        t
+    }
+
+    /// Discord accepts everything in the outbox, `ms` after the start.
+    fn accept(&mut self, ms: i64) {
+        let queued: Vec<u64> = self.session.outbox.iter().map(|q| q.id).collect();
+        for id in queued {
+            self.session.effect_done(id, Self::at(ms));
+        }
     }
 
     /// A command with no snowflake of its own, run `ms` after the start.
@@ -125,12 +153,15 @@ impl Fixture {
 
     fn run(&mut self, command: Command, origin: Option<MessageId>, ms: i64) -> Result<Transition, Refusal> {
         let (personas, config) = (self.personas.clone(), self.config.clone());
-        self.session.handle_command(&command, origin, Self::at(ms), Context { personas: &personas, config: &config })
+        let ctx = Context { personas: &personas, config: &config };
+        let t = self.session.handle_command(&command, origin, Self::at(ms), ctx)?;
+        Ok(self.carry_out(t, ms))
     }
 
     fn tick(&mut self, ms: i64) -> Transition {
         let (personas, config) = (self.personas.clone(), self.config.clone());
-        self.session.tick(Self::at(ms), Context { personas: &personas, config: &config })
+        let t = self.session.tick(Self::at(ms), Context { personas: &personas, config: &config });
+        self.carry_out(t, ms)
     }
 
     fn set_display_mode(&mut self, mode: DisplayMode) {

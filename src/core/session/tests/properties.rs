@@ -102,6 +102,8 @@ struct Run {
     handled: HashSet<MessageId>,
     /// Messages that completed a turn: none may complete a second.
     completed: HashSet<MessageId>,
+    /// The id the running session started at: older messages belong to no session of its.
+    started_at: MessageId,
 }
 
 impl Run {
@@ -117,9 +119,12 @@ impl Run {
         if self.handled.contains(&message.id) {
             prop_assert_eq!(&self.session, &before, "a repeated message id must not change the state");
             prop_assert_eq!(&transition, &Transition::default());
-        } else if before.is_active() {
+        } else if before.is_active() && message.id > self.started_at {
             prop_assert!(transition.changed, "a new message is handled, however old its id");
             self.handled.insert(message.id);
+        } else if before.is_active() {
+            prop_assert_eq!(&transition, &Transition::default(), "written before the session started: not judged");
+            prop_assert_eq!(&self.session, &before);
         }
         let after = self.session.clone();
         prop_assert_eq!(self.session.handle_message(message, self.now, ctx), Transition::default());
@@ -191,6 +196,7 @@ fn random_session(steps: Vec<Step>, config: Config, texts: &[&str]) -> Result<()
         said: Vec::new(),
         handled: HashSet::new(),
         completed: HashSet::new(),
+        started_at: MessageId(0),
     };
     let mut round = 0;
 
@@ -228,6 +234,11 @@ fn random_session(steps: Vec<Step>, config: Config, texts: &[&str]) -> Result<()
                 None => Transition::default(),
             },
             Step::Wait { ms } => {
+                // Discord accepts what was decided before time goes on: the turns announced begin now.
+                let queued: Vec<u64> = run.session.outbox.iter().map(|q| q.id).collect();
+                for id in queued {
+                    run.session.effect_done(id, run.now);
+                }
                 run.now += TimeDelta::milliseconds(ms);
                 let wake = run.session.wake_at(ctx);
                 let transition = run.session.tick(run.now, ctx);
@@ -241,6 +252,7 @@ fn random_session(steps: Vec<Step>, config: Config, texts: &[&str]) -> Result<()
                 run.session.handle_command(&command, origin, run.now, ctx).unwrap_or_default()
             }
         };
+        run.session.enqueue(transition.effects.clone());
         for effect in &transition.effects {
             if let Effect::Relay { text: Some(text), .. } = effect {
                 prop_assert!(!config.signals.has_any_signal(text), "shown text never ends with the signal: {:?}", text);
@@ -255,6 +267,11 @@ fn random_session(steps: Vec<Step>, config: Config, texts: &[&str]) -> Result<()
             }
         }
         prop_assert!(transition.changed || !transition.durable(), "whatever must be saved first is a change");
+        if transition.events.iter().any(|e| e.kind.name() == "session_started") {
+            let origin_or_now = run.session.last_message_id.expect("a started session begins at its start");
+            prop_assert!(origin_or_now >= MessageId::first_at(run.now), "a session begins at its start");
+            run.started_at = origin_or_now;
+        }
         // Stop then start resets the round to 1; otherwise it never decreases.
         let restarted = transition.events.iter().any(|e| e.kind.name() == "session_started");
         prop_assert!(restarted || run.session.round >= round, "round went from {} to {}", round, run.session.round);

@@ -299,3 +299,28 @@ fn only_turn_and_settings_changes_or_effects_must_be_saved_before_going_on() {
     );
     assert!(t.durable(), "a setting");
 }
+
+// --- a turn begins when its announcement is accepted (spec 8) ------------------------------------------------------
+
+#[test]
+fn no_deadline_runs_before_the_holders_announcement_is_accepted_and_then_it_moves_by_the_wait() {
+    let mut f = Fixture::new();
+    // Discord is down from here: dev's announcement waits in the outbox.
+    f.held = true;
+    f.say(PM, "Done. TURN_COMPLETE", 1_000);
+    assert_eq!(f.active(), "dev");
+    assert_eq!(f.session.turn_timeout_at, Some(Fixture::at(121_000)), "dev's nominal 120 s");
+    assert_eq!(f.session.next_deadline(), None, "dev has not been told");
+    // A person writes after dev's nominal deadline: dev, never told it has the floor, does not time out.
+    let t = f.say(HUMAN, "Anyone there?", 130_000);
+    assert!(t.events.is_empty(), "{:?}", event_names(&t));
+    assert_eq!(f.tick(130_000).events, []);
+    assert_eq!(f.active(), "dev");
+    assert_eq!(f.session.status_report(Fixture::at(130_000)).remaining_seconds, Some(120), "the whole turn");
+    // Discord accepts dev's announcement at 131 s: its 120 s begin then.
+    f.accept(131_000);
+    assert_eq!(f.session.next_deadline(), Some(Fixture::at(251_000)));
+    assert_eq!(f.session.status_report(Fixture::at(131_000)).remaining_seconds, Some(120));
+    assert_eq!(f.tick(250_999).events, []);
+    assert_eq!(event_names(&f.tick(251_000)), ["turn_timeout"]);
+}

@@ -1,0 +1,116 @@
+//! A paused session does not act on signals (issue 15): the holder's signal is shown as any signal is, recorded as
+//! held, and the holder is asked again at `resume`.
+
+use super::*;
+
+/// A review workflow in small: a route, an escalation, a keep, and unknown-signal and loop recovery.
+fn workflow() -> Fixture {
+    let json = r#"{"signals": {"unknownLimit": 3, "loopAfter": 3, "rules": [
+        {"name": "TURN_COMPLETE", "pattern": "TURN_COMPLETE", "action": "complete"},
+        {"name": "READY", "pattern": "READY:\\s*(?P<task>\\S+)", "at": "line", "action": "route", "to": "critic",
+         "stage": "review"},
+        {"name": "BLOCKED", "pattern": "BLOCKED:\\s*(?P<payload>\\S+)", "at": "line", "action": "escalate",
+         "priority": 50},
+        {"name": "MORE", "pattern": "<more>(?P<payload>[^<]*)</more>", "at": "anywhere", "action": "keep"}]}}"#;
+    Fixture::with_config(Config::parse("c.json", json).unwrap_or_else(|p| panic!("{p}")))
+}
+
+fn held(t: &Transition) -> Vec<(MessageId, String)> {
+    t.events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::SignalHeld { message_id, signal } => Some((*message_id, signal.to_string())),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn the_holders_signal_during_a_managers_pause_is_held_and_resume_asks_it_again() {
+    let mut f = Fixture::new();
+    f.command(Command::Pause, 10_000).unwrap();
+    let t = f.say(PM, "Finishing my thought. TURN_COMPLETE", 20_000);
+    assert_eq!((f.active(), f.session.status), ("pm", SessionStatus::Paused), "the floor stays");
+    assert_eq!(event_names(&t), ["signal_held"]);
+    assert_eq!(held(&t), [(f.last_id, "TURN_COMPLETE".to_owned())]);
+    assert!(announcements(&t).is_empty(), "nobody is called on while paused");
+    let relay = Effect::Relay { message_id: f.last_id, persona: id("pm"), text: Some("Finishing my thought.".into()) };
+    assert_eq!(t.effects, [relay], "shown without the signal, as any signal is");
+    assert_eq!(f.session.paused_remaining_ms, Some(80_000), "the turn's time is untouched");
+
+    let t = f.command(Command::Resume, 50_000).unwrap();
+    assert_eq!(
+        texts(&t),
+        ["🎙️ <@101> (pm) has the floor: 90s. End your message with TURN_COMPLETE."],
+        "pm is asked again, with a mention"
+    );
+    assert_eq!(announcements(&t)[0].mention, Some(PM));
+    assert_eq!((f.active(), f.session.turn_timeout_at), ("pm", Some(Fixture::at(140_000))), "a fresh turn");
+    // Its next signal is acted on as ever.
+    assert_eq!(event_names(&f.say(PM, "Done now. TURN_COMPLETE", 60_000)), ["turn_complete"]);
+    assert_eq!(f.active(), "dev");
+}
+
+#[test]
+fn resume_after_a_pause_with_nothing_held_keeps_the_remaining_time() {
+    let mut f = Fixture::new();
+    f.command(Command::Pause, 10_000).unwrap();
+    f.say(PM, "Still thinking, no signal.", 20_000);
+    let t = f.command(Command::Resume, 50_000).unwrap();
+    assert_eq!(texts(&t), ["▶️ Resumed. pm has 80s left."]);
+    assert_eq!(f.session.turn_timeout_at, Some(Fixture::at(130_000)));
+}
+
+#[test]
+fn after_an_escalation_a_route_signal_moves_neither_the_floor_nor_the_task_and_resume_gives_the_holder_a_fresh_turn() {
+    let mut f = workflow();
+    f.say(PM, "The build server is down.\nBLOCKED: infra", 5_000);
+    assert_eq!(f.session.status, SessionStatus::Paused);
+    let t = f.say(PM, "Parser done anyway.\nREADY: task-1", 6_000);
+    assert_eq!(event_names(&t), ["signal_held"]);
+    assert_eq!(held(&t)[0].1, "READY");
+    assert_eq!(f.active(), "pm");
+    assert!(f.session.tasks.is_empty(), "no task moves");
+    assert!(announcements(&t).is_empty());
+    assert!(matches!(&t.effects[..], [Effect::Relay { text: Some(text), .. }] if text == "Parser done anyway."));
+
+    let t = f.command(Command::Resume, 30_000).unwrap();
+    assert_eq!(announcements(&t).len(), 1);
+    assert_eq!(announcements(&t)[0].mention, Some(PM), "the holder keeps the floor, asked again");
+    assert_eq!(f.active(), "pm");
+    // Then the task routes as it should.
+    let t = f.say(PM, "Parser done.\nREADY: task-1", 31_000);
+    assert_eq!(event_names(&t), ["routed"]);
+    assert_eq!((f.active(), f.session.tasks["task-1"].stage.as_str()), ("critic", "review"));
+}
+
+#[test]
+fn while_paused_no_keep_escalation_unknown_signal_reply_or_loop_counting_happens() {
+    let mut f = workflow();
+    f.command(Command::Pause, 1_000).unwrap();
+    let t = f.say(PM, "One more go <more>tests</more>", 2_000);
+    assert_eq!(event_names(&t), ["signal_held"]);
+    assert_eq!(f.session.keeps_in_row, 0);
+    let t = f.say(PM, "BLOCKED: again", 3_000);
+    assert_eq!(event_names(&t), ["signal_held"]);
+    assert_eq!(f.session.pause_reason, None, "still a manager's pause, not an escalation");
+    let t = f.say(PM, "ALMOST: a signal", 4_000);
+    assert!(t.events.is_empty() && t.effects.is_empty(), "no unknown-signal reply: {:?}", event_names(&t));
+    assert_eq!(f.session.agents[&id("pm")].unknown_signals, 0);
+    for ms in [5_000, 6_000, 7_000] {
+        let t = f.say(PM, "Same words.", ms);
+        assert!(t.events.is_empty(), "no loop counting: {:?}", event_names(&t));
+    }
+    assert_eq!(f.session.repeats, None);
+    assert_eq!(f.session.status, SessionStatus::Paused);
+}
+
+#[test]
+fn a_held_signal_survives_a_save_and_a_load() {
+    let mut f = Fixture::new();
+    f.command(Command::Pause, 10_000).unwrap();
+    f.say(PM, "Done. TURN_COMPLETE", 20_000);
+    f.session = serde_json::from_str(&serde_json::to_string(&f.session).unwrap()).unwrap();
+    let t = f.command(Command::Resume, 50_000).unwrap();
+    assert_eq!(announcements(&t).iter().map(|a| a.mention).collect::<Vec<_>>(), [Some(PM)], "asked again");
+}
