@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, VecDeque};
 
 pub use commands::Command;
-pub use recent::RecentIds;
+pub use recent::{REORDER_WINDOW, RecentIds};
 
 /// The session file's format version, for future migrations.
 pub const SESSION_FORMAT_VERSION: u32 = 1;
@@ -161,9 +161,9 @@ pub struct Session {
     /// The newest message handled: where catch-up resumes reading. Older messages are still handled when they
     /// arrive late (overtaken by newer ones); `recent_ids` is what tells a repeat.
     pub last_message_id: Option<MessageId>,
-    /// The messages handled lately, in memory only: a restart starts it empty, and then `last_message_id` bounds
-    /// what may still be new.
-    #[serde(skip)]
+    /// The messages handled lately; the file keeps those within the reorder window of the newest, so a message
+    /// overtaken just before a crash is still new to the catch-up that follows.
+    #[serde(default, rename = "recentlyHandled", skip_serializing_if = "RecentIds::is_unknown")]
     pub recent_ids: RecentIds,
     /// `last_message_id` when the current turn began: the holder's messages at or before it were written before
     /// its turn and belong to an earlier one.
@@ -355,6 +355,12 @@ impl Session {
     /// Whether message `id` has been handled (or is too old to tell, which counts as handled).
     pub fn has_handled(&self, id: MessageId) -> bool {
         self.recent_ids.contains(id, self.last_message_id)
+    }
+
+    /// The newest message id at or below which every message is taken as handled: a catch-up reads after it, which
+    /// is the reorder window behind the newest handled message (see [`REORDER_WINDOW`]).
+    pub fn settled_through(&self) -> Option<MessageId> {
+        self.recent_ids.settled(self.last_message_id)
     }
 
     pub fn is_active(&self) -> bool {

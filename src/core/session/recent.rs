@@ -1,10 +1,19 @@
 //! Exactly once per message id (spec 5, step 6): the ids handled lately, so a message the gateway delivers twice is
-//! handled once, while one overtaken by newer messages is still handled when it arrives.
+//! handled once, while one overtaken by newer messages is still handled when it arrives, even after a crash: the
+//! ids handled within [`REORDER_WINDOW`] of the newest are saved with the session, and a catch-up reads again from
+//! the start of that window, so a message overtaken just before a crash is not skipped for good.
 
 use crate::core::ids::MessageId;
+use chrono::TimeDelta;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 
-/// The newest message ids handled, at most [`RecentIds::CAPACITY`] of them, kept in memory only.
+/// How far behind the newest handled message another may still be written and not yet handled: overtaken by newer
+/// ones (serenity hands each event to its own task), delayed around a reconnect, or lost to a crash before its turn
+/// came. Far longer than such reorderings last; a catch-up reads this much again, which costs one page at most.
+pub const REORDER_WINDOW: TimeDelta = TimeDelta::seconds(10);
+
+/// The message ids handled lately, at most [`RecentIds::CAPACITY`] of them.
 ///
 /// It keeps the newest ids rather than the last arrived, so what it has forgotten is exactly what lies below its
 /// oldest id: once full, an id below that is too old to tell and counts as handled. Repeats and late deliveries come
@@ -12,16 +21,26 @@ use std::collections::BTreeSet;
 #[derive(Clone, Debug, Default)]
 pub struct RecentIds {
     ids: BTreeSet<MessageId>,
-    /// Nothing at or below this is new: the newest id handled before this process loaded the session, whose
-    /// predecessors it never saw. Taken from the session on first use, as the set starts empty after a load.
+    /// Nothing at or below this is new. A session saved before the window was saved (no `recentlyHandled` in its
+    /// file) takes it from `last_message_id` on first use: every predecessor of that is taken as handled.
     floor: Option<Option<MessageId>>,
+}
+
+/// What a session file keeps of [`RecentIds`]: everything at or below `through` was handled, and above it exactly
+/// `ids`.
+#[derive(Serialize, Deserialize)]
+struct Saved {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    through: Option<MessageId>,
+    #[serde(default)]
+    ids: Vec<MessageId>,
 }
 
 impl RecentIds {
     pub const CAPACITY: usize = 256;
 
     /// Records `id` as handled; false when it was handled before (or is too old to tell). `newest_handled` is the
-    /// session's `last_message_id`, read only the first time, when it is all a freshly loaded session knows.
+    /// session's `last_message_id`, read only the first time, when it is all a session from an older file knows.
     pub(super) fn claim(&mut self, id: MessageId, newest_handled: Option<MessageId>) -> bool {
         let floor = *self.floor.get_or_insert(newest_handled);
         if floor.is_some_and(|floor| id <= floor) || self.ids.contains(&id) {
@@ -46,6 +65,18 @@ impl RecentIds {
             || (self.ids.len() >= Self::CAPACITY && self.ids.first().is_some_and(|oldest| id < *oldest))
     }
 
+    /// The newest id at or below which every message is taken as handled (the window's start, or older knowledge):
+    /// where a catch-up reads from, and what a saved session keeps as `through`.
+    pub fn settled(&self, newest_handled: Option<MessageId>) -> Option<MessageId> {
+        let floor = self.floor.unwrap_or(newest_handled);
+        let newest = self.ids.last().copied().max(floor).max(newest_handled)?;
+        let window_start = MessageId(MessageId::first_at(newest.created_at() - REORDER_WINDOW).0.saturating_sub(1));
+        let forgotten = (self.ids.len() >= Self::CAPACITY)
+            .then(|| self.ids.first().map(|oldest| MessageId(oldest.0 - 1)))
+            .flatten();
+        floor.max(Some(window_start)).max(forgotten)
+    }
+
     pub fn len(&self) -> usize {
         self.ids.len()
     }
@@ -53,10 +84,31 @@ impl RecentIds {
     pub fn is_empty(&self) -> bool {
         self.ids.is_empty()
     }
+
+    /// Nothing known yet (a new session, or one from an older file before its first message): nothing to save.
+    pub fn is_unknown(&self) -> bool {
+        self.ids.is_empty() && self.floor.is_none()
+    }
 }
 
-/// Any two are equal: this is a cache of what this process handled, not part of the session, and a session saved
-/// and loaded again (which starts it empty) is the same session.
+impl Serialize for RecentIds {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let through = self.settled(None);
+        let ids = self.ids.iter().copied().filter(|id| through.is_none_or(|t| *id > t)).collect();
+        Saved { through, ids }.serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for RecentIds {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let saved = Saved::deserialize(deserializer)?;
+        let ids = saved.ids.into_iter().filter(|id| saved.through.is_none_or(|t| *id > t)).collect();
+        Ok(Self { ids, floor: Some(saved.through) })
+    }
+}
+
+/// Any two are equal: this is a cache of what was handled, not part of the session's meaning, and a session saved
+/// and loaded again keeps only the window of it.
 impl PartialEq for RecentIds {
     fn eq(&self, _: &Self) -> bool {
         true
@@ -105,6 +157,36 @@ mod tests {
         assert!(recent.claim(MessageId(1001), Some(MessageId(1000))));
         assert!(!recent.claim(MessageId(oldest), Some(MessageId(1001))), "forgotten now, and older than all it keeps");
         assert_eq!(recent.len(), RecentIds::CAPACITY);
+    }
+
+    /// Ids `ms` milliseconds apart on Discord's clock, starting at a fixed instant.
+    fn at_ms(ms: i64) -> MessageId {
+        MessageId::first_at(
+            "2026-05-01T12:00:00Z".parse::<chrono::DateTime<chrono::Utc>>().unwrap() + TimeDelta::milliseconds(ms),
+        )
+    }
+
+    #[test]
+    fn a_saved_and_loaded_set_still_takes_a_message_overtaken_within_the_window() {
+        let mut recent = RecentIds::default();
+        let (older, overtaken, newest) = (at_ms(0), at_ms(20_000), at_ms(20_050));
+        assert!(recent.claim(older, None));
+        assert!(recent.claim(newest, None), "overtakes the message written 50 ms before it");
+        let mut loaded: RecentIds = serde_json::from_str(&serde_json::to_string(&recent).unwrap()).unwrap();
+        assert_eq!(loaded.settled(Some(newest)), Some(MessageId(at_ms(10_050).0 - 1)), "the window's start");
+        assert!(!loaded.contains(overtaken, Some(newest)), "never handled, and inside the window");
+        assert!(loaded.contains(older, Some(newest)), "older than the window: handled");
+        assert!(!loaded.claim(newest, Some(newest)), "handled before the save");
+        assert!(loaded.claim(overtaken, Some(newest)));
+    }
+
+    #[test]
+    fn a_session_from_an_older_file_takes_everything_up_to_its_newest_id_as_handled() {
+        let mut loaded = RecentIds::default();
+        assert!(loaded.is_unknown());
+        assert_eq!(loaded.settled(Some(at_ms(5_000))), Some(at_ms(5_000)));
+        assert!(!loaded.claim(at_ms(4_999), Some(at_ms(5_000))));
+        assert!(loaded.claim(at_ms(5_001), Some(at_ms(5_000))));
     }
 
     #[test]

@@ -17,7 +17,9 @@ const PAGE: u8 = 100;
 /// Attempts at reading one page when the failure may pass.
 const ATTEMPTS: u32 = 3;
 
-/// Where reading starts: after the newest message handled, or (none handled yet) from the session's start.
+/// Where reading starts: after the messages taken as handled (the reorder window behind the newest one handled, so
+/// that one overtaken just before a crash or a disconnection is read too), or (none handled yet) from the session's
+/// start.
 pub(super) fn read_from(session: &Session) -> Option<MessageId> {
     let started = session
         .history
@@ -26,13 +28,14 @@ pub(super) fn read_from(session: &Session) -> Option<MessageId> {
         .find(|e| matches!(e.kind, EventKind::SessionStarted { .. }))
         .map(|e| e.at)
         .or(session.turn_started_at);
-    session.last_message_id.or(started.map(MessageId::first_at))
+    session.settled_through().or(started.map(MessageId::first_at))
 }
 
-/// The messages handled without a signal that an edit may have finished since (the pages from `after` do not show
-/// edits of messages at or before it), oldest first.
-pub(super) fn may_have_been_edited(session: &Session, after: MessageId) -> Vec<MessageId> {
-    let mut ids: Vec<MessageId> = session.editable_messages.iter().copied().filter(|id| *id <= after).collect();
+/// The messages handled without a signal that an edit may have finished since, oldest first. The pages do not show
+/// them as edits: those at or before `after` are not on them, and those after it (in the reorder window) are
+/// repeats there.
+pub(super) fn may_have_been_edited(session: &Session) -> Vec<MessageId> {
+    let mut ids: Vec<MessageId> = session.editable_messages.iter().copied().collect();
     ids.sort();
     ids
 }

@@ -408,7 +408,7 @@ impl Actor {
             return;
         }
         let Some(after) = catch_up::read_from(&self.session) else { return };
-        let editable = catch_up::may_have_been_edited(&self.session, after);
+        let editable = catch_up::may_have_been_edited(&self.session);
         self.catch_ups_running += 1;
         let env = self.env.clone();
         tokio::spawn(catch_up::read_missed(env, self.channel, after, editable, self.myself.clone()));

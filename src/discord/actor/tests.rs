@@ -938,3 +938,30 @@ async fn a_stopped_sessions_outbox_left_by_a_crash_is_carried_out_at_start_up_an
     assert_eq!(stopped_lines(&restarted.journal), 2, "tried before the crash, posted at start-up");
     assert!(restarted.router.channels().is_empty(), "then the stopped channel's actor retires");
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_signal_overtaken_by_a_newer_message_just_before_a_crash_is_read_by_the_catch_up_after_it() {
+    let h = Harness::new();
+    h.start(A).await;
+    h.settle(A).await;
+    // pm's signal is overtaken by dev's newer message (each gateway event has its own task), then the bot dies.
+    let signal = h.written(PM, "Done. TURN_COMPLETE", 5_000);
+    let newer = h.written(DEV, "me next?", 5_050);
+    h.deliver(A, &newer);
+    h.settle(A).await;
+    assert_eq!(h.events(A, "out_of_turn"), 1);
+    let saved = h.saver.saved.lock().unwrap()[&A].clone();
+    h.router.shutdown().await;
+    tokio::time::advance(Duration::from_secs(90)).await;
+
+    let restarted = h.restarted();
+    restarted.rest.history.lock().unwrap().insert(A, vec![signal.clone(), newer.clone()]);
+    let saved: Session = serde_json::from_str(&serde_json::to_string(&saved).unwrap()).unwrap();
+    restarted.router.resume(vec![saved]);
+    restarted.router.broadcast(|| Input::CatchUp);
+    restarted.settle(A).await;
+    assert_eq!(restarted.events(A, "turn_complete"), 1, "the overtaken signal ended pm's turn");
+    assert_eq!(restarted.events(A, "turn_timeout"), 0);
+    assert_eq!(restarted.events(A, "out_of_turn"), 1, "dev's message, handled before the crash, is not judged again");
+    assert_eq!(restarted.holder(A).await.as_deref(), Some("dev"));
+}

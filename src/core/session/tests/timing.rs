@@ -57,13 +57,32 @@ fn repeats_are_recognised_across_many_messages_with_a_bounded_memory() {
 }
 
 #[test]
-fn after_a_load_messages_at_or_before_the_saved_newest_id_are_repeats() {
+fn after_a_load_handled_messages_are_repeats_and_one_overtaken_within_the_window_is_still_new() {
+    let mut f = Fixture::new();
+    let too_old = f.message(PM, "never delivered, long before", 1_000);
+    let handled = f.message(PM, "part one", 12_000);
+    f.deliver(&handled, 12_000);
+    let overtaken = f.message(PM, "part two", 13_000);
+    f.say(PM, "part three", 13_050);
+    let saved = serde_json::to_string(&f.session).unwrap();
+    f.session = serde_json::from_str(&saved).unwrap();
+    assert_eq!(f.session.recent_ids.len(), 2, "the ids handled within the window are saved");
+    assert_eq!(f.deliver(&handled, 14_000), Transition::default(), "handled before the restart");
+    assert_eq!(f.deliver(&too_old, 14_000), Transition::default(), "older than the window: taken as handled");
+    assert!(f.deliver(&overtaken, 14_000).changed, "overtaken just before the save, never handled: new");
+    assert_eq!(f.deliver(&overtaken, 14_001), Transition::default(), "and handled once");
+    let signal = f.message(PM, "TURN_COMPLETE", 15_000);
+    assert_eq!(event_names(&f.deliver(&signal, 15_000)), ["turn_complete"]);
+}
+
+#[test]
+fn a_session_saved_before_the_window_was_kept_takes_everything_up_to_its_newest_id_as_handled() {
     let mut f = Fixture::new();
     let old = f.message(PM, "part one", 1_000);
     f.say(PM, "part two", 2_000);
-    let saved = serde_json::to_string(&f.session).unwrap();
-    f.session = serde_json::from_str(&saved).unwrap();
-    assert!(f.session.recent_ids.is_empty(), "not saved");
+    let mut file: serde_json::Value = serde_json::to_value(&f.session).unwrap();
+    file.as_object_mut().unwrap().remove("recentlyHandled").expect("saved now");
+    f.session = serde_json::from_value(file).unwrap();
     let before = f.session.clone();
     assert_eq!(f.deliver(&old, 3_000), Transition::default(), "it may have been handled before the restart");
     let signal = f.message(PM, "TURN_COMPLETE", 3_000);
