@@ -298,7 +298,7 @@ pub fn check_always(r: &ChannelRecord) -> Vec<Violation> {
 }
 
 /// What must hold once the bot has caught up with every message up to id `upto`: each agent signal among them ended
-/// exactly one turn (or was shown as late), was not taken for out of turn, and no longer shows in relay mode.
+/// exactly one turn (or was shown as late), was not left taken for out of turn, and no longer shows in relay mode.
 pub fn check_caught_up(r: &ChannelRecord, upto: u64) -> Vec<Violation> {
     let fates = r.fates();
     let channel = r.channel;
@@ -306,7 +306,9 @@ pub fn check_caught_up(r: &ChannelRecord, upto: u64) -> Vec<Violation> {
     for signal in r.signals().filter(|m| m.id <= upto) {
         let fate = fates.get(&signal.id).copied().unwrap_or_default();
         let message = signal.id;
-        if fate.out_of_turn > 0 {
+        // Taken for out of turn when it overtook the signal that gave its author the floor, then judged again in
+        // its turn: it ended one turn, which is the promise.
+        if fate.ends() == 0 && fate.out_of_turn > 0 {
             found.push(Violation::SignalOutOfTurn { channel, message });
         } else if fate.ends() == 0 {
             found.push(Violation::SignalLost { channel, message });

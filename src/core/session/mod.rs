@@ -8,6 +8,7 @@ pub mod effects;
 pub mod history;
 pub mod lost;
 mod outbox;
+mod overtaken;
 mod recent;
 mod recovery;
 mod signals;
@@ -171,6 +172,10 @@ pub struct Session {
     pub turn_began_after: Option<MessageId>,
     /// Recent messages written in turn without a signal, which an edit adding the signal may still finish.
     pub editable_messages: VecDeque<MessageId>,
+    /// Recent messages taken for out of turn, judged again if a signal written before them gives their author the
+    /// floor (see `overtaken`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub out_of_turn_lately: Vec<overtaken::OutOfTurnNote>,
     /// Counts announcements, so each gets a nonce that stays the same if it is sent again.
     pub announcement_seq: u64,
     /// The nonce of the announcement that gave the current turn's holder the floor, until Discord accepted it.
@@ -337,6 +342,7 @@ impl Session {
             recent_ids: RecentIds::default(),
             turn_began_after: None,
             editable_messages: VecDeque::new(),
+            out_of_turn_lately: Vec::new(),
             announcement_seq: 0,
             turn_announcement: None,
             outbox: VecDeque::new(),

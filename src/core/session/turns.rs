@@ -8,6 +8,7 @@ use super::{
 };
 use crate::core::config::OutOfTurnPolicy;
 use crate::core::ids::{MessageId, PersonaId};
+use crate::core::signals::Detected;
 use crate::core::templates::Template;
 use chrono::{DateTime, Utc};
 
@@ -71,18 +72,12 @@ impl Session {
             // A message from an older turn is not the reply to a turn that timed out since.
             agent.awaiting_late_reply = false;
         }
-        if in_turn {
-            agent.last_activity = Some(written);
-            if detected.is_some() {
-                agent.consecutive_timeouts = 0;
-            }
-        }
         if !in_turn && !in_past_turn && agent.benched {
             self.unbench(&persona, "it spoke", now, ctx, &mut t);
         }
 
         if in_turn {
-            self.turn_message(message, &persona, detected, now, ctx, &mut t);
+            self.judge_in_turn(message, &persona, detected, written, now, ctx, &mut t);
         } else if in_past_turn {
             // Written while its author held the floor, handled after that turn ended (by its own signal or a
             // command): in turn, but the turn is over, so it does not advance. Its turn's end is recorded already
@@ -110,8 +105,33 @@ impl Session {
             }
             let kind = EventKind::OutOfTurn { message_id: message.id, text: message.text.clone(), removed };
             t.events.push(self.event(now, Some(&persona), kind));
+            self.note_out_of_turn(message, &persona, removed);
         }
         self.finish(t, ctx)
+    }
+
+    /// A message of the floor holder written in its turn (`written` on Discord's clock). If its signal began a new
+    /// turn while newer messages had been handled, the new holder's messages among those are judged again.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn judge_in_turn(
+        &mut self,
+        message: &IncomingMessage,
+        persona: &PersonaId,
+        detected: Option<Detected>,
+        written: DateTime<Utc>,
+        now: DateTime<Utc>,
+        ctx: Context,
+        t: &mut Transition,
+    ) {
+        let agent = self.agents.entry(persona.clone()).or_default();
+        agent.last_activity = Some(written);
+        if detected.is_some() {
+            agent.consecutive_timeouts = 0;
+        }
+        self.turn_message(message, persona, detected, now, ctx, t);
+        if !message.edited {
+            self.take_up_overtaken(message.id, now, ctx, t);
+        }
     }
 
     /// A message without the signal, which an edit adding the signal may still finish.
@@ -264,6 +284,7 @@ impl Session {
         self.pause_reason = None;
         self.signal_held = false;
         self.editable_messages.clear();
+        self.out_of_turn_lately.clear();
     }
 
     /// Gives `persona` the floor now. In a paused session the turn waits, unannounced, for `resume`.

@@ -134,6 +134,19 @@ fn a_signal_recorded_as_complete_and_late_is_doubled_and_one_never_recorded_is_l
 }
 
 #[test]
+fn a_signal_left_out_of_turn_breaks_the_promise_but_one_judged_again_in_its_turn_does_not() {
+    let f = Fixture::new();
+    let (messages, mut history) = one_clean_turn();
+    let out = EventKind::OutOfTurn { message_id: MessageId(20), text: "Done. TURN_COMPLETE".into(), removed: true };
+    history.insert(1, event(Some("pm"), out));
+    assert_eq!(f.settled(&messages, &history), Vec::<&str>::new(), "it overtook its floor, then ended that turn");
+    history.pop();
+    history.push(event(Some("pm"), EventKind::SessionStopped {}));
+    let kinds = f.settled(&messages[..2], &history);
+    assert!(kinds.contains(&"signal_out_of_turn"), "{kinds:?}");
+}
+
+#[test]
 fn a_signal_left_showing_in_relay_mode_is_visible_unless_observe_mode_began_before_it() {
     let f = Fixture::new();
     let (mut messages, history) = one_clean_turn();

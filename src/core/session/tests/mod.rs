@@ -4,6 +4,7 @@
 mod commands;
 mod grammar;
 mod messages;
+mod overtaken;
 mod paused;
 mod properties;
 mod timing;

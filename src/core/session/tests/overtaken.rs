@@ -1,0 +1,75 @@
+//! A message overtaken by the signal that gave its author the floor is judged by when it was written (spec 5,
+//! step 7): taken for out of turn when it arrived first, then judged again, in turn, once the signal arrives.
+
+use super::*;
+
+fn relays(t: &Transition) -> Vec<(MessageId, Option<String>)> {
+    t.effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Relay { message_id, text, .. } => Some((*message_id, text.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn the_next_personas_signal_that_arrives_before_the_signal_giving_it_the_floor_ends_its_turn_once() {
+    let mut f = Fixture::new();
+    let pm_signal = f.message(PM, "Plan ready. TURN_COMPLETE", 5_000);
+    let dev_answer = f.message(DEV, "Built it. TURN_COMPLETE", 5_100);
+    // dev's message arrives first: dev does not hold the floor yet.
+    let t = f.deliver(&dev_answer, 5_101);
+    assert_eq!(event_names(&t), ["out_of_turn"]);
+    assert_eq!(f.active(), "pm");
+    // pm's signal, written before it, arrives: dev's turn began then, so dev's answer was in its turn.
+    let t = f.deliver(&pm_signal, 5_150);
+    assert_eq!(event_names(&t), ["turn_complete", "turn_complete"], "pm's turn, then dev's");
+    assert_eq!(f.active(), "critic");
+    assert_eq!(
+        relays(&t),
+        [(pm_signal.id, Some("Plan ready.".into())), (dev_answer.id, Some("Built it.".into()))],
+        "both shown without the signal; dev's deleted message comes back as its repost"
+    );
+    assert!(f.session.out_of_turn_lately.is_empty(), "judged once");
+    assert_eq!(f.deliver(&dev_answer, 5_200), Transition::default(), "and handled once");
+}
+
+#[test]
+fn a_removed_message_said_in_the_next_turn_is_shown_again_and_the_turn_goes_on() {
+    let mut f = Fixture::new();
+    let pm_signal = f.message(PM, "Over to dev. TURN_COMPLETE", 5_000);
+    let dev_first = f.message(DEV, "Starting on it now.", 5_100);
+    f.deliver(&dev_first, 5_101);
+    let t = f.deliver(&pm_signal, 5_150);
+    assert_eq!(event_names(&t), ["turn_complete"]);
+    assert_eq!(f.active(), "dev");
+    assert_eq!(relays(&t)[1], (dev_first.id, Some("Starting on it now.".into())), "reposted whole, as dev");
+    assert_eq!(f.session.agents[&id("dev")].last_activity, Some(Fixture::at(5_100)), "dev spoke in its turn");
+    assert_eq!(event_names(&f.say(DEV, "Done. TURN_COMPLETE", 9_000)), ["turn_complete"]);
+}
+
+#[test]
+fn an_out_of_turn_message_written_before_the_signal_stays_out_of_turn() {
+    let mut f = Fixture::new();
+    let dev_early = f.message(DEV, "Can I go? TURN_COMPLETE", 4_900);
+    f.deliver(&dev_early, 4_901);
+    let t = f.say(PM, "Go ahead. TURN_COMPLETE", 5_000);
+    assert_eq!(event_names(&t), ["turn_complete"], "dev wrote before it had the floor");
+    assert_eq!(f.active(), "dev");
+    assert_eq!(relays(&t).len(), 1);
+}
+
+#[test]
+fn out_of_turn_notes_survive_a_save_and_are_bounded_to_the_reorder_window() {
+    let mut f = Fixture::new();
+    let old = f.message(DEV, "early", 1_000);
+    f.deliver(&old, 1_001);
+    let dev_answer = f.message(DEV, "Built it. TURN_COMPLETE", 20_000);
+    f.deliver(&dev_answer, 20_001);
+    let noted: Vec<MessageId> = f.session.out_of_turn_lately.iter().map(|n| n.message_id).collect();
+    assert_eq!(noted, [dev_answer.id], "the one older than the window is dropped");
+    f.session = serde_json::from_str(&serde_json::to_string(&f.session).unwrap()).unwrap();
+    let pm_signal = f.message(PM, "TURN_COMPLETE", 19_900);
+    assert_eq!(event_names(&f.deliver(&pm_signal, 20_100)), ["turn_complete", "turn_complete"]);
+}
