@@ -5,6 +5,7 @@
 //! with another task, and nothing it waits for belongs to another channel.
 
 mod catch_up;
+mod saving;
 #[cfg(test)]
 mod tests;
 
@@ -18,7 +19,8 @@ use crate::core::config::{Config, DisplayModeSetting};
 use crate::core::ids::{ChannelId, MessageId};
 use crate::core::persona::PersonaCatalog;
 use crate::core::session::effects::Effect;
-use crate::core::session::{Command, Context, DisplayMode, IncomingMessage, Refusal, Session, Transition};
+use crate::core::session::history::HistoryEvent;
+use crate::core::session::{Command, Context, DisplayMode, IncomingMessage, Refusal, Session};
 use std::collections::VecDeque;
 use std::sync::Arc;
 use tokio::sync::{Semaphore, mpsc, oneshot};
@@ -115,6 +117,12 @@ pub struct Actor {
     awaiting_catch_up: bool,
     catch_ups_running: u32,
     commands_seen: VecDeque<MessageId>,
+    /// The newest outbox entry handed to the sender: the entries after it wait for a durable save that works.
+    handed: u64,
+    /// Events decided but not on disk yet, since a durable save failed: they go with the next one.
+    unsaved_events: Vec<HistoryEvent>,
+    /// Set while durable saves fail: when to try again.
+    save_retry: Option<saving::SaveRetry>,
 }
 
 impl Actor {
@@ -142,6 +150,9 @@ impl Actor {
                 awaiting_catch_up,
                 catch_ups_running: 0,
                 commands_seen: VecDeque::new(),
+                handed: 0,
+                unsaved_events: Vec::new(),
+                save_retry: None,
             };
             actor.run(retire).await;
         });
@@ -150,7 +161,8 @@ impl Actor {
     async fn run(&mut self, retire: Retire) {
         self.session.forget_delivered_announcement();
         // What was decided and saved but maybe not carried out before the process stopped comes first.
-        if !self.session.outbox.is_empty() {
+        if let Some(last) = self.session.outbox.back() {
+            self.handed = last.id;
             let replay: Vec<_> = self.session.outbox.iter().cloned().collect();
             tracing::info!(channel = %self.channel, effects = replay.len(), "carrying out what was left undone");
             self.sender().effects(replay, true);
@@ -160,6 +172,7 @@ impl Actor {
         self.commit(t).await;
         loop {
             let deadline = self.armed_deadline();
+            let retry_save = self.save_retry.as_ref().map(|retry| retry.at);
             let input = tokio::select! {
                 biased;
                 input = self.inbox.recv() => input,
@@ -167,9 +180,16 @@ impl Actor {
                     self.on_deadline().await;
                     continue;
                 }
+                () = sleep_until(retry_save) => {
+                    self.save_durably().await;
+                    continue;
+                }
             };
             let Some(input) = input else { return };
             if let Input::Shutdown(done) = input {
+                if self.save_retry.is_some() {
+                    self.save_durably().await; // A last try, so that what was held back is not left to a restart.
+                }
                 self.flush_sender().await;
                 // Take what was done out of the outbox, so a restart does not carry it out again.
                 while let Ok(input) = self.inbox.try_recv() {
@@ -181,7 +201,11 @@ impl Actor {
                 return;
             }
             self.handle(input).await;
-            if !self.session.is_active() && self.catch_ups_running == 0 && self.session.outbox.is_empty() {
+            if !self.session.is_active()
+                && self.catch_ups_running == 0
+                && self.session.outbox.is_empty()
+                && self.save_retry.is_none()
+            {
                 // A stopped channel needs no task: its state is on disk; what it said is sent first.
                 self.flush_sender().await;
                 if retire(&mut self.inbox) {
@@ -337,29 +361,6 @@ impl Actor {
                 self.sender().notice(notice);
             }
         }
-    }
-
-    /// Saves the transition, then hands its effects to the sender: nothing is announced that is not on disk. A change
-    /// of the turn or the settings is saved durably first; activity alone is saved lazily. False when the save
-    /// failed (the effects are held back).
-    async fn commit(&mut self, t: Transition) -> bool {
-        if !t.changed {
-            return true;
-        }
-        if !t.durable() {
-            self.env.saver.save_lazy(self.session.clone());
-            return true;
-        }
-        // The effects go in the outbox, saved in the same write as the state that decided them.
-        let queued = self.session.enqueue(t.effects);
-        if let Err(e) = self.env.saver.save_durable(self.session.clone(), t.events).await {
-            tracing::error!(channel = %self.channel, "could not save the session, so its announcements are held back: {e}");
-            return false;
-        }
-        if !queued.is_empty() {
-            self.sender().effects(queued, false);
-        }
-        true
     }
 
     fn sender(&mut self) -> &Sender {

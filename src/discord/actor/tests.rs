@@ -18,7 +18,7 @@ use crate::store::StoreError;
 use async_trait::async_trait;
 use chrono::{DateTime, TimeDelta, Utc};
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::Semaphore;
@@ -143,16 +143,29 @@ impl Rest for FakeRest {
     }
 }
 
-/// The disk: keeps the last durable copy of each session and journals each durable save with its events.
+/// The disk: keeps the last durable copy of each session and journals each durable save with its events. It can be
+/// made to fail the next durable saves, as a full disk would.
 struct MemorySaver {
     journal: Arc<Journal>,
     saved: Mutex<HashMap<ChannelId, Session>>,
+    failing_saves: AtomicU32,
+}
+
+impl MemorySaver {
+    fn fail_next_durable_saves(&self, n: u32) {
+        self.failing_saves.store(n, Ordering::Relaxed);
+    }
 }
 
 #[async_trait]
 impl Saver for MemorySaver {
     async fn save_durable(&self, session: Session, events: Vec<HistoryEvent>) -> Result<(), StoreError> {
         let names: Vec<&str> = events.iter().map(|e| e.kind.name()).collect();
+        if self.failing_saves.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1)).is_ok() {
+            self.journal.push(format!("failed to save {} {}", session.channel_id, names.join(",")));
+            let source = std::io::Error::new(std::io::ErrorKind::StorageFull, "No space left on device");
+            return Err(StoreError::Io { action: "write", path: "state/channels".into(), source });
+        }
         self.journal.push(format!("save {} {}", session.channel_id, names.join(",")));
         self.saved.lock().unwrap().insert(session.channel_id, session);
         Ok(())
@@ -197,7 +210,11 @@ impl Harness {
 
     fn with_config(config: Config) -> Self {
         let journal = Arc::new(Journal::default());
-        let saver = Arc::new(MemorySaver { journal: journal.clone(), saved: Mutex::default() });
+        let saver = Arc::new(MemorySaver {
+            journal: journal.clone(),
+            saved: Mutex::default(),
+            failing_saves: AtomicU32::new(0),
+        });
         let clock = Clock::starting_at(t0());
         Self::on(journal, saver, Arc::new(Stats::default()), clock, 0, Arc::default(), Arc::new(config))
     }
@@ -744,4 +761,30 @@ async fn an_escalation_holds_every_timer_until_a_manager_resumes() {
     tokio::time::advance(Duration::from_secs(u64::from(TURN_SECONDS))).await;
     h.settle(A).await;
     assert_eq!(h.events(A, "turn_timeout"), 1);
+}
+
+// --- saving fails (a full disk, a read-only folder, the writer gone): held back, then carried out ----------------
+
+#[tokio::test(start_paused = true)]
+async fn a_signal_whose_save_fails_is_announced_once_after_a_retry_saves_it_with_one_notice() {
+    let h = Harness::new();
+    h.start(A).await;
+    h.settle(A).await;
+    // The disk is full for the signal's save and the next two tries.
+    h.saver.fail_next_durable_saves(3);
+    h.deliver(A, &h.written(PM, "Done. TURN_COMPLETE", 1_000));
+    h.settle(A).await;
+    assert_eq!(h.floors(A, "dev"), 0, "not on disk, so not announced");
+    // No other input comes: the actor tries again by itself (after 1, 2 and 4 s). Sleeping lets the paused clock
+    // wake each timer in turn.
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    h.settle(A).await;
+    let lines = h.journal.of(A);
+    assert_eq!(lines.iter().filter(|l| l.starts_with("failed to save")).count(), 3, "{lines:#?}");
+    assert_eq!(h.floors(A, "dev"), 1, "{lines:#?}");
+    assert_eq!(h.events(A, "turn_complete"), 1, "the signal's event is saved once, with the retry");
+    assert!(lines.iter().any(|l| l == &format!("repost {A} PM: Done. -> ok")), "{lines:#?}");
+    let notices = lines.iter().filter(|l| l.starts_with("notice") && l.contains("sav")).count();
+    assert_eq!(notices, 1, "{lines:#?}");
+    assert!(h.session(A).await.outbox.is_empty(), "everything held back was carried out");
 }
