@@ -788,3 +788,71 @@ async fn a_signal_whose_save_fails_is_announced_once_after_a_retry_saves_it_with
     assert_eq!(notices, 1, "{lines:#?}");
     assert!(h.session(A).await.outbox.is_empty(), "everything held back was carried out");
 }
+
+// --- a catch-up meets a failing Discord: the range is read in the end, never skipped ------------------------------
+
+/// Started, pm holding the floor; the bot lost the gateway at t0 and pm signalled at 30 s, before its 60 s deadline,
+/// while the bot could not see. Answers the signal, which only the catch-up's page shows.
+async fn signal_missed_while_disconnected(h: &Harness) -> IncomingMessage {
+    h.start(A).await;
+    h.settle(A).await;
+    h.router.broadcast(|| Input::Disconnected);
+    let signal = h.written(PM, "Done while you were away. TURN_COMPLETE", 30_000);
+    h.rest.history.lock().unwrap().insert(A, vec![signal.clone()]);
+    tokio::time::advance(Duration::from_secs(90)).await;
+    signal
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_catch_up_whose_reads_fail_for_a_while_holds_the_deadline_until_the_page_is_read() {
+    let h = Harness::new();
+    let signal = signal_missed_while_disconnected(&h).await;
+    // Discord answers 503 to the history reads for about 15 s (backing off 0.5, 1, 2, 4, 8 s).
+    h.rest.fail(A, "read", vec![status(503); 5]);
+    h.router.broadcast(|| Input::CatchUp);
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    h.router.ask(A, Input::Snapshot).await;
+    assert_eq!(h.stats.snapshot().timeouts, 0, "the deadline waits while the missed range is unread");
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    h.settle(A).await;
+    assert_eq!(h.events(A, "turn_complete"), 1, "{:#?}", h.journal.of(A));
+    assert_eq!(h.events(A, "turn_timeout") + h.events(A, "late_signal"), 0);
+    assert_eq!(h.holder(A).await.as_deref(), Some("dev"));
+    assert!(h.session(A).await.has_handled(signal.id));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_catch_up_failing_longer_than_the_retry_policy_tries_again_later_and_never_skips_the_range() {
+    let h = Harness::new();
+    signal_missed_while_disconnected(&h).await;
+    // Discord is down for the history reads for well over the 10 minutes one call is retried.
+    h.rest.fail(A, "read", vec![status(502); 40]);
+    h.router.broadcast(|| Input::CatchUp);
+    tokio::time::sleep(Duration::from_secs(15 * 60)).await;
+    h.router.ask(A, Input::Snapshot).await;
+    assert_eq!(h.stats.snapshot().timeouts, 0, "still waiting for the range");
+    tokio::time::sleep(Duration::from_secs(15 * 60)).await;
+    h.settle(A).await;
+    let reads = h.journal.of(A).iter().filter(|l| l.starts_with("read")).count();
+    assert!(reads > 40, "read until it worked: {reads} reads");
+    // The later turns (nobody speaks) time out; pm's, whose signal was on the page, completed.
+    let saves: Vec<String> = h.journal.of(A).into_iter().filter(|l| l.starts_with("save")).collect();
+    let first_end = saves.iter().find(|l| l.contains("turn_complete") || l.contains("turn_timeout"));
+    assert!(first_end.is_some_and(|l| l.contains("turn_complete")), "{saves:#?}");
+    assert_eq!(h.events(A, "turn_complete"), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_catch_up_refused_for_good_ends_and_lets_the_deadline_run() {
+    let h = Harness::new();
+    signal_missed_while_disconnected(&h).await;
+    // Read Message History was taken away: waiting would hold the channel forever.
+    h.rest.fail(A, "read", vec![status(403); 3]);
+    h.router.broadcast(|| Input::CatchUp);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    h.settle(A).await;
+    let reads = h.journal.of(A).iter().filter(|l| l.starts_with("read")).count();
+    assert_eq!(reads, 1, "a refusal is not retried, nor the edited messages read after it");
+    assert_eq!(h.events(A, "turn_timeout"), 1, "the overdue turn ends");
+    assert_eq!(h.holder(A).await.as_deref(), Some("dev"));
+}
