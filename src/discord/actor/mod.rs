@@ -123,6 +123,9 @@ pub struct Actor {
     unsaved_events: Vec<HistoryEvent>,
     /// Set while durable saves fail: when to try again.
     save_retry: Option<saving::SaveRetry>,
+    /// Live messages and commands that came while the missed messages were unread, in arrival order: handled after
+    /// the catch-up's last page, since either may end a turn whose in-time signal is still on an unread page.
+    held: VecDeque<Input>,
 }
 
 impl Actor {
@@ -153,6 +156,7 @@ impl Actor {
                 handed: 0,
                 unsaved_events: Vec::new(),
                 save_retry: None,
+                held: VecDeque::new(),
             };
             actor.run(retire).await;
         });
@@ -200,7 +204,15 @@ impl Actor {
                 let _ = done.send(());
                 return;
             }
+            if self.holding() && waits_for_catch_up(&input) {
+                self.held.push_back(input);
+                continue;
+            }
             self.handle(input).await;
+            while !self.holding() {
+                let Some(held) = self.held.pop_front() else { break };
+                self.handle(held).await;
+            }
             if !self.session.is_active()
                 && self.catch_ups_running == 0
                 && self.session.outbox.is_empty()
@@ -213,6 +225,12 @@ impl Actor {
                 }
             }
         }
+    }
+
+    /// Whether the missed messages are still unread (being read, or waiting for the connection to come back): spec 8
+    /// reads them before anything may end a turn.
+    fn holding(&self) -> bool {
+        self.session.is_active() && (self.awaiting_catch_up || self.catch_ups_running > 0)
     }
 
     /// The instant to wake for the turn's deadline, unless deadlines wait for a catch-up, or for the announcement
@@ -404,6 +422,13 @@ async fn load(env: &Env, channel: ChannelId) -> Session {
             Session::new(channel)
         }
     }
+}
+
+/// Live inputs that may end a turn: a message (written after the deadline, it would time the turn out), and every
+/// command, since each first ends a turn that is overdue. `status` and `history` are not commands here (a snapshot
+/// and a read of the log), so they are answered at once.
+fn waits_for_catch_up(input: &Input) -> bool {
+    matches!(input, Input::Message(_) | Input::Command(_))
 }
 
 async fn sleep_until(deadline: Option<tokio::time::Instant>) {

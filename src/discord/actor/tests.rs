@@ -62,6 +62,8 @@ struct FakeRest {
     failures: Mutex<HashMap<(ChannelId, &'static str), Vec<RestError>>>,
     /// How long an announcement takes to be accepted.
     announce_delay: Mutex<Duration>,
+    /// How long a page of history takes to read.
+    read_delay: Mutex<Duration>,
     /// Announcements posted, by nonce: a repeated nonce answers the first message, as Discord does.
     posted: Arc<Mutex<HashMap<String, MessageId>>>,
     clock: Clock,
@@ -131,6 +133,8 @@ impl Rest for FakeRest {
     }
 
     async fn messages_after(&self, channel: ChannelId, after: MessageId, limit: u8) -> Result<Page, RestError> {
+        let delay = *self.read_delay.lock().unwrap();
+        tokio::time::sleep(delay).await;
         self.call(channel, "read", format!("read {channel} after {after}")).await?;
         let found = self.history.lock().unwrap().get(&channel).cloned().unwrap_or_default();
         let messages: Vec<IncomingMessage> =
@@ -243,6 +247,7 @@ impl Harness {
             history: Mutex::default(),
             failures: Mutex::default(),
             announce_delay: Mutex::new(Duration::ZERO),
+            read_delay: Mutex::new(Duration::ZERO),
             posted,
             clock,
         });
@@ -855,4 +860,53 @@ async fn a_catch_up_refused_for_good_ends_and_lets_the_deadline_run() {
     assert_eq!(reads, 1, "a refusal is not retried, nor the edited messages read after it");
     assert_eq!(h.events(A, "turn_timeout"), 1, "the overdue turn ends");
     assert_eq!(h.holder(A).await.as_deref(), Some("dev"));
+}
+
+// --- live inputs wait for the catch-up: missed messages first, then what came live (spec 8) ---------------------
+
+#[tokio::test(start_paused = true)]
+async fn a_live_message_after_the_deadline_waits_for_the_catch_up_whose_page_holds_the_in_time_signal() {
+    let h = Harness::new();
+    signal_missed_while_disconnected(&h).await;
+    *h.rest.read_delay.lock().unwrap() = Duration::from_secs(5);
+    h.router.broadcast(|| Input::CatchUp);
+    // While the page is being read, someone writes (after pm's deadline), and it is delivered live.
+    tokio::time::advance(Duration::from_secs(1)).await;
+    h.deliver(A, &h.written(HUMAN, "anyone there?", 91_000));
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    h.settle(A).await;
+    assert_eq!(h.events(A, "turn_complete"), 1, "{:#?}", h.journal.of(A));
+    assert_eq!(h.events(A, "turn_timeout") + h.events(A, "late_signal"), 0);
+    assert_eq!(h.holder(A).await.as_deref(), Some("dev"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_live_message_delivered_before_the_catch_up_began_waits_for_it_too() {
+    let h = Harness::new();
+    signal_missed_while_disconnected(&h).await;
+    // The connection is back (a RESUME replays what was sent meanwhile) before the catch-up is asked for.
+    h.deliver(A, &h.written(HUMAN, "anyone there?", 89_000));
+    h.router.ask(A, Input::Snapshot).await;
+    h.router.broadcast(|| Input::CatchUp);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    h.settle(A).await;
+    assert_eq!(h.events(A, "turn_complete"), 1, "{:#?}", h.journal.of(A));
+    assert_eq!(h.events(A, "turn_timeout") + h.events(A, "late_signal"), 0);
+    assert_eq!(h.holder(A).await.as_deref(), Some("dev"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_command_given_during_the_catch_up_applies_after_the_missed_messages() {
+    let h = Harness::new();
+    signal_missed_while_disconnected(&h).await;
+    *h.rest.read_delay.lock().unwrap() = Duration::from_secs(5);
+    h.router.broadcast(|| Input::CatchUp);
+    tokio::time::advance(Duration::from_secs(1)).await;
+    // The operator skips while the page is read: the skip is answered once the catch-up is done.
+    h.command(A, Command::Skip).await;
+    h.settle(A).await;
+    assert_eq!(h.events(A, "turn_complete"), 1, "pm's signal came first: {:#?}", h.journal.of(A));
+    assert_eq!(h.events(A, "turn_timeout"), 0);
+    assert_eq!(h.events(A, "skipped"), 1);
+    assert_eq!(h.holder(A).await.as_deref(), Some("critic"), "the skip ended dev's turn");
 }
