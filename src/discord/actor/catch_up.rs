@@ -2,7 +2,7 @@
 //! through every message after the last one handled and posts each page to the channel's actor, which judges each by
 //! when it was written, before its deadline may end the turn. Edits are not in those pages: the messages an edit may
 //! still finish (seen without a signal) are read again, once, so that a signal added while the bot could not see is
-//! not lost.
+//! not lost; each is judged by the time Discord gives for its last edit.
 //!
 //! A failure that may pass is retried by the senders' policy, and after it gives up, again later: the channel waits
 //! (its deadline held) until the range is read, since skipping it would end turns whose signals are on it. Only a
@@ -88,8 +88,9 @@ pub(super) async fn read_missed(
     let _ = inbox.send(Input::Missed { messages: edited.into_boxed_slice(), done: true });
 }
 
-/// The `editable` messages as they read now, each as an edit judged now (a page does not tell when a message was
-/// edited); the actor keeps only those that gained a signal. One page from the oldest covers them: they are recent.
+/// The `editable` messages as they read now, each as an edit judged by Discord's time of its last edit (by now only
+/// if the page does not say); the actor keeps only those that gained a signal. One page from the oldest covers them:
+/// they are recent.
 async fn read_edited(
     env: &Env,
     channel: ChannelId,
@@ -103,7 +104,7 @@ async fn read_edited(
         .messages
         .into_iter()
         .filter(|m| editable.contains(&m.id))
-        .map(|m| IncomingMessage { edited: true, written_at: now, ..m })
+        .map(|m| IncomingMessage { edited: true, written_at: m.edited_at.unwrap_or(now), ..m })
         .collect())
 }
 

@@ -286,7 +286,7 @@ impl Harness {
     fn written(&self, author: UserId, text: &str, offset_ms: i64) -> IncomingMessage {
         let written_at = t0() + TimeDelta::milliseconds(offset_ms);
         let id = self.id_at(written_at);
-        IncomingMessage { id, author, text: text.into(), edited: false, written_at: id.created_at() }
+        IncomingMessage { id, author, text: text.into(), edited: false, written_at: id.created_at(), edited_at: None }
     }
 
     fn deliver(&self, channel: ChannelId, message: &IncomingMessage) {
@@ -909,4 +909,26 @@ async fn a_command_given_during_the_catch_up_applies_after_the_missed_messages()
     assert_eq!(h.events(A, "turn_timeout"), 0);
     assert_eq!(h.events(A, "skipped"), 1);
     assert_eq!(h.holder(A).await.as_deref(), Some("critic"), "the skip ended dev's turn");
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_edit_found_by_the_catch_up_is_judged_by_discords_edit_time_not_by_when_it_was_read() {
+    let h = Harness::new();
+    h.start(A).await;
+    let draft = h.written(PM, "Draft", 1_000);
+    h.deliver(A, &draft);
+    h.settle(A).await;
+    h.router.broadcast(|| Input::Disconnected);
+    // pm finished its message by an edit at 30 s, before its 60 s deadline, while the bot could not see; the bot
+    // reads it at 90 s.
+    let edited_at = Some(t0() + TimeDelta::seconds(30));
+    let finished = IncomingMessage { text: "Draft, done. TURN_COMPLETE".into(), edited_at, ..draft.clone() };
+    h.rest.history.lock().unwrap().insert(A, vec![finished]);
+    tokio::time::advance(Duration::from_secs(90)).await;
+    h.router.broadcast(|| Input::CatchUp);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    h.settle(A).await;
+    assert_eq!(h.events(A, "turn_complete"), 1, "{:#?}", h.journal.of(A));
+    assert_eq!(h.events(A, "turn_timeout") + h.events(A, "late_signal"), 0);
+    assert_eq!(h.holder(A).await.as_deref(), Some("dev"));
 }
