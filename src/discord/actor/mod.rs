@@ -123,6 +123,8 @@ pub struct Actor {
     unsaved_events: Vec<HistoryEvent>,
     /// Set while durable saves fail: when to try again.
     save_retry: Option<saving::SaveRetry>,
+    /// Set while activity is not saved yet: when to hand it to the writer (one copy for a burst of it).
+    activity_save_at: Option<tokio::time::Instant>,
     /// Live messages and commands that came while the missed messages were unread, in arrival order: handled after
     /// the catch-up's last page, since either may end a turn whose in-time signal is still on an unread page.
     held: VecDeque<Input>,
@@ -156,6 +158,7 @@ impl Actor {
                 handed: 0,
                 unsaved_events: Vec::new(),
                 save_retry: None,
+                activity_save_at: None,
                 held: VecDeque::new(),
             };
             actor.run(retire).await;
@@ -177,6 +180,7 @@ impl Actor {
         loop {
             let deadline = self.armed_deadline();
             let retry_save = self.save_retry.as_ref().map(|retry| retry.at);
+            let save_activity = self.activity_save_at;
             let input = tokio::select! {
                 biased;
                 input = self.inbox.recv() => input,
@@ -188,8 +192,15 @@ impl Actor {
                     self.save_durably().await;
                     continue;
                 }
+                () = sleep_until(save_activity) => {
+                    self.save_activity();
+                    continue;
+                }
             };
-            let Some(input) = input else { return };
+            let Some(input) = input else {
+                self.save_activity();
+                return;
+            };
             if let Input::Shutdown(done) = input {
                 if self.save_retry.is_some() {
                     self.save_durably().await; // A last try, so that what was held back is not left to a restart.
@@ -201,6 +212,7 @@ impl Actor {
                         self.on_sent(*report).await;
                     }
                 }
+                self.save_activity();
                 let _ = done.send(());
                 return;
             }
@@ -220,6 +232,7 @@ impl Actor {
             {
                 // A stopped channel needs no task: its state is on disk; what it said is sent first.
                 self.flush_sender().await;
+                self.save_activity();
                 if retire(&mut self.inbox) {
                     return;
                 }

@@ -153,6 +153,9 @@ struct MemorySaver {
     journal: Arc<Journal>,
     saved: Mutex<HashMap<ChannelId, Session>>,
     failing_saves: AtomicU32,
+    /// Lazy saves handed over (each a copy of the session), and the last of them.
+    lazy_saves: AtomicU32,
+    last_lazy: Mutex<Option<Session>>,
 }
 
 impl MemorySaver {
@@ -175,7 +178,10 @@ impl Saver for MemorySaver {
         Ok(())
     }
 
-    fn save_lazy(&self, _session: Session) {}
+    fn save_lazy(&self, session: Session) {
+        self.lazy_saves.fetch_add(1, Ordering::Relaxed);
+        *self.last_lazy.lock().unwrap() = Some(session);
+    }
 
     async fn load(&self, channel: ChannelId) -> Result<Option<Session>, StoreError> {
         Ok(self.saved.lock().unwrap().get(&channel).cloned())
@@ -218,6 +224,8 @@ impl Harness {
             journal: journal.clone(),
             saved: Mutex::default(),
             failing_saves: AtomicU32::new(0),
+            lazy_saves: AtomicU32::new(0),
+            last_lazy: Mutex::default(),
         });
         let clock = Clock::starting_at(t0());
         Self::on(journal, saver, Arc::new(Stats::default()), clock, 0, Arc::default(), Arc::new(config))
@@ -931,4 +939,30 @@ async fn an_edit_found_by_the_catch_up_is_judged_by_discords_edit_time_not_by_wh
     assert_eq!(h.events(A, "turn_complete"), 1, "{:#?}", h.journal.of(A));
     assert_eq!(h.events(A, "turn_timeout") + h.events(A, "late_signal"), 0);
     assert_eq!(h.holder(A).await.as_deref(), Some("dev"));
+}
+
+// --- activity is saved lazily: a bounded number of copies, on disk within a second (spec 9) ----------------------
+
+#[tokio::test(start_paused = true)]
+async fn a_burst_of_activity_is_saved_lazily_a_bounded_number_of_times_and_soon_enough() {
+    let h = Harness::new();
+    h.start(A).await;
+    h.settle(A).await;
+    let before = h.saver.lazy_saves.load(Ordering::Relaxed);
+    // pm streams 100 messages without a signal over one second: activity only, nothing durable.
+    let mut last = None;
+    for i in 0..100 {
+        let message = h.written(PM, &format!("part {i}"), 10 * i);
+        h.deliver(A, &message);
+        last = Some(message.id);
+        tokio::time::advance(Duration::from_millis(10)).await;
+    }
+    h.router.ask(A, Input::Snapshot).await;
+    let during = h.saver.lazy_saves.load(Ordering::Relaxed) - before;
+    assert!(during <= 5, "{during} copies of the session for one second of activity");
+    // The newest is handed to the writer within its share of the second (the writer's delay is the rest).
+    tokio::time::sleep(Duration::from_millis(250)).await;
+    let saved = h.saver.last_lazy.lock().unwrap().clone().expect("saved lazily");
+    assert_eq!(saved.last_message_id, last);
+    assert_eq!(h.events(A, "turn_complete") + h.events(A, "turn_timeout"), 0);
 }
