@@ -258,6 +258,8 @@ impl Session {
             last_message_id: self.last_message_id,
             recent_ids: std::mem::take(&mut self.recent_ids),
             announcement_seq: self.announcement_seq,
+            // Outbox ids only grow: a report of an effect from before the start must not match a new one.
+            outbox_seq: self.outbox_seq,
             history: std::mem::take(&mut self.history),
             ..Session::new(self.channel_id)
         };

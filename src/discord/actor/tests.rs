@@ -966,3 +966,21 @@ async fn a_burst_of_activity_is_saved_lazily_a_bounded_number_of_times_and_soon_
     assert_eq!(saved.last_message_id, last);
     assert_eq!(h.events(A, "turn_complete") + h.events(A, "turn_timeout"), 0);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_session_started_again_after_its_actor_retired_is_announced() {
+    let h = Harness::new();
+    h.start(A).await;
+    h.command(A, Command::Stop).await;
+    h.settle(A).await;
+    for _ in 0..10 {
+        tokio::task::yield_now().await;
+    }
+    assert!(h.router.channels().is_empty(), "retired");
+    // The disk still shows the stop's announcement as undone (its report was saved lazily, not yet written): the
+    // next actor carries it out again, then the new session's effects must follow.
+    h.start(A).await;
+    h.settle(A).await;
+    assert_eq!(h.floors(A, "pm"), 2, "{:#?}", h.journal.of(A));
+    assert!(h.session(A).await.outbox.is_empty());
+}
