@@ -45,7 +45,14 @@ impl Identity {
             return None;
         }
         let written_at = edited_at.unwrap_or_else(|| id.created_at());
-        Some(IncomingMessage { id, author, text: text.to_owned(), edited: edited_at.is_some(), written_at })
+        Some(IncomingMessage {
+            id,
+            author,
+            text: text.to_owned(),
+            edited: edited_at.is_some(),
+            written_at,
+            edited_at: None,
+        })
     }
 }
 

@@ -12,7 +12,10 @@ use async_trait::async_trait;
 pub trait Saver: Send + Sync + 'static {
     /// Resolves once the session and its new events are on disk.
     async fn save_durable(&self, session: Session, events: Vec<HistoryEvent>) -> Result<(), StoreError>;
-    /// An activity-only change: written with the channel's next durable save or within a second.
+    /// An activity-only change: written with the channel's next durable save or within [`LAZY_SAVE_DELAY`] (the
+    /// actor holds activity for the rest of the second spec 9 allows, to save a burst of it once).
+    ///
+    /// [`LAZY_SAVE_DELAY`]: crate::store::writer::LAZY_SAVE_DELAY
     fn save_lazy(&self, session: Session);
     /// The channel's saved session, if it has one.
     async fn load(&self, channel: ChannelId) -> Result<Option<Session>, StoreError>;

@@ -4,7 +4,7 @@
 //! The thread takes everything queued, keeps the latest session of each channel (events concatenated in order),
 //! writes them all with ONE folder fsync (`Store::save_batch`), and only then answers the waiters.
 //! Lazy saves (activity only: last activity, last handled message) wait up to [`LAZY_SAVE_DELAY`] so that a busy
-//! channel costs at most one write a second, not one fsync per message; a durable save of the same channel carries
+//! channel costs at most one write per delay, not one fsync per message; a durable save of the same channel carries
 //! them sooner.
 
 use super::save::SaveItem;
@@ -19,8 +19,9 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 
-/// A lazy save is on disk at most this long after it was queued (or sooner, with a durable save of its channel).
-pub const LAZY_SAVE_DELAY: Duration = Duration::from_secs(1);
+/// A lazy save is on disk at most this long after it was queued (or sooner, with a durable save of its channel). The
+/// channel actors hold activity for the rest of a second first, so that a burst of it is one copy of the session.
+pub const LAZY_SAVE_DELAY: Duration = Duration::from_millis(750);
 /// At most this many queued requests join one batch, so a flood of lazy saves cannot hold back the answers.
 const BATCH_REQUESTS_MAX: usize = 10_000;
 

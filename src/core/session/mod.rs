@@ -234,6 +234,9 @@ pub struct IncomingMessage {
     /// When the author wrote it, on Discord's clock: the id's time for a new message (`MessageId::created_at`), the
     /// edit's time for an edit. Messages are judged by it, not by when they arrived (spec 5, step 7).
     pub written_at: DateTime<Utc>,
+    /// When Discord says the message was last edited, as a page of history gives it (`edited_timestamp`): a page's
+    /// message is timed by its id, and an edit found by catch-up is judged by this. `None` from the gateway.
+    pub edited_at: Option<DateTime<Utc>>,
 }
 
 /// What a transition decided: effects to carry out in order, and the events to record.

@@ -60,6 +60,7 @@ impl Session {
                 text: note.text,
                 edited: false,
                 written_at: note.message_id.created_at(),
+                edited_at: None,
             };
             let detected = ctx.config.signals.detect(&message.text, &holder);
             if note.removed && detected.is_none() {

@@ -2,20 +2,27 @@
 //! through every message after the last one handled and posts each page to the channel's actor, which judges each by
 //! when it was written, before its deadline may end the turn. Edits are not in those pages: the messages an edit may
 //! still finish (seen without a signal) are read again, once, so that a signal added while the bot could not see is
-//! not lost.
+//! not lost; each is judged by the time Discord gives for its last edit.
+//!
+//! A failure that may pass is retried by the senders' policy, and after it gives up, again later: the channel waits
+//! (its deadline held) until the range is read, since skipping it would end turns whose signals are on it. Only a
+//! refusal for good (Read Message History missing, the channel gone) ends the catch-up early, with one warning, so
+//! that the channel does not wait forever.
 
 use super::{Env, Input};
 use crate::core::ids::{ChannelId, MessageId};
 use crate::core::session::history::EventKind;
 use crate::core::session::{IncomingMessage, Session};
+use crate::discord::rest::{Page, RestError};
+use crate::discord::sender::retrying;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
 
 /// Discord's largest page.
 const PAGE: u8 = 100;
-/// Attempts at reading one page when the failure may pass.
-const ATTEMPTS: u32 = 3;
+/// How long to wait before reading a page again once the retry policy gave up on it (Discord down for minutes).
+const READ_AGAIN_AFTER: Duration = Duration::from_secs(60);
 
 /// Where reading starts: after the messages taken as handled (the reorder window behind the newest one handled, so
 /// that one overtaken just before a crash or a disconnection is read too), or (none handled yet) from the session's
@@ -49,8 +56,15 @@ pub(super) async fn read_missed(
 ) {
     let _permit = env.catch_up_permits.clone().acquire_owned().await;
     let mut total = 0;
+    let mut refused = None;
     loop {
-        let Some(page) = read_page(&env, channel, after).await else { break };
+        let page = match read_page(&env, channel, after, &inbox).await {
+            Ok(page) => page,
+            Err(e) => {
+                refused = Some(e);
+                break;
+            }
+        };
         let done = page.read < usize::from(PAGE) || page.newest.is_none();
         total += page.messages.len();
         if let Some(newest) = page.newest {
@@ -66,37 +80,56 @@ pub(super) async fn read_missed(
     if total > 0 {
         tracing::info!(channel = %channel, count = total, "read the messages missed while away");
     }
-    let edited = read_edited(&env, channel, &editable).await;
+    let edited = match refused {
+        Some(e) => Err(e),
+        None => read_edited(&env, channel, &editable, &inbox).await,
+    };
+    let edited = edited.unwrap_or_else(|e| {
+        tracing::warn!(channel = %channel, "could not read the messages missed while away, so overdue turns end now: {e}");
+        Vec::new()
+    });
     let _ = inbox.send(Input::Missed { messages: edited.into_boxed_slice(), done: true });
 }
 
-/// The `editable` messages as they read now, each as an edit judged now (a page does not tell when a message was
-/// edited); the actor keeps only those that gained a signal. One page from the oldest covers them: they are recent.
-async fn read_edited(env: &Env, channel: ChannelId, editable: &[MessageId]) -> Vec<IncomingMessage> {
-    let Some(oldest) = editable.first() else { return Vec::new() };
-    let Some(page) = read_page(env, channel, MessageId(oldest.0.saturating_sub(1))).await else { return Vec::new() };
+/// The `editable` messages as they read now, each as an edit judged by Discord's time of its last edit (by now only
+/// if the page does not say); the actor keeps only those that gained a signal. One page from the oldest covers them:
+/// they are recent.
+async fn read_edited(
+    env: &Env,
+    channel: ChannelId,
+    editable: &[MessageId],
+    inbox: &mpsc::UnboundedSender<Input>,
+) -> Result<Vec<IncomingMessage>, RestError> {
+    let Some(oldest) = editable.first() else { return Ok(Vec::new()) };
+    let page = read_page(env, channel, MessageId(oldest.0.saturating_sub(1)), inbox).await?;
     let now = env.clock.now();
-    page.messages
+    Ok(page
+        .messages
         .into_iter()
         .filter(|m| editable.contains(&m.id))
-        .map(|m| IncomingMessage { edited: true, written_at: now, ..m })
-        .collect()
+        .map(|m| IncomingMessage { edited: true, written_at: m.edited_at.unwrap_or(now), ..m })
+        .collect())
 }
 
-/// One page of the messages after `after`, retried while the failure may pass; `None` if it cannot be read.
-async fn read_page(env: &Env, channel: ChannelId, after: MessageId) -> Option<crate::discord::rest::Page> {
-    let mut attempt = 1;
+/// One page of the messages after `after`, read however long a failure that may pass lasts; an error only for a
+/// refusal for good (or once the actor is gone).
+async fn read_page(
+    env: &Env,
+    channel: ChannelId,
+    after: MessageId,
+    inbox: &mpsc::UnboundedSender<Input>,
+) -> Result<Page, RestError> {
     loop {
-        match env.rest.messages_after(channel, after, PAGE).await {
-            Ok(page) => return Some(page),
-            Err(e) if attempt < ATTEMPTS && e.is_transient() => {
-                tokio::time::sleep(Duration::from_secs(u64::from(attempt))).await;
-                attempt += 1;
+        match retrying(|| env.rest.messages_after(channel, after, PAGE)).await {
+            Err(e) if e.is_transient() && !inbox.is_closed() => {
+                tracing::warn!(
+                    channel = %channel,
+                    "still cannot read the messages missed while away; deadlines wait, trying again in {}s: {e}",
+                    READ_AGAIN_AFTER.as_secs()
+                );
+                tokio::time::sleep(READ_AGAIN_AFTER).await;
             }
-            Err(e) => {
-                tracing::warn!(channel = %channel, "could not read the messages missed while away: {e}");
-                return None;
-            }
+            answer => return answer,
         }
     }
 }

@@ -5,6 +5,7 @@
 //! with another task, and nothing it waits for belongs to another channel.
 
 mod catch_up;
+mod saving;
 #[cfg(test)]
 mod tests;
 
@@ -18,8 +19,9 @@ use crate::core::config::{Config, DisplayModeSetting};
 use crate::core::ids::{ChannelId, MessageId};
 use crate::core::persona::PersonaCatalog;
 use crate::core::session::effects::Effect;
+use crate::core::session::history::HistoryEvent;
 use crate::core::session::lost::Unreachable;
-use crate::core::session::{Command, Context, DisplayMode, IncomingMessage, Refusal, Session, Transition};
+use crate::core::session::{Command, Context, DisplayMode, IncomingMessage, Refusal, Session};
 use std::collections::VecDeque;
 use std::sync::Arc;
 use tokio::sync::{Semaphore, mpsc, oneshot};
@@ -118,6 +120,17 @@ pub struct Actor {
     awaiting_catch_up: bool,
     catch_ups_running: u32,
     commands_seen: VecDeque<MessageId>,
+    /// The newest outbox entry handed to the sender: the entries after it wait for a durable save that works.
+    handed: u64,
+    /// Events decided but not on disk yet, since a durable save failed: they go with the next one.
+    unsaved_events: Vec<HistoryEvent>,
+    /// Set while durable saves fail: when to try again.
+    save_retry: Option<saving::SaveRetry>,
+    /// Set while activity is not saved yet: when to hand it to the writer (one copy for a burst of it).
+    activity_save_at: Option<tokio::time::Instant>,
+    /// Live messages and commands that came while the missed messages were unread, in arrival order: handled after
+    /// the catch-up's last page, since either may end a turn whose in-time signal is still on an unread page.
+    held: VecDeque<Input>,
 }
 
 impl Actor {
@@ -145,6 +158,11 @@ impl Actor {
                 awaiting_catch_up,
                 catch_ups_running: 0,
                 commands_seen: VecDeque::new(),
+                handed: 0,
+                unsaved_events: Vec::new(),
+                save_retry: None,
+                activity_save_at: None,
+                held: VecDeque::new(),
             };
             actor.run(retire).await;
         });
@@ -153,7 +171,8 @@ impl Actor {
     async fn run(&mut self, retire: Retire) {
         self.session.forget_delivered_announcement();
         // What was decided and saved but maybe not carried out before the process stopped comes first.
-        if !self.session.outbox.is_empty() {
+        if let Some(last) = self.session.outbox.back() {
+            self.handed = last.id;
             let replay: Vec<_> = self.session.outbox.iter().cloned().collect();
             tracing::info!(channel = %self.channel, effects = replay.len(), "carrying out what was left undone");
             self.sender().effects(replay, true);
@@ -163,6 +182,8 @@ impl Actor {
         self.commit(t).await;
         loop {
             let deadline = self.armed_deadline();
+            let retry_save = self.save_retry.as_ref().map(|retry| retry.at);
+            let save_activity = self.activity_save_at;
             let input = tokio::select! {
                 biased;
                 input = self.inbox.recv() => input,
@@ -170,9 +191,23 @@ impl Actor {
                     self.on_deadline().await;
                     continue;
                 }
+                () = sleep_until(retry_save) => {
+                    self.save_durably().await;
+                    continue;
+                }
+                () = sleep_until(save_activity) => {
+                    self.save_activity();
+                    continue;
+                }
             };
-            let Some(input) = input else { return };
+            let Some(input) = input else {
+                self.save_activity();
+                return;
+            };
             if let Input::Shutdown(done) = input {
+                if self.save_retry.is_some() {
+                    self.save_durably().await; // A last try, so that what was held back is not left to a restart.
+                }
                 self.flush_sender().await;
                 // Take what was done out of the outbox, so a restart does not carry it out again.
                 while let Ok(input) = self.inbox.try_recv() {
@@ -180,13 +215,27 @@ impl Actor {
                         self.on_sent(*report).await;
                     }
                 }
+                self.save_activity();
                 let _ = done.send(());
                 return;
             }
+            if self.holding() && waits_for_catch_up(&input) {
+                self.held.push_back(input);
+                continue;
+            }
             self.handle(input).await;
-            if !self.session.is_active() && self.catch_ups_running == 0 && self.session.outbox.is_empty() {
+            while !self.holding() {
+                let Some(held) = self.held.pop_front() else { break };
+                self.handle(held).await;
+            }
+            if !self.session.is_active()
+                && self.catch_ups_running == 0
+                && self.session.outbox.is_empty()
+                && self.save_retry.is_none()
+            {
                 // A stopped channel needs no task: its state is on disk; what it said is sent first.
                 self.flush_sender().await;
+                self.save_activity();
                 if retire(&mut self.inbox) {
                     return;
                 }
@@ -194,10 +243,16 @@ impl Actor {
         }
     }
 
-    /// The instant to wake for the turn's deadline, unless deadlines wait for a catch-up, or for the announcement
-    /// that tells the persona it has the floor (its turn begins when Discord accepts it).
+    /// Whether the missed messages are still unread (being read, or waiting for the connection to come back): spec 8
+    /// reads them before anything may end a turn.
+    fn holding(&self) -> bool {
+        self.session.is_active() && (self.awaiting_catch_up || self.catch_ups_running > 0)
+    }
+
+    /// The instant to wake for the turn's deadline, unless deadlines wait for the missed messages (spec 8). The core
+    /// itself runs no deadline whose floor announcement Discord has not accepted yet.
     fn armed_deadline(&self) -> Option<tokio::time::Instant> {
-        if self.awaiting_catch_up || self.catch_ups_running > 0 || self.session.awaiting_floor_announcement() {
+        if self.holding() {
             return None;
         }
         self.session.wake_at(self.env.context()).map(|deadline| self.env.clock.instant_at(deadline))
@@ -360,29 +415,6 @@ impl Actor {
         }
     }
 
-    /// Saves the transition, then hands its effects to the sender: nothing is announced that is not on disk. A change
-    /// of the turn or the settings is saved durably first; activity alone is saved lazily. False when the save
-    /// failed (the effects are held back).
-    async fn commit(&mut self, t: Transition) -> bool {
-        if !t.changed {
-            return true;
-        }
-        if !t.durable() {
-            self.env.saver.save_lazy(self.session.clone());
-            return true;
-        }
-        // The effects go in the outbox, saved in the same write as the state that decided them.
-        let queued = self.session.enqueue(t.effects);
-        if let Err(e) = self.env.saver.save_durable(self.session.clone(), t.events).await {
-            tracing::error!(channel = %self.channel, "could not save the session, so its announcements are held back: {e}");
-            return false;
-        }
-        if !queued.is_empty() {
-            self.sender().effects(queued, false);
-        }
-        true
-    }
-
     fn sender(&mut self) -> &Sender {
         let (channel, env, reports) = (self.channel, &self.env, &self.myself);
         self.sender.get_or_insert_with(|| {
@@ -424,6 +456,13 @@ async fn load(env: &Env, channel: ChannelId) -> Session {
             Session::new(channel)
         }
     }
+}
+
+/// Live inputs that may end a turn: a message (written after the deadline, it would time the turn out), and every
+/// command, since each first ends a turn that is overdue. `status` and `history` are not commands here (a snapshot
+/// and a read of the log), so they are answered at once.
+fn waits_for_catch_up(input: &Input) -> bool {
+    matches!(input, Input::Message(_) | Input::Command(_))
 }
 
 async fn sleep_until(deadline: Option<tokio::time::Instant>) {

@@ -19,7 +19,7 @@ use crate::store::StoreError;
 use async_trait::async_trait;
 use chrono::{DateTime, TimeDelta, Utc};
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::Semaphore;
@@ -63,6 +63,8 @@ struct FakeRest {
     failures: Mutex<HashMap<(ChannelId, &'static str), Vec<RestError>>>,
     /// How long an announcement takes to be accepted.
     announce_delay: Mutex<Duration>,
+    /// How long a page of history takes to read.
+    read_delay: Mutex<Duration>,
     /// Announcements posted, by nonce: a repeated nonce answers the first message, as Discord does.
     posted: Arc<Mutex<HashMap<String, MessageId>>>,
     /// The relay permissions the bot lacks in every channel.
@@ -134,6 +136,8 @@ impl Rest for FakeRest {
     }
 
     async fn messages_after(&self, channel: ChannelId, after: MessageId, limit: u8) -> Result<Page, RestError> {
+        let delay = *self.read_delay.lock().unwrap();
+        tokio::time::sleep(delay).await;
         self.call(channel, "read", format!("read {channel} after {after}")).await?;
         let found = self.history.lock().unwrap().get(&channel).cloned().unwrap_or_default();
         let messages: Vec<IncomingMessage> =
@@ -146,22 +150,41 @@ impl Rest for FakeRest {
     }
 }
 
-/// The disk: keeps the last durable copy of each session and journals each durable save with its events.
+/// The disk: keeps the last durable copy of each session and journals each durable save with its events. It can be
+/// made to fail the next durable saves, as a full disk would.
 struct MemorySaver {
     journal: Arc<Journal>,
     saved: Mutex<HashMap<ChannelId, Session>>,
+    failing_saves: AtomicU32,
+    /// Lazy saves handed over (each a copy of the session), and the last of them.
+    lazy_saves: AtomicU32,
+    last_lazy: Mutex<Option<Session>>,
+}
+
+impl MemorySaver {
+    fn fail_next_durable_saves(&self, n: u32) {
+        self.failing_saves.store(n, Ordering::Relaxed);
+    }
 }
 
 #[async_trait]
 impl Saver for MemorySaver {
     async fn save_durable(&self, session: Session, events: Vec<HistoryEvent>) -> Result<(), StoreError> {
         let names: Vec<&str> = events.iter().map(|e| e.kind.name()).collect();
+        if self.failing_saves.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1)).is_ok() {
+            self.journal.push(format!("failed to save {} {}", session.channel_id, names.join(",")));
+            let source = std::io::Error::new(std::io::ErrorKind::StorageFull, "No space left on device");
+            return Err(StoreError::Io { action: "write", path: "state/channels".into(), source });
+        }
         self.journal.push(format!("save {} {}", session.channel_id, names.join(",")));
         self.saved.lock().unwrap().insert(session.channel_id, session);
         Ok(())
     }
 
-    fn save_lazy(&self, _session: Session) {}
+    fn save_lazy(&self, session: Session) {
+        self.lazy_saves.fetch_add(1, Ordering::Relaxed);
+        *self.last_lazy.lock().unwrap() = Some(session);
+    }
 
     async fn load(&self, channel: ChannelId) -> Result<Option<Session>, StoreError> {
         Ok(self.saved.lock().unwrap().get(&channel).cloned())
@@ -200,7 +223,13 @@ impl Harness {
 
     fn with_config(config: Config) -> Self {
         let journal = Arc::new(Journal::default());
-        let saver = Arc::new(MemorySaver { journal: journal.clone(), saved: Mutex::default() });
+        let saver = Arc::new(MemorySaver {
+            journal: journal.clone(),
+            saved: Mutex::default(),
+            failing_saves: AtomicU32::new(0),
+            lazy_saves: AtomicU32::new(0),
+            last_lazy: Mutex::default(),
+        });
         let clock = Clock::starting_at(t0());
         Self::on(journal, saver, Arc::new(Stats::default()), clock, 0, Arc::default(), Arc::new(config))
     }
@@ -229,6 +258,7 @@ impl Harness {
             history: Mutex::default(),
             failures: Mutex::default(),
             announce_delay: Mutex::new(Duration::ZERO),
+            read_delay: Mutex::new(Duration::ZERO),
             posted,
             missing: Mutex::default(),
             clock,
@@ -268,7 +298,7 @@ impl Harness {
     fn written(&self, author: UserId, text: &str, offset_ms: i64) -> IncomingMessage {
         let written_at = t0() + TimeDelta::milliseconds(offset_ms);
         let id = self.id_at(written_at);
-        IncomingMessage { id, author, text: text.into(), edited: false, written_at: id.created_at() }
+        IncomingMessage { id, author, text: text.into(), edited: false, written_at: id.created_at(), edited_at: None }
     }
 
     fn deliver(&self, channel: ChannelId, message: &IncomingMessage) {
@@ -964,4 +994,213 @@ async fn a_signal_overtaken_by_a_newer_message_just_before_a_crash_is_read_by_th
     assert_eq!(restarted.events(A, "turn_timeout"), 0);
     assert_eq!(restarted.events(A, "out_of_turn"), 1, "dev's message, handled before the crash, is not judged again");
     assert_eq!(restarted.holder(A).await.as_deref(), Some("dev"));
+}
+
+// --- saving fails (a full disk, a read-only folder, the writer gone): held back, then carried out ----------------
+
+#[tokio::test(start_paused = true)]
+async fn a_signal_whose_save_fails_is_announced_once_after_a_retry_saves_it_with_one_notice() {
+    let h = Harness::new();
+    h.start(A).await;
+    h.settle(A).await;
+    // The disk is full for the signal's save and the next two tries.
+    h.saver.fail_next_durable_saves(3);
+    h.deliver(A, &h.written(PM, "Done. TURN_COMPLETE", 1_000));
+    h.settle(A).await;
+    assert_eq!(h.floors(A, "dev"), 0, "not on disk, so not announced");
+    // No other input comes: the actor tries again by itself (after 1, 2 and 4 s). Sleeping lets the paused clock
+    // wake each timer in turn.
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    h.settle(A).await;
+    let lines = h.journal.of(A);
+    assert_eq!(lines.iter().filter(|l| l.starts_with("failed to save")).count(), 3, "{lines:#?}");
+    assert_eq!(h.floors(A, "dev"), 1, "{lines:#?}");
+    assert_eq!(h.events(A, "turn_complete"), 1, "the signal's event is saved once, with the retry");
+    assert!(lines.iter().any(|l| l == &format!("repost {A} PM: Done. -> ok")), "{lines:#?}");
+    let notices = lines.iter().filter(|l| l.starts_with("notice") && l.contains("sav")).count();
+    assert_eq!(notices, 1, "{lines:#?}");
+    assert!(h.session(A).await.outbox.is_empty(), "everything held back was carried out");
+}
+
+// --- a catch-up meets a failing Discord: the range is read in the end, never skipped ------------------------------
+
+/// Started, pm holding the floor; the bot lost the gateway at t0 and pm signalled at 30 s, before its 60 s deadline,
+/// while the bot could not see. Answers the signal, which only the catch-up's page shows.
+async fn signal_missed_while_disconnected(h: &Harness) -> IncomingMessage {
+    h.start(A).await;
+    h.settle(A).await;
+    h.router.broadcast(|| Input::Disconnected);
+    let signal = h.written(PM, "Done while you were away. TURN_COMPLETE", 30_000);
+    h.rest.history.lock().unwrap().insert(A, vec![signal.clone()]);
+    tokio::time::advance(Duration::from_secs(90)).await;
+    signal
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_catch_up_whose_reads_fail_for_a_while_holds_the_deadline_until_the_page_is_read() {
+    let h = Harness::new();
+    let signal = signal_missed_while_disconnected(&h).await;
+    // Discord answers 503 to the history reads for about 15 s (backing off 0.5, 1, 2, 4, 8 s).
+    h.rest.fail(A, "read", vec![status(503); 5]);
+    h.router.broadcast(|| Input::CatchUp);
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    h.router.ask(A, Input::Snapshot).await;
+    assert_eq!(h.stats.snapshot().timeouts, 0, "the deadline waits while the missed range is unread");
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    h.settle(A).await;
+    assert_eq!(h.events(A, "turn_complete"), 1, "{:#?}", h.journal.of(A));
+    assert_eq!(h.events(A, "turn_timeout") + h.events(A, "late_signal"), 0);
+    assert_eq!(h.holder(A).await.as_deref(), Some("dev"));
+    assert!(h.session(A).await.has_handled(signal.id));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_catch_up_failing_longer_than_the_retry_policy_tries_again_later_and_never_skips_the_range() {
+    let h = Harness::new();
+    signal_missed_while_disconnected(&h).await;
+    // Discord is down for the history reads for well over the 10 minutes one call is retried.
+    h.rest.fail(A, "read", vec![status(502); 40]);
+    h.router.broadcast(|| Input::CatchUp);
+    tokio::time::sleep(Duration::from_secs(15 * 60)).await;
+    h.router.ask(A, Input::Snapshot).await;
+    assert_eq!(h.stats.snapshot().timeouts, 0, "still waiting for the range");
+    tokio::time::sleep(Duration::from_secs(15 * 60)).await;
+    h.settle(A).await;
+    let reads = h.journal.of(A).iter().filter(|l| l.starts_with("read")).count();
+    assert!(reads > 40, "read until it worked: {reads} reads");
+    // The later turns (nobody speaks) time out; pm's, whose signal was on the page, completed.
+    let saves: Vec<String> = h.journal.of(A).into_iter().filter(|l| l.starts_with("save")).collect();
+    let first_end = saves.iter().find(|l| l.contains("turn_complete") || l.contains("turn_timeout"));
+    assert!(first_end.is_some_and(|l| l.contains("turn_complete")), "{saves:#?}");
+    assert_eq!(h.events(A, "turn_complete"), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_catch_up_refused_for_good_ends_and_lets_the_deadline_run() {
+    let h = Harness::new();
+    signal_missed_while_disconnected(&h).await;
+    // Read Message History was taken away: waiting would hold the channel forever.
+    h.rest.fail(A, "read", vec![status(403); 3]);
+    h.router.broadcast(|| Input::CatchUp);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    h.settle(A).await;
+    let reads = h.journal.of(A).iter().filter(|l| l.starts_with("read")).count();
+    assert_eq!(reads, 1, "a refusal is not retried, nor the edited messages read after it");
+    assert_eq!(h.events(A, "turn_timeout"), 1, "the overdue turn ends");
+    assert_eq!(h.holder(A).await.as_deref(), Some("dev"));
+}
+
+// --- live inputs wait for the catch-up: missed messages first, then what came live (spec 8) ---------------------
+
+#[tokio::test(start_paused = true)]
+async fn a_live_message_after_the_deadline_waits_for_the_catch_up_whose_page_holds_the_in_time_signal() {
+    let h = Harness::new();
+    signal_missed_while_disconnected(&h).await;
+    *h.rest.read_delay.lock().unwrap() = Duration::from_secs(5);
+    h.router.broadcast(|| Input::CatchUp);
+    // While the page is being read, someone writes (after pm's deadline), and it is delivered live.
+    tokio::time::advance(Duration::from_secs(1)).await;
+    h.deliver(A, &h.written(HUMAN, "anyone there?", 91_000));
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    h.settle(A).await;
+    assert_eq!(h.events(A, "turn_complete"), 1, "{:#?}", h.journal.of(A));
+    assert_eq!(h.events(A, "turn_timeout") + h.events(A, "late_signal"), 0);
+    assert_eq!(h.holder(A).await.as_deref(), Some("dev"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_live_message_delivered_before_the_catch_up_began_waits_for_it_too() {
+    let h = Harness::new();
+    signal_missed_while_disconnected(&h).await;
+    // The connection is back (a RESUME replays what was sent meanwhile) before the catch-up is asked for.
+    h.deliver(A, &h.written(HUMAN, "anyone there?", 89_000));
+    h.router.ask(A, Input::Snapshot).await;
+    h.router.broadcast(|| Input::CatchUp);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    h.settle(A).await;
+    assert_eq!(h.events(A, "turn_complete"), 1, "{:#?}", h.journal.of(A));
+    assert_eq!(h.events(A, "turn_timeout") + h.events(A, "late_signal"), 0);
+    assert_eq!(h.holder(A).await.as_deref(), Some("dev"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_command_given_during_the_catch_up_applies_after_the_missed_messages() {
+    let h = Harness::new();
+    signal_missed_while_disconnected(&h).await;
+    *h.rest.read_delay.lock().unwrap() = Duration::from_secs(5);
+    h.router.broadcast(|| Input::CatchUp);
+    tokio::time::advance(Duration::from_secs(1)).await;
+    // The operator skips while the page is read: the skip is answered once the catch-up is done.
+    h.command(A, Command::Skip).await;
+    h.settle(A).await;
+    assert_eq!(h.events(A, "turn_complete"), 1, "pm's signal came first: {:#?}", h.journal.of(A));
+    assert_eq!(h.events(A, "turn_timeout"), 0);
+    assert_eq!(h.events(A, "skipped"), 1);
+    assert_eq!(h.holder(A).await.as_deref(), Some("critic"), "the skip ended dev's turn");
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_edit_found_by_the_catch_up_is_judged_by_discords_edit_time_not_by_when_it_was_read() {
+    let h = Harness::new();
+    h.start(A).await;
+    let draft = h.written(PM, "Draft", 1_000);
+    h.deliver(A, &draft);
+    h.settle(A).await;
+    h.router.broadcast(|| Input::Disconnected);
+    // pm finished its message by an edit at 30 s, before its 60 s deadline, while the bot could not see; the bot
+    // reads it at 90 s.
+    let edited_at = Some(t0() + TimeDelta::seconds(30));
+    let finished = IncomingMessage { text: "Draft, done. TURN_COMPLETE".into(), edited_at, ..draft.clone() };
+    h.rest.history.lock().unwrap().insert(A, vec![finished]);
+    tokio::time::advance(Duration::from_secs(90)).await;
+    h.router.broadcast(|| Input::CatchUp);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    h.settle(A).await;
+    assert_eq!(h.events(A, "turn_complete"), 1, "{:#?}", h.journal.of(A));
+    assert_eq!(h.events(A, "turn_timeout") + h.events(A, "late_signal"), 0);
+    assert_eq!(h.holder(A).await.as_deref(), Some("dev"));
+}
+
+// --- activity is saved lazily: a bounded number of copies, on disk within a second (spec 9) ----------------------
+
+#[tokio::test(start_paused = true)]
+async fn a_burst_of_activity_is_saved_lazily_a_bounded_number_of_times_and_soon_enough() {
+    let h = Harness::new();
+    h.start(A).await;
+    h.settle(A).await;
+    let before = h.saver.lazy_saves.load(Ordering::Relaxed);
+    // pm streams 100 messages without a signal over one second: activity only, nothing durable.
+    let mut last = None;
+    for i in 0..100 {
+        let message = h.written(PM, &format!("part {i}"), 10 * i);
+        h.deliver(A, &message);
+        last = Some(message.id);
+        tokio::time::advance(Duration::from_millis(10)).await;
+    }
+    h.router.ask(A, Input::Snapshot).await;
+    let during = h.saver.lazy_saves.load(Ordering::Relaxed) - before;
+    assert!(during <= 5, "{during} copies of the session for one second of activity");
+    // The newest is handed to the writer within its share of the second (the writer's delay is the rest).
+    tokio::time::sleep(Duration::from_millis(250)).await;
+    let saved = h.saver.last_lazy.lock().unwrap().clone().expect("saved lazily");
+    assert_eq!(saved.last_message_id, last);
+    assert_eq!(h.events(A, "turn_complete") + h.events(A, "turn_timeout"), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_session_started_again_after_its_actor_retired_is_announced() {
+    let h = Harness::new();
+    h.start(A).await;
+    h.command(A, Command::Stop).await;
+    h.settle(A).await;
+    for _ in 0..10 {
+        tokio::task::yield_now().await;
+    }
+    assert!(h.router.channels().is_empty(), "retired");
+    // The disk still shows the stop's announcement as undone (its report was saved lazily, not yet written): the
+    // next actor carries it out again, then the new session's effects must follow.
+    h.start(A).await;
+    h.settle(A).await;
+    assert_eq!(h.floors(A, "pm"), 2, "{:#?}", h.journal.of(A));
+    assert!(h.session(A).await.outbox.is_empty());
 }

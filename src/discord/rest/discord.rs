@@ -5,6 +5,7 @@ use super::http::DiscordHttp;
 use super::webhooks::Webhooks;
 use super::{Page, Rest, RestError, Voice};
 use crate::core::ids::{ChannelId, MessageId, UserId};
+use crate::core::session::IncomingMessage;
 use crate::core::session::effects::Announcement;
 use crate::discord::access::Access;
 use crate::discord::identity::Identity;
@@ -92,7 +93,8 @@ impl Rest for DiscordRest {
             .filter_map(|m| {
                 let author = UserId(m.author.id.parse().unwrap_or_default());
                 let webhook = m.webhook_id.as_deref().and_then(|w| w.parse().ok());
-                self.identity.incoming(author, webhook, MessageId(id(m)), &m.content, None)
+                let message = self.identity.incoming(author, webhook, MessageId(id(m)), &m.content, None)?;
+                Some(IncomingMessage { edited_at: m.edited_timestamp, ..message })
             })
             .collect();
         Ok(Page { messages, newest: read.last().map(|m| MessageId(id(m))), read: read.len() })

@@ -80,6 +80,9 @@ pub struct PageMessage {
     pub author: PageAuthor,
     #[serde(default)]
     pub webhook_id: Option<String>,
+    /// When it was last edited, if it was: catch-up judges an edit it finds by it.
+    #[serde(default)]
+    pub edited_timestamp: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -250,6 +253,18 @@ mod tests {
         buckets.learn("r", now, Some(1), Some(1.0));
         buckets.spend("r");
         assert_eq!(buckets.wait_before("r", now), Duration::from_secs(1));
+    }
+
+    #[test]
+    fn a_pages_message_carries_discords_edit_time() {
+        let page: Vec<PageMessage> = serde_json::from_str(
+            r#"[{"id": "1", "content": "a", "author": {"id": "2", "username": "pm"}, "edited_timestamp": null},
+                {"id": "3", "content": "b", "author": {"id": "2", "username": "pm"},
+                 "edited_timestamp": "2026-05-01T12:00:30.250000+00:00"}]"#,
+        )
+        .unwrap();
+        assert_eq!(page[0].edited_timestamp, None);
+        assert_eq!(page[1].edited_timestamp, Some("2026-05-01T12:00:30.250Z".parse().unwrap()));
     }
 
     #[test]

@@ -211,6 +211,7 @@ fn random_session(steps: Vec<Step>, config: Config, texts: &[&str]) -> Result<()
                     text: text.into(),
                     edited: false,
                     written_at: id.created_at(),
+                    edited_at: None,
                 };
                 run.said.push(message.clone());
                 run.deliver(&message, ctx)?

@@ -109,6 +109,7 @@ fn commands_are_not_deduplicated_in_the_core_and_do_not_claim_their_message_id()
         text: "!skip".into(),
         edited: false,
         written_at: Fixture::at(1_000),
+        edited_at: None,
     };
     assert!(f.deliver(&typed, 1_002).changed);
 }

@@ -1,0 +1,106 @@
+//! Saving before telling (spec 9): a transition's effects reach the sender only once the state that decided them is
+//! on disk. A durable save that fails (a full disk, a read-only folder, an I/O error, the writer thread gone) keeps
+//! its effects in the outbox and is tried again on a timer, so the channel goes on by itself once the disk does,
+//! with no other input needed; the channel and the log are told once that saving fails. Activity alone is saved
+//! lazily, one copy of the session for a burst of it.
+
+use super::Actor;
+use crate::core::session::Transition;
+use crate::store::StoreError;
+use crate::store::writer::LAZY_SAVE_DELAY;
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// The first wait before trying a failed durable save again; it doubles each time, up to [`RETRY_MAX`].
+const RETRY_FIRST: Duration = Duration::from_secs(1);
+const RETRY_MAX: Duration = Duration::from_secs(30);
+
+/// An activity-only change waits this long in the actor, so that a burst of them (an agent streaming its answer)
+/// costs one copy of the session, not one per message; the writer's lazy delay is the rest of the second spec 9
+/// allows before activity is on disk.
+pub(super) const ACTIVITY_SAVE_AFTER: Duration = Duration::from_millis(250);
+const _: () = assert!(ACTIVITY_SAVE_AFTER.as_millis() + LAZY_SAVE_DELAY.as_millis() <= 1000);
+
+/// Said once in the channel when saving starts failing: a plain line that pings nobody.
+const SAVE_FAILING_NOTICE: &str = "⚠️ I cannot save this channel's session right now (see my log), so turn changes \
+                                   are held back: they will be announced as soon as saving works again.";
+
+/// A durable save that failed, and when to try it again.
+#[derive(Debug)]
+pub(super) struct SaveRetry {
+    pub(super) at: Instant,
+    wait: Duration,
+}
+
+impl Actor {
+    /// Saves the transition, then hands its effects to the sender: nothing is announced that is not on disk. A change
+    /// of the turn or the settings is saved durably first; activity alone is saved lazily, a little later, with
+    /// whatever activity follows it. False when the save failed (the effects wait in the outbox for a save that
+    /// works).
+    pub(super) async fn commit(&mut self, t: Transition) -> bool {
+        if !t.changed {
+            return true;
+        }
+        if !t.durable() {
+            self.activity_save_at.get_or_insert_with(|| Instant::now() + ACTIVITY_SAVE_AFTER);
+            return true;
+        }
+        // The effects go in the outbox, saved in the same write as the state that decided them.
+        self.session.enqueue(t.effects);
+        self.unsaved_events.extend(t.events);
+        self.save_durably().await
+    }
+
+    /// Writes the session and every event not yet on disk; once it is written, hands the sender every effect of the
+    /// outbox it does not have yet (those held back by failed saves too).
+    pub(super) async fn save_durably(&mut self) -> bool {
+        let events = self.unsaved_events.clone();
+        if let Err(e) = self.env.saver.save_durable(self.session.clone(), events).await {
+            self.save_failed(&e);
+            return false;
+        }
+        self.unsaved_events.clear();
+        self.activity_save_at = None; // The session written carries the activity too.
+        if self.save_retry.take().is_some() {
+            tracing::info!(channel = %self.channel, "saving works again; carrying out what was held back");
+        }
+        self.hand_outbox();
+        true
+    }
+
+    /// Hands the writer the activity not saved yet, if any (its timer is due, or the actor is about to stop).
+    pub(super) fn save_activity(&mut self) {
+        if self.activity_save_at.take().is_some() {
+            self.env.saver.save_lazy(self.session.clone());
+        }
+    }
+
+    /// Hands the sender the outbox's effects after the last one handed (ids only grow).
+    pub(super) fn hand_outbox(&mut self) {
+        let handed = self.handed;
+        let due: Vec<_> = self.session.outbox.iter().filter(|q| q.id > handed).cloned().collect();
+        if let Some(last) = due.last() {
+            self.handed = last.id;
+            self.sender().effects(due, false);
+        }
+    }
+
+    fn save_failed(&mut self, e: &StoreError) {
+        let now = Instant::now();
+        match &mut self.save_retry {
+            Some(retry) => {
+                retry.wait = (retry.wait * 2).min(RETRY_MAX);
+                retry.at = now + retry.wait;
+                tracing::debug!(channel = %self.channel, "saving still fails, trying again in {:?}: {e}", retry.wait);
+            }
+            None => {
+                tracing::error!(
+                    channel = %self.channel,
+                    "could not save the session, so its announcements are held back until saving works again: {e}"
+                );
+                self.sender().notice(SAVE_FAILING_NOTICE.to_owned());
+                self.save_retry = Some(SaveRetry { at: now + RETRY_FIRST, wait: RETRY_FIRST });
+            }
+        }
+    }
+}
