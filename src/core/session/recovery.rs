@@ -151,7 +151,9 @@ impl Session {
     pub(super) fn freeze(&mut self, now: DateTime<Utc>, reason: String, ctx: Context) {
         if self.status == SessionStatus::Running {
             let grace_ms = i64::from(ctx.config.signals.recovery.grace_seconds) * 1000;
-            let remaining_ms = (self.deadline_or_rebuilt(now) - now).num_milliseconds().max(-grace_ms);
+            // A turn whose announcement is still on its way has not begun: it keeps all of its time.
+            let deadline = self.deadline_seen_at(now).unwrap_or_else(|| self.deadline_or_rebuilt(now));
+            let remaining_ms = (deadline - now).num_milliseconds().max(-grace_ms);
             self.status = SessionStatus::Paused;
             self.paused_at = Some(now);
             self.paused_remaining_ms = Some(remaining_ms);

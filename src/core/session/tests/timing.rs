@@ -344,3 +344,13 @@ fn no_deadline_runs_before_the_holders_announcement_is_accepted_and_then_it_move
     assert_eq!(f.tick(250_999).events, []);
     assert_eq!(event_names(&f.tick(251_000)), ["turn_timeout"]);
 }
+
+#[test]
+fn a_pause_while_the_floor_announcement_is_on_its_way_keeps_the_whole_turn() {
+    let mut f = Fixture::new();
+    f.held = true;
+    f.say(PM, "Done. TURN_COMPLETE", 1_000);
+    // dev's announcement still waits when a manager pauses, long after dev's nominal deadline.
+    f.command(Command::Pause, 130_000).unwrap();
+    assert_eq!(f.session.paused_remaining_ms, Some(120_000), "dev was never told: none of its time is gone");
+}
