@@ -7,7 +7,6 @@
 //! out again after a crash: announcements carry their nonce, a deletion whose message is gone is done, and a repost
 //! replayed from the outbox first looks for the one it may already have made.
 
-use super::actor::Input;
 use super::clock::Clock;
 use super::rest::{Rest, RestError, Voice};
 use crate::core::ids::{ChannelId, MessageId};
@@ -68,9 +67,12 @@ pub struct Tools {
     pub rest: Arc<dyn Rest>,
     pub personas: Arc<PersonaCatalog>,
     pub clock: Clock,
-    /// The actor's inbox, where outcomes are reported.
-    pub reports: mpsc::UnboundedSender<Input>,
+    /// Where outcomes are reported: the actor wraps them into its own inbox, so the sender does not know it.
+    pub reports: Reports,
 }
+
+/// Takes each effect's outcome to whoever decided the effect.
+pub type Reports = Box<dyn Fn(Report) + Send + Sync>;
 
 impl Sender {
     pub fn spawn(tools: Tools) -> Self {
@@ -119,7 +121,7 @@ async fn run(tools: Tools, mut queue: mpsc::UnboundedReceiver<Job>) {
                         }
                     }
                 };
-                let _ = tools.reports.send(Input::Sent(Box::new(Report { id: queued.id, outcome })));
+                (tools.reports)(Report { id: queued.id, outcome });
             }
             Job::Notice(text) => {
                 if let Err(e) = retrying(|| tools.rest.notice(tools.channel, &text)).await {
