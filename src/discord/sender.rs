@@ -5,7 +5,8 @@
 //! One retry policy for every effect (spec 9): a 429 waits Discord's `retry_after`; server errors, time-outs and
 //! broken connections back off exponentially, for minutes; other refusals are final. Every effect is safe to carry
 //! out again after a crash: announcements carry their nonce, a deletion whose message is gone is done, and a repost
-//! replayed from the outbox first looks for the one it may already have made.
+//! (which has no nonce) replayed from the outbox, or retried after an answer that leaves its outcome unknown (a
+//! time-out, a 5xx), first looks for what it may already have made and posts only the missing parts, in order.
 
 use super::clock::Clock;
 use super::rest::{Rest, RestError, Voice};
@@ -148,12 +149,14 @@ async fn carry_out(tools: &Tools, effect: &Effect, replay: bool) -> Result<Optio
                     avatar_url: found.and_then(|p| p.avatar_url.as_deref()),
                 };
                 let parts = split_message(text);
-                let last = parts.last().expect("split_message gives at least one part");
-                let made = replay && retrying(|| rest.find_repost(channel, *message_id, voice.name, last)).await?;
-                if !made {
-                    for part in &parts {
-                        retrying(|| rest.repost(channel, voice, part)).await?;
-                    }
+                // After a crash some parts may be showing already: post only the missing ones, in order.
+                let made = if replay {
+                    retrying(|| rest.reposts_made(channel, *message_id, voice.name, &parts)).await?
+                } else {
+                    0
+                };
+                for posted in made..parts.len() {
+                    repost_once(tools, *message_id, voice, &parts[..=posted]).await?;
                 }
             }
             gone_is_done(retrying(|| rest.delete(channel, *message_id)).await).map(|()| None)
@@ -177,33 +180,80 @@ fn gone_is_done(result: Result<(), RestError>) -> Result<(), RestError> {
     }
 }
 
+/// Posts the last of `parts` (those before it are showing), retried as [`retrying`] does; but a repost whose
+/// outcome is unknown (a time-out, a broken connection, a server error) may have been made, and a webhook execute
+/// has no nonce: the channel is looked at before each such retry.
+async fn repost_once(tools: &Tools, original: MessageId, voice: Voice<'_>, parts: &[String]) -> Result<(), RestError> {
+    let (rest, channel) = (tools.rest.as_ref(), tools.channel);
+    let part = parts.last().expect("at least the part to post");
+    let mut policy = Policy::new();
+    loop {
+        let error = match rest.repost(channel, voice, part).await {
+            Ok(()) => return Ok(()),
+            Err(e) if e.is_transient() => e,
+            Err(e) => return Err(e),
+        };
+        let unknown = outcome_unknown(&error);
+        policy.wait(error).await?;
+        if unknown && retrying(|| rest.reposts_made(channel, original, voice.name, parts)).await? == parts.len() {
+            return Ok(());
+        }
+    }
+}
+
+/// Whether a failed call may have been carried out all the same: Discord may have acted before the answer was lost
+/// or went wrong. A 429 and a refusal were not carried out.
+fn outcome_unknown(error: &RestError) -> bool {
+    match error {
+        RestError::Timeout(_) | RestError::Transport(_) => true,
+        RestError::Status { status, .. } => *status >= 500,
+        RestError::Unavailable(_) | RestError::Impossible(_) => false,
+    }
+}
+
 /// Runs a REST call until it succeeds, fails for good, or [`GIVE_UP_AFTER`] has passed.
 pub async fn retrying<T, F, Fut>(mut call: F) -> Result<T, RestError>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<T, RestError>>,
 {
-    let started = Instant::now();
-    let mut backoff = BACKOFF_FIRST;
+    let mut policy = Policy::new();
     loop {
-        let error = match call().await {
+        match call().await {
             Ok(answer) => return Ok(answer),
-            Err(e) if e.is_transient() => e,
+            Err(e) if e.is_transient() => policy.wait(e).await?,
             Err(e) => return Err(e),
-        };
+        }
+    }
+}
+
+/// The retry policy's state for one call: since when it is tried, and the next back-off.
+struct Policy {
+    started: Instant,
+    backoff: Duration,
+}
+
+impl Policy {
+    fn new() -> Self {
+        Self { started: Instant::now(), backoff: BACKOFF_FIRST }
+    }
+
+    /// Waits before the next try after a transient `error`, or answers it when the call is to be given up.
+    async fn wait(&mut self, error: RestError) -> Result<(), RestError> {
         let wait = match &error {
             RestError::Status { status: 429, retry_after, .. } => retry_after.unwrap_or(RATE_LIMIT_WAIT),
             _ => {
-                let wait = backoff;
-                backoff = (backoff * 2).min(BACKOFF_MAX);
+                let wait = self.backoff;
+                self.backoff = (self.backoff * 2).min(BACKOFF_MAX);
                 wait
             }
         };
-        if started.elapsed() + wait > GIVE_UP_AFTER {
+        if self.started.elapsed() + wait > GIVE_UP_AFTER {
             return Err(error);
         }
         tracing::debug!("retrying in {wait:?}: {error}");
         tokio::time::sleep(wait).await;
+        Ok(())
     }
 }
 
@@ -215,3 +265,6 @@ fn describe(effect: &Effect) -> &'static str {
         Effect::Announce(_) => "post an announcement",
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -111,15 +111,15 @@ impl Rest for FakeRest {
         self.call(channel, "repost", format!("repost {channel} {}: {text}", voice.name)).await
     }
 
-    async fn find_repost(
+    async fn reposts_made(
         &self,
         channel: ChannelId,
         _after: MessageId,
         name: &str,
-        text: &str,
-    ) -> Result<bool, RestError> {
-        let made = format!("repost {channel} {name}: {text} -> ok");
-        Ok(self.journal.lines().contains(&made))
+        parts: &[String],
+    ) -> Result<usize, RestError> {
+        let made = self.journal.lines();
+        Ok(parts.iter().take_while(|p| made.contains(&format!("repost {channel} {name}: {p} -> ok"))).count())
     }
 
     async fn delete(&self, channel: ChannelId, message: MessageId) -> Result<(), RestError> {

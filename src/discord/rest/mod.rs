@@ -13,6 +13,10 @@ use crate::core::session::effects::Announcement;
 use async_trait::async_trait;
 use std::time::Duration;
 
+/// How many pages of 100 messages [`Rest::reposts_made`] reads after the original message before it decides the
+/// reposts were not made: 5,000 messages, far more than a channel sees between a relay and its retry.
+pub const REPOST_SEARCH_PAGES: usize = 50;
+
 /// How a persona's repost looks.
 #[derive(Clone, Copy, Debug)]
 pub struct Voice<'a> {
@@ -29,15 +33,17 @@ pub trait Rest: Send + Sync + 'static {
     async fn notice(&self, channel: ChannelId, text: &str) -> Result<(), RestError>;
     /// Posts `text` as the persona through the channel's webhook; pings users at most.
     async fn repost(&self, channel: ChannelId, voice: Voice<'_>, text: &str) -> Result<(), RestError>;
-    /// Whether the channel already shows a repost of `text` as `name`, made after message `after` (a repost
-    /// replayed from the outbox after a crash may have been made before it).
-    async fn find_repost(
+    /// How many of `parts`, in order, the channel already shows as reposts as `name` made after message `after`:
+    /// a repost whose outcome was unknown (a time-out, a 5xx), or one replayed from the outbox after a crash, may
+    /// have been made already, and a webhook execute has no nonce. Reads every page after `after`, up to
+    /// [`REPOST_SEARCH_PAGES`] pages.
+    async fn reposts_made(
         &self,
         channel: ChannelId,
         after: MessageId,
         name: &str,
-        text: &str,
-    ) -> Result<bool, RestError>;
+        parts: &[String],
+    ) -> Result<usize, RestError>;
     async fn delete(&self, channel: ChannelId, message: MessageId) -> Result<(), RestError>;
     async fn react(&self, channel: ChannelId, message: MessageId, emoji: &str) -> Result<(), RestError>;
     /// Up to `limit` messages created after `after`, oldest first, without the bot's own and its reposts.
