@@ -47,6 +47,7 @@ fn running_session(personas: &PersonaCatalog, config: &Config) -> (Session, Inco
             text: format!("{ANSWER}\n\nTURN_COMPLETE"),
             edited: false,
             written_at: id.created_at(),
+            has_files: false,
         }
     };
     for _ in 0..9 {

@@ -3,9 +3,9 @@
 
 mod common;
 
-use common::personas;
+use common::{Scene, personas};
 use local_discord::messages::Draft;
-use local_discord::world::Author;
+use local_discord::world::{Attachment, Author, Message};
 use std::sync::Arc;
 use turn_manager::core::ids::{ChannelId, MessageId};
 use turn_manager::demo::stage::Stage;
@@ -49,4 +49,62 @@ async fn a_repost_is_found_after_more_than_a_page_of_messages_in_a_busy_channel(
     assert_eq!(rest.reposts_made(channel, after, "PM", &parts[..1]).await.unwrap(), 1, "past 150 messages");
     assert_eq!(rest.reposts_made(channel, after, "PM", &parts).await.unwrap(), 2, "two of three, to the end");
     assert_eq!(rest.reposts_made(channel, after, "Developer", &parts).await.unwrap(), 0, "another persona's name");
+}
+
+/// An agent's message with a file (and an embed of its own), posted as it would be through Discord.
+fn post_with_file(scene: &Scene, persona: &str, text: &str, name: &str, bytes: &[u8]) -> u64 {
+    let stage = &scene.stage;
+    let attachment = stage.server.with(|w| {
+        let id = w.snowflake();
+        w.files.insert(id, bytes.to_vec());
+        Attachment {
+            id,
+            filename: name.into(),
+            content_type: Some("text/plain".into()),
+            description: None,
+            size: bytes.len(),
+        }
+    });
+    let embed = serde_json::json!({"type": "rich", "title": "Build report", "description": "all green"});
+    let draft = Draft { content: text, embeds: vec![embed], attachments: vec![attachment], ..Draft::default() };
+    stage.server.post_draft(stage.channel, scene.user(persona), draft)
+}
+
+/// The messages of the scene's channel still showing.
+fn showing(scene: &Scene) -> Vec<Message> {
+    let channel = scene.stage.channel;
+    scene
+        .stage
+        .server
+        .with(|w| w.messages.values().filter(|m| m.channel_id == channel && !m.deleted).cloned().collect())
+}
+
+fn bytes_of(scene: &Scene, attachment: &Attachment) -> Vec<u8> {
+    scene.stage.server.with(|w| w.files[&attachment.id].clone())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_signal_message_with_a_file_and_an_embed_is_reposted_with_the_same_bytes_and_no_signal() {
+    let scene = Scene::started().await;
+    let bytes: Vec<u8> = (0..=255u8).cycle().take(70_000).collect();
+    let signal = post_with_file(&scene, "pm", "Here is the log. TURN_COMPLETE", "build.log", &bytes);
+    scene.until("dev's floor", |v| v.iter().any(|m| common::is_floor(m, "dev")).then_some(())).await;
+    scene.handled(signal).await;
+
+    let showing = showing(&scene);
+    assert!(!showing.iter().any(|m| m.id == signal), "the original is deleted");
+    let bot = scene.stage.bot_user;
+    let agents = showing.iter().filter(|m| !matches!(m.author, Author::User(u) if u == bot));
+    assert!(!agents.into_iter().any(|m| m.content.contains("TURN_COMPLETE")), "no signal left showing");
+    let repost = showing
+        .iter()
+        .find(|m| matches!(&m.author, Author::Webhook { name, .. } if name == "PM"))
+        .expect("a repost as pm");
+    assert_eq!(repost.content, "Here is the log.");
+    assert_eq!(repost.attachments.len(), 1, "the file carried over");
+    assert_eq!(repost.attachments[0].filename, "build.log");
+    assert_eq!(bytes_of(&scene, &repost.attachments[0]), bytes, "byte for byte");
+    assert_eq!(repost.embeds.len(), 1, "the embed carried over");
+    assert_eq!(repost.embeds[0]["title"], "Build report");
+    scene.assert_invariants().await;
 }

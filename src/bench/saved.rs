@@ -90,7 +90,8 @@ fn played_session(
         ] {
             ms += wait_ms;
             let id = MessageId::first_at(at(ms));
-            let message = IncomingMessage { id, author, text, edited: false, written_at: id.created_at() };
+            let message =
+                IncomingMessage { id, author, text, edited: false, written_at: id.created_at(), has_files: false };
             events.extend(session.handle_message(&message, at(ms), ctx).events);
         }
     }

@@ -9,7 +9,7 @@
 //! time-out, a 5xx), first looks for what it may already have made and posts only the missing parts, in order.
 
 use super::clock::Clock;
-use super::rest::{Rest, RestError, Voice};
+use super::rest::{Carried, Rest, RestError, Voice};
 use crate::core::ids::{ChannelId, MessageId};
 use crate::core::persona::PersonaCatalog;
 use crate::core::session::effects::{Effect, Queued, split_message};
@@ -113,8 +113,13 @@ async fn run(tools: Tools, mut queue: mpsc::UnboundedReceiver<Job>) {
                     }
                     Ok(_) => Outcome::Done { at: tools.clock.now() },
                     Err(e) => {
-                        let hint =
-                            if e.status() == Some(403) { " (the bot lacks a permission in this channel)" } else { "" };
+                        let hint = if e.status() == Some(403) {
+                            " (the bot lacks a permission in this channel)"
+                        } else if matches!(queued.effect, Effect::Relay { .. }) {
+                            " (the original message stays as posted)"
+                        } else {
+                            ""
+                        };
                         tracing::warn!(channel = %tools.channel, "could not {}: {e}{hint}", describe(&queued.effect));
                         match e {
                             RestError::Status { status, .. } if !e.is_transient() => Outcome::Refused { status },
@@ -140,23 +145,38 @@ async fn run(tools: Tools, mut queue: mpsc::UnboundedReceiver<Job>) {
 async fn carry_out(tools: &Tools, effect: &Effect, replay: bool) -> Result<Option<MessageId>, RestError> {
     let (rest, channel) = (tools.rest.as_ref(), tools.channel);
     match effect {
-        Effect::Relay { message_id, persona, text } => {
+        Effect::Relay { message_id, persona, text, has_files } => {
+            // Its files and embeds, fetched only when the gateway saw some. What cannot be carried over fails the
+            // relay here, before anything is posted or deleted: the original stays, files and all.
+            let carries = if *has_files {
+                match retrying(|| rest.carried(channel, *message_id)).await {
+                    Ok(carries) => carries,
+                    // Its author deleted it already: nothing is left to carry.
+                    Err(e) if e.status() == Some(404) => Carried::default(),
+                    Err(e) => return Err(e),
+                }
+            } else {
+                Carried::default()
+            };
             // Repost first: if the repost fails, the original stays and nothing is lost.
-            if let Some(text) = text {
+            if text.is_some() || !carries.is_empty() {
                 let found = tools.personas.get(persona);
                 let voice = Voice {
                     name: found.map_or(persona.as_str(), |p| p.display_name.as_str()),
                     avatar_url: found.and_then(|p| p.avatar_url.as_deref()),
                 };
-                let parts = split_message(text);
+                let parts = split_message(text.as_deref().unwrap_or_default());
                 // After a crash some parts may be showing already: post only the missing ones, in order.
                 let made = if replay {
                     retrying(|| rest.reposts_made(channel, *message_id, voice.name, &parts)).await?
                 } else {
                     0
                 };
+                let nothing = Carried::default();
                 for posted in made..parts.len() {
-                    repost_once(tools, *message_id, voice, &parts[..=posted]).await?;
+                    // The files and embeds go with the last part, below the whole text.
+                    let carried = if posted + 1 == parts.len() { &carries } else { &nothing };
+                    repost_once(tools, *message_id, voice, &parts[..=posted], carried).await?;
                 }
             }
             gone_is_done(retrying(|| rest.delete(channel, *message_id)).await).map(|()| None)
@@ -183,12 +203,18 @@ fn gone_is_done(result: Result<(), RestError>) -> Result<(), RestError> {
 /// Posts the last of `parts` (those before it are showing), retried as [`retrying`] does; but a repost whose
 /// outcome is unknown (a time-out, a broken connection, a server error) may have been made, and a webhook execute
 /// has no nonce: the channel is looked at before each such retry.
-async fn repost_once(tools: &Tools, original: MessageId, voice: Voice<'_>, parts: &[String]) -> Result<(), RestError> {
+async fn repost_once(
+    tools: &Tools,
+    original: MessageId,
+    voice: Voice<'_>,
+    parts: &[String],
+    carries: &Carried,
+) -> Result<(), RestError> {
     let (rest, channel) = (tools.rest.as_ref(), tools.channel);
     let part = parts.last().expect("at least the part to post");
     let mut policy = Policy::new();
     loop {
-        let error = match rest.repost(channel, voice, part).await {
+        let error = match rest.repost(channel, voice, part, carries).await {
             Ok(()) => return Ok(()),
             Err(e) if e.is_transient() => e,
             Err(e) => return Err(e),

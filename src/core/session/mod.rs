@@ -224,6 +224,9 @@ pub struct IncomingMessage {
     /// When the author wrote it, on Discord's clock: the id's time for a new message (`MessageId::created_at`), the
     /// edit's time for an edit. Messages are judged by it, not by when they arrived (spec 5, step 7).
     pub written_at: DateTime<Utc>,
+    /// It carries files or embeds of its own, which a repost must carry over (spec 6); plain text needs no more
+    /// than the gateway gave.
+    pub has_files: bool,
 }
 
 /// What a transition decided: effects to carry out in order, and the events to record.

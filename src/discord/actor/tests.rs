@@ -4,7 +4,7 @@
 
 use super::super::clock::Clock;
 use super::super::persist::Saver;
-use super::super::rest::{Page, Rest, RestError, Voice};
+use super::super::rest::{Carried, Page, Rest, RestError, Voice};
 use super::super::router::Router;
 use super::super::stats::Stats;
 use super::{Env, Input};
@@ -107,8 +107,12 @@ impl Rest for FakeRest {
         self.call(channel, "notice", format!("notice {channel} {text}")).await
     }
 
-    async fn repost(&self, channel: ChannelId, voice: Voice<'_>, text: &str) -> Result<(), RestError> {
+    async fn repost(&self, channel: ChannelId, voice: Voice<'_>, text: &str, _: &Carried) -> Result<(), RestError> {
         self.call(channel, "repost", format!("repost {channel} {}: {text}", voice.name)).await
+    }
+
+    async fn carried(&self, _: ChannelId, _: MessageId) -> Result<Carried, RestError> {
+        Ok(Carried::default())
     }
 
     async fn reposts_made(
@@ -264,7 +268,7 @@ impl Harness {
     fn written(&self, author: UserId, text: &str, offset_ms: i64) -> IncomingMessage {
         let written_at = t0() + TimeDelta::milliseconds(offset_ms);
         let id = self.id_at(written_at);
-        IncomingMessage { id, author, text: text.into(), edited: false, written_at: id.created_at() }
+        IncomingMessage { id, author, text: text.into(), edited: false, written_at: id.created_at(), has_files: false }
     }
 
     fn deliver(&self, channel: ChannelId, message: &IncomingMessage) {

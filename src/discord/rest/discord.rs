@@ -4,7 +4,7 @@
 use super::http::DiscordHttp;
 use super::http::PageMessage;
 use super::webhooks::Webhooks;
-use super::{Page, REPOST_SEARCH_PAGES, Rest, RestError, Voice};
+use super::{Carried, Page, REPOST_SEARCH_PAGES, Rest, RestError, Voice};
 use crate::core::ids::{ChannelId, MessageId, UserId};
 use crate::core::session::effects::Announcement;
 use crate::discord::access::Access;
@@ -61,8 +61,18 @@ impl Rest for DiscordRest {
         self.http.create_message(channel.0, &body).await.map(drop)
     }
 
-    async fn repost(&self, channel: ChannelId, voice: Voice<'_>, text: &str) -> Result<(), RestError> {
-        self.webhooks.repost(channel, voice, text).await
+    async fn repost(
+        &self,
+        channel: ChannelId,
+        voice: Voice<'_>,
+        text: &str,
+        carries: &Carried,
+    ) -> Result<(), RestError> {
+        self.webhooks.repost(channel, voice, text, carries).await
+    }
+
+    async fn carried(&self, channel: ChannelId, message: MessageId) -> Result<Carried, RestError> {
+        super::carried::fetch(&self.http, channel.0, message.0).await
     }
 
     async fn reposts_made(
@@ -112,7 +122,7 @@ impl Rest for DiscordRest {
             .filter_map(|m| {
                 let author = UserId(m.author.id.parse().unwrap_or_default());
                 let webhook = m.webhook_id.as_deref().and_then(|w| w.parse().ok());
-                self.identity.incoming(author, webhook, MessageId(id(m)), &m.content, None)
+                self.identity.incoming(author, webhook, MessageId(id(m)), &m.content, None, m.has_files())
             })
             .collect();
         Ok(Page { messages, newest: read.last().map(|m| MessageId(id(m))), read: read.len() })

@@ -3,7 +3,8 @@
 //! bot: with `--api-base` serenity's own limiter must be off, and its client drops both on that path. Each route's
 //! bucket is respected from the headers of its last answer, so a busy channel waits instead of earning 429s.
 
-use super::RestError;
+use super::form;
+use super::{File, RestError};
 use serde::Deserialize;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -13,6 +14,8 @@ use tokio::time::Instant;
 
 /// The longest a single REST call may take before it is given up (and retried by the sender's policy).
 pub const REST_TIMEOUT: Duration = Duration::from_secs(10);
+/// The longest a file's download may take, for a repost.
+const DOWNLOAD_TIMEOUT: Duration = Duration::from_secs(60);
 /// Discord's API host, when no `--api-base` is given.
 const DISCORD: &str = "https://discord.com";
 
@@ -80,6 +83,27 @@ pub struct PageMessage {
     pub author: PageAuthor,
     #[serde(default)]
     pub webhook_id: Option<String>,
+    #[serde(default)]
+    pub attachments: Vec<Value>,
+    #[serde(default)]
+    pub embeds: Vec<Value>,
+}
+
+impl PageMessage {
+    /// Whether it carries files or embeds of its own ("rich"), which a repost must carry over.
+    pub fn has_files(&self) -> bool {
+        !self.attachments.is_empty() || self.embeds.iter().any(|e| e["type"].as_str().is_none_or(|t| t == "rich"))
+    }
+}
+
+/// A request's body.
+enum Payload<'a> {
+    Json(&'a Value),
+    /// multipart/form-data, with files.
+    Form {
+        boundary: String,
+        bytes: Vec<u8>,
+    },
 }
 
 #[derive(Debug, Deserialize)]
@@ -102,8 +126,9 @@ impl DiscordHttp {
     /// Posts a message; answers its id.
     pub async fn create_message(&self, channel: u64, body: &Value) -> Result<String, RestError> {
         let route = format!("POST channels/{channel}/messages");
-        let answer =
-            self.send(reqwest::Method::POST, &route, &format!("/channels/{channel}/messages"), Some(body)).await?;
+        let answer = self
+            .send(reqwest::Method::POST, &route, &format!("/channels/{channel}/messages"), Some(Payload::Json(body)))
+            .await?;
         Ok(serde_json::from_slice::<Value>(&answer)
             .ok()
             .and_then(|v| v["id"].as_str().map(str::to_owned))
@@ -123,18 +148,52 @@ impl DiscordHttp {
         self.send(reqwest::Method::PUT, &route, &path, None).await.map(drop)
     }
 
-    /// Posts through a webhook (into `thread` when given) and waits for Discord to confirm the message.
+    /// Posts through a webhook (into `thread` when given), with `files` (multipart) if any, and waits for Discord to
+    /// confirm the message.
     pub async fn execute_webhook(
         &self,
         id: u64,
         token: &str,
         thread: Option<u64>,
         body: &Value,
+        files: &[File],
     ) -> Result<(), RestError> {
         let route = format!("POST webhooks/{id}");
         let thread = thread.map(|t| format!("&thread_id={t}")).unwrap_or_default();
         let path = format!("/webhooks/{id}/{token}?wait=true{thread}");
-        self.send(reqwest::Method::POST, &route, &path, Some(body)).await.map(drop)
+        let payload = if files.is_empty() {
+            Payload::Json(body)
+        } else {
+            let (boundary, bytes) = form::multipart(body, files);
+            Payload::Form { boundary, bytes }
+        };
+        self.send(reqwest::Method::POST, &route, &path, Some(payload)).await.map(drop)
+    }
+
+    /// One message, as Discord holds it.
+    pub async fn get_message(&self, channel: u64, message: u64) -> Result<Value, RestError> {
+        let route = format!("GET channels/{channel}/messages/id");
+        let answer =
+            self.send(reqwest::Method::GET, &route, &format!("/channels/{channel}/messages/{message}"), None).await?;
+        serde_json::from_slice(&answer).map_err(|e| RestError::Transport(format!("unreadable message: {e}")))
+    }
+
+    /// Downloads an attachment from its URL (Discord's CDN, which takes no token: none is sent). A refusal is
+    /// [`RestError::Impossible`], so it is never taken for the message being gone; a 429, 5xx or time-out is
+    /// transient.
+    pub async fn download(&self, url: &str) -> Result<Vec<u8>, RestError> {
+        let exchange = async {
+            let response = self.client.get(url).send().await.map_err(|e| RestError::Transport(without_url(&e)))?;
+            let status = response.status().as_u16();
+            if status == 429 || status >= 500 {
+                return Err(RestError::Status { status, message: "download failed".into(), retry_after: None });
+            }
+            if !(200..300).contains(&status) {
+                return Err(RestError::Impossible(format!("the file's download was refused ({status})")));
+            }
+            response.bytes().await.map(|b| b.to_vec()).map_err(|e| RestError::Transport(without_url(&e)))
+        };
+        tokio::time::timeout(DOWNLOAD_TIMEOUT, exchange).await.unwrap_or(Err(RestError::Timeout(DOWNLOAD_TIMEOUT)))
     }
 
     /// Up to `limit` messages after `after`, in the order Discord gives them.
@@ -150,7 +209,7 @@ impl DiscordHttp {
         method: reqwest::Method,
         route: &str,
         path: &str,
-        body: Option<&Value>,
+        body: Option<Payload<'_>>,
     ) -> Result<Vec<u8>, RestError> {
         let wait = self.buckets.wait_before(route, Instant::now());
         if !wait.is_zero() {
@@ -160,8 +219,15 @@ impl DiscordHttp {
         self.buckets.spend(route);
         let mut request =
             self.client.request(method, format!("{}{path}", self.api)).header("Authorization", &self.authorization);
-        if let Some(body) = body {
-            request = request.header("Content-Type", "application/json").body(body.to_string());
+        match body {
+            Some(Payload::Json(body)) => {
+                request = request.header("Content-Type", "application/json").body(body.to_string());
+            }
+            Some(Payload::Form { boundary, bytes }) => {
+                request =
+                    request.header("Content-Type", format!("multipart/form-data; boundary={boundary}")).body(bytes);
+            }
+            None => {}
         }
         let exchange = async {
             let response = request.send().await.map_err(|e| RestError::Transport(without_url(&e)))?;
@@ -250,6 +316,20 @@ mod tests {
         buckets.learn("r", now, Some(1), Some(1.0));
         buckets.spend("r");
         assert_eq!(buckets.wait_before("r", now), Duration::from_secs(1));
+    }
+
+    #[test]
+    fn a_page_message_with_files_or_its_own_embeds_is_marked_and_a_link_preview_is_not() {
+        let page = |extra: &str| -> PageMessage {
+            serde_json::from_str(&format!(
+                r#"{{"id": "1", "content": "x", "author": {{"id": "2", "username": "a"}}{extra}}}"#
+            ))
+            .unwrap()
+        };
+        assert!(!page("").has_files(), "plain text: no extra call for it");
+        assert!(page(r#", "attachments": [{"id": "3", "filename": "a.txt"}]"#).has_files());
+        assert!(page(r#", "embeds": [{"type": "rich", "title": "t"}]"#).has_files());
+        assert!(!page(r#", "embeds": [{"type": "link", "url": "https://example.org"}]"#).has_files());
     }
 
     #[test]

@@ -2,7 +2,9 @@
 //! error. [`discord`] implements it in production (with [`http`] for the effects and serenity for lookups); the unit
 //! tests use a recording fake on tokio's paused clock.
 
+pub mod carried;
 pub mod discord;
+mod form;
 pub mod http;
 pub mod serenity;
 pub mod webhooks;
@@ -31,8 +33,18 @@ pub trait Rest: Send + Sync + 'static {
     async fn announce(&self, channel: ChannelId, announcement: &Announcement) -> Result<MessageId, RestError>;
     /// Posts a plain line from the bot that pings nobody.
     async fn notice(&self, channel: ChannelId, text: &str) -> Result<(), RestError>;
-    /// Posts `text` as the persona through the channel's webhook; pings users at most.
-    async fn repost(&self, channel: ChannelId, voice: Voice<'_>, text: &str) -> Result<(), RestError>;
+    /// Posts `text` as the persona through the channel's webhook, with what it `carries` (files, embeds); pings
+    /// users at most.
+    async fn repost(
+        &self,
+        channel: ChannelId,
+        voice: Voice<'_>,
+        text: &str,
+        carries: &Carried,
+    ) -> Result<(), RestError>;
+    /// The files (downloaded) and embeds of a message, for its repost. A 404 means the message is gone; a file
+    /// that cannot be carried over (too large, or its download refused) is [`RestError::Impossible`].
+    async fn carried(&self, channel: ChannelId, message: MessageId) -> Result<Carried, RestError>;
     /// How many of `parts`, in order, the channel already shows as reposts as `name` made after message `after`:
     /// a repost whose outcome was unknown (a time-out, a 5xx), or one replayed from the outbox after a crash, may
     /// have been made already, and a webhook execute has no nonce. Reads every page after `after`, up to
@@ -51,6 +63,29 @@ pub trait Rest: Send + Sync + 'static {
     async fn messages_after(&self, channel: ChannelId, after: MessageId, limit: u8) -> Result<Page, RestError>;
     /// The permissions relay mode needs (by name) that the bot lacks in `channel`.
     async fn relay_permissions_missing(&self, channel: ChannelId) -> Result<Vec<&'static str>, RestError>;
+}
+
+/// What a repost carries over from the agent's message besides its text.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Carried {
+    pub files: Vec<File>,
+    /// The message's own embeds ("rich"), as Discord gave them.
+    pub embeds: Vec<serde_json::Value>,
+}
+
+impl Carried {
+    pub fn is_empty(&self) -> bool {
+        self.files.is_empty() && self.embeds.is_empty()
+    }
+}
+
+/// A file of a message, downloaded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct File {
+    pub name: String,
+    pub content_type: Option<String>,
+    pub description: Option<String>,
+    pub bytes: Vec<u8>,
 }
 
 /// One page of a channel's history: the messages for the engine, and the newest id read (own messages included), from

@@ -3,7 +3,7 @@
 //! answers and whatever was made before a crash.
 
 use super::super::clock::Clock;
-use super::super::rest::{Page, Rest, RestError, Voice};
+use super::super::rest::{Carried, File, Page, Rest, RestError, Voice};
 use super::{Outcome, Report, Sender, Tools};
 use crate::core::ids::{ChannelId, MessageId, PersonaId};
 use crate::core::persona::PersonaCatalog;
@@ -28,6 +28,10 @@ enum Answer {
 #[derive(Default)]
 struct FakeChannel {
     reposts: Mutex<Vec<(String, String)>>,
+    /// The files each repost carried, by name.
+    files: Mutex<Vec<Vec<String>>>,
+    /// What the original carries, or why it cannot be carried.
+    carries: Mutex<Option<Result<Carried, RestError>>>,
     deleted: Mutex<Vec<MessageId>>,
     answers: Mutex<VecDeque<Answer>>,
 }
@@ -42,10 +46,11 @@ impl Rest for FakeChannel {
         panic!("no notice expected")
     }
 
-    async fn repost(&self, _: ChannelId, voice: Voice<'_>, text: &str) -> Result<(), RestError> {
+    async fn repost(&self, _: ChannelId, voice: Voice<'_>, text: &str, carries: &Carried) -> Result<(), RestError> {
         let answer = self.answers.lock().unwrap().pop_front();
         if !matches!(answer, Some(Answer::Fail(_))) {
             self.reposts.lock().unwrap().push((voice.name.to_owned(), text.to_owned()));
+            self.files.lock().unwrap().push(carries.files.iter().map(|f| f.name.clone()).collect());
         }
         match answer {
             None => Ok(()),
@@ -69,6 +74,10 @@ impl Rest for FakeChannel {
         Ok(found)
     }
 
+    async fn carried(&self, _: ChannelId, _: MessageId) -> Result<Carried, RestError> {
+        self.carries.lock().unwrap().clone().expect("carried only asked for a message with files")
+    }
+
     async fn delete(&self, _: ChannelId, message: MessageId) -> Result<(), RestError> {
         self.deleted.lock().unwrap().push(message);
         Ok(())
@@ -89,6 +98,10 @@ impl Rest for FakeChannel {
 
 /// Carries out one relay of `text` (replayed from the outbox, or not) and answers its report.
 async fn relay(channel: &Arc<FakeChannel>, text: &str, replay: bool) -> Report {
+    relay_with(channel, Some(text), false, replay).await
+}
+
+async fn relay_with(channel: &Arc<FakeChannel>, text: Option<&str>, has_files: bool, replay: bool) -> Report {
     let reports = Arc::new(Mutex::new(Vec::new()));
     let sink = reports.clone();
     let sender = Sender::spawn(Tools {
@@ -98,8 +111,12 @@ async fn relay(channel: &Arc<FakeChannel>, text: &str, replay: bool) -> Report {
         clock: Clock::starting_at("2026-05-01T12:00:00Z".parse().unwrap()),
         reports: Box::new(move |report| sink.lock().unwrap().push(report)),
     });
-    let effect =
-        Effect::Relay { message_id: ORIGINAL, persona: PersonaId::parse("pm").unwrap(), text: Some(text.into()) };
+    let effect = Effect::Relay {
+        message_id: ORIGINAL,
+        persona: PersonaId::parse("pm").unwrap(),
+        text: text.map(str::to_owned),
+        has_files,
+    };
     sender.effects([Queued { id: 1, effect }], replay);
     sender.flush().await;
     let mut reports = reports.lock().unwrap();
@@ -166,4 +183,40 @@ async fn a_middle_part_made_but_answered_with_an_error_is_not_made_again() {
     // The first part's first attempt is refused; its second is made but answered 502.
     relay(&channel, &text, false).await;
     assert_eq!(texts(&channel), parts);
+}
+
+fn log_file() -> Carried {
+    let file = File { name: "log.txt".into(), content_type: None, description: None, bytes: b"ok".to_vec() };
+    Carried { files: vec![file], embeds: Vec::new() }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_message_with_files_is_reposted_with_them_on_its_last_part_then_deleted() {
+    let text = long_text(2);
+    let channel = Arc::new(FakeChannel::default());
+    *channel.carries.lock().unwrap() = Some(Ok(log_file()));
+    relay_with(&channel, Some(&text), true, false).await;
+    assert_eq!(texts(&channel), split_message(&text));
+    assert_eq!(*channel.files.lock().unwrap(), [vec![], vec!["log.txt".to_owned()]], "below the whole text");
+    assert_eq!(*channel.deleted.lock().unwrap(), [ORIGINAL]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_message_whose_only_text_was_the_signal_is_reposted_with_its_files() {
+    let channel = Arc::new(FakeChannel::default());
+    *channel.carries.lock().unwrap() = Some(Ok(log_file()));
+    relay_with(&channel, None, true, false).await;
+    assert_eq!(texts(&channel), [""]);
+    assert_eq!(*channel.files.lock().unwrap(), [vec!["log.txt".to_owned()]]);
+    assert_eq!(*channel.deleted.lock().unwrap(), [ORIGINAL]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn files_that_cannot_be_carried_over_leave_the_original_in_place_and_fail_the_relay() {
+    let channel = Arc::new(FakeChannel::default());
+    *channel.carries.lock().unwrap() = Some(Err(RestError::Impossible("its files take 30 MiB".into())));
+    let report = relay_with(&channel, Some("Here it is."), true, false).await;
+    assert_eq!(report.outcome, Outcome::GaveUp, "recorded in history as a failed effect");
+    assert!(texts(&channel).is_empty(), "nothing reposted");
+    assert!(channel.deleted.lock().unwrap().is_empty(), "the original, files and all, stays");
 }

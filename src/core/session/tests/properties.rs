@@ -205,6 +205,7 @@ fn random_session(steps: Vec<Step>, config: Config, texts: &[&str]) -> Result<()
                     text: text.into(),
                     edited: false,
                     written_at: id.created_at(),
+                    has_files: false,
                 };
                 run.said.push(message.clone());
                 run.deliver(&message, ctx)?
