@@ -12,14 +12,16 @@ use turn_manager::demo::stage::Stage;
 use turn_manager::discord::access::Access;
 use turn_manager::discord::identity::Identity;
 use turn_manager::discord::rest::Rest;
+use turn_manager::discord::rest::budget::RestBudget;
 use turn_manager::discord::rest::discord::DiscordRest;
 use turn_manager::discord::rest::http::DiscordHttp;
 
 /// The bot's REST seam on the stage, without a gateway connection (history reads need none).
 fn rest_of(stage: &Stage) -> DiscordRest {
     let identity = Arc::new(Identity::default());
-    let http = DiscordHttp::new(&stage.bot_token, Some(&stage.server.base_url()));
-    DiscordRest::new(Arc::new(http), Arc::new(Access::new(identity.clone(), Vec::new())), identity)
+    let budget = Arc::new(RestBudget::new(45));
+    let http = DiscordHttp::new(&stage.bot_token, Some(&stage.server.base_url()), budget.clone());
+    DiscordRest::new(Arc::new(http), Arc::new(Access::new(identity.clone(), Vec::new(), budget)), identity)
 }
 
 /// A message posted through a webhook as `name`.

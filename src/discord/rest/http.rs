@@ -3,12 +3,13 @@
 //! bot: with `--api-base` serenity's own limiter must be off, and its client drops both on that path. Each route's
 //! bucket is respected from the headers of its last answer, so a busy channel waits instead of earning 429s.
 
+use super::budget::RestBudget;
 use super::form;
 use super::{File, RestError};
 use serde::Deserialize;
 use serde_json::Value;
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::time::Instant;
 
@@ -73,6 +74,8 @@ pub struct DiscordHttp {
     api: String,
     authorization: String,
     buckets: Buckets,
+    /// The bot's global budget, shared with its serenity calls.
+    budget: Arc<RestBudget>,
 }
 
 /// A message as the history pages give it, with the fields the bot reads.
@@ -113,13 +116,14 @@ pub struct PageAuthor {
 }
 
 impl DiscordHttp {
-    pub fn new(token: &str, api_base: Option<&str>) -> Self {
+    pub fn new(token: &str, api_base: Option<&str>, budget: Arc<RestBudget>) -> Self {
         let base = api_base.unwrap_or(DISCORD).trim_end_matches('/');
         Self {
             client: reqwest::Client::new(),
             api: format!("{base}/api/v10"),
             authorization: format!("Bot {token}"),
             buckets: Buckets::default(),
+            budget,
         }
     }
 
@@ -216,6 +220,7 @@ impl DiscordHttp {
             tracing::debug!(route, "waiting {wait:?} for the rate limit");
             tokio::time::sleep(wait).await;
         }
+        self.budget.take().await;
         self.buckets.spend(route);
         let mut request =
             self.client.request(method, format!("{}{path}", self.api)).header("Authorization", &self.authorization);

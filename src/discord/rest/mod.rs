@@ -2,6 +2,7 @@
 //! error. [`discord`] implements it in production (with [`http`] for the effects and serenity for lookups); the unit
 //! tests use a recording fake on tokio's paused clock.
 
+pub mod budget;
 pub mod carried;
 pub mod discord;
 mod form;

@@ -93,13 +93,15 @@ impl Webhooks {
         let http = self.access.http()?.as_ref();
         let me = self.identity.user().map(|u| discord::UserId::new(u.0));
         let id = discord::ChannelId::new(channel.0);
-        let existing = call(http.get_channel_webhooks(id)).await?;
+        let existing = call(self.access.budget(), http.get_channel_webhooks(id)).await?;
         let mine = existing.into_iter().find(|hook| {
             hook.token.is_some() && hook.name.as_deref() == Some(WEBHOOK_NAME) && hook.user.as_ref().map(|u| u.id) == me
         });
         let hook = match mine {
             Some(hook) => hook,
-            None => call(id.create_webhook(http, discord::CreateWebhook::new(WEBHOOK_NAME))).await?,
+            None => {
+                call(self.access.budget(), id.create_webhook(http, discord::CreateWebhook::new(WEBHOOK_NAME))).await?
+            }
         };
         self.identity.add_webhook(hook.id.get());
         Ok(hook)
