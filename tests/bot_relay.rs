@@ -110,3 +110,34 @@ async fn a_signal_message_with_a_file_and_an_embed_is_reposted_with_the_same_byt
     assert_eq!(repost.embeds[0]["title"], "Build report");
     scene.assert_invariants().await;
 }
+
+/// Before READY the bot does not know who it is, so it cannot tell its own webhook from another: it must not make a
+/// second one, but wait (a transient error, which the sender's retry policy waits out).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn before_ready_a_repost_waits_for_the_bots_identity_instead_of_making_another_webhook() {
+    use serenity::all as discord;
+    use turn_manager::discord::rest::webhooks::Webhooks;
+    use turn_manager::discord::rest::{Carried, RestError, Voice};
+
+    let stage = Stage::new(&personas([60, 60, 60])).await.expect("local server");
+    let base = stage.server.base_url();
+    let serenity = discord::HttpBuilder::new(&stage.bot_token).proxy(&base).ratelimiter_disabled(true).build();
+    let identity = Arc::new(Identity::default());
+    let budget = Arc::new(RestBudget::new(45));
+    let access = Arc::new(Access::new(identity.clone(), Vec::new(), budget.clone()));
+    access.connect(Arc::new(serenity), Arc::new(discord::Cache::new()));
+    let http = Arc::new(DiscordHttp::new(&stage.bot_token, Some(&base), budget));
+    let webhooks = Webhooks::new(http, access, identity.clone());
+    let hooks = || stage.server.with(|w| w.webhooks.len());
+    let voice = Voice { name: "PM", avatar_url: None };
+    let channel = ChannelId(stage.channel);
+
+    let early = webhooks.repost(channel, voice, "too early", &Carried::default()).await;
+    assert!(matches!(early, Err(RestError::Unavailable(_))), "{early:?}");
+    assert!(early.unwrap_err().is_transient(), "retried by the sender");
+    assert_eq!(hooks(), 0, "no webhook made blind");
+
+    identity.set_user(turn_manager::core::ids::UserId(stage.bot_user));
+    webhooks.repost(channel, voice, "after READY", &Carried::default()).await.expect("reposted");
+    assert_eq!(hooks(), 1);
+}

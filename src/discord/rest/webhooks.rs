@@ -89,13 +89,20 @@ impl Webhooks {
         Ok(route)
     }
 
+    /// The bot's webhook in `channel`, found by its owner, or made. Before READY the bot does not know who it is,
+    /// so it could not tell its own webhook from another's and would make a second one: it waits instead
+    /// (`Unavailable` is transient, so the sender's retry policy waits and tries again).
     async fn find_or_create(&self, channel: ChannelId) -> Result<discord::Webhook, RestError> {
+        let me = self.identity.user().map(|u| discord::UserId::new(u.0)).ok_or_else(|| {
+            RestError::Unavailable("not connected yet: my webhook is found by my user id, known at READY".into())
+        })?;
         let http = self.access.http()?.as_ref();
-        let me = self.identity.user().map(|u| discord::UserId::new(u.0));
         let id = discord::ChannelId::new(channel.0);
         let existing = call(self.access.budget(), http.get_channel_webhooks(id)).await?;
         let mine = existing.into_iter().find(|hook| {
-            hook.token.is_some() && hook.name.as_deref() == Some(WEBHOOK_NAME) && hook.user.as_ref().map(|u| u.id) == me
+            hook.token.is_some()
+                && hook.name.as_deref() == Some(WEBHOOK_NAME)
+                && hook.user.as_ref().map(|u| u.id) == Some(me)
         });
         let hook = match mine {
             Some(hook) => hook,
