@@ -48,6 +48,7 @@ fn running_session(personas: &PersonaCatalog, config: &Config) -> (Session, Inco
             edited: false,
             written_at: id.created_at(),
             edited_at: None,
+            has_files: false,
         }
     };
     for _ in 0..9 {

@@ -277,3 +277,43 @@ async fn a_webhook_deleted_mid_session_answers_404_and_a_new_one_relays_once() {
     assert_eq!(reposts, vec!["Through the first webhook.", "Through a new webhook."]);
     scene.assert_invariants().await;
 }
+
+/// A burst of REST calls (say a thousand turns timing out at once) is held to the bot's global budget, all routes
+/// together, instead of meeting Discord's global 429s.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_of_rest_calls_is_held_to_the_global_budget() {
+    use std::sync::Arc;
+    use turn_manager::discord::rest::budget::RestBudget;
+    use turn_manager::discord::rest::http::DiscordHttp;
+
+    let stage = turn_manager::demo::stage::Stage::new(&common::personas([60, 60, 60])).await.expect("local server");
+    let second = stage.server.create_channel(stage.guild, "second");
+    let http =
+        Arc::new(DiscordHttp::new(&stage.bot_token, Some(&stage.server.base_url()), Arc::new(RestBudget::new(5))));
+    let burst: Vec<_> = (0..12)
+        .map(|i| {
+            let http = http.clone();
+            // Two channels: two routes, one budget.
+            let channel = if i % 2 == 0 { stage.channel } else { second };
+            tokio::spawn(
+                async move { http.create_message(channel, &serde_json::json!({"content": format!("n{i}")})).await },
+            )
+        })
+        .collect();
+    for call in burst {
+        call.await.unwrap().expect("posted");
+    }
+    let mut made: Vec<Instant> = stage
+        .server
+        .log()
+        .into_iter()
+        .filter_map(|e| matches!(&e.kind, LogKind::Rest { method, .. } if method == "POST").then_some(e.at))
+        .collect();
+    made.sort();
+    assert_eq!(made.len(), 12);
+    for (i, first) in made.iter().enumerate() {
+        // A little slack for the time between the bot's clock and the server's log.
+        let window = made[i..].iter().take_while(|t| **t < *first + Duration::from_millis(950)).count();
+        assert!(window <= 5, "{window} calls within a second");
+    }
+}

@@ -90,8 +90,15 @@ fn played_session(
         ] {
             ms += wait_ms;
             let id = MessageId::first_at(at(ms));
-            let message =
-                IncomingMessage { id, author, text, edited: false, written_at: id.created_at(), edited_at: None };
+            let message = IncomingMessage {
+                id,
+                author,
+                text,
+                edited: false,
+                written_at: id.created_at(),
+                edited_at: None,
+                has_files: false,
+            };
             events.extend(session.handle_message(&message, at(ms), ctx).events);
         }
     }

@@ -15,6 +15,11 @@ pub const DEFAULT_TIMEOUT_SECONDS: u32 = 60;
 /// A short tail, read on every load of the session file; the JSON-lines log beside it keeps every event.
 pub const DEFAULT_HISTORY_LIMIT: usize = 20;
 pub const HISTORY_LIMIT_MAX: i64 = 100_000;
+/// The bot's REST calls per second, all routes together: under Discord's global 50/s, so a burst (many turns
+/// timing out at once, a restart's replays) waits instead of earning 429s, which count toward Discord's ban for
+/// invalid requests.
+pub const DEFAULT_REST_REQUESTS_PER_SECOND: u32 = 45;
+pub const REST_REQUESTS_PER_SECOND_MAX: i64 = 10_000;
 
 const KNOWN_FIELDS: &[&str] = &[
     "signal",
@@ -27,6 +32,7 @@ const KNOWN_FIELDS: &[&str] = &[
     "controlRoles",
     "channels",
     "historyLimit",
+    "restRequestsPerSecond",
     "personasDir",
     "stateDir",
 ];
@@ -74,6 +80,8 @@ pub struct Config {
     pub channels: Vec<ManagedChannel>,
     /// How many history events the session file keeps; the JSON-lines log keeps all.
     pub history_limit: usize,
+    /// The most REST calls the bot makes in any second, all together.
+    pub rest_requests_per_second: u32,
     pub personas_dir: PathBuf,
     pub state_dir: PathBuf,
 }
@@ -90,6 +98,7 @@ impl Default for Config {
             control_roles: Vec::new(),
             channels: Vec::new(),
             history_limit: DEFAULT_HISTORY_LIMIT,
+            rest_requests_per_second: DEFAULT_REST_REQUESTS_PER_SECOND,
             personas_dir: PathBuf::from("personas"),
             state_dir: PathBuf::from("state"),
         }
@@ -144,6 +153,9 @@ impl Config {
         read_channels(&mut c, &object, &mut config);
         if let Some(n) = c.integer(&object, &[], "historyLimit", 1, HISTORY_LIMIT_MAX) {
             config.history_limit = n as usize;
+        }
+        if let Some(n) = c.integer(&object, &[], "restRequestsPerSecond", 1, REST_REQUESTS_PER_SECOND_MAX) {
+            config.rest_requests_per_second = n as u32;
         }
         for (key, slot) in [("personasDir", &mut config.personas_dir), ("stateDir", &mut config.state_dir)] {
             match c.string(&object, &[], key) {
@@ -323,6 +335,19 @@ mod tests {
         let catalog = PersonaCatalog::default();
         let problems = config.check_against("c.json", "", &catalog);
         assert!(problems[0].message.contains("\"ghost\""));
+    }
+
+    #[test]
+    fn the_rest_budget_defaults_to_45_a_second_and_must_be_a_whole_number_from_1() {
+        assert_eq!(Config::default().rest_requests_per_second, 45);
+        let config = Config::parse("c.json", r#"{"restRequestsPerSecond": 20}"#).unwrap();
+        assert_eq!(config.rest_requests_per_second, 20);
+        for bad in ["0", "-5", "2.5", "\"fast\"", "20000"] {
+            let problems = Config::parse("c.json", &format!(r#"{{"restRequestsPerSecond": {bad}}}"#)).unwrap_err();
+            assert_eq!(problems.0.len(), 1, "{bad}: {problems}");
+            assert_eq!(problems.0[0].field, "restRequestsPerSecond", "{bad}");
+            assert!(problems.to_string().contains("between 1 and 10000"), "{bad}: {problems}");
+        }
     }
 
     #[test]

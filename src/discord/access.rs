@@ -3,6 +3,7 @@
 
 use super::identity::Identity;
 use super::rest::RestError;
+use super::rest::budget::RestBudget;
 use super::rest::serenity::call;
 use crate::core::ids::ChannelId;
 use serenity::all as discord;
@@ -15,11 +16,17 @@ pub struct Access {
     identity: Arc<Identity>,
     /// Role names, or role ids, whose members may steer sessions.
     control_roles: Vec<String>,
+    /// The bot's global REST budget, which every lookup here (and every command reply) spends from.
+    budget: Arc<RestBudget>,
 }
 
 impl Access {
-    pub fn new(identity: Arc<Identity>, control_roles: Vec<String>) -> Self {
-        Self { http: OnceLock::new(), cache: OnceLock::new(), identity, control_roles }
+    pub fn new(identity: Arc<Identity>, control_roles: Vec<String>, budget: Arc<RestBudget>) -> Self {
+        Self { http: OnceLock::new(), cache: OnceLock::new(), identity, control_roles, budget }
+    }
+
+    pub fn budget(&self) -> &RestBudget {
+        &self.budget
     }
 
     /// serenity's client is built: its REST client and cache are what every lookup goes through.
@@ -102,7 +109,7 @@ impl Access {
             Some(member) => member,
             None => match self.cache.get().and_then(|c| c.guild(place.guild_id)?.members.get(&user).cloned()) {
                 Some(member) => member,
-                None => call(self.http()?.get_member(place.guild_id, user)).await?,
+                None => call(&self.budget, self.http()?.get_member(place.guild_id, user)).await?,
             },
         };
         let unknown = || RestError::Unavailable("this server is not in my cache yet".into());
@@ -137,7 +144,7 @@ impl Access {
         if let Some(found) = cached {
             return Ok(found);
         }
-        call(self.http()?.get_channel(id))
+        call(&self.budget, self.http()?.get_channel(id))
             .await?
             .guild()
             .ok_or_else(|| RestError::Impossible("this is not a server channel".into()))

@@ -58,6 +58,7 @@ pub fn framework(data: Arc<Commands>) -> poise::Framework<Arc<Commands>, Error> 
         .options(options)
         .setup(move |ctx, _ready, framework| {
             Box::pin(async move {
+                data.access.budget().take().await;
                 if let Err(e) = poise::builtins::register_globally(ctx, &framework.options().commands).await {
                     tracing::warn!("could not register the /turn slash commands ({e}); `!turn` still works");
                 }
@@ -204,6 +205,7 @@ async fn change(ctx: Ctx<'_>, command: Command) -> Result<(), Error> {
     match in_time(ctx, true, run(ctx, command)).await? {
         // The announcement in the channel is the answer; a slash command still needs a reply of its own.
         Ok(()) if matches!(ctx, poise::Context::Application(_)) => {
+            ctx.data().access.budget().take().await;
             ctx.send(poise::CreateReply::default().content("Done.").ephemeral(true)).await?;
             Ok(())
         }
@@ -242,6 +244,7 @@ async fn in_time<T>(ctx: Ctx<'_>, ephemeral: bool, answer: impl std::future::Fut
     if let Ok(found) = tokio::time::timeout(DEFER_AFTER, &mut answer).await {
         return Ok(found);
     }
+    // Interaction callbacks are not bound to the bot's global rate limit, so the deferral takes no REST budget.
     if ephemeral {
         ctx.defer_ephemeral().await?;
     } else {
@@ -259,11 +262,13 @@ async fn authorize(ctx: Ctx<'_>, changing: bool) -> Result<(), String> {
     if !changing {
         return Ok(());
     }
+    data.access.budget().take().await; // the member may have to be read over REST
     let member = ctx.author_member().await.ok_or("I could not look up your membership in this server.")?;
     data.access.may_manage(ChannelId(ctx.channel_id().get()), member.into_owned()).await
 }
 
 async fn reply(ctx: Ctx<'_>, text: &str) -> Result<(), Error> {
+    ctx.data().access.budget().take().await;
     ctx.say(text).await?;
     Ok(())
 }

@@ -65,7 +65,8 @@ impl discord::EventHandler for Gateway {
         let webhook = message.webhook_id.map(|w| w.get());
         let id = MessageId(message.id.get());
         let author = UserId(message.author.id.get());
-        if let Some(incoming) = self.identity.incoming(author, webhook, id, &message.content, None) {
+        let has_files = carries_files(&message.attachments, &message.embeds);
+        if let Some(incoming) = self.identity.incoming(author, webhook, id, &message.content, None, has_files) {
             self.router.deliver(ChannelId(message.channel_id.get()), Input::Message(Box::new(incoming)));
         }
     }
@@ -83,7 +84,12 @@ impl discord::EventHandler for Gateway {
         let id = MessageId(event.id.get());
         // Discord's time of the edit; the time it reached us only if Discord did not say.
         let edited_at = event.edited_timestamp.map_or_else(chrono::Utc::now, |t| *t);
-        if let Some(incoming) = self.identity.incoming(UserId(author.id.get()), webhook, id, content, Some(edited_at)) {
+        let has_files = carries_files(
+            event.attachments.as_deref().unwrap_or_default(),
+            event.embeds.as_deref().unwrap_or_default(),
+        );
+        let author = UserId(author.id.get());
+        if let Some(incoming) = self.identity.incoming(author, webhook, id, content, Some(edited_at), has_files) {
             self.router.deliver(ChannelId(event.channel_id.get()), Input::Message(Box::new(incoming)));
         }
     }
@@ -92,4 +98,10 @@ impl discord::EventHandler for Gateway {
 /// A server's channels and active threads (a session may run in either).
 fn channels_of(guild: &discord::Guild) -> impl Iterator<Item = ChannelId> + '_ {
     guild.channels.keys().copied().chain(guild.threads.iter().map(|t| t.id)).map(|c| ChannelId(c.get()))
+}
+
+/// Whether a message carries what a repost must carry over: files, or embeds of its own ("rich"; link previews are
+/// made again from the reposted text).
+fn carries_files(attachments: &[discord::Attachment], embeds: &[discord::Embed]) -> bool {
+    !attachments.is_empty() || embeds.iter().any(|e| e.kind.as_deref().is_none_or(|kind| kind == "rich"))
 }

@@ -32,7 +32,7 @@ impl Identity {
 
     /// A message as the engine takes it, or `None` for the bot's own messages and its own webhooks' reposts. Its
     /// time is when its author wrote it, never when it reached us: its snowflake's, or for an edit (`edited_at`)
-    /// Discord's edit time.
+    /// Discord's edit time. `has_files`: it carries files or embeds a repost must carry over.
     pub fn incoming(
         &self,
         author: UserId,
@@ -40,6 +40,7 @@ impl Identity {
         id: MessageId,
         text: &str,
         edited_at: Option<DateTime<Utc>>,
+        has_files: bool,
     ) -> Option<IncomingMessage> {
         if self.user() == Some(author) || webhook.is_some_and(|hook| self.is_own_webhook(hook)) {
             return None;
@@ -52,6 +53,7 @@ impl Identity {
             edited: edited_at.is_some(),
             written_at,
             edited_at: None,
+            has_files,
         })
     }
 }
@@ -66,12 +68,14 @@ mod tests {
         identity.set_user(UserId(7));
         identity.add_webhook(99);
         let id = MessageId(1_000_000 << 22);
-        assert!(identity.incoming(UserId(7), None, id, "mine", None).is_none());
-        assert!(identity.incoming(UserId(8), Some(99), id, "repost", None).is_none());
-        let other = identity.incoming(UserId(8), Some(98), id, "hi", None).expect("someone else's webhook counts");
+        assert!(identity.incoming(UserId(7), None, id, "mine", None, false).is_none());
+        assert!(identity.incoming(UserId(8), Some(99), id, "repost", None, false).is_none());
+        let other =
+            identity.incoming(UserId(8), Some(98), id, "hi", None, true).expect("someone else's webhook counts");
         assert_eq!(other.written_at, id.created_at());
+        assert!(other.has_files, "files are marked for the repost");
         let edited_at = id.created_at() + chrono::TimeDelta::seconds(3);
-        let edit = identity.incoming(UserId(8), None, id, "hi, more", Some(edited_at)).unwrap();
+        let edit = identity.incoming(UserId(8), None, id, "hi, more", Some(edited_at), false).unwrap();
         assert!(edit.edited && edit.written_at == edited_at, "an edit is timed by Discord's edit time");
     }
 }

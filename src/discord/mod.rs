@@ -34,6 +34,7 @@ use anyhow::Context as _;
 use clock::Clock;
 use identity::Identity;
 use persist::{DiskSaver, Saver};
+use rest::budget::RestBudget;
 use rest::discord::DiscordRest;
 use rest::http::DiscordHttp;
 use router::Router;
@@ -150,14 +151,16 @@ pub async fn start(options: BotOptions) -> anyhow::Result<RunningBot> {
         tracing::warn!("{problem}");
     }
     let identity = Arc::new(Identity::default());
-    let access = Arc::new(Access::new(identity.clone(), options.config.control_roles.clone()));
+    // Every REST call the bot makes spends from one budget: the effects, the lookups, the command replies.
+    let budget = Arc::new(RestBudget::new(options.config.rest_requests_per_second));
+    let access = Arc::new(Access::new(identity.clone(), options.config.control_roles.clone(), budget.clone()));
     let saver = Arc::new(DiskSaver { writer: Writer::spawn(store.clone()), store: store.clone() });
     let stats = Arc::new(Stats::default());
     let env = Arc::new(Env {
         personas: Arc::new(options.personas),
         config: Arc::new(options.config),
         rest: Arc::new(DiscordRest::new(
-            Arc::new(DiscordHttp::new(&token, options.api_base.as_deref())),
+            Arc::new(DiscordHttp::new(&token, options.api_base.as_deref(), budget)),
             access.clone(),
             identity.clone(),
         )),

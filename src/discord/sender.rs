@@ -5,11 +5,11 @@
 //! One retry policy for every effect (spec 9): a 429 waits Discord's `retry_after`; server errors, time-outs and
 //! broken connections back off exponentially, for minutes; other refusals are final. Every effect is safe to carry
 //! out again after a crash: announcements carry their nonce, a deletion whose message is gone is done, and a repost
-//! replayed from the outbox first looks for the one it may already have made.
+//! (which has no nonce) replayed from the outbox, or retried after an answer that leaves its outcome unknown (a
+//! time-out, a 5xx), first looks for what it may already have made and posts only the missing parts, in order.
 
-use super::actor::Input;
 use super::clock::Clock;
-use super::rest::{Rest, RestError, Voice};
+use super::rest::{Carried, Rest, RestError, Voice};
 use crate::core::ids::{ChannelId, MessageId};
 use crate::core::persona::PersonaCatalog;
 use crate::core::session::effects::{Effect, Queued, split_message};
@@ -68,9 +68,12 @@ pub struct Tools {
     pub rest: Arc<dyn Rest>,
     pub personas: Arc<PersonaCatalog>,
     pub clock: Clock,
-    /// The actor's inbox, where outcomes are reported.
-    pub reports: mpsc::UnboundedSender<Input>,
+    /// Where outcomes are reported: the actor wraps them into its own inbox, so the sender does not know it.
+    pub reports: Reports,
 }
+
+/// Takes each effect's outcome to whoever decided the effect.
+pub type Reports = Box<dyn Fn(Report) + Send + Sync>;
 
 impl Sender {
     pub fn spawn(tools: Tools) -> Self {
@@ -110,8 +113,13 @@ async fn run(tools: Tools, mut queue: mpsc::UnboundedReceiver<Job>) {
                     }
                     Ok(_) => Outcome::Done { at: tools.clock.now() },
                     Err(e) => {
-                        let hint =
-                            if e.status() == Some(403) { " (the bot lacks a permission in this channel)" } else { "" };
+                        let hint = if e.status() == Some(403) {
+                            " (the bot lacks a permission in this channel)"
+                        } else if matches!(queued.effect, Effect::Relay { .. }) {
+                            " (the original message stays as posted)"
+                        } else {
+                            ""
+                        };
                         tracing::warn!(channel = %tools.channel, "could not {}: {e}{hint}", describe(&queued.effect));
                         match e {
                             RestError::Status { status, .. } if !e.is_transient() => Outcome::Refused { status },
@@ -119,7 +127,7 @@ async fn run(tools: Tools, mut queue: mpsc::UnboundedReceiver<Job>) {
                         }
                     }
                 };
-                let _ = tools.reports.send(Input::Sent(Box::new(Report { id: queued.id, outcome })));
+                (tools.reports)(Report { id: queued.id, outcome });
             }
             Job::Notice(text) => {
                 if let Err(e) = retrying(|| tools.rest.notice(tools.channel, &text)).await {
@@ -137,21 +145,38 @@ async fn run(tools: Tools, mut queue: mpsc::UnboundedReceiver<Job>) {
 async fn carry_out(tools: &Tools, effect: &Effect, replay: bool) -> Result<Option<MessageId>, RestError> {
     let (rest, channel) = (tools.rest.as_ref(), tools.channel);
     match effect {
-        Effect::Relay { message_id, persona, text } => {
+        Effect::Relay { message_id, persona, text, has_files } => {
+            // Its files and embeds, fetched only when the gateway saw some. What cannot be carried over fails the
+            // relay here, before anything is posted or deleted: the original stays, files and all.
+            let carries = if *has_files {
+                match retrying(|| rest.carried(channel, *message_id)).await {
+                    Ok(carries) => carries,
+                    // Its author deleted it already: nothing is left to carry.
+                    Err(e) if e.status() == Some(404) => Carried::default(),
+                    Err(e) => return Err(e),
+                }
+            } else {
+                Carried::default()
+            };
             // Repost first: if the repost fails, the original stays and nothing is lost.
-            if let Some(text) = text {
+            if text.is_some() || !carries.is_empty() {
                 let found = tools.personas.get(persona);
                 let voice = Voice {
                     name: found.map_or(persona.as_str(), |p| p.display_name.as_str()),
                     avatar_url: found.and_then(|p| p.avatar_url.as_deref()),
                 };
-                let parts = split_message(text);
-                let last = parts.last().expect("split_message gives at least one part");
-                let made = replay && retrying(|| rest.find_repost(channel, *message_id, voice.name, last)).await?;
-                if !made {
-                    for part in &parts {
-                        retrying(|| rest.repost(channel, voice, part)).await?;
-                    }
+                let parts = split_message(text.as_deref().unwrap_or_default());
+                // After a crash some parts may be showing already: post only the missing ones, in order.
+                let made = if replay {
+                    retrying(|| rest.reposts_made(channel, *message_id, voice.name, &parts)).await?
+                } else {
+                    0
+                };
+                let nothing = Carried::default();
+                for posted in made..parts.len() {
+                    // The files and embeds go with the last part, below the whole text.
+                    let carried = if posted + 1 == parts.len() { &carries } else { &nothing };
+                    repost_once(tools, *message_id, voice, &parts[..=posted], carried).await?;
                 }
             }
             gone_is_done(retrying(|| rest.delete(channel, *message_id)).await).map(|()| None)
@@ -175,33 +200,86 @@ fn gone_is_done(result: Result<(), RestError>) -> Result<(), RestError> {
     }
 }
 
+/// Posts the last of `parts` (those before it are showing), retried as [`retrying`] does; but a repost whose
+/// outcome is unknown (a time-out, a broken connection, a server error) may have been made, and a webhook execute
+/// has no nonce: the channel is looked at before each such retry.
+async fn repost_once(
+    tools: &Tools,
+    original: MessageId,
+    voice: Voice<'_>,
+    parts: &[String],
+    carries: &Carried,
+) -> Result<(), RestError> {
+    let (rest, channel) = (tools.rest.as_ref(), tools.channel);
+    let part = parts.last().expect("at least the part to post");
+    let mut policy = Policy::new();
+    loop {
+        let error = match rest.repost(channel, voice, part, carries).await {
+            Ok(()) => return Ok(()),
+            Err(e) if e.is_transient() => e,
+            Err(e) => return Err(e),
+        };
+        let unknown = outcome_unknown(&error);
+        policy.wait(error).await?;
+        if unknown && retrying(|| rest.reposts_made(channel, original, voice.name, parts)).await? == parts.len() {
+            return Ok(());
+        }
+    }
+}
+
+/// Whether a failed call may have been carried out all the same: Discord may have acted before the answer was lost
+/// or went wrong. A 429 and a refusal were not carried out.
+fn outcome_unknown(error: &RestError) -> bool {
+    match error {
+        RestError::Timeout(_) | RestError::Transport(_) => true,
+        RestError::Status { status, .. } => *status >= 500,
+        RestError::Unavailable(_) | RestError::Impossible(_) => false,
+    }
+}
+
 /// Runs a REST call until it succeeds, fails for good, or [`GIVE_UP_AFTER`] has passed.
 pub async fn retrying<T, F, Fut>(mut call: F) -> Result<T, RestError>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<T, RestError>>,
 {
-    let started = Instant::now();
-    let mut backoff = BACKOFF_FIRST;
+    let mut policy = Policy::new();
     loop {
-        let error = match call().await {
+        match call().await {
             Ok(answer) => return Ok(answer),
-            Err(e) if e.is_transient() => e,
+            Err(e) if e.is_transient() => policy.wait(e).await?,
             Err(e) => return Err(e),
-        };
+        }
+    }
+}
+
+/// The retry policy's state for one call: since when it is tried, and the next back-off.
+struct Policy {
+    started: Instant,
+    backoff: Duration,
+}
+
+impl Policy {
+    fn new() -> Self {
+        Self { started: Instant::now(), backoff: BACKOFF_FIRST }
+    }
+
+    /// Waits before the next try after a transient `error`, or answers it when the call is to be given up.
+    async fn wait(&mut self, error: RestError) -> Result<(), RestError> {
         let wait = match &error {
             RestError::Status { status: 429, retry_after, .. } => retry_after.unwrap_or(RATE_LIMIT_WAIT),
             _ => {
-                let wait = backoff;
-                backoff = (backoff * 2).min(BACKOFF_MAX);
+                let wait = self.backoff;
+                self.backoff = (self.backoff * 2).min(BACKOFF_MAX);
                 wait
             }
         };
-        if started.elapsed() + wait > GIVE_UP_AFTER {
+        if self.started.elapsed() + wait > GIVE_UP_AFTER {
             return Err(error);
         }
         tracing::debug!("retrying in {wait:?}: {error}");
         tokio::time::sleep(wait).await;
+        Ok(())
     }
 }
 
@@ -213,3 +291,6 @@ fn describe(effect: &Effect) -> &'static str {
         Effect::Announce(_) => "post an announcement",
     }
 }
+
+#[cfg(test)]
+mod tests;

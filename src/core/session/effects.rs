@@ -13,7 +13,15 @@ pub const MESSAGE_CONTENT_LENGTH_MAX: usize = 2000;
 pub enum Effect {
     /// Relay mode: delete the agent's message and, when `text` is set, repost it as the persona (in several
     /// messages, in order, when it is longer than Discord allows: see [`split_message`]).
-    Relay { message_id: MessageId, persona: PersonaId, text: Option<String> },
+    /// `has_files`: the message carries files or embeds, which the repost carries over (the sender fetches them only
+    /// then).
+    Relay {
+        message_id: MessageId,
+        persona: PersonaId,
+        text: Option<String>,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        has_files: bool,
+    },
     /// Delete a message (out of turn under the `remove` policy, relay mode).
     Delete { message_id: MessageId },
     /// Observe mode: react to the message that completed a turn.

@@ -237,6 +237,9 @@ pub struct IncomingMessage {
     /// When Discord says the message was last edited, as a page of history gives it (`edited_timestamp`): a page's
     /// message is timed by its id, and an edit found by catch-up is judged by this. `None` from the gateway.
     pub edited_at: Option<DateTime<Utc>>,
+    /// It carries files or embeds of its own, which a repost must carry over (spec 6); plain text needs no more
+    /// than the gateway gave.
+    pub has_files: bool,
 }
 
 /// What a transition decided: effects to carry out in order, and the events to record.

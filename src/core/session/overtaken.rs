@@ -23,13 +23,21 @@ pub struct OutOfTurnNote {
     pub text: String,
     /// Deleted under the `remove` policy: judged in turn, it is reposted.
     pub removed: bool,
+    /// It carries files or embeds of its own (kept as posted under the `allow` policy: a relay carries them over).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub has_files: bool,
 }
 
 impl Session {
     /// Keeps an out-of-turn message for a second judgement (the newest [`KEPT`], within the reorder window).
     pub(super) fn note_out_of_turn(&mut self, message: &IncomingMessage, persona: &PersonaId, removed: bool) {
-        let note =
-            OutOfTurnNote { message_id: message.id, persona: persona.clone(), text: message.text.clone(), removed };
+        let note = OutOfTurnNote {
+            message_id: message.id,
+            persona: persona.clone(),
+            text: message.text.clone(),
+            removed,
+            has_files: message.has_files,
+        };
         self.out_of_turn_lately.push(note);
         let newest = self.last_message_id.unwrap_or(message.id);
         let window_start = MessageId::first_at(newest.created_at() - REORDER_WINDOW);
@@ -61,12 +69,14 @@ impl Session {
                 edited: false,
                 written_at: note.message_id.created_at(),
                 edited_at: None,
+                has_files: note.has_files,
             };
             let detected = ctx.config.signals.detect(&message.text, &holder);
             if note.removed && detected.is_none() {
                 // Deleted as out of turn, but it was said in turn: it is shown again, as the persona.
                 let text = Some(message.text.clone());
-                t.effects.push(Effect::Relay { message_id: message.id, persona: holder.clone(), text });
+                let has_files = message.has_files;
+                t.effects.push(Effect::Relay { message_id: message.id, persona: holder.clone(), text, has_files });
             }
             self.judge_in_turn(&message, &holder, detected, message.written_at, now, ctx, t);
         }

@@ -165,9 +165,12 @@ impl Session {
     ) {
         match self.display_mode {
             DisplayMode::Relay if !stripped => {}
-            DisplayMode::Relay => {
-                t.effects.push(Effect::Relay { message_id: message.id, persona: persona.clone(), text: display })
-            }
+            DisplayMode::Relay => t.effects.push(Effect::Relay {
+                message_id: message.id,
+                persona: persona.clone(),
+                text: display,
+                has_files: message.has_files,
+            }),
             DisplayMode::Observe if completed => {
                 t.effects.push(Effect::React { message_id: message.id, emoji: COMPLETED_REACTION.into() })
             }

@@ -416,14 +416,14 @@ impl Actor {
     }
 
     fn sender(&mut self) -> &Sender {
-        let (channel, env, reports) = (self.channel, &self.env, &self.myself);
+        let (channel, env, inbox) = (self.channel, &self.env, self.myself.clone());
         self.sender.get_or_insert_with(|| {
             Sender::spawn(Tools {
                 channel,
                 rest: env.rest.clone(),
                 personas: env.personas.clone(),
                 clock: env.clock,
-                reports: reports.clone(),
+                reports: Box::new(move |report| drop(inbox.send(Input::Sent(Box::new(report))))),
             })
         })
     }

@@ -4,7 +4,7 @@
 
 use super::super::clock::Clock;
 use super::super::persist::Saver;
-use super::super::rest::{Page, Rest, RestError, Voice};
+use super::super::rest::{Carried, Page, Rest, RestError, Voice};
 use super::super::router::Router;
 use super::super::stats::Stats;
 use super::{Env, Input};
@@ -112,19 +112,23 @@ impl Rest for FakeRest {
         self.call(channel, "notice", format!("notice {channel} {text}")).await
     }
 
-    async fn repost(&self, channel: ChannelId, voice: Voice<'_>, text: &str) -> Result<(), RestError> {
+    async fn repost(&self, channel: ChannelId, voice: Voice<'_>, text: &str, _: &Carried) -> Result<(), RestError> {
         self.call(channel, "repost", format!("repost {channel} {}: {text}", voice.name)).await
     }
 
-    async fn find_repost(
+    async fn carried(&self, _: ChannelId, _: MessageId) -> Result<Carried, RestError> {
+        Ok(Carried::default())
+    }
+
+    async fn reposts_made(
         &self,
         channel: ChannelId,
         _after: MessageId,
         name: &str,
-        text: &str,
-    ) -> Result<bool, RestError> {
-        let made = format!("repost {channel} {name}: {text} -> ok");
-        Ok(self.journal.lines().contains(&made))
+        parts: &[String],
+    ) -> Result<usize, RestError> {
+        let made = self.journal.lines();
+        Ok(parts.iter().take_while(|p| made.contains(&format!("repost {channel} {name}: {p} -> ok"))).count())
     }
 
     async fn delete(&self, channel: ChannelId, message: MessageId) -> Result<(), RestError> {
@@ -298,7 +302,15 @@ impl Harness {
     fn written(&self, author: UserId, text: &str, offset_ms: i64) -> IncomingMessage {
         let written_at = t0() + TimeDelta::milliseconds(offset_ms);
         let id = self.id_at(written_at);
-        IncomingMessage { id, author, text: text.into(), edited: false, written_at: id.created_at(), edited_at: None }
+        IncomingMessage {
+            id,
+            author,
+            text: text.into(),
+            edited: false,
+            written_at: id.created_at(),
+            edited_at: None,
+            has_files: false,
+        }
     }
 
     fn deliver(&self, channel: ChannelId, message: &IncomingMessage) {

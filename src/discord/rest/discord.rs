@@ -2,8 +2,9 @@
 //! `retry_after`), lookups through serenity's cache and client.
 
 use super::http::DiscordHttp;
+use super::http::PageMessage;
 use super::webhooks::Webhooks;
-use super::{Page, Rest, RestError, Voice};
+use super::{Carried, Page, REPOST_SEARCH_PAGES, Rest, RestError, Voice};
 use crate::core::ids::{ChannelId, MessageId, UserId};
 use crate::core::session::IncomingMessage;
 use crate::core::session::effects::Announcement;
@@ -61,19 +62,48 @@ impl Rest for DiscordRest {
         self.http.create_message(channel.0, &body).await.map(drop)
     }
 
-    async fn repost(&self, channel: ChannelId, voice: Voice<'_>, text: &str) -> Result<(), RestError> {
-        self.webhooks.repost(channel, voice, text).await
+    async fn repost(
+        &self,
+        channel: ChannelId,
+        voice: Voice<'_>,
+        text: &str,
+        carries: &Carried,
+    ) -> Result<(), RestError> {
+        self.webhooks.repost(channel, voice, text, carries).await
     }
 
-    async fn find_repost(
+    async fn carried(&self, channel: ChannelId, message: MessageId) -> Result<Carried, RestError> {
+        super::carried::fetch(&self.http, channel.0, message.0).await
+    }
+
+    async fn reposts_made(
         &self,
         channel: ChannelId,
         after: MessageId,
         name: &str,
-        text: &str,
-    ) -> Result<bool, RestError> {
-        let page = self.http.messages_after(channel.0, after.0, 100).await?;
-        Ok(page.iter().any(|m| m.webhook_id.is_some() && m.author.username == name && m.content == text))
+        parts: &[String],
+    ) -> Result<usize, RestError> {
+        let mut found = 0;
+        let mut from = after.0;
+        for _ in 0..REPOST_SEARCH_PAGES {
+            let mut page = self.http.messages_after(channel.0, from, 100).await?;
+            page.sort_by_key(page_id);
+            // The parts were posted in order: each one found moves on to the next.
+            for message in &page {
+                let part = parts.get(found);
+                if part.is_some_and(|p| {
+                    message.webhook_id.is_some() && message.author.username == name && &message.content == p
+                }) {
+                    found += 1;
+                }
+            }
+            if found == parts.len() || page.len() < 100 {
+                return Ok(found);
+            }
+            from = page.last().map_or(from, page_id);
+        }
+        tracing::warn!(channel = %channel, "no repost found in {REPOST_SEARCH_PAGES} pages after the original; reposting");
+        Ok(found)
     }
 
     async fn delete(&self, channel: ChannelId, message: MessageId) -> Result<(), RestError> {
@@ -86,14 +116,15 @@ impl Rest for DiscordRest {
 
     async fn messages_after(&self, channel: ChannelId, after: MessageId, limit: u8) -> Result<Page, RestError> {
         let mut read = self.http.messages_after(channel.0, after.0, limit).await?;
-        let id = |m: &super::http::PageMessage| m.id.parse::<u64>().unwrap_or_default();
-        read.sort_by_key(id);
+        read.sort_by_key(page_id);
+        let id = page_id;
         let messages = read
             .iter()
             .filter_map(|m| {
                 let author = UserId(m.author.id.parse().unwrap_or_default());
                 let webhook = m.webhook_id.as_deref().and_then(|w| w.parse().ok());
-                let message = self.identity.incoming(author, webhook, MessageId(id(m)), &m.content, None)?;
+                let message =
+                    self.identity.incoming(author, webhook, MessageId(id(m)), &m.content, None, m.has_files())?;
                 Some(IncomingMessage { edited_at: m.edited_timestamp, ..message })
             })
             .collect();
@@ -103,4 +134,9 @@ impl Rest for DiscordRest {
     async fn relay_permissions_missing(&self, channel: ChannelId) -> Result<Vec<&'static str>, RestError> {
         self.access.relay_permissions_missing(channel).await
     }
+}
+
+/// A page message's id as a number (0 if Discord ever sent an unreadable one).
+fn page_id(message: &PageMessage) -> u64 {
+    message.id.parse().unwrap_or_default()
 }

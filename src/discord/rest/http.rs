@@ -3,16 +3,20 @@
 //! bot: with `--api-base` serenity's own limiter must be off, and its client drops both on that path. Each route's
 //! bucket is respected from the headers of its last answer, so a busy channel waits instead of earning 429s.
 
-use super::RestError;
+use super::budget::RestBudget;
+use super::form;
+use super::{File, RestError};
 use serde::Deserialize;
 use serde_json::Value;
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::time::Instant;
 
 /// The longest a single REST call may take before it is given up (and retried by the sender's policy).
 pub const REST_TIMEOUT: Duration = Duration::from_secs(10);
+/// The longest a file's download may take, for a repost.
+const DOWNLOAD_TIMEOUT: Duration = Duration::from_secs(60);
 /// Discord's API host, when no `--api-base` is given.
 const DISCORD: &str = "https://discord.com";
 
@@ -70,6 +74,8 @@ pub struct DiscordHttp {
     api: String,
     authorization: String,
     buckets: Buckets,
+    /// The bot's global budget, shared with its serenity calls.
+    budget: Arc<RestBudget>,
 }
 
 /// A message as the history pages give it, with the fields the bot reads.
@@ -83,6 +89,27 @@ pub struct PageMessage {
     /// When it was last edited, if it was: catch-up judges an edit it finds by it.
     #[serde(default)]
     pub edited_timestamp: Option<chrono::DateTime<chrono::Utc>>,
+    #[serde(default)]
+    pub attachments: Vec<Value>,
+    #[serde(default)]
+    pub embeds: Vec<Value>,
+}
+
+impl PageMessage {
+    /// Whether it carries files or embeds of its own ("rich"), which a repost must carry over.
+    pub fn has_files(&self) -> bool {
+        !self.attachments.is_empty() || self.embeds.iter().any(|e| e["type"].as_str().is_none_or(|t| t == "rich"))
+    }
+}
+
+/// A request's body.
+enum Payload<'a> {
+    Json(&'a Value),
+    /// multipart/form-data, with files.
+    Form {
+        boundary: String,
+        bytes: Vec<u8>,
+    },
 }
 
 #[derive(Debug, Deserialize)]
@@ -92,21 +119,23 @@ pub struct PageAuthor {
 }
 
 impl DiscordHttp {
-    pub fn new(token: &str, api_base: Option<&str>) -> Self {
+    pub fn new(token: &str, api_base: Option<&str>, budget: Arc<RestBudget>) -> Self {
         let base = api_base.unwrap_or(DISCORD).trim_end_matches('/');
         Self {
             client: reqwest::Client::new(),
             api: format!("{base}/api/v10"),
             authorization: format!("Bot {token}"),
             buckets: Buckets::default(),
+            budget,
         }
     }
 
     /// Posts a message; answers its id.
     pub async fn create_message(&self, channel: u64, body: &Value) -> Result<String, RestError> {
         let route = format!("POST channels/{channel}/messages");
-        let answer =
-            self.send(reqwest::Method::POST, &route, &format!("/channels/{channel}/messages"), Some(body)).await?;
+        let answer = self
+            .send(reqwest::Method::POST, &route, &format!("/channels/{channel}/messages"), Some(Payload::Json(body)))
+            .await?;
         Ok(serde_json::from_slice::<Value>(&answer)
             .ok()
             .and_then(|v| v["id"].as_str().map(str::to_owned))
@@ -126,18 +155,52 @@ impl DiscordHttp {
         self.send(reqwest::Method::PUT, &route, &path, None).await.map(drop)
     }
 
-    /// Posts through a webhook (into `thread` when given) and waits for Discord to confirm the message.
+    /// Posts through a webhook (into `thread` when given), with `files` (multipart) if any, and waits for Discord to
+    /// confirm the message.
     pub async fn execute_webhook(
         &self,
         id: u64,
         token: &str,
         thread: Option<u64>,
         body: &Value,
+        files: &[File],
     ) -> Result<(), RestError> {
         let route = format!("POST webhooks/{id}");
         let thread = thread.map(|t| format!("&thread_id={t}")).unwrap_or_default();
         let path = format!("/webhooks/{id}/{token}?wait=true{thread}");
-        self.send(reqwest::Method::POST, &route, &path, Some(body)).await.map(drop)
+        let payload = if files.is_empty() {
+            Payload::Json(body)
+        } else {
+            let (boundary, bytes) = form::multipart(body, files);
+            Payload::Form { boundary, bytes }
+        };
+        self.send(reqwest::Method::POST, &route, &path, Some(payload)).await.map(drop)
+    }
+
+    /// One message, as Discord holds it.
+    pub async fn get_message(&self, channel: u64, message: u64) -> Result<Value, RestError> {
+        let route = format!("GET channels/{channel}/messages/id");
+        let answer =
+            self.send(reqwest::Method::GET, &route, &format!("/channels/{channel}/messages/{message}"), None).await?;
+        serde_json::from_slice(&answer).map_err(|e| RestError::Transport(format!("unreadable message: {e}")))
+    }
+
+    /// Downloads an attachment from its URL (Discord's CDN, which takes no token: none is sent). A refusal is
+    /// [`RestError::Impossible`], so it is never taken for the message being gone; a 429, 5xx or time-out is
+    /// transient.
+    pub async fn download(&self, url: &str) -> Result<Vec<u8>, RestError> {
+        let exchange = async {
+            let response = self.client.get(url).send().await.map_err(|e| RestError::Transport(without_url(&e)))?;
+            let status = response.status().as_u16();
+            if status == 429 || status >= 500 {
+                return Err(RestError::Status { status, message: "download failed".into(), retry_after: None });
+            }
+            if !(200..300).contains(&status) {
+                return Err(RestError::Impossible(format!("the file's download was refused ({status})")));
+            }
+            response.bytes().await.map(|b| b.to_vec()).map_err(|e| RestError::Transport(without_url(&e)))
+        };
+        tokio::time::timeout(DOWNLOAD_TIMEOUT, exchange).await.unwrap_or(Err(RestError::Timeout(DOWNLOAD_TIMEOUT)))
     }
 
     /// Up to `limit` messages after `after`, in the order Discord gives them.
@@ -153,18 +216,26 @@ impl DiscordHttp {
         method: reqwest::Method,
         route: &str,
         path: &str,
-        body: Option<&Value>,
+        body: Option<Payload<'_>>,
     ) -> Result<Vec<u8>, RestError> {
         let wait = self.buckets.wait_before(route, Instant::now());
         if !wait.is_zero() {
             tracing::debug!(route, "waiting {wait:?} for the rate limit");
             tokio::time::sleep(wait).await;
         }
+        self.budget.take().await;
         self.buckets.spend(route);
         let mut request =
             self.client.request(method, format!("{}{path}", self.api)).header("Authorization", &self.authorization);
-        if let Some(body) = body {
-            request = request.header("Content-Type", "application/json").body(body.to_string());
+        match body {
+            Some(Payload::Json(body)) => {
+                request = request.header("Content-Type", "application/json").body(body.to_string());
+            }
+            Some(Payload::Form { boundary, bytes }) => {
+                request =
+                    request.header("Content-Type", format!("multipart/form-data; boundary={boundary}")).body(bytes);
+            }
+            None => {}
         }
         let exchange = async {
             let response = request.send().await.map_err(|e| RestError::Transport(without_url(&e)))?;
@@ -265,6 +336,20 @@ mod tests {
         .unwrap();
         assert_eq!(page[0].edited_timestamp, None);
         assert_eq!(page[1].edited_timestamp, Some("2026-05-01T12:00:30.250Z".parse().unwrap()));
+    }
+
+    #[test]
+    fn a_page_message_with_files_or_its_own_embeds_is_marked_and_a_link_preview_is_not() {
+        let page = |extra: &str| -> PageMessage {
+            serde_json::from_str(&format!(
+                r#"{{"id": "1", "content": "x", "author": {{"id": "2", "username": "a"}}{extra}}}"#
+            ))
+            .unwrap()
+        };
+        assert!(!page("").has_files(), "plain text: no extra call for it");
+        assert!(page(r#", "attachments": [{"id": "3", "filename": "a.txt"}]"#).has_files());
+        assert!(page(r#", "embeds": [{"type": "rich", "title": "t"}]"#).has_files());
+        assert!(!page(r#", "embeds": [{"type": "link", "url": "https://example.org"}]"#).has_files());
     }
 
     #[test]

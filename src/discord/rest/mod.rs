@@ -2,7 +2,10 @@
 //! error. [`discord`] implements it in production (with [`http`] for the effects and serenity for lookups); the unit
 //! tests use a recording fake on tokio's paused clock.
 
+pub mod budget;
+pub mod carried;
 pub mod discord;
+mod form;
 pub mod http;
 pub mod serenity;
 pub mod webhooks;
@@ -12,6 +15,10 @@ use crate::core::session::IncomingMessage;
 use crate::core::session::effects::Announcement;
 use async_trait::async_trait;
 use std::time::Duration;
+
+/// How many pages of 100 messages [`Rest::reposts_made`] reads after the original message before it decides the
+/// reposts were not made: 5,000 messages, far more than a channel sees between a relay and its retry.
+pub const REPOST_SEARCH_PAGES: usize = 50;
 
 /// How a persona's repost looks.
 #[derive(Clone, Copy, Debug)]
@@ -27,17 +34,29 @@ pub trait Rest: Send + Sync + 'static {
     async fn announce(&self, channel: ChannelId, announcement: &Announcement) -> Result<MessageId, RestError>;
     /// Posts a plain line from the bot that pings nobody.
     async fn notice(&self, channel: ChannelId, text: &str) -> Result<(), RestError>;
-    /// Posts `text` as the persona through the channel's webhook; pings users at most.
-    async fn repost(&self, channel: ChannelId, voice: Voice<'_>, text: &str) -> Result<(), RestError>;
-    /// Whether the channel already shows a repost of `text` as `name`, made after message `after` (a repost
-    /// replayed from the outbox after a crash may have been made before it).
-    async fn find_repost(
+    /// Posts `text` as the persona through the channel's webhook, with what it `carries` (files, embeds); pings
+    /// users at most.
+    async fn repost(
+        &self,
+        channel: ChannelId,
+        voice: Voice<'_>,
+        text: &str,
+        carries: &Carried,
+    ) -> Result<(), RestError>;
+    /// The files (downloaded) and embeds of a message, for its repost. A 404 means the message is gone; a file
+    /// that cannot be carried over (too large, or its download refused) is [`RestError::Impossible`].
+    async fn carried(&self, channel: ChannelId, message: MessageId) -> Result<Carried, RestError>;
+    /// How many of `parts`, in order, the channel already shows as reposts as `name` made after message `after`:
+    /// a repost whose outcome was unknown (a time-out, a 5xx), or one replayed from the outbox after a crash, may
+    /// have been made already, and a webhook execute has no nonce. Reads every page after `after`, up to
+    /// [`REPOST_SEARCH_PAGES`] pages.
+    async fn reposts_made(
         &self,
         channel: ChannelId,
         after: MessageId,
         name: &str,
-        text: &str,
-    ) -> Result<bool, RestError>;
+        parts: &[String],
+    ) -> Result<usize, RestError>;
     async fn delete(&self, channel: ChannelId, message: MessageId) -> Result<(), RestError>;
     async fn react(&self, channel: ChannelId, message: MessageId, emoji: &str) -> Result<(), RestError>;
     /// Up to `limit` messages created after `after`, oldest first, without the bot's own and its reposts.
@@ -45,6 +64,29 @@ pub trait Rest: Send + Sync + 'static {
     async fn messages_after(&self, channel: ChannelId, after: MessageId, limit: u8) -> Result<Page, RestError>;
     /// The permissions relay mode needs (by name) that the bot lacks in `channel`.
     async fn relay_permissions_missing(&self, channel: ChannelId) -> Result<Vec<&'static str>, RestError>;
+}
+
+/// What a repost carries over from the agent's message besides its text.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Carried {
+    pub files: Vec<File>,
+    /// The message's own embeds ("rich"), as Discord gave them.
+    pub embeds: Vec<serde_json::Value>,
+}
+
+impl Carried {
+    pub fn is_empty(&self) -> bool {
+        self.files.is_empty() && self.embeds.is_empty()
+    }
+}
+
+/// A file of a message, downloaded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct File {
+    pub name: String,
+    pub content_type: Option<String>,
+    pub description: Option<String>,
+    pub bytes: Vec<u8>,
 }
 
 /// One page of a channel's history: the messages for the engine, and the newest id read (own messages included), from

@@ -2,12 +2,15 @@
 //! a time limit (serenity's client has none) and its failure as a [`RestError`].
 
 use super::RestError;
+use super::budget::RestBudget;
 use super::http::REST_TIMEOUT;
 use serenity::all as discord;
 use std::future::Future;
 
-/// Runs a serenity REST call with [`REST_TIMEOUT`], turning its failures into a [`RestError`].
-pub async fn call<T>(request: impl Future<Output = serenity::Result<T>>) -> Result<T, RestError> {
+/// Runs a serenity REST call within the bot's global budget and with [`REST_TIMEOUT`], turning its failures into a
+/// [`RestError`]. The request is made only once a token is taken: a future does nothing until awaited.
+pub async fn call<T>(budget: &RestBudget, request: impl Future<Output = serenity::Result<T>>) -> Result<T, RestError> {
+    budget.take().await;
     match tokio::time::timeout(REST_TIMEOUT, request).await {
         Ok(result) => result.map_err(|e| rest_error(&e)),
         Err(_) => Err(RestError::Timeout(REST_TIMEOUT)),

@@ -1,9 +1,10 @@
 //! The one webhook per channel that reposts go through, with the persona's name and avatar. It is found or made on
 //! first use, reused after that, and made again if someone deleted it. Threads use their parent's webhook.
 
+use super::form;
 use super::http::DiscordHttp;
 use super::serenity::call;
-use super::{RestError, Voice};
+use super::{Carried, RestError, Voice};
 use crate::core::ids::ChannelId;
 use crate::discord::access::Access;
 use crate::discord::identity::Identity;
@@ -34,15 +35,28 @@ impl Webhooks {
         Self { http, access, identity, hooks: Mutex::default(), routes: Mutex::default() }
     }
 
-    /// Posts `text` as the persona in `channel`; reposts ping users at most, never @everyone, @here or roles.
-    pub async fn repost(&self, channel: ChannelId, voice: Voice<'_>, text: &str) -> Result<(), RestError> {
+    /// Posts `text` as the persona in `channel`, with the files and embeds it `carries`; reposts ping users at
+    /// most, never @everyone, @here or roles.
+    pub async fn repost(
+        &self,
+        channel: ChannelId,
+        voice: Voice<'_>,
+        text: &str,
+        carries: &Carried,
+    ) -> Result<(), RestError> {
         let (owner, thread) = self.route(channel).await?;
-        let body = serde_json::json!({
+        let mut body = serde_json::json!({
             "content": text,
             "username": voice.name,
             "avatar_url": voice.avatar_url,
             "allowed_mentions": {"parse": ["users"]},
         });
+        if !carries.embeds.is_empty() {
+            body["embeds"] = serde_json::Value::Array(carries.embeds.clone());
+        }
+        if !carries.files.is_empty() {
+            body["attachments"] = form::describe(&carries.files);
+        }
         let slot = self.hooks.lock().expect("webhooks lock").entry(owner).or_default().clone();
         let mut known = slot.lock().await;
         for attempt in 0..2 {
@@ -51,7 +65,7 @@ impl Webhooks {
                 None => known.insert(self.find_or_create(owner).await?).clone(),
             };
             let token = hook.token.as_ref().map(|t| t.expose_secret().to_owned()).unwrap_or_default();
-            match self.http.execute_webhook(hook.id.get(), &token, thread.map(|t| t.0), &body).await {
+            match self.http.execute_webhook(hook.id.get(), &token, thread.map(|t| t.0), &body, &carries.files).await {
                 Ok(_) => return Ok(()),
                 // 404: someone deleted the webhook; make a new one and try once more.
                 Err(e) if attempt == 0 && e.status() == Some(404) => {
@@ -75,17 +89,26 @@ impl Webhooks {
         Ok(route)
     }
 
+    /// The bot's webhook in `channel`, found by its owner, or made. Before READY the bot does not know who it is,
+    /// so it could not tell its own webhook from another's and would make a second one: it waits instead
+    /// (`Unavailable` is transient, so the sender's retry policy waits and tries again).
     async fn find_or_create(&self, channel: ChannelId) -> Result<discord::Webhook, RestError> {
+        let me = self.identity.user().map(|u| discord::UserId::new(u.0)).ok_or_else(|| {
+            RestError::Unavailable("not connected yet: my webhook is found by my user id, known at READY".into())
+        })?;
         let http = self.access.http()?.as_ref();
-        let me = self.identity.user().map(|u| discord::UserId::new(u.0));
         let id = discord::ChannelId::new(channel.0);
-        let existing = call(http.get_channel_webhooks(id)).await?;
+        let existing = call(self.access.budget(), http.get_channel_webhooks(id)).await?;
         let mine = existing.into_iter().find(|hook| {
-            hook.token.is_some() && hook.name.as_deref() == Some(WEBHOOK_NAME) && hook.user.as_ref().map(|u| u.id) == me
+            hook.token.is_some()
+                && hook.name.as_deref() == Some(WEBHOOK_NAME)
+                && hook.user.as_ref().map(|u| u.id) == Some(me)
         });
         let hook = match mine {
             Some(hook) => hook,
-            None => call(id.create_webhook(http, discord::CreateWebhook::new(WEBHOOK_NAME))).await?,
+            None => {
+                call(self.access.budget(), id.create_webhook(http, discord::CreateWebhook::new(WEBHOOK_NAME))).await?
+            }
         };
         self.identity.add_webhook(hook.id.get());
         Ok(hook)

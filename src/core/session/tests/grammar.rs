@@ -47,7 +47,7 @@ fn complete_is_turn_complete_as_before() {
 fn pass_ends_the_turn_and_shows_nothing() {
     let mut f = grammar();
     let t = f.say(PM, "Nothing from me. PASS", 1_000);
-    assert_eq!(t.effects[0], Effect::Relay { message_id: f.last_id, persona: id("pm"), text: None });
+    assert_eq!(t.effects[0], Effect::Relay { message_id: f.last_id, persona: id("pm"), text: None, has_files: false });
     assert!(matches!(only_event(&t, "passed"), EventKind::Passed { next_agent, .. } if next_agent == id("dev")));
     assert_eq!(texts(&t)[0], "⏭️ pm passes.");
     assert_eq!(f.active(), "dev");
@@ -61,7 +61,12 @@ fn handoff_gives_the_floor_to_the_persona_named_in_the_payload() {
     assert_eq!(f.session.round, 1, "critic comes after pm in the roster: same round");
     assert_eq!(
         t.effects[0],
-        Effect::Relay { message_id: f.last_id, persona: id("pm"), text: Some("Over to the critic.".into()) }
+        Effect::Relay {
+            message_id: f.last_id,
+            persona: id("pm"),
+            text: Some("Over to the critic.".into()),
+            has_files: false
+        }
     );
     assert_eq!(texts(&t)[0], "🤝 pm hands the floor to critic.");
     assert_eq!(announcements(&t)[1].mention, Some(CRITIC), "the new holder is mentioned");
@@ -105,7 +110,8 @@ fn route_moves_the_task_and_the_floor_and_status_lists_it() {
         Effect::Relay {
             message_id: f.last_id,
             persona: id("pm"),
-            text: Some("Files Modified:\n- src/a.rs: fix".into())
+            text: Some("Files Modified:\n- src/a.rs: fix".into()),
+            has_files: false
         }
     );
     assert_eq!(texts(&t)[0], "📋 Task task-7: review. Over to critic.");
@@ -196,7 +202,12 @@ fn record_only_records_and_the_turn_goes_on() {
     assert_eq!(f.active(), "pm");
     assert_eq!(
         t.effects,
-        [Effect::Relay { message_id: f.last_id, persona: id("pm"), text: Some("Still going.".into()) }]
+        [Effect::Relay {
+            message_id: f.last_id,
+            persona: id("pm"),
+            text: Some("Still going.".into()),
+            has_files: false
+        }]
     );
 }
 
@@ -224,7 +235,12 @@ fn the_highest_priority_wins_and_every_matched_signal_is_stripped() {
     assert!(!t.events.iter().any(|e| e.kind.name() == "routed"));
     assert_eq!(
         t.effects[0],
-        Effect::Relay { message_id: f.last_id, persona: id("pm"), text: Some("Details follow.".into()) }
+        Effect::Relay {
+            message_id: f.last_id,
+            persona: id("pm"),
+            text: Some("Details follow.".into()),
+            has_files: false
+        }
     );
 }
 
@@ -242,7 +258,10 @@ fn ties_go_to_the_rule_listed_first() {
 fn invisible_characters_around_the_keyword_still_end_the_turn() {
     let mut f = Fixture::new();
     let t = f.say(PM, "Done.\u{200B}TURN_COMPLETE\u{200F}\u{FEFF}", 1_000);
-    assert_eq!(t.effects[0], Effect::Relay { message_id: f.last_id, persona: id("pm"), text: Some("Done.".into()) });
+    assert_eq!(
+        t.effects[0],
+        Effect::Relay { message_id: f.last_id, persona: id("pm"), text: Some("Done.".into()), has_files: false }
+    );
     assert_eq!(f.active(), "dev");
     let t = f.say(DEV, "Ok \u{2060}TURN_COMPLETE\u{200E}", 2_000);
     assert_eq!(event_names(&t), ["turn_complete"]);
@@ -485,7 +504,12 @@ fn a_rule_that_does_not_strip_leaves_the_message_as_posted() {
     let t = f.say(PM, "NOTE: still here\nDone. TURN_COMPLETE", 2_000);
     assert_eq!(
         t.effects[0],
-        Effect::Relay { message_id: f.last_id, persona: id("pm"), text: Some("NOTE: still here\nDone.".into()) }
+        Effect::Relay {
+            message_id: f.last_id,
+            persona: id("pm"),
+            text: Some("NOTE: still here\nDone.".into()),
+            has_files: false
+        }
     );
 }
 

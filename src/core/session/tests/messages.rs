@@ -56,7 +56,10 @@ fn signal_from_the_floor_holder_is_stripped_and_the_turn_advances() {
     let mut f = Fixture::new();
     let t = f.say(PM, "Here's my response.\n\nTURN_COMPLETE", 5_000);
     let message_id = f.last_id;
-    assert_eq!(t.effects[0], Effect::Relay { message_id, persona: id("pm"), text: Some("Here's my response.".into()) });
+    assert_eq!(
+        t.effects[0],
+        Effect::Relay { message_id, persona: id("pm"), text: Some("Here's my response.".into()), has_files: false }
+    );
     assert_eq!(texts(&t), ["🎙️ <@102> (dev) has the floor: 120s. End your message with TURN_COMPLETE."]);
     assert_eq!(announcements(&t)[0].mention, Some(DEV));
     assert_eq!(f.active(), "dev");
@@ -85,7 +88,7 @@ fn message_without_signal_is_left_as_posted_and_the_turn_goes_on() {
 fn signal_alone_shows_nothing_and_still_advances() {
     let mut f = Fixture::new();
     let t = f.say(PM, "TURN_COMPLETE", 1_000);
-    assert_eq!(t.effects[0], Effect::Relay { message_id: f.last_id, persona: id("pm"), text: None });
+    assert_eq!(t.effects[0], Effect::Relay { message_id: f.last_id, persona: id("pm"), text: None, has_files: false });
     assert_eq!(f.active(), "dev");
 }
 
@@ -156,7 +159,12 @@ fn late_signal_after_a_timeout_is_shown_without_advancing() {
     let t = f.say(PM, "Sorry, here it is. TURN_COMPLETE", 95_000);
     assert_eq!(
         t.effects,
-        [Effect::Relay { message_id: f.last_id, persona: id("pm"), text: Some("Sorry, here it is.".into()) }]
+        [Effect::Relay {
+            message_id: f.last_id,
+            persona: id("pm"),
+            text: Some("Sorry, here it is.".into()),
+            has_files: false
+        }]
     );
     assert_eq!(event_names(&t), ["late_signal"]);
     assert_eq!(f.active(), "dev", "a late signal does not advance");
@@ -226,7 +234,12 @@ fn a_streamed_message_whose_last_edit_adds_the_signal_ends_the_turn_once() {
     let t = f.deliver(&message, 3_000);
     assert_eq!(
         t.effects[0],
-        Effect::Relay { message_id: message.id, persona: id("pm"), text: Some("Draft, final.".into()) }
+        Effect::Relay {
+            message_id: message.id,
+            persona: id("pm"),
+            text: Some("Draft, final.".into()),
+            has_files: false
+        }
     );
     assert_eq!(f.active(), "dev");
     assert_eq!(f.deliver(&message, 4_000), Transition::default(), "the same message cannot end a second turn");

@@ -98,12 +98,28 @@ impl Fixture {
     /// A new message from `author`, written `ms` after the start.
     fn message(&mut self, author: UserId, text: &str, ms: i64) -> IncomingMessage {
         let id = self.mint(ms);
-        IncomingMessage { id, author, text: text.into(), edited: false, written_at: id.created_at(), edited_at: None }
+        IncomingMessage {
+            id,
+            author,
+            text: text.into(),
+            edited: false,
+            written_at: id.created_at(),
+            edited_at: None,
+            has_files: false,
+        }
     }
 
     /// An edit of message `id` made `ms` after the start.
     fn edit(id: MessageId, author: UserId, text: &str, ms: i64) -> IncomingMessage {
-        IncomingMessage { id, author, text: text.into(), edited: true, written_at: Self::at(ms), edited_at: None }
+        IncomingMessage {
+            id,
+            author,
+            text: text.into(),
+            edited: true,
+            written_at: Self::at(ms),
+            edited_at: None,
+            has_files: false,
+        }
     }
 
     /// A new message from `author`, written and handled `ms` after the start.

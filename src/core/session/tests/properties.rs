@@ -212,6 +212,7 @@ fn random_session(steps: Vec<Step>, config: Config, texts: &[&str]) -> Result<()
                     edited: false,
                     written_at: id.created_at(),
                     edited_at: None,
+                    has_files: false,
                 };
                 run.said.push(message.clone());
                 run.deliver(&message, ctx)?

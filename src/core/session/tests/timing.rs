@@ -110,6 +110,7 @@ fn commands_are_not_deduplicated_in_the_core_and_do_not_claim_their_message_id()
         edited: false,
         written_at: Fixture::at(1_000),
         edited_at: None,
+        has_files: false,
     };
     assert!(f.deliver(&typed, 1_002).changed);
 }
@@ -197,9 +198,12 @@ fn an_older_signal_of_a_completed_turn_is_shown_stripped_without_advancing() {
         f.say(PM, "Second answer. TURN_COMPLETE", 2_000);
         let t = f.deliver(&earlier, 2_010);
         let shown = match mode {
-            DisplayMode::Relay => {
-                Effect::Relay { message_id: earlier.id, persona: id("pm"), text: Some("First answer.".into()) }
-            }
+            DisplayMode::Relay => Effect::Relay {
+                message_id: earlier.id,
+                persona: id("pm"),
+                text: Some("First answer.".into()),
+                has_files: false,
+            },
             DisplayMode::Observe => Effect::React { message_id: earlier.id, emoji: "✅".into() },
         };
         assert_eq!(t.effects, [shown]);
@@ -222,7 +226,12 @@ fn skip_handled_before_a_signal_written_earlier_leaves_the_signal_in_its_past_tu
         let t = f.say_written(PM, "Here it is. TURN_COMPLETE", 4_000, 6_000);
         assert_eq!(
             t.effects,
-            [Effect::Relay { message_id: f.last_id, persona: id("pm"), text: Some("Here it is.".into()) }]
+            [Effect::Relay {
+                message_id: f.last_id,
+                persona: id("pm"),
+                text: Some("Here it is.".into()),
+                has_files: false
+            }]
         );
         assert!(t.events.is_empty(), "no out_of_turn");
         assert_eq!((f.active(), f.session.round), ("dev", 1), "no advance");

@@ -1,0 +1,222 @@
+//! The sender on tokio's paused clock, against a fake channel that can fail a call after carrying it out (a
+//! webhook execute that posted but answered a time-out or a 5xx): reposts are made once and in order, whatever the
+//! answers and whatever was made before a crash.
+
+use super::super::clock::Clock;
+use super::super::rest::{Carried, File, Page, Rest, RestError, Voice};
+use super::{Outcome, Report, Sender, Tools};
+use crate::core::ids::{ChannelId, MessageId, PersonaId};
+use crate::core::persona::PersonaCatalog;
+use crate::core::session::effects::{Announcement, Effect, Queued, split_message};
+use async_trait::async_trait;
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+const CHANNEL: ChannelId = ChannelId(42);
+const ORIGINAL: MessageId = MessageId(1 << 40);
+
+/// How the fake answers a repost.
+enum Answer {
+    /// Refused before anything was posted.
+    Fail(RestError),
+    /// Posted, but the answer was lost or an error.
+    MadeThenFail(RestError),
+}
+
+/// One channel: the reposts it shows, in order, and what was deleted. Unexpected calls fail the test.
+#[derive(Default)]
+struct FakeChannel {
+    reposts: Mutex<Vec<(String, String)>>,
+    /// The files each repost carried, by name.
+    files: Mutex<Vec<Vec<String>>>,
+    /// What the original carries, or why it cannot be carried.
+    carries: Mutex<Option<Result<Carried, RestError>>>,
+    deleted: Mutex<Vec<MessageId>>,
+    answers: Mutex<VecDeque<Answer>>,
+}
+
+#[async_trait]
+impl Rest for FakeChannel {
+    async fn announce(&self, _: ChannelId, _: &Announcement) -> Result<MessageId, RestError> {
+        panic!("no announcement expected")
+    }
+
+    async fn notice(&self, _: ChannelId, _: &str) -> Result<(), RestError> {
+        panic!("no notice expected")
+    }
+
+    async fn repost(&self, _: ChannelId, voice: Voice<'_>, text: &str, carries: &Carried) -> Result<(), RestError> {
+        let answer = self.answers.lock().unwrap().pop_front();
+        if !matches!(answer, Some(Answer::Fail(_))) {
+            self.reposts.lock().unwrap().push((voice.name.to_owned(), text.to_owned()));
+            self.files.lock().unwrap().push(carries.files.iter().map(|f| f.name.clone()).collect());
+        }
+        match answer {
+            None => Ok(()),
+            Some(Answer::Fail(e) | Answer::MadeThenFail(e)) => Err(e),
+        }
+    }
+
+    async fn reposts_made(
+        &self,
+        _: ChannelId,
+        _after: MessageId,
+        name: &str,
+        parts: &[String],
+    ) -> Result<usize, RestError> {
+        let mut found = 0;
+        for (by, text) in self.reposts.lock().unwrap().iter() {
+            if parts.get(found).is_some_and(|p| by == name && p == text) {
+                found += 1;
+            }
+        }
+        Ok(found)
+    }
+
+    async fn carried(&self, _: ChannelId, _: MessageId) -> Result<Carried, RestError> {
+        self.carries.lock().unwrap().clone().expect("carried only asked for a message with files")
+    }
+
+    async fn delete(&self, _: ChannelId, message: MessageId) -> Result<(), RestError> {
+        self.deleted.lock().unwrap().push(message);
+        Ok(())
+    }
+
+    async fn react(&self, _: ChannelId, _: MessageId, _: &str) -> Result<(), RestError> {
+        panic!("no reaction expected")
+    }
+
+    async fn messages_after(&self, _: ChannelId, _: MessageId, _: u8) -> Result<Page, RestError> {
+        panic!("no history read expected")
+    }
+
+    async fn relay_permissions_missing(&self, _: ChannelId) -> Result<Vec<&'static str>, RestError> {
+        Ok(Vec::new())
+    }
+}
+
+/// Carries out one relay of `text` (replayed from the outbox, or not) and answers its report.
+async fn relay(channel: &Arc<FakeChannel>, text: &str, replay: bool) -> Report {
+    relay_with(channel, Some(text), false, replay).await
+}
+
+async fn relay_with(channel: &Arc<FakeChannel>, text: Option<&str>, has_files: bool, replay: bool) -> Report {
+    let reports = Arc::new(Mutex::new(Vec::new()));
+    let sink = reports.clone();
+    let sender = Sender::spawn(Tools {
+        channel: CHANNEL,
+        rest: channel.clone(),
+        personas: Arc::new(PersonaCatalog::new(Vec::new())),
+        clock: Clock::starting_at("2026-05-01T12:00:00Z".parse().unwrap()),
+        reports: Box::new(move |report| sink.lock().unwrap().push(report)),
+    });
+    let effect = Effect::Relay {
+        message_id: ORIGINAL,
+        persona: PersonaId::parse("pm").unwrap(),
+        text: text.map(str::to_owned),
+        has_files,
+    };
+    sender.effects([Queued { id: 1, effect }], replay);
+    sender.flush().await;
+    let mut reports = reports.lock().unwrap();
+    assert_eq!(reports.len(), 1);
+    reports.remove(0)
+}
+
+fn texts(channel: &FakeChannel) -> Vec<String> {
+    channel.reposts.lock().unwrap().iter().map(|(_, text)| text.clone()).collect()
+}
+
+fn server_error() -> RestError {
+    RestError::Status { status: 502, message: "Bad Gateway".into(), retry_after: None }
+}
+
+/// A text of `n` parts of about 1,500 characters each.
+fn long_text(n: usize) -> String {
+    (0..n).map(|i| format!("part {i}: {}", "y".repeat(1500))).collect::<Vec<_>>().join("\n")
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_repost_made_but_answered_with_a_timeout_or_a_server_error_is_not_made_again() {
+    for error in [RestError::Timeout(Duration::from_secs(10)), server_error(), RestError::Transport("reset".into())] {
+        let channel = Arc::new(FakeChannel::default());
+        channel.answers.lock().unwrap().push_back(Answer::MadeThenFail(error.clone()));
+        let report = relay(&channel, "Here it is.", false).await;
+        assert!(matches!(report.outcome, Outcome::Done { .. }), "{error}: {report:?}");
+        assert_eq!(texts(&channel), ["Here it is."], "{error}: one repost");
+        assert_eq!(*channel.deleted.lock().unwrap(), [ORIGINAL]);
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_repost_refused_before_it_was_made_is_retried_and_made_once() {
+    let channel = Arc::new(FakeChannel::default());
+    let limited = RestError::Status { status: 429, message: String::new(), retry_after: Some(Duration::from_secs(2)) };
+    channel.answers.lock().unwrap().extend([Answer::Fail(server_error()), Answer::Fail(limited)]);
+    let report = relay(&channel, "Here it is.", false).await;
+    assert!(matches!(report.outcome, Outcome::Done { .. }), "{report:?}");
+    assert_eq!(texts(&channel), ["Here it is."]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_split_relay_replayed_after_a_crash_posts_only_the_missing_parts_in_order() {
+    let text = long_text(3);
+    let parts = split_message(&text);
+    assert_eq!(parts.len(), 3, "precondition: three parts");
+    // The crash came after the first part was posted.
+    let channel = Arc::new(FakeChannel::default());
+    channel.reposts.lock().unwrap().push(("pm".into(), parts[0].clone()));
+    relay(&channel, &text, true).await;
+    assert_eq!(texts(&channel), parts, "every part once, in order");
+    // Replayed again once all of them were made: nothing more is posted.
+    relay(&channel, &text, true).await;
+    assert_eq!(texts(&channel), parts);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_middle_part_made_but_answered_with_an_error_is_not_made_again() {
+    let text = long_text(3);
+    let parts = split_message(&text);
+    let channel = Arc::new(FakeChannel::default());
+    channel.answers.lock().unwrap().extend([Answer::Fail(server_error()), Answer::MadeThenFail(server_error())]);
+    // The first part's first attempt is refused; its second is made but answered 502.
+    relay(&channel, &text, false).await;
+    assert_eq!(texts(&channel), parts);
+}
+
+fn log_file() -> Carried {
+    let file = File { name: "log.txt".into(), content_type: None, description: None, bytes: b"ok".to_vec() };
+    Carried { files: vec![file], embeds: Vec::new() }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_message_with_files_is_reposted_with_them_on_its_last_part_then_deleted() {
+    let text = long_text(2);
+    let channel = Arc::new(FakeChannel::default());
+    *channel.carries.lock().unwrap() = Some(Ok(log_file()));
+    relay_with(&channel, Some(&text), true, false).await;
+    assert_eq!(texts(&channel), split_message(&text));
+    assert_eq!(*channel.files.lock().unwrap(), [vec![], vec!["log.txt".to_owned()]], "below the whole text");
+    assert_eq!(*channel.deleted.lock().unwrap(), [ORIGINAL]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_message_whose_only_text_was_the_signal_is_reposted_with_its_files() {
+    let channel = Arc::new(FakeChannel::default());
+    *channel.carries.lock().unwrap() = Some(Ok(log_file()));
+    relay_with(&channel, None, true, false).await;
+    assert_eq!(texts(&channel), [""]);
+    assert_eq!(*channel.files.lock().unwrap(), [vec!["log.txt".to_owned()]]);
+    assert_eq!(*channel.deleted.lock().unwrap(), [ORIGINAL]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn files_that_cannot_be_carried_over_leave_the_original_in_place_and_fail_the_relay() {
+    let channel = Arc::new(FakeChannel::default());
+    *channel.carries.lock().unwrap() = Some(Err(RestError::Impossible("its files take 30 MiB".into())));
+    let report = relay_with(&channel, Some("Here it is."), true, false).await;
+    assert_eq!(report.outcome, Outcome::GaveUp, "recorded in history as a failed effect");
+    assert!(texts(&channel).is_empty(), "nothing reposted");
+    assert!(channel.deleted.lock().unwrap().is_empty(), "the original, files and all, stays");
+}

@@ -1,0 +1,143 @@
+//! End to end, relay mode's reposts against the local server: found again however busy the channel got, and
+//! carrying the agent's files and embeds.
+
+mod common;
+
+use common::{Scene, personas};
+use local_discord::messages::Draft;
+use local_discord::world::{Attachment, Author, Message};
+use std::sync::Arc;
+use turn_manager::core::ids::{ChannelId, MessageId};
+use turn_manager::demo::stage::Stage;
+use turn_manager::discord::access::Access;
+use turn_manager::discord::identity::Identity;
+use turn_manager::discord::rest::Rest;
+use turn_manager::discord::rest::budget::RestBudget;
+use turn_manager::discord::rest::discord::DiscordRest;
+use turn_manager::discord::rest::http::DiscordHttp;
+
+/// The bot's REST seam on the stage, without a gateway connection (history reads need none).
+fn rest_of(stage: &Stage) -> DiscordRest {
+    let identity = Arc::new(Identity::default());
+    let budget = Arc::new(RestBudget::new(45));
+    let http = DiscordHttp::new(&stage.bot_token, Some(&stage.server.base_url()), budget.clone());
+    DiscordRest::new(Arc::new(http), Arc::new(Access::new(identity.clone(), Vec::new(), budget)), identity)
+}
+
+/// A message posted through a webhook as `name`.
+fn webhook_says(stage: &Stage, name: &str, text: &str) -> u64 {
+    let author = Author::Webhook { webhook_id: 77, name: name.into(), avatar_url: None };
+    stage
+        .server
+        .with(|w| w.create_message(stage.channel, author, Draft { content: text, ..Draft::default() }).ok())
+        .expect("posted")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_repost_is_found_after_more_than_a_page_of_messages_in_a_busy_channel() {
+    let stage = Stage::new(&personas([60, 60, 60])).await.expect("local server");
+    let original = stage.server.post(stage.channel, stage.user_of("pm"), "Part one. Part two. TURN_COMPLETE");
+    for i in 0..150 {
+        stage.operator_says(&format!("chatter {i}"));
+    }
+    webhook_says(&stage, "PM", "Part one.");
+    for i in 0..120 {
+        stage.operator_says(&format!("more chatter {i}"));
+    }
+    webhook_says(&stage, "PM", "Part two.");
+    let rest = rest_of(&stage);
+    let (channel, after) = (ChannelId(stage.channel), MessageId(original));
+    let parts = ["Part one.".to_owned(), "Part two.".to_owned(), "Part three.".to_owned()];
+    assert_eq!(rest.reposts_made(channel, after, "PM", &parts[..1]).await.unwrap(), 1, "past 150 messages");
+    assert_eq!(rest.reposts_made(channel, after, "PM", &parts).await.unwrap(), 2, "two of three, to the end");
+    assert_eq!(rest.reposts_made(channel, after, "Developer", &parts).await.unwrap(), 0, "another persona's name");
+}
+
+/// An agent's message with a file (and an embed of its own), posted as it would be through Discord.
+fn post_with_file(scene: &Scene, persona: &str, text: &str, name: &str, bytes: &[u8]) -> u64 {
+    let stage = &scene.stage;
+    let attachment = stage.server.with(|w| {
+        let id = w.snowflake();
+        w.files.insert(id, bytes.to_vec());
+        Attachment {
+            id,
+            filename: name.into(),
+            content_type: Some("text/plain".into()),
+            description: None,
+            size: bytes.len(),
+        }
+    });
+    let embed = serde_json::json!({"type": "rich", "title": "Build report", "description": "all green"});
+    let draft = Draft { content: text, embeds: vec![embed], attachments: vec![attachment], ..Draft::default() };
+    stage.server.post_draft(stage.channel, scene.user(persona), draft)
+}
+
+/// The messages of the scene's channel still showing.
+fn showing(scene: &Scene) -> Vec<Message> {
+    let channel = scene.stage.channel;
+    scene
+        .stage
+        .server
+        .with(|w| w.messages.values().filter(|m| m.channel_id == channel && !m.deleted).cloned().collect())
+}
+
+fn bytes_of(scene: &Scene, attachment: &Attachment) -> Vec<u8> {
+    scene.stage.server.with(|w| w.files[&attachment.id].clone())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_signal_message_with_a_file_and_an_embed_is_reposted_with_the_same_bytes_and_no_signal() {
+    let scene = Scene::started().await;
+    let bytes: Vec<u8> = (0..=255u8).cycle().take(70_000).collect();
+    let signal = post_with_file(&scene, "pm", "Here is the log. TURN_COMPLETE", "build.log", &bytes);
+    scene.until("dev's floor", |v| v.iter().any(|m| common::is_floor(m, "dev")).then_some(())).await;
+    scene.handled(signal).await;
+
+    let showing = showing(&scene);
+    assert!(!showing.iter().any(|m| m.id == signal), "the original is deleted");
+    let bot = scene.stage.bot_user;
+    let agents = showing.iter().filter(|m| !matches!(m.author, Author::User(u) if u == bot));
+    assert!(!agents.into_iter().any(|m| m.content.contains("TURN_COMPLETE")), "no signal left showing");
+    let repost = showing
+        .iter()
+        .find(|m| matches!(&m.author, Author::Webhook { name, .. } if name == "PM"))
+        .expect("a repost as pm");
+    assert_eq!(repost.content, "Here is the log.");
+    assert_eq!(repost.attachments.len(), 1, "the file carried over");
+    assert_eq!(repost.attachments[0].filename, "build.log");
+    assert_eq!(bytes_of(&scene, &repost.attachments[0]), bytes, "byte for byte");
+    assert_eq!(repost.embeds.len(), 1, "the embed carried over");
+    assert_eq!(repost.embeds[0]["title"], "Build report");
+    scene.assert_invariants().await;
+}
+
+/// Before READY the bot does not know who it is, so it cannot tell its own webhook from another: it must not make a
+/// second one, but wait (a transient error, which the sender's retry policy waits out).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn before_ready_a_repost_waits_for_the_bots_identity_instead_of_making_another_webhook() {
+    use serenity::all as discord;
+    use turn_manager::discord::rest::webhooks::Webhooks;
+    use turn_manager::discord::rest::{Carried, RestError, Voice};
+
+    let stage = Stage::new(&personas([60, 60, 60])).await.expect("local server");
+    let base = stage.server.base_url();
+    let serenity = discord::HttpBuilder::new(&stage.bot_token).proxy(&base).ratelimiter_disabled(true).build();
+    let identity = Arc::new(Identity::default());
+    let budget = Arc::new(RestBudget::new(45));
+    let access = Arc::new(Access::new(identity.clone(), Vec::new(), budget.clone()));
+    access.connect(Arc::new(serenity), Arc::new(discord::Cache::new()));
+    let http = Arc::new(DiscordHttp::new(&stage.bot_token, Some(&base), budget));
+    let webhooks = Webhooks::new(http, access, identity.clone());
+    let hooks = || stage.server.with(|w| w.webhooks.len());
+    let voice = Voice { name: "PM", avatar_url: None };
+    let channel = ChannelId(stage.channel);
+
+    let early = webhooks.repost(channel, voice, "too early", &Carried::default()).await;
+    assert!(matches!(early, Err(RestError::Unavailable(_))), "{early:?}");
+    assert!(early.unwrap_err().is_transient(), "retried by the sender");
+    assert_eq!(hooks(), 0, "no webhook made blind");
+
+    identity.set_user(turn_manager::core::ids::UserId(stage.bot_user));
+    webhooks.repost(channel, voice, "after READY", &Carried::default()).await.expect("reposted");
+    assert_eq!(hooks(), 1);
+}
