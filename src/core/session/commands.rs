@@ -111,10 +111,11 @@ impl Session {
                 let paused_at = self.paused_at.take().unwrap_or(now);
                 let remaining_ms = self.paused_remaining_ms.take().unwrap_or(0);
                 self.status = SessionStatus::Running;
-                if self.turn_announced {
+                if self.turn_announced && !self.awaiting_floor_announcement() {
                     self.turn_paused_ms += (now - paused_at).num_milliseconds();
                 } else {
-                    // The turn began during the pause: it really begins now.
+                    // The turn began during the pause, or its announcement is still on its way (its time was kept
+                    // whole at the pause): it begins now, and moves again to when Discord accepts the announcement.
                     self.turn_started_at = Some(now);
                     self.turn_paused_ms = 0;
                 }

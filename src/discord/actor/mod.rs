@@ -322,13 +322,17 @@ impl Actor {
     /// (a 403 on relaying or deleting) switches the channel to observe mode with one notice, instead of failing
     /// every turn. An announcement refused with 404 or 403 means the channel is gone or closed to the bot.
     async fn on_sent(&mut self, report: Report) {
-        let (now, ctx) = (self.env.clock.now(), self.env.context());
         let queued = self.session.outbox.iter().find(|q| q.id == report.id);
         let relaying = queued.is_some_and(|q| matches!(q.effect, Effect::Relay { .. } | Effect::Delete { .. }));
         let unreachable = match (queued, &report.outcome) {
             (Some(q), Outcome::Refused { status }) => Unreachable::from_refusal(&q.effect, *status),
             _ => None,
         };
+        if let Some(why) = unreachable {
+            // First, while the refused announcement still marks the turn as not begun: a pause keeps its whole time.
+            self.on_unreachable(why).await;
+        }
+        let (now, ctx) = (self.env.clock.now(), self.env.context());
         let t = match report.outcome {
             Outcome::Done { at } => self.session.effect_done(report.id, at),
             Outcome::Refused { status } => self.session.effect_failed(report.id, Some(status), now, ctx),
@@ -341,9 +345,6 @@ impl Actor {
         {
             let missing = self.env.rest.relay_permissions_missing(self.channel).await.unwrap_or_default();
             self.apply_display_mode(Some((DisplayMode::Observe, Some(lost_permission_notice(&missing))))).await;
-        }
-        if let Some(why) = unreachable {
-            self.on_unreachable(why).await;
         }
     }
 

@@ -1216,3 +1216,19 @@ async fn a_session_started_again_after_its_actor_retired_is_announced() {
     assert_eq!(h.floors(A, "pm"), 2, "{:#?}", h.journal.of(A));
     assert!(h.session(A).await.outbox.is_empty());
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_floor_announcement_refused_with_403_after_a_while_pauses_with_the_whole_turn_left() {
+    let h = Harness::new();
+    h.start(A).await;
+    h.settle(A).await;
+    // dev's floor announcement takes 30 s, then is refused: dev was never told, so none of its time is gone.
+    *h.rest.announce_delay.lock().unwrap() = Duration::from_secs(30);
+    h.rest.fail(A, "announce", vec![status(403)]);
+    h.deliver(A, &h.written(PM, "Done. TURN_COMPLETE", 1_000));
+    h.settle(A).await;
+    let session = h.session(A).await;
+    assert_eq!(session.status, crate::core::session::SessionStatus::Paused);
+    assert_eq!(session.active_agent.as_ref().map(|a| a.as_str()), Some("dev"));
+    assert_eq!(session.paused_remaining_ms, Some(i64::from(TURN_SECONDS) * 1000));
+}

@@ -363,3 +363,15 @@ fn a_pause_while_the_floor_announcement_is_on_its_way_keeps_the_whole_turn() {
     f.command(Command::Pause, 130_000).unwrap();
     assert_eq!(f.session.paused_remaining_ms, Some(120_000), "dev was never told: none of its time is gone");
 }
+
+#[test]
+fn a_resume_while_the_floor_announcement_is_on_its_way_starts_the_turn_when_it_is_accepted() {
+    let mut f = Fixture::new();
+    f.held = true;
+    f.say(PM, "Done. TURN_COMPLETE", 1_000);
+    f.command(Command::Pause, 5_000).unwrap();
+    f.command(Command::Resume, 300_000).unwrap();
+    // Discord accepts dev's announcement (and the pause and resume lines) at 301 s: dev's 120 s begin then.
+    f.accept(301_000);
+    assert_eq!(f.session.next_deadline(), Some(Fixture::at(421_000)), "not extended by the pause as well");
+}
