@@ -205,7 +205,6 @@ async fn change(ctx: Ctx<'_>, command: Command) -> Result<(), Error> {
     match in_time(ctx, true, run(ctx, command)).await? {
         // The announcement in the channel is the answer; a slash command still needs a reply of its own.
         Ok(()) if matches!(ctx, poise::Context::Application(_)) => {
-            ctx.data().access.budget().take().await;
             ctx.send(poise::CreateReply::default().content("Done.").ephemeral(true)).await?;
             Ok(())
         }
@@ -268,9 +267,18 @@ async fn authorize(ctx: Ctx<'_>, changing: bool) -> Result<(), String> {
 }
 
 async fn reply(ctx: Ctx<'_>, text: &str) -> Result<(), Error> {
-    ctx.data().access.budget().take().await;
+    spend_for_reply(ctx).await;
     ctx.say(text).await?;
     Ok(())
+}
+
+/// A prefix command's reply is a message like any other, so it waits for the global REST budget. A slash command's
+/// answer is an interaction callback, which Discord does not count against that budget, and which must come within
+/// 3 s: it does not wait behind a backlog.
+async fn spend_for_reply(ctx: Ctx<'_>) {
+    if matches!(ctx, poise::Context::Prefix(_)) {
+        ctx.data().access.budget().take().await;
+    }
 }
 
 /// Persona ids as typed: separated by spaces or commas.

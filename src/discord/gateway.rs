@@ -103,5 +103,5 @@ fn channels_of(guild: &discord::Guild) -> impl Iterator<Item = ChannelId> + '_ {
 /// Whether a message carries what a repost must carry over: files, or embeds of its own ("rich"; link previews are
 /// made again from the reposted text).
 fn carries_files(attachments: &[discord::Attachment], embeds: &[discord::Embed]) -> bool {
-    !attachments.is_empty() || embeds.iter().any(|e| e.kind.as_deref().is_none_or(|kind| kind == "rich"))
+    !attachments.is_empty() || embeds.iter().any(|e| super::rest::is_own_embed(e.kind.as_deref()))
 }

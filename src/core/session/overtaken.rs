@@ -5,7 +5,7 @@
 //! messages written after it are judged again, in turn, oldest first; one that was removed is reposted.
 
 use super::effects::Effect;
-use super::{Context, IncomingMessage, REORDER_WINDOW, Session, SessionStatus, Transition};
+use super::{Context, DisplayMode, IncomingMessage, REORDER_WINDOW, Session, SessionStatus, Transition};
 use crate::core::ids::{MessageId, PersonaId};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -69,14 +69,22 @@ impl Session {
                 edited: false,
                 written_at: note.message_id.created_at(),
                 edited_at: None,
-                has_files: note.has_files,
+                // A deleted message's files are gone: a relay cannot carry them over.
+                has_files: note.has_files && !note.removed,
             };
             let detected = ctx.config.signals.detect(&message.text, &holder);
-            if note.removed && detected.is_none() {
-                // Deleted as out of turn, but it was said in turn: it is shown again, as the persona.
-                let text = Some(message.text.clone());
-                let has_files = message.has_files;
-                t.effects.push(Effect::Relay { message_id: message.id, persona: holder.clone(), text, has_files });
+            if note.removed && detected.is_none() && self.display_mode == DisplayMode::Relay {
+                // Deleted as out of turn, but it was said in turn: its text is shown again, as the persona (its
+                // files went with the deletion).
+                let text = Some(message.text.clone()).filter(|text| !text.trim().is_empty());
+                if text.is_some() {
+                    t.effects.push(Effect::Relay {
+                        message_id: message.id,
+                        persona: holder.clone(),
+                        text,
+                        has_files: false,
+                    });
+                }
             }
             self.judge_in_turn(&message, &holder, detected, message.written_at, now, ctx, t);
         }

@@ -72,7 +72,7 @@ impl RecentIds {
         let newest = self.ids.last().copied().max(floor).max(newest_handled)?;
         let window_start = MessageId(MessageId::first_at(newest.created_at() - REORDER_WINDOW).0.saturating_sub(1));
         let forgotten = (self.ids.len() >= Self::CAPACITY)
-            .then(|| self.ids.first().map(|oldest| MessageId(oldest.0 - 1)))
+            .then(|| self.ids.first().map(|oldest| MessageId(oldest.0.saturating_sub(1))))
             .flatten();
         floor.max(Some(window_start)).max(forgotten)
     }

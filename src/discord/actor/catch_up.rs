@@ -9,7 +9,7 @@
 //! refusal for good (Read Message History missing, the channel gone) ends the catch-up early, with one warning, so
 //! that the channel does not wait forever.
 
-use super::{Env, Input};
+use super::{Env, Input, MissedPage};
 use crate::core::ids::{ChannelId, MessageId};
 use crate::core::session::history::EventKind;
 use crate::core::session::{IncomingMessage, Session};
@@ -17,7 +17,7 @@ use crate::discord::rest::{Page, RestError};
 use crate::discord::sender::retrying;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 
 /// Discord's largest page.
 const PAGE: u8 = 100;
@@ -54,7 +54,6 @@ pub(super) async fn read_missed(
     editable: Vec<MessageId>,
     inbox: mpsc::UnboundedSender<Input>,
 ) {
-    let _permit = env.catch_up_permits.clone().acquire_owned().await;
     let mut total = 0;
     let mut refused = None;
     loop {
@@ -70,7 +69,9 @@ pub(super) async fn read_missed(
         if let Some(newest) = page.newest {
             after = newest;
         }
-        if inbox.send(Input::Missed { messages: page.messages.into_boxed_slice(), done: false }).is_err() {
+        let (handled, page_handled) = oneshot::channel();
+        let page = MissedPage { messages: page.messages, done: false, handled: Some(handled) };
+        if inbox.send(Input::Missed(Box::new(page))).is_err() || page_handled.await.is_err() {
             return;
         }
         if done {
@@ -88,7 +89,7 @@ pub(super) async fn read_missed(
         tracing::warn!(channel = %channel, "could not read the messages missed while away, so overdue turns end now: {e}");
         Vec::new()
     });
-    let _ = inbox.send(Input::Missed { messages: edited.into_boxed_slice(), done: true });
+    let _ = inbox.send(Input::Missed(Box::new(MissedPage { messages: edited, done: true, handled: None })));
 }
 
 /// The `editable` messages as they read now, each as an edit judged by Discord's time of its last edit (by now only
@@ -120,7 +121,14 @@ async fn read_page(
     inbox: &mpsc::UnboundedSender<Input>,
 ) -> Result<Page, RestError> {
     loop {
-        match retrying(|| env.rest.messages_after(channel, after, PAGE)).await {
+        // A permit per request, not per catch-up: a channel whose reads keep failing waits out its back-off without
+        // one, and the other channels' catch-ups go on.
+        let answer = retrying(|| async {
+            let _permit = env.catch_up_permits.acquire().await;
+            env.rest.messages_after(channel, after, PAGE).await
+        })
+        .await;
+        match answer {
             Err(e) if e.is_transient() && !inbox.is_closed() => {
                 tracing::warn!(
                     channel = %channel,

@@ -64,8 +64,8 @@ pub enum Input {
     /// The gateway connection was lost: signals may be arriving unseen, so deadlines wait for the next catch-up
     /// instead of ending turns blind (spec 8).
     Disconnected,
-    /// A page of missed messages, oldest first; `done` on the last one.
-    Missed { messages: Box<[IncomingMessage]>, done: bool },
+    /// A page of missed messages, oldest first.
+    Missed(Box<MissedPage>),
     /// The channel's server is in the cache now: check the display mode against the bot's permissions.
     CheckDisplayMode,
     /// The channel's sender carried out (or gave up) an effect of the outbox.
@@ -76,6 +76,17 @@ pub enum Input {
     Flush(oneshot::Sender<()>),
     /// Finish what is in hand and stop.
     Shutdown(oneshot::Sender<()>),
+}
+
+/// A page of the messages a channel missed, for its actor.
+#[derive(Debug)]
+pub struct MissedPage {
+    pub messages: Vec<IncomingMessage>,
+    /// The last page of this catch-up.
+    pub done: bool,
+    /// Told once the page is handled: the catch-up reads its next page only then, so a long catch-up never piles
+    /// pages up in the inbox.
+    pub handled: Option<oneshot::Sender<()>>,
 }
 
 /// A command for an actor; `origin` is its message's or interaction's snowflake (when it was given).
@@ -205,6 +216,8 @@ impl Actor {
                 return;
             };
             if let Input::Shutdown(done) = input {
+                // The newest handled message first: a sender still busy when the process ends must not lose it.
+                self.save_activity();
                 if self.save_retry.is_some() {
                     self.save_durably().await; // A last try, so that what was held back is not left to a restart.
                 }
@@ -276,12 +289,16 @@ impl Actor {
             }
             Input::CatchUp => self.start_catch_up(),
             Input::Disconnected => self.awaiting_catch_up = true,
-            Input::Missed { messages, done } => {
-                for message in messages.into_vec() {
+            Input::Missed(page) => {
+                let MissedPage { messages, done, handled } = *page;
+                for message in messages {
                     self.on_message(message).await;
                 }
                 if done {
                     self.catch_ups_running = self.catch_ups_running.saturating_sub(1);
+                }
+                if let Some(handled) = handled {
+                    let _ = handled.send(());
                 }
             }
             Input::CheckDisplayMode => {

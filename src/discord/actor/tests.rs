@@ -1232,3 +1232,51 @@ async fn a_floor_announcement_refused_with_403_after_a_while_pauses_with_the_who
     assert_eq!(session.active_agent.as_ref().map(|a| a.as_str()), Some("dev"));
     assert_eq!(session.paused_remaining_ms, Some(i64::from(TURN_SECONDS) * 1000));
 }
+
+#[tokio::test(start_paused = true)]
+async fn channels_whose_history_reads_keep_failing_do_not_starve_another_channels_catch_up() {
+    let h = Harness::new();
+    // Eight channels (as many as catch up at once) whose reads fail for an hour, and one whose read works.
+    let failing: Vec<ChannelId> = (1..=8).map(|n| ChannelId(8000 + n)).collect();
+    for &channel in &failing {
+        h.start(channel).await;
+        h.rest.fail(channel, "read", vec![status(503); 1000]);
+    }
+    let signal = signal_missed_while_disconnected(&h).await;
+    // The failing channels begin reading first.
+    for &channel in &failing {
+        h.router.deliver(channel, Input::CatchUp);
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    h.router.deliver(A, Input::CatchUp);
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    h.settle(A).await;
+    assert_eq!(h.events(A, "turn_complete"), 1, "A read its missed page while the others back off");
+    assert!(h.session(A).await.has_handled(signal.id));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_long_catch_up_hands_its_actor_one_page_at_a_time() {
+    let h = Harness::new();
+    h.start(A).await;
+    h.settle(A).await;
+    h.router.broadcast(|| Input::Disconnected);
+    // dev talked out of turn 250 times while the bot could not see: each is saved as handled (out_of_turn).
+    let missed: Vec<IncomingMessage> = (0..250).map(|n| h.written(DEV, "me next?", 1_000 + n)).collect();
+    h.rest.history.lock().unwrap().insert(A, missed);
+    h.router.broadcast(|| Input::CatchUp);
+    h.settle(A).await;
+    // Reads and saves in the order they happened: each page is read only once the one before it was handled.
+    let order: String = h
+        .journal
+        .of(A)
+        .iter()
+        .filter_map(|l| match l.split(' ').next() {
+            Some("read") => Some('r'),
+            Some("save") if l.contains("out_of_turn") => Some('s'),
+            _ => None,
+        })
+        .collect();
+    let expected = format!("r{}r{}r{}", "s".repeat(100), "s".repeat(100), "s".repeat(50));
+    assert_eq!(order, expected);
+}

@@ -35,13 +35,10 @@ pub async fn fetch(http: &DiscordHttp, channel: u64, message: u64) -> Result<Car
             bytes: http.download(&url).await?,
         });
     }
-    Ok(Carried { files, embeds: list("embeds").into_iter().filter(is_own_embed).map(sendable).collect() })
-}
-
-/// An embed the message was sent with ("rich"), not a link preview Discord made from its text (the repost's text
-/// makes that again).
-fn is_own_embed(embed: &Value) -> bool {
-    embed["type"].as_str().is_none_or(|kind| kind == "rich")
+    Ok(Carried {
+        files,
+        embeds: list("embeds").into_iter().filter(|e| super::is_own_embed(e["type"].as_str())).map(sendable).collect(),
+    })
 }
 
 /// An embed as it can be sent: without the parts only Discord sets.

@@ -98,7 +98,7 @@ pub struct PageMessage {
 impl PageMessage {
     /// Whether it carries files or embeds of its own ("rich"), which a repost must carry over.
     pub fn has_files(&self) -> bool {
-        !self.attachments.is_empty() || self.embeds.iter().any(|e| e["type"].as_str().is_none_or(|t| t == "rich"))
+        !self.attachments.is_empty() || self.embeds.iter().any(|e| super::is_own_embed(e["type"].as_str()))
     }
 }
 

@@ -20,6 +20,13 @@ use std::time::Duration;
 /// reposts were not made: 5,000 messages, far more than a channel sees between a relay and its retry.
 pub const REPOST_SEARCH_PAGES: usize = 50;
 
+/// Whether an embed of this `type` is the message's own ("rich", or untyped), which a repost must carry over, rather
+/// than a link preview Discord made from its text (the repost's text makes that again). One rule for the gateway's
+/// messages, the history pages and the relay.
+pub fn is_own_embed(kind: Option<&str>) -> bool {
+    kind.is_none_or(|kind| kind == "rich")
+}
+
 /// How a persona's repost looks.
 #[derive(Clone, Copy, Debug)]
 pub struct Voice<'a> {

@@ -73,3 +73,22 @@ fn out_of_turn_notes_survive_a_save_and_are_bounded_to_the_reorder_window() {
     let pm_signal = f.message(PM, "TURN_COMPLETE", 19_900);
     assert_eq!(event_names(&f.deliver(&pm_signal, 20_100)), ["turn_complete", "turn_complete"]);
 }
+
+#[test]
+fn a_removed_message_judged_again_is_not_reposted_in_observe_mode_nor_when_it_had_no_text() {
+    let mut f = Fixture::new();
+    let pm_signal = f.message(PM, "Over to dev. TURN_COMPLETE", 5_000);
+    let dev_files = IncomingMessage { has_files: true, ..f.message(DEV, " ", 5_100) };
+    f.deliver(&dev_files, 5_101);
+    let t = f.deliver(&pm_signal, 5_150);
+    assert_eq!(relays(&t), [(pm_signal.id, Some("Over to dev.".into()))], "nothing left to show of dev's message");
+
+    let mut f = Fixture::new();
+    let pm_signal = f.message(PM, "Over to dev. TURN_COMPLETE", 5_000);
+    let dev_first = f.message(DEV, "Starting on it now.", 5_100);
+    f.deliver(&dev_first, 5_101);
+    f.set_display_mode(DisplayMode::Observe);
+    let t = f.deliver(&pm_signal, 5_150);
+    assert!(relays(&t).is_empty(), "no webhook to repost through in observe mode: {:?}", t.effects);
+    assert_eq!(f.active(), "dev");
+}
