@@ -26,6 +26,9 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use tokio::sync::{Semaphore, mpsc, oneshot};
 
+/// Live inputs held while a catch-up reads (spec 8) at the most: messages past it are left to the channel's history,
+/// read again once the catch-up is done, so a long catch-up in a busy channel does not hold without bound.
+const HELD_MAX: usize = 1_000;
 /// Commands remembered by their snowflake, so one delivered twice around a reconnect runs once.
 const COMMANDS_REMEMBERED: usize = 64;
 
@@ -142,6 +145,8 @@ pub struct Actor {
     /// Live messages and commands that came while the missed messages were unread, in arrival order: handled after
     /// the catch-up's last page, since either may end a turn whose in-time signal is still on an unread page.
     held: VecDeque<Input>,
+    /// Live messages were left to the history (the held queue was full): read it again after this catch-up.
+    read_again: bool,
 }
 
 impl Actor {
@@ -174,6 +179,7 @@ impl Actor {
                 save_retry: None,
                 activity_save_at: None,
                 held: VecDeque::new(),
+                read_again: false,
             };
             actor.run(retire).await;
         });
@@ -233,7 +239,11 @@ impl Actor {
                 return;
             }
             if self.holding() && waits_for_catch_up(&input) {
-                self.held.push_back(input);
+                if self.held.len() >= HELD_MAX && matches!(input, Input::Message(_)) {
+                    self.read_again = true; // It is in the channel's history: the next catch-up reads it.
+                } else {
+                    self.held.push_back(input);
+                }
                 continue;
             }
             self.handle(input).await;
@@ -296,6 +306,9 @@ impl Actor {
                 }
                 if done {
                     self.catch_ups_running = self.catch_ups_running.saturating_sub(1);
+                    if self.catch_ups_running == 0 && std::mem::take(&mut self.read_again) {
+                        self.start_catch_up();
+                    }
                 }
                 if let Some(handled) = handled {
                     let _ = handled.send(());

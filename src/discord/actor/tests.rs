@@ -1280,3 +1280,27 @@ async fn a_long_catch_up_hands_its_actor_one_page_at_a_time() {
     let expected = format!("r{}r{}r{}", "s".repeat(100), "s".repeat(100), "s".repeat(50));
     assert_eq!(order, expected);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_busy_channel_during_a_slow_catch_up_holds_at_most_its_bound_and_reads_the_rest_again() {
+    let h = Harness::new();
+    let signal = signal_missed_while_disconnected(&h).await;
+    *h.rest.read_delay.lock().unwrap() = Duration::from_secs(5);
+    h.router.broadcast(|| Input::CatchUp);
+    tokio::time::advance(Duration::from_secs(1)).await;
+    // 1,500 messages arrive live while the first page is read; the channel's history has them too.
+    let live: Vec<IncomingMessage> = (0..1_500).map(|n| h.written(HUMAN, "busy", 91_000 + n)).collect();
+    h.rest.history.lock().unwrap().get_mut(&A).unwrap().extend(live.iter().cloned());
+    for message in &live {
+        h.deliver(A, message);
+    }
+    tokio::time::sleep(Duration::from_secs(120)).await;
+    h.settle(A).await;
+    let session = h.session(A).await;
+    assert!(live.iter().all(|m| session.has_handled(m.id)), "every live message was handled, held or read again");
+    assert!(session.has_handled(signal.id));
+    assert_eq!(h.events(A, "turn_complete"), 1);
+    // The first catch-up read 16 pages; a second one, asked for when the held queue was full, read them again.
+    let reads = h.journal.of(A).iter().filter(|l| l.starts_with("read")).count();
+    assert!(reads > 16, "a second catch-up read what was not held: {reads} reads");
+}
