@@ -154,7 +154,7 @@ impl Config {
         if let Some(n) = c.integer(&object, &[], "historyLimit", 1, HISTORY_LIMIT_MAX) {
             config.history_limit = n as usize;
         }
-        if let Some(n) = c.integer(&object, &[], "restRequestsPerSecond", 1, REST_REQUESTS_PER_SECOND_MAX) {
+        if let Some(n) = c.integer(&object, &[], "restRequestsPerSecond", 0, REST_REQUESTS_PER_SECOND_MAX) {
             config.rest_requests_per_second = n as u32;
         }
         for (key, slot) in [("personasDir", &mut config.personas_dir), ("stateDir", &mut config.state_dir)] {
@@ -338,15 +338,17 @@ mod tests {
     }
 
     #[test]
-    fn the_rest_budget_defaults_to_45_a_second_and_must_be_a_whole_number_from_1() {
+    fn the_rest_budget_defaults_to_45_a_second_and_must_be_a_whole_number_from_0() {
         assert_eq!(Config::default().rest_requests_per_second, 45);
         let config = Config::parse("c.json", r#"{"restRequestsPerSecond": 20}"#).unwrap();
         assert_eq!(config.rest_requests_per_second, 20);
-        for bad in ["0", "-5", "2.5", "\"fast\"", "20000"] {
+        let off = Config::parse("c.json", r#"{"restRequestsPerSecond": 0}"#).unwrap();
+        assert_eq!(off.rest_requests_per_second, 0, "0: no budget (a rate-limiting proxy in front)");
+        for bad in ["-5", "2.5", "\"fast\"", "20000"] {
             let problems = Config::parse("c.json", &format!(r#"{{"restRequestsPerSecond": {bad}}}"#)).unwrap_err();
             assert_eq!(problems.0.len(), 1, "{bad}: {problems}");
             assert_eq!(problems.0[0].field, "restRequestsPerSecond", "{bad}");
-            assert!(problems.to_string().contains("between 1 and 10000"), "{bad}: {problems}");
+            assert!(problems.to_string().contains("between 0 and 10000"), "{bad}: {problems}");
         }
     }
 

@@ -3,7 +3,8 @@
 //! once, a restart's replays) waits its turn here instead of meeting global 429s, which count toward Discord's ban
 //! for invalid requests (10,000 in 10 minutes). Every REST call the bot makes takes a token first: the effects and
 //! the catch-up reads ([`super::http`]), the webhooks, and the serenity calls ([`super::serenity::call`], command
-//! replies). One instance per bot, shared.
+//! replies). One instance per bot, shared. 0 turns it off, for a bot behind a rate-limiting proxy that keeps the
+//! global limit itself (`--api-base`), or a local server with none (the bench).
 
 use std::collections::VecDeque;
 use std::sync::Mutex;
@@ -13,6 +14,7 @@ use tokio::time::Instant;
 const WINDOW: Duration = Duration::from_secs(1);
 
 pub struct RestBudget {
+    /// 0: no budget.
     per_second: usize,
     /// The instants granted to the last `per_second` calls, in order (some may lie ahead: calls waiting for them).
     granted: Mutex<VecDeque<Instant>>,
@@ -20,7 +22,7 @@ pub struct RestBudget {
 
 impl RestBudget {
     pub fn new(per_second: u32) -> Self {
-        let per_second = per_second.max(1) as usize;
+        let per_second = per_second as usize;
         Self { per_second, granted: Mutex::new(VecDeque::with_capacity(per_second)) }
     }
 
@@ -28,6 +30,9 @@ impl RestBudget {
     /// calls before it is a second old: never more than `per_second` in any second, and a quiet bot never waits.
     /// The lock is held only to reserve the instant, never across the wait.
     pub async fn take(&self) {
+        if self.per_second == 0 {
+            return;
+        }
         let at = {
             let mut granted = self.granted.lock().expect("budget lock");
             let now = Instant::now();
@@ -50,6 +55,17 @@ impl RestBudget {
 mod tests {
     use super::*;
     use std::sync::Arc;
+
+    #[tokio::test(start_paused = true)]
+    async fn a_budget_of_0_never_waits() {
+        let budget = RestBudget::new(0);
+        let start = Instant::now();
+        for _ in 0..10_000 {
+            budget.take().await;
+        }
+        assert_eq!(Instant::now(), start);
+        assert!(budget.granted.lock().unwrap().is_empty(), "keeps nothing");
+    }
 
     #[tokio::test(start_paused = true)]
     async fn calls_over_the_budget_are_spread_at_its_rate_and_never_more_in_any_second() {
