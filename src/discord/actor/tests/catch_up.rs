@@ -1,0 +1,241 @@
+//! Catching up: what was missed is read first (held live inputs, failing reads, the reorder window, one page at a time).
+
+use super::*;
+
+#[tokio::test(start_paused = true)]
+async fn a_signal_overtaken_by_a_newer_message_just_before_a_crash_is_read_by_the_catch_up_after_it() {
+    let h = Harness::new();
+    h.start(A).await;
+    h.settle(A).await;
+    // pm's signal is overtaken by dev's newer message (each gateway event has its own task), then the bot dies.
+    let signal = h.written(PM, "Done. TURN_COMPLETE", 5_000);
+    let newer = h.written(DEV, "me next?", 5_050);
+    h.deliver(A, &newer);
+    h.settle(A).await;
+    assert_eq!(h.events(A, "out_of_turn"), 1);
+    let saved = h.saver.saved.lock().unwrap()[&A].clone();
+    h.router.shutdown().await;
+    tokio::time::advance(Duration::from_secs(90)).await;
+
+    let restarted = h.restarted();
+    restarted.rest.history.lock().unwrap().insert(A, vec![signal.clone(), newer.clone()]);
+    let saved: Session = serde_json::from_str(&serde_json::to_string(&saved).unwrap()).unwrap();
+    restarted.router.resume(vec![saved]);
+    restarted.router.broadcast(|| Input::CatchUp);
+    restarted.settle(A).await;
+    assert_eq!(restarted.events(A, "turn_complete"), 1, "the overtaken signal ended pm's turn");
+    assert_eq!(restarted.events(A, "turn_timeout"), 0);
+    assert_eq!(restarted.events(A, "out_of_turn"), 1, "dev's message, handled before the crash, is not judged again");
+    assert_eq!(restarted.holder(A).await.as_deref(), Some("dev"));
+}
+
+// --- a catch-up meets a failing Discord: the range is read in the end, never skipped ------------------------------
+
+/// Started, pm holding the floor; the bot lost the gateway at t0 and pm signalled at 30 s, before its 60 s deadline,
+/// while the bot could not see. Answers the signal, which only the catch-up's page shows.
+async fn signal_missed_while_disconnected(h: &Harness) -> IncomingMessage {
+    h.start(A).await;
+    h.settle(A).await;
+    h.router.broadcast(|| Input::Disconnected);
+    let signal = h.written(PM, "Done while you were away. TURN_COMPLETE", 30_000);
+    h.rest.history.lock().unwrap().insert(A, vec![signal.clone()]);
+    tokio::time::advance(Duration::from_secs(90)).await;
+    signal
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_catch_up_whose_reads_fail_for_a_while_holds_the_deadline_until_the_page_is_read() {
+    let h = Harness::new();
+    let signal = signal_missed_while_disconnected(&h).await;
+    // Discord answers 503 to the history reads for about 15 s (backing off 0.5, 1, 2, 4, 8 s).
+    h.rest.fail(A, "read", vec![status(503); 5]);
+    h.router.broadcast(|| Input::CatchUp);
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    h.router.ask(A, Input::Snapshot).await;
+    assert_eq!(h.stats.snapshot().timeouts, 0, "the deadline waits while the missed range is unread");
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    h.settle(A).await;
+    assert_eq!(h.events(A, "turn_complete"), 1, "{:#?}", h.journal.of(A));
+    assert_eq!(h.events(A, "turn_timeout") + h.events(A, "late_signal"), 0);
+    assert_eq!(h.holder(A).await.as_deref(), Some("dev"));
+    assert!(h.session(A).await.has_handled(signal.id));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_catch_up_failing_longer_than_the_retry_policy_tries_again_later_and_never_skips_the_range() {
+    let h = Harness::new();
+    signal_missed_while_disconnected(&h).await;
+    // Discord is down for the history reads for well over the 10 minutes one call is retried.
+    h.rest.fail(A, "read", vec![status(502); 40]);
+    h.router.broadcast(|| Input::CatchUp);
+    tokio::time::sleep(Duration::from_secs(15 * 60)).await;
+    h.router.ask(A, Input::Snapshot).await;
+    assert_eq!(h.stats.snapshot().timeouts, 0, "still waiting for the range");
+    tokio::time::sleep(Duration::from_secs(15 * 60)).await;
+    h.settle(A).await;
+    let reads = h.journal.of(A).iter().filter(|l| l.starts_with("read")).count();
+    assert!(reads > 40, "read until it worked: {reads} reads");
+    // The later turns (nobody speaks) time out; pm's, whose signal was on the page, completed.
+    let saves: Vec<String> = h.journal.of(A).into_iter().filter(|l| l.starts_with("save")).collect();
+    let first_end = saves.iter().find(|l| l.contains("turn_complete") || l.contains("turn_timeout"));
+    assert!(first_end.is_some_and(|l| l.contains("turn_complete")), "{saves:#?}");
+    assert_eq!(h.events(A, "turn_complete"), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_catch_up_refused_for_good_ends_and_lets_the_deadline_run() {
+    let h = Harness::new();
+    signal_missed_while_disconnected(&h).await;
+    // Read Message History was taken away: waiting would hold the channel forever.
+    h.rest.fail(A, "read", vec![status(403); 3]);
+    h.router.broadcast(|| Input::CatchUp);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    h.settle(A).await;
+    let reads = h.journal.of(A).iter().filter(|l| l.starts_with("read")).count();
+    assert_eq!(reads, 1, "a refusal is not retried, nor the edited messages read after it");
+    assert_eq!(h.events(A, "turn_timeout"), 1, "the overdue turn ends");
+    assert_eq!(h.holder(A).await.as_deref(), Some("dev"));
+}
+
+// --- live inputs wait for the catch-up: missed messages first, then what came live (spec 8) ---------------------
+
+#[tokio::test(start_paused = true)]
+async fn a_live_message_after_the_deadline_waits_for_the_catch_up_whose_page_holds_the_in_time_signal() {
+    let h = Harness::new();
+    signal_missed_while_disconnected(&h).await;
+    *h.rest.read_delay.lock().unwrap() = Duration::from_secs(5);
+    h.router.broadcast(|| Input::CatchUp);
+    // While the page is being read, someone writes (after pm's deadline), and it is delivered live.
+    tokio::time::advance(Duration::from_secs(1)).await;
+    h.deliver(A, &h.written(HUMAN, "anyone there?", 91_000));
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    h.settle(A).await;
+    assert_eq!(h.events(A, "turn_complete"), 1, "{:#?}", h.journal.of(A));
+    assert_eq!(h.events(A, "turn_timeout") + h.events(A, "late_signal"), 0);
+    assert_eq!(h.holder(A).await.as_deref(), Some("dev"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_live_message_delivered_before_the_catch_up_began_waits_for_it_too() {
+    let h = Harness::new();
+    signal_missed_while_disconnected(&h).await;
+    // The connection is back (a RESUME replays what was sent meanwhile) before the catch-up is asked for.
+    h.deliver(A, &h.written(HUMAN, "anyone there?", 89_000));
+    h.router.ask(A, Input::Snapshot).await;
+    h.router.broadcast(|| Input::CatchUp);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    h.settle(A).await;
+    assert_eq!(h.events(A, "turn_complete"), 1, "{:#?}", h.journal.of(A));
+    assert_eq!(h.events(A, "turn_timeout") + h.events(A, "late_signal"), 0);
+    assert_eq!(h.holder(A).await.as_deref(), Some("dev"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_command_given_during_the_catch_up_applies_after_the_missed_messages() {
+    let h = Harness::new();
+    signal_missed_while_disconnected(&h).await;
+    *h.rest.read_delay.lock().unwrap() = Duration::from_secs(5);
+    h.router.broadcast(|| Input::CatchUp);
+    tokio::time::advance(Duration::from_secs(1)).await;
+    // The operator skips while the page is read: the skip is answered once the catch-up is done.
+    h.command(A, Command::Skip).await;
+    h.settle(A).await;
+    assert_eq!(h.events(A, "turn_complete"), 1, "pm's signal came first: {:#?}", h.journal.of(A));
+    assert_eq!(h.events(A, "turn_timeout"), 0);
+    assert_eq!(h.events(A, "skipped"), 1);
+    assert_eq!(h.holder(A).await.as_deref(), Some("critic"), "the skip ended dev's turn");
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_edit_found_by_the_catch_up_is_judged_by_discords_edit_time_not_by_when_it_was_read() {
+    let h = Harness::new();
+    h.start(A).await;
+    let draft = h.written(PM, "Draft", 1_000);
+    h.deliver(A, &draft);
+    h.settle(A).await;
+    h.router.broadcast(|| Input::Disconnected);
+    // pm finished its message by an edit at 30 s, before its 60 s deadline, while the bot could not see; the bot
+    // reads it at 90 s.
+    let edited_at = Some(t0() + TimeDelta::seconds(30));
+    let finished = IncomingMessage { text: "Draft, done. TURN_COMPLETE".into(), edited_at, ..draft.clone() };
+    h.rest.history.lock().unwrap().insert(A, vec![finished]);
+    tokio::time::advance(Duration::from_secs(90)).await;
+    h.router.broadcast(|| Input::CatchUp);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    h.settle(A).await;
+    assert_eq!(h.events(A, "turn_complete"), 1, "{:#?}", h.journal.of(A));
+    assert_eq!(h.events(A, "turn_timeout") + h.events(A, "late_signal"), 0);
+    assert_eq!(h.holder(A).await.as_deref(), Some("dev"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn channels_whose_history_reads_keep_failing_do_not_starve_another_channels_catch_up() {
+    let h = Harness::new();
+    // Eight channels (as many as catch up at once) whose reads fail for an hour, and one whose read works.
+    let failing: Vec<ChannelId> = (1..=8).map(|n| ChannelId(8000 + n)).collect();
+    for &channel in &failing {
+        h.start(channel).await;
+        h.rest.fail(channel, "read", vec![status(503); 1000]);
+    }
+    let signal = signal_missed_while_disconnected(&h).await;
+    // The failing channels begin reading first.
+    for &channel in &failing {
+        h.router.deliver(channel, Input::CatchUp);
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    h.router.deliver(A, Input::CatchUp);
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    h.settle(A).await;
+    assert_eq!(h.events(A, "turn_complete"), 1, "A read its missed page while the others back off");
+    assert!(h.session(A).await.has_handled(signal.id));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_long_catch_up_hands_its_actor_one_page_at_a_time() {
+    let h = Harness::new();
+    h.start(A).await;
+    h.settle(A).await;
+    h.router.broadcast(|| Input::Disconnected);
+    // dev talked out of turn 250 times while the bot could not see: each is saved as handled (out_of_turn).
+    let missed: Vec<IncomingMessage> = (0..250).map(|n| h.written(DEV, "me next?", 1_000 + n)).collect();
+    h.rest.history.lock().unwrap().insert(A, missed);
+    h.router.broadcast(|| Input::CatchUp);
+    h.settle(A).await;
+    // Reads and saves in the order they happened: each page is read only once the one before it was handled.
+    let order: String = h
+        .journal
+        .of(A)
+        .iter()
+        .filter_map(|l| match l.split(' ').next() {
+            Some("read") => Some('r'),
+            Some("save") if l.contains("out_of_turn") => Some('s'),
+            _ => None,
+        })
+        .collect();
+    let expected = format!("r{}r{}r{}", "s".repeat(100), "s".repeat(100), "s".repeat(50));
+    assert_eq!(order, expected);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_busy_channel_during_a_slow_catch_up_holds_at_most_its_bound_and_reads_the_rest_again() {
+    let h = Harness::new();
+    let signal = signal_missed_while_disconnected(&h).await;
+    *h.rest.read_delay.lock().unwrap() = Duration::from_secs(5);
+    h.router.broadcast(|| Input::CatchUp);
+    tokio::time::advance(Duration::from_secs(1)).await;
+    // 1,500 messages arrive live while the first page is read; the channel's history has them too.
+    let live: Vec<IncomingMessage> = (0..1_500).map(|n| h.written(HUMAN, "busy", 91_000 + n)).collect();
+    h.rest.history.lock().unwrap().get_mut(&A).unwrap().extend(live.iter().cloned());
+    for message in &live {
+        h.deliver(A, message);
+    }
+    tokio::time::sleep(Duration::from_secs(120)).await;
+    h.settle(A).await;
+    let session = h.session(A).await;
+    assert!(live.iter().all(|m| session.has_handled(m.id)), "every live message was handled, held or read again");
+    assert!(session.has_handled(signal.id));
+    assert_eq!(h.events(A, "turn_complete"), 1);
+    // The first catch-up read 16 pages; a second one, asked for when the held queue was full, read them again.
+    let reads = h.journal.of(A).iter().filter(|l| l.starts_with("read")).count();
+    assert!(reads > 16, "a second catch-up read what was not held: {reads} reads");
+}

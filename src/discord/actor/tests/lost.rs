@@ -1,0 +1,110 @@
+//! A channel the bot can no longer speak in (deleted, closed to it, its server left), and a shutdown bounded in time.
+
+use super::*;
+
+/// Lets pm's turn time out `turns` times over, settling after each deadline.
+async fn let_turns_time_out(h: &Harness, channel: ChannelId, turns: u32) {
+    for _ in 0..turns {
+        tokio::time::advance(Duration::from_secs(u64::from(TURN_SECONDS))).await;
+        h.settle(channel).await;
+        h.settle(channel).await; // the refusals' reports are handled after the flush they raced
+    }
+}
+
+fn calls(h: &Harness, channel: ChannelId) -> usize {
+    h.journal.of(channel).iter().filter(|l| !l.starts_with("save")).count()
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_announcement_refused_with_404_ends_the_session_once_and_nothing_more_is_sent() {
+    let h = Harness::new();
+    h.start(A).await;
+    h.settle(A).await;
+    // The channel is deleted: Discord answers 404 (Unknown Channel) to whatever is posted there.
+    h.rest.fail(A, "announce", vec![status(404); 100]);
+    let_turns_time_out(&h, A, 1).await;
+    let after_stop = calls(&h, A);
+    let_turns_time_out(&h, A, 5).await;
+    assert_eq!(h.stats.snapshot().timeouts, 1, "no turn times out after the channel is gone");
+    assert_eq!(h.events(A, "session_ended"), 1);
+    assert_eq!(calls(&h, A), after_stop, "no more REST calls: {:#?}", h.journal.of(A));
+    let session = h.session(A).await;
+    assert!(!session.is_active());
+    assert!(session.outbox.is_empty(), "nothing left to replay into a deleted channel");
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_announcement_refused_with_403_pauses_the_session_once_until_a_manager_resumes() {
+    let h = Harness::new();
+    h.start(A).await;
+    h.settle(A).await;
+    // The bot lost Send Messages here: the timeout line and dev's floor are refused.
+    h.rest.fail(A, "announce", vec![status(403); 2]);
+    let_turns_time_out(&h, A, 1).await;
+    let after_pause = calls(&h, A);
+    let_turns_time_out(&h, A, 5).await;
+    assert_eq!(h.stats.snapshot().timeouts, 1, "paused: no more timeouts");
+    assert_eq!(h.events(A, "posting_refused"), 1);
+    assert_eq!(calls(&h, A), after_pause, "no notice, no retry: {:#?}", h.journal.of(A));
+    let session = h.session(A).await;
+    assert_eq!(session.status, crate::core::session::SessionStatus::Paused);
+    assert!(session.pause_reason.as_deref().is_some_and(|r| r.contains("403")), "{:?}", session.pause_reason);
+    // Permissions fixed: a manager resumes, and dev is told it has the floor.
+    h.command(A, Command::Resume).await;
+    h.settle(A).await;
+    assert_eq!(h.floors(A, "dev"), 1);
+    let_turns_time_out(&h, A, 1).await;
+    assert_eq!(h.stats.snapshot().timeouts, 2, "running again");
+}
+
+#[tokio::test(start_paused = true)]
+async fn leaving_the_server_ends_the_session_without_a_word_in_the_channel() {
+    let h = Harness::new();
+    h.start(A).await;
+    h.settle(A).await;
+    let before = calls(&h, A);
+    h.router.deliver(A, Input::Unreachable(Unreachable::LeftServer));
+    let_turns_time_out(&h, A, 3).await;
+    assert_eq!(h.events(A, "session_ended"), 1);
+    assert_eq!(h.stats.snapshot().timeouts, 0);
+    assert_eq!(calls(&h, A), before, "nothing is posted to a server the bot left");
+    assert!(!h.session(A).await.is_active());
+}
+
+#[tokio::test(start_paused = true)]
+async fn shutdown_with_a_hanging_rest_call_ends_within_its_bound_and_the_effect_stays_in_the_saved_outbox() {
+    let h = Harness::new();
+    h.start(A).await;
+    h.settle(A).await;
+    h.rest.hanging.lock().unwrap().insert(A);
+    h.deliver(A, &h.written(PM, "Done. TURN_COMPLETE", 1_000));
+    h.router.ask(A, Input::Snapshot).await; // decided and saved; its relay hangs
+    let started = tokio::time::Instant::now();
+    let bound = crate::discord::router::SHUTDOWN_WAIT;
+    tokio::time::timeout(bound + Duration::from_secs(1), h.router.shutdown())
+        .await
+        .expect("shutdown does not wait for a hanging call");
+    assert!(started.elapsed() <= bound, "took {:?}", started.elapsed());
+    let saved = h.saver.saved.lock().unwrap()[&A].clone();
+    assert!(
+        saved.outbox.iter().any(|q| matches!(q.effect, crate::core::session::effects::Effect::Relay { .. })),
+        "the relay is replayed at the next start: {:?}",
+        saved.outbox
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_floor_announcement_refused_with_403_after_a_while_pauses_with_the_whole_turn_left() {
+    let h = Harness::new();
+    h.start(A).await;
+    h.settle(A).await;
+    // dev's floor announcement takes 30 s, then is refused: dev was never told, so none of its time is gone.
+    *h.rest.announce_delay.lock().unwrap() = Duration::from_secs(30);
+    h.rest.fail(A, "announce", vec![status(403)]);
+    h.deliver(A, &h.written(PM, "Done. TURN_COMPLETE", 1_000));
+    h.settle(A).await;
+    let session = h.session(A).await;
+    assert_eq!(session.status, crate::core::session::SessionStatus::Paused);
+    assert_eq!(session.active_agent.as_ref().map(|a| a.as_str()), Some("dev"));
+    assert_eq!(session.paused_remaining_ms, Some(i64::from(TURN_SECONDS) * 1000));
+}

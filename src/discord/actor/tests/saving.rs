@@ -1,0 +1,73 @@
+//! Saving: a durable save that fails is retried and its effects carried out once; activity is saved lazily.
+
+use super::*;
+
+// --- saving fails (a full disk, a read-only folder, the writer gone): held back, then carried out ----------------
+
+#[tokio::test(start_paused = true)]
+async fn a_signal_whose_save_fails_is_announced_once_after_a_retry_saves_it_with_one_notice() {
+    let h = Harness::new();
+    h.start(A).await;
+    h.settle(A).await;
+    // The disk is full for the signal's save and the next two tries.
+    h.saver.fail_next_durable_saves(3);
+    h.deliver(A, &h.written(PM, "Done. TURN_COMPLETE", 1_000));
+    h.settle(A).await;
+    assert_eq!(h.floors(A, "dev"), 0, "not on disk, so not announced");
+    // No other input comes: the actor tries again by itself (after 1, 2 and 4 s). Sleeping lets the paused clock
+    // wake each timer in turn.
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    h.settle(A).await;
+    let lines = h.journal.of(A);
+    assert_eq!(lines.iter().filter(|l| l.starts_with("failed to save")).count(), 3, "{lines:#?}");
+    assert_eq!(h.floors(A, "dev"), 1, "{lines:#?}");
+    assert_eq!(h.events(A, "turn_complete"), 1, "the signal's event is saved once, with the retry");
+    assert!(lines.iter().any(|l| l == &format!("repost {A} PM: Done. -> ok")), "{lines:#?}");
+    let notices = lines.iter().filter(|l| l.starts_with("notice") && l.contains("sav")).count();
+    assert_eq!(notices, 1, "{lines:#?}");
+    assert!(h.session(A).await.outbox.is_empty(), "everything held back was carried out");
+}
+
+// --- activity is saved lazily: a bounded number of copies, on disk within a second (spec 9) ----------------------
+
+#[tokio::test(start_paused = true)]
+async fn a_burst_of_activity_is_saved_lazily_a_bounded_number_of_times_and_soon_enough() {
+    let h = Harness::new();
+    h.start(A).await;
+    h.settle(A).await;
+    let before = h.saver.lazy_saves.load(Ordering::Relaxed);
+    // pm streams 100 messages without a signal over one second: activity only, nothing durable.
+    let mut last = None;
+    for i in 0..100 {
+        let message = h.written(PM, &format!("part {i}"), 10 * i);
+        h.deliver(A, &message);
+        last = Some(message.id);
+        tokio::time::advance(Duration::from_millis(10)).await;
+    }
+    h.router.ask(A, Input::Snapshot).await;
+    let during = h.saver.lazy_saves.load(Ordering::Relaxed) - before;
+    assert!(during <= 5, "{during} copies of the session for one second of activity");
+    // The newest is handed to the writer within its share of the second (the writer's delay is the rest).
+    tokio::time::sleep(Duration::from_millis(250)).await;
+    let saved = h.saver.last_lazy.lock().unwrap().clone().expect("saved lazily");
+    assert_eq!(saved.last_message_id, last);
+    assert_eq!(h.events(A, "turn_complete") + h.events(A, "turn_timeout"), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_session_started_again_after_its_actor_retired_is_announced() {
+    let h = Harness::new();
+    h.start(A).await;
+    h.command(A, Command::Stop).await;
+    h.settle(A).await;
+    for _ in 0..10 {
+        tokio::task::yield_now().await;
+    }
+    assert!(h.router.channels().is_empty(), "retired");
+    // The disk still shows the stop's announcement as undone (its report was saved lazily, not yet written): the
+    // next actor carries it out again, then the new session's effects must follow.
+    h.start(A).await;
+    h.settle(A).await;
+    assert_eq!(h.floors(A, "pm"), 2, "{:#?}", h.journal.of(A));
+    assert!(h.session(A).await.outbox.is_empty());
+}
