@@ -79,7 +79,8 @@ pub(super) async fn read_missed(
         }
     }
     if total > 0 {
-        tracing::info!(channel = %channel, count = total, "read the messages missed while away");
+        // The count includes the reorder window read again, whose messages were mostly handled already.
+        tracing::info!(channel = %channel, count = total, "read back the channel's recent history after being away");
     }
     let edited = match refused {
         Some(e) => Err(e),
