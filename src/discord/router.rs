@@ -1,7 +1,12 @@
 //! The router: which actor owns which channel. It spawns an actor when a command comes for a channel that has none,
 //! retires the actor of a stopped session (its state is on disk), and never loses an input that races a retirement.
+//! A channel's inbox holds at most [`INBOX_MESSAGES_MAX`] gateway messages: past that they are left in the
+//! channel's history, which its actor reads again (a catch-up), so a flood in one channel whose actor is slow (a
+//! stalled disk, a long REST call) cannot grow the process's memory without bound.
+//!
+//! [`INBOX_MESSAGES_MAX`]: super::actor::INBOX_MESSAGES_MAX
 
-use super::actor::{Actor, Env, Input, Origin, Retire};
+use super::actor::{Actor, Backlog, Env, Input, Origin, Retire};
 use crate::core::ids::ChannelId;
 use crate::core::session::Session;
 use std::collections::HashMap;
@@ -17,6 +22,8 @@ pub const SHUTDOWN_WAIT: std::time::Duration = std::time::Duration::from_secs(5)
 #[derive(Clone)]
 struct Handle {
     inbox: mpsc::UnboundedSender<Input>,
+    /// How many gateway messages wait in the inbox, shared with the actor.
+    backlog: Arc<Backlog>,
     /// Tells this actor apart from a later one of the same channel.
     generation: u64,
 }
@@ -55,7 +62,9 @@ impl Router {
         }
     }
 
-    /// Gives an input to the channel's actor if the channel has one (a session may be running there).
+    /// Gives an input to the channel's actor if the channel has one (a session may be running there). A gateway
+    /// message finding a full inbox is left in the channel's history, and the actor is told once to read it again
+    /// ([`Input::ReadAgain`]).
     pub fn deliver(&self, channel: ChannelId, input: Input) {
         self.send(channel, input, false);
     }
@@ -127,10 +136,20 @@ impl Router {
                     None => return,
                 }
             };
+            let message = matches!(input, Input::Message(_));
+            if message && !handle.backlog.admit() {
+                if handle.backlog.leave_in_history() {
+                    let _ = handle.inbox.send(Input::ReadAgain);
+                }
+                return;
+            }
             match handle.inbox.send(input) {
                 Ok(()) => return,
                 // The actor retired after we took its handle: the next one (or none) takes the input.
                 Err(mpsc::error::SendError(back)) => {
+                    if message {
+                        handle.backlog.taken();
+                    }
                     input = back;
                     let mut actors = self.actors.lock().expect("actors lock");
                     if actors.get(&channel).is_some_and(|h| h.generation == handle.generation) {
@@ -149,18 +168,22 @@ impl Router {
         queued: Vec<Input>,
     ) -> Handle {
         let (inbox, receiver) = mpsc::unbounded_channel();
+        let backlog = Arc::new(Backlog::default());
         for input in queued {
+            if matches!(input, Input::Message(_)) {
+                backlog.admit_anyway();
+            }
             let _ = inbox.send(input);
         }
         let generation = self.generations.fetch_add(1, Ordering::Relaxed);
-        let handle = Handle { inbox: inbox.clone(), generation };
+        let handle = Handle { inbox: inbox.clone(), backlog: backlog.clone(), generation };
         actors.insert(channel, handle.clone());
         let router = self.myself.clone();
         let retire: Retire = Box::new(move |receiver| match router.upgrade() {
             Some(router) => router.retire(channel, generation, receiver),
             None => true,
         });
-        Actor::spawn(channel, origin, self.env.clone(), receiver, inbox, retire);
+        Actor::spawn(channel, origin, self.env.clone(), (receiver, backlog), inbox, retire);
         handle
     }
 

@@ -30,6 +30,24 @@ pub enum Effect {
     Announce(Announcement),
 }
 
+impl Effect {
+    /// The effect's name in history events and logs.
+    pub fn kind_name(&self) -> &'static str {
+        match self {
+            Effect::Relay { .. } => "relay",
+            Effect::Delete { .. } => "delete",
+            Effect::React { .. } => "react",
+            Effect::Announce(_) => "announce",
+        }
+    }
+
+    /// Whether it only keeps the channel readable (a repost without the signal, a reaction, a deletion), so that it
+    /// may be left undone while Discord accepts nothing: announcements give the floor and are never left.
+    pub fn tidies(&self) -> bool {
+        !matches!(self, Effect::Announce(_))
+    }
+}
+
 /// A message the manager posts.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

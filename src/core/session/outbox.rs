@@ -1,11 +1,20 @@
 //! The session's outbox (spec 8, 9): effects are numbered and kept with the state that decided them until the
 //! Discord layer reports them done, so a crash between a save and its effects loses none. The report of the
-//! announcement that gave the floor also gives the persona back the time the manager took to announce it.
+//! announcement that gave the floor also gives the persona back the time the manager took to announce it. While
+//! Discord accepts nothing, the outbox stops taking the effects that only tidy the channel, so it stays bounded.
 
 use super::effects::{Effect, Queued};
 use super::history::EventKind;
 use super::{Context, Session, SessionStatus, Transition, whole_millis};
 use chrono::{DateTime, Utc};
+
+/// Effects waiting in the outbox at the most before the channel is no longer tidied. Relays (a signal message
+/// reposted without its signal), reactions and deletions of out-of-turn messages only keep the channel readable;
+/// while this many effects wait (Discord has accepted nothing for a while) they are not queued, the message stays as
+/// written and `effect_failed` is recorded, so that the outbox, saved with every save and mirrored by the sender's
+/// queue, stays small. Announcements are always queued: they give the floor. The agents' messages are what could
+/// grow it without bound; announcements need turns to end, and no deadline runs before its announcement is accepted.
+pub const TIDYING_OUTBOX_MAX: usize = 200;
 
 impl Session {
     /// Puts a transition's effects in the outbox, numbered, to be saved with the state that decided them.
@@ -44,15 +53,28 @@ impl Session {
                 self.turn_announcement = None;
             }
         }
-        let effect = match failed.effect {
-            Effect::Relay { .. } => "relay",
-            Effect::Delete { .. } => "delete",
-            Effect::React { .. } => "react",
-            Effect::Announce(_) => "announce",
-        };
         let mut t = Transition::default();
-        t.events.push(self.event(whole_millis(now), None, EventKind::EffectFailed { effect: effect.into(), status }));
+        let effect = failed.effect.kind_name().into();
+        t.events.push(self.event(whole_millis(now), None, EventKind::EffectFailed { effect, status }));
         self.finish(t, ctx)
+    }
+
+    /// Whether the outbox is too full to take effects that only tidy the channel (see [`TIDYING_OUTBOX_MAX`]).
+    pub(super) fn tidying_backed_up(&self) -> bool {
+        self.outbox.len() >= TIDYING_OUTBOX_MAX
+    }
+
+    /// While the outbox is backed up, takes the transition's tidying effects out, each recorded as given up.
+    pub(super) fn hold_back_tidying(&self, t: &mut Transition, now: DateTime<Utc>) {
+        if !self.tidying_backed_up() {
+            return;
+        }
+        let (tidying, kept): (Vec<Effect>, Vec<Effect>) = t.effects.drain(..).partition(Effect::tidies);
+        t.effects = kept;
+        for effect in tidying {
+            let kind = EventKind::EffectFailed { effect: effect.kind_name().into(), status: None };
+            t.events.push(self.event(now, None, kind));
+        }
     }
 
     /// Whether the announcement that gives the current holder the floor is still on its way: until Discord accepts

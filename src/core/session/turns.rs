@@ -99,7 +99,9 @@ impl Session {
             let kind = EventKind::LateSignal { message_id: message.id, text, had_signal };
             t.events.push(self.event(now, Some(&persona), kind));
         } else {
-            let removed = ctx.config.out_of_turn == OutOfTurnPolicy::Remove && self.display_mode == DisplayMode::Relay;
+            let removed = ctx.config.out_of_turn == OutOfTurnPolicy::Remove
+                && self.display_mode == DisplayMode::Relay
+                && !self.tidying_backed_up();
             if removed {
                 t.effects.push(Effect::Delete { message_id: message.id });
             }
@@ -107,6 +109,7 @@ impl Session {
             t.events.push(self.event(now, Some(&persona), kind));
             self.note_out_of_turn(message, &persona, removed);
         }
+        self.hold_back_tidying(&mut t, now);
         self.finish(t, ctx)
     }
 

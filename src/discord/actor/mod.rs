@@ -4,6 +4,7 @@
 //! when the turn or the settings changed), then hands the effects to the channel's [`Sender`]. No lock is shared
 //! with another task, and nothing it waits for belongs to another channel.
 
+mod backlog;
 mod catch_up;
 mod saving;
 #[cfg(test)]
@@ -22,6 +23,7 @@ use crate::core::session::effects::Effect;
 use crate::core::session::history::HistoryEvent;
 use crate::core::session::lost::Unreachable;
 use crate::core::session::{Command, Context, DisplayMode, IncomingMessage, Refusal, Session};
+pub use backlog::{Backlog, INBOX_MESSAGES_MAX};
 use std::collections::VecDeque;
 use std::sync::Arc;
 use tokio::sync::{Semaphore, mpsc, oneshot};
@@ -69,6 +71,8 @@ pub enum Input {
     Disconnected,
     /// A page of missed messages, oldest first.
     Missed(Box<MissedPage>),
+    /// The inbox was full: gateway messages were left in the channel's history, to be read from there.
+    ReadAgain,
     /// The channel's server is in the cache now: check the display mode against the bot's permissions.
     CheckDisplayMode,
     /// The channel's sender carried out (or gave up) an effect of the outbox.
@@ -128,6 +132,8 @@ pub struct Actor {
     /// Started on the first effect: an idle channel needs no sender task.
     sender: Option<Sender>,
     inbox: mpsc::UnboundedReceiver<Input>,
+    /// Counts the gateway messages waiting in the inbox, with the router.
+    backlog: Arc<Backlog>,
     /// For the catch-up task, which posts its pages to this inbox.
     myself: mpsc::UnboundedSender<Input>,
     /// Deadlines wait until the missed messages have been read (at start-up, and after each new gateway session).
@@ -155,7 +161,7 @@ impl Actor {
         channel: ChannelId,
         origin: Origin,
         env: Arc<Env>,
-        inbox: mpsc::UnboundedReceiver<Input>,
+        (inbox, backlog): (mpsc::UnboundedReceiver<Input>, Arc<Backlog>),
         myself: mpsc::UnboundedSender<Input>,
         retire: Retire,
     ) {
@@ -170,6 +176,7 @@ impl Actor {
                 env,
                 sender: None,
                 inbox,
+                backlog,
                 myself,
                 awaiting_catch_up,
                 catch_ups_running: 0,
@@ -221,6 +228,9 @@ impl Actor {
                 self.save_activity();
                 return;
             };
+            if matches!(input, Input::Message(_)) {
+                self.backlog.taken();
+            }
             if let Input::Shutdown(done) = input {
                 // The newest handled message first: a sender still busy when the process ends must not lose it.
                 self.save_activity();
@@ -298,6 +308,16 @@ impl Actor {
                 let _ = reply.send(self.session.has_handled(id));
             }
             Input::CatchUp => self.start_catch_up(),
+            Input::ReadAgain => {
+                self.backlog.reading_again();
+                if self.awaiting_catch_up {
+                    // The catch-up that the reconnection brings reads them.
+                } else if self.catch_ups_running > 0 {
+                    self.read_again = true; // This catch-up may have read past them already: the next reads them.
+                } else {
+                    self.start_catch_up();
+                }
+            }
             Input::Disconnected => self.awaiting_catch_up = true,
             Input::Missed(page) => {
                 let MissedPage { messages, done, handled } = *page;

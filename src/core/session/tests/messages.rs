@@ -264,3 +264,34 @@ fn an_edit_adding_the_signal_after_the_turn_ended_is_a_late_signal() {
     assert_eq!(event_names(&t), ["late_signal"]);
     assert_eq!(f.active(), "dev");
 }
+
+// --- Discord accepting nothing for long: the outbox stays bounded --------------------------------------------
+
+#[test]
+fn while_discord_accepts_nothing_the_channel_is_no_longer_tidied_but_the_floor_still_moves() {
+    use super::super::outbox::TIDYING_OUTBOX_MAX;
+    let mut f = Fixture::new();
+    f.held = true; // Discord accepts nothing from now on.
+    for n in 0..TIDYING_OUTBOX_MAX {
+        let t = f.say(DEV, "me next?", 10 + n as i64);
+        assert!(matches!(t.effects[..], [Effect::Delete { .. }]), "deleted while the outbox has room");
+    }
+    assert_eq!(f.session.outbox.len(), TIDYING_OUTBOX_MAX);
+    let t = f.say(DEV, "still me?", 2_000);
+    assert!(t.effects.is_empty(), "an out-of-turn message is left as written: {:?}", t.effects);
+    assert!(matches!(&t.events[0].kind, EventKind::OutOfTurn { removed: false, .. }), "and recorded as left");
+    let t = f.say(PM, "Here's my response.\n\nTURN_COMPLETE", 5_000);
+    assert!(!t.effects.iter().any(Effect::tidies), "no repost without the signal: {:?}", t.effects);
+    assert_eq!(texts(&t), ["🎙️ <@102> (dev) has the floor: 120s. End your message with TURN_COMPLETE."]);
+    assert!(
+        t.events.iter().any(|e| matches!(&e.kind, EventKind::EffectFailed { effect, status: None } if effect == "relay")),
+        "the repost left undone is recorded: {:?}",
+        event_names(&t)
+    );
+    assert_eq!(f.active(), "dev");
+    assert_eq!(f.session.outbox.len(), TIDYING_OUTBOX_MAX + 1, "only the announcement was queued");
+    // Discord is back: the backlog drains and the channel is tidied again.
+    f.accept(6_000);
+    let t = f.say(CRITIC, "my turn?", 7_000);
+    assert!(matches!(t.effects[..], [Effect::Delete { .. }]));
+}

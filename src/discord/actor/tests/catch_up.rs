@@ -239,3 +239,27 @@ async fn a_busy_channel_during_a_slow_catch_up_holds_at_most_its_bound_and_reads
     let reads = h.journal.of(A).iter().filter(|l| l.starts_with("read")).count();
     assert!(reads > 16, "a second catch-up read what was not held: {reads} reads");
 }
+
+// --- a flood past the inbox's bound: left in the channel's history, and read from there --------------------------
+
+#[tokio::test(start_paused = true)]
+async fn a_flood_past_the_inbox_bound_is_left_in_the_history_and_read_from_there_with_its_signal() {
+    let h = Harness::new();
+    h.start(A).await;
+    h.settle(A).await;
+    // 1,400 messages reach the inbox at once (the actor cannot run between them); pm's signal comes last.
+    let mut flood: Vec<IncomingMessage> = (0..1_400).map(|n| h.written(HUMAN, "busy", 1_000 + n)).collect();
+    flood.push(h.written(PM, "Done. TURN_COMPLETE", 2_500));
+    h.rest.history.lock().unwrap().insert(A, flood.clone());
+    for message in &flood {
+        h.deliver(A, message);
+    }
+    tokio::time::sleep(Duration::from_secs(10)).await; // well before pm's 60 s deadline
+    h.settle(A).await;
+    let session = h.session(A).await;
+    assert!(flood.iter().all(|m| session.has_handled(m.id)), "every message was handled, live or read again");
+    assert_eq!(h.events(A, "turn_complete"), 1, "pm's signal, left in the history, ended its turn");
+    assert_eq!(h.events(A, "turn_timeout"), 0);
+    let reads = h.journal.of(A).iter().filter(|l| l.starts_with("read")).count();
+    assert!(reads >= 4, "the 401 messages past the bound were read from the history: {reads} reads");
+}
