@@ -160,7 +160,7 @@ pub async fn start(options: BotOptions) -> anyhow::Result<RunningBot> {
         personas: Arc::new(options.personas),
         config: Arc::new(options.config),
         rest: Arc::new(DiscordRest::new(
-            Arc::new(DiscordHttp::new(&token, options.api_base.as_deref(), budget)),
+            Arc::new(DiscordHttp::new(&token, options.api_base.as_deref(), budget.clone())),
             access.clone(),
             identity.clone(),
         )),
@@ -178,6 +178,9 @@ pub async fn start(options: BotOptions) -> anyhow::Result<RunningBot> {
         | discord::GatewayIntents::GUILD_MESSAGES
         | discord::GatewayIntents::MESSAGE_CONTENT;
     let commands = Arc::new(commands::Commands { router: router.clone(), access: access.clone(), store });
+    // Building the client asks for the gateway's address (GET /gateway), once: that call spends from the budget
+    // too. Reconnections use the address it got.
+    budget.take().await;
     let mut client = discord::ClientBuilder::new_with_http(http, intents)
         .event_handler(gateway::Gateway::new(router.clone(), identity.clone()))
         .framework(commands::framework(commands))

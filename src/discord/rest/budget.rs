@@ -2,8 +2,8 @@
 //! (`restRequestsPerSecond`, 45 by default, under Discord's global 50/s). A burst (a thousand turns timing out at
 //! once, a restart's replays) waits its turn here instead of meeting global 429s, which count toward Discord's ban
 //! for invalid requests (10,000 in 10 minutes). Every REST call the bot makes takes a token first: the effects and
-//! the catch-up reads ([`super::http`]), the webhooks, and the serenity calls ([`super::serenity::call`], command
-//! replies). One instance per bot, shared. 0 turns it off, for a bot behind a rate-limiting proxy that keeps the
+//! the catch-up reads ([`super::http`]), the webhooks, the serenity calls ([`super::serenity::call`], command
+//! replies, the slash commands' registration) and serenity's own request for the gateway's address at start-up. One instance per bot, shared. 0 turns it off, for a bot behind a rate-limiting proxy that keeps the
 //! global limit itself (`--api-base`), or a local server with none (the bench).
 
 use std::collections::VecDeque;

@@ -284,7 +284,9 @@ fn while_discord_accepts_nothing_the_channel_is_no_longer_tidied_but_the_floor_s
     assert!(!t.effects.iter().any(Effect::tidies), "no repost without the signal: {:?}", t.effects);
     assert_eq!(texts(&t), ["🎙️ <@102> (dev) has the floor: 120s. End your message with TURN_COMPLETE."]);
     assert!(
-        t.events.iter().any(|e| matches!(&e.kind, EventKind::EffectFailed { effect, status: None } if effect == "relay")),
+        t.events
+            .iter()
+            .any(|e| matches!(&e.kind, EventKind::EffectFailed { effect, status: None } if effect == "relay")),
         "the repost left undone is recorded: {:?}",
         event_names(&t)
     );
