@@ -6,7 +6,7 @@ mod common;
 use common::{Scene, count_floor, is_floor};
 use local_discord::faults::{DispatchAction, RouteAction};
 use local_discord::permissions::Permissions;
-use local_discord::world::OverwriteTarget;
+use local_discord::world::{OverwriteTarget, SeenMessage};
 use std::time::Duration;
 use turn_manager::core::config::{Config, OutOfTurnPolicy};
 use turn_manager::core::ids::PersonaId;
@@ -21,9 +21,9 @@ async fn a_signal_is_stripped_and_the_next_persona_is_mentioned() {
     let scene = Scene::started().await;
     let original = scene.say("pm", "Here's my response.\n\nTURN_COMPLETE");
     let dev = scene.user("dev");
-    let view = scene.until("dev to get the floor", |v| v.iter().any(|m| is_floor(m, "dev")).then(|| v.to_vec())).await;
+    scene.until("dev to get the floor", |v| v.iter().any(|m| is_floor(m, "dev")).then_some(())).await;
+    let view = scene.until_gone(original).await; // the agent's own message is gone
 
-    assert!(view.iter().all(|m| m.id != original), "the agent's own message is gone");
     let repost = view.iter().find(|m| m.from_webhook).expect("a repost");
     assert_eq!((repost.author.as_str(), repost.content.as_str()), ("PM", "Here's my response."));
     let announcement = view.iter().find(|m| is_floor(m, "dev")).unwrap();
@@ -53,8 +53,8 @@ async fn a_message_without_the_signal_stays_and_the_turn_goes_on() {
 async fn only_the_signal_shows_nothing_and_advances() {
     let scene = Scene::started().await;
     let id = scene.say("pm", "TURN_COMPLETE");
-    let view = scene.until("dev to get the floor", |v| v.iter().any(|m| is_floor(m, "dev")).then(|| v.to_vec())).await;
-    assert!(view.iter().all(|m| m.id != id), "the bare signal is removed");
+    scene.until("dev to get the floor", |v| v.iter().any(|m| is_floor(m, "dev")).then_some(())).await;
+    let view = scene.until_gone(id).await; // the bare signal is removed
     assert!(view.iter().all(|m| !m.from_webhook), "nothing is reposted");
 }
 
@@ -63,8 +63,9 @@ async fn several_messages_then_the_signal_make_one_turn() {
     let scene = Scene::started().await;
     let first = scene.say("pm", "Part one.");
     let second = scene.say("pm", "Part two.");
-    scene.say("pm", "Part three. TURN_COMPLETE");
-    let view = scene.until("dev to get the floor", |v| v.iter().any(|m| is_floor(m, "dev")).then(|| v.to_vec())).await;
+    let signal = scene.say("pm", "Part three. TURN_COMPLETE");
+    scene.until("dev to get the floor", |v| v.iter().any(|m| is_floor(m, "dev")).then_some(())).await;
+    let view = scene.until_gone(signal).await;
 
     let shown: Vec<(&str, bool)> =
         view.iter().filter(|m| m.content.starts_with("Part")).map(|m| (m.content.as_str(), m.from_webhook)).collect();
@@ -138,9 +139,9 @@ async fn a_streamed_answer_ends_the_turn_on_the_edit_that_adds_the_signal() {
     scene.handled(id).await;
     scene.stage.server.edit(id, "Draft, more");
     scene.stage.server.edit(id, "Draft, more, done.\nTURN_COMPLETE");
-    let view = scene.until("dev to get the floor", |v| v.iter().any(|m| is_floor(m, "dev")).then(|| v.to_vec())).await;
+    scene.until("dev to get the floor", |v| v.iter().any(|m| is_floor(m, "dev")).then_some(())).await;
+    let view = scene.until_gone(id).await; // the streamed message is replaced
 
-    assert!(view.iter().all(|m| m.id != id), "the streamed message is replaced");
     let repost = view.iter().find(|m| m.from_webhook).unwrap();
     assert_eq!(repost.content, "Draft, more, done.");
     assert_eq!(scene.events("turn_complete").len(), 1);
@@ -205,8 +206,9 @@ async fn the_bot_ignores_its_own_messages_and_its_webhook_reposts() {
     let settled = scene.stage.operator_says("settled");
     scene.handled(settled).await;
     let before = scene.bot().stats().messages_handled;
-    scene.say("pm", "Done. TURN_COMPLETE");
-    let view = scene.until("dev to get the floor", |v| v.iter().any(|m| is_floor(m, "dev")).then(|| v.to_vec())).await;
+    let signal = scene.say("pm", "Done. TURN_COMPLETE");
+    scene.until("dev to get the floor", |v| v.iter().any(|m| is_floor(m, "dev")).then_some(())).await;
+    let view = scene.until_gone(signal).await;
     let marker = scene.stage.operator_says("nice");
     scene.handled(marker).await;
     // The repost and the announcement came back on the gateway too, but only pm's message and the marker reached
@@ -239,7 +241,13 @@ async fn without_manage_messages_the_bot_observes_and_says_so_once() {
     );
     scene.start_session().await;
     let id = scene.say("pm", "Observed answer. TURN_COMPLETE");
-    let view = scene.until("dev to get the floor", |v| v.iter().any(|m| is_floor(m, "dev")).then(|| v.to_vec())).await;
+    // The reaction is made while dev's announcement is posted (it posts nothing, so it need not come first).
+    let reacted = |v: &[SeenMessage]| v.iter().any(|m| m.id == id && !m.reactions.is_empty());
+    let view = scene
+        .until("dev to get the floor and the ✅", |v| {
+            (v.iter().any(|m| is_floor(m, "dev")) && reacted(v)).then(|| v.to_vec())
+        })
+        .await;
     let kept = view.iter().find(|m| m.id == id).expect("the message stays in observe mode");
     assert_eq!(kept.content, "Observed answer. TURN_COMPLETE");
     assert_eq!(kept.reactions, vec![("✅".to_owned(), 1)]);

@@ -45,8 +45,8 @@ async fn messages_posted_while_the_bot_was_down_are_handled_after_it_restarts() 
     scene.stop_bot().await;
     let id = scene.say("pm", "Finished while you were away. TURN_COMPLETE");
     scene.restart_bot().await;
-    let view = scene.until("dev's floor", |v| v.iter().any(|m| is_floor(m, "dev")).then(|| v.to_vec())).await;
-    assert!(view.iter().all(|m| m.id != id));
+    scene.until("dev's floor", |v| v.iter().any(|m| is_floor(m, "dev")).then_some(())).await;
+    let view = scene.until_gone(id).await;
     assert!(view.iter().any(|m| m.from_webhook && m.content == "Finished while you were away."));
     assert_eq!(scene.session().await.active_agent, Some(PersonaId::parse("dev").unwrap()));
 }

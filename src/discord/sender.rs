@@ -1,6 +1,9 @@
 //! A channel's sender: carries out the effects its actor decided and saved (the session's outbox), in order, and
 //! reports each outcome back to the actor, which takes it out of the outbox. A slow or failing REST call delays only
-//! this channel's later effects: never its actor's decisions, never another channel.
+//! this channel's later effects: never its actor's decisions, never another channel. Only what posts a message keeps
+//! a strict order: a deletion or a reaction (the end of a relay, an out-of-turn message removed) runs while the
+//! announcement after it is posted, so the next persona is told one round trip sooner and the channel shows the
+//! same order.
 //!
 //! One retry policy for every effect (spec 9): a 429 waits Discord's `retry_after`; server errors, time-outs and
 //! broken connections back off exponentially, for minutes; other refusals are final. Every effect is safe to carry
@@ -17,6 +20,7 @@ use chrono::{DateTime, Utc};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 /// How long an effect is retried before it is given up.
@@ -102,33 +106,28 @@ impl Sender {
 }
 
 async fn run(tools: Tools, mut queue: mpsc::UnboundedReceiver<Job>) {
+    let tools = Arc::new(tools);
+    // The deletion or reaction of the effect before, still under way: it posts nothing, so an announcement or a
+    // notice after it keeps its place in the channel without waiting for it. Anything else waits for it.
+    let mut tidying: Option<JoinHandle<()>> = None;
     while let Some(job) = queue.recv().await {
+        let posts_only =
+            matches!(job, Job::Notice(_) | Job::Effect { queued: Queued { effect: Effect::Announce(_), .. }, .. });
+        if !posts_only {
+            finish(&mut tidying).await;
+        }
         match job {
-            Job::Effect { queued, replay } => {
-                let outcome = match carry_out(&tools, &queued.effect, replay).await {
-                    // A replayed announcement that Discord recognised by its nonce answers the message made before
-                    // the crash: its own creation time, not now, is when the persona was told.
-                    Ok(Some(posted)) if posted.0 != 0 => {
-                        Outcome::Done { at: tools.clock.now().min(posted.created_at()) }
-                    }
-                    Ok(_) => Outcome::Done { at: tools.clock.now() },
-                    Err(e) => {
-                        let hint = if e.status() == Some(403) {
-                            " (the bot lacks a permission in this channel)"
-                        } else if matches!(queued.effect, Effect::Relay { .. }) {
-                            " (the original message stays as posted)"
-                        } else {
-                            ""
-                        };
-                        tracing::warn!(channel = %tools.channel, "could not {}: {e}{hint}", describe(&queued.effect));
-                        match e {
-                            RestError::Status { status, .. } if !e.is_transient() => Outcome::Refused { status },
-                            _ => Outcome::GaveUp,
-                        }
-                    }
-                };
-                (tools.reports)(Report { id: queued.id, outcome });
-            }
+            Job::Effect { queued, replay } => match posting(&tools, &queued.effect, replay).await {
+                Ok(posted) if queued.effect.tidies() => {
+                    finish(&mut tidying).await;
+                    let tools = tools.clone();
+                    tidying = Some(tokio::spawn(async move {
+                        let done = tidy(&tools, &queued.effect).await.map(|()| posted);
+                        report(&tools, &queued, done);
+                    }));
+                }
+                done => report(&tools, &queued, done),
+            },
             Job::Notice(text) => {
                 if let Err(e) = retrying(|| tools.rest.notice(tools.channel, &text)).await {
                     tracing::warn!(channel = %tools.channel, "could not post a notice: {e}");
@@ -139,10 +138,48 @@ async fn run(tools: Tools, mut queue: mpsc::UnboundedReceiver<Job>) {
             }
         }
     }
+    finish(&mut tidying).await;
 }
 
-/// Carries out one effect; an announcement answers the id of the message Discord holds for it.
-async fn carry_out(tools: &Tools, effect: &Effect, replay: bool) -> Result<Option<MessageId>, RestError> {
+/// Waits for the tidying under way, if any (its outcome is reported by itself).
+async fn finish(tidying: &mut Option<JoinHandle<()>>) {
+    if let Some(task) = tidying.take() {
+        if let Err(e) = task.await {
+            if e.is_panic() {
+                std::panic::resume_unwind(e.into_panic());
+            }
+        }
+    }
+}
+
+/// Tells the actor how effect `queued` ended; `done` answers the id of the message an announcement made.
+fn report(tools: &Tools, queued: &Queued, done: Result<Option<MessageId>, RestError>) {
+    let outcome = match done {
+        // A replayed announcement that Discord recognised by its nonce answers the message made before the crash:
+        // its own creation time, not now, is when the persona was told.
+        Ok(Some(posted)) if posted.0 != 0 => Outcome::Done { at: tools.clock.now().min(posted.created_at()) },
+        Ok(_) => Outcome::Done { at: tools.clock.now() },
+        Err(e) => {
+            let hint = if e.status() == Some(403) {
+                " (the bot lacks a permission in this channel)"
+            } else if matches!(queued.effect, Effect::Relay { .. }) {
+                " (the original message stays as posted)"
+            } else {
+                ""
+            };
+            tracing::warn!(channel = %tools.channel, "could not {}: {e}{hint}", describe(&queued.effect));
+            match e {
+                RestError::Status { status, .. } if !e.is_transient() => Outcome::Refused { status },
+                _ => Outcome::GaveUp,
+            }
+        }
+    };
+    (tools.reports)(Report { id: queued.id, outcome });
+}
+
+/// The part of an effect that posts messages, which must keep its place in the channel: a relay's reposts, an
+/// announcement (answering the id of the message Discord holds for it).
+async fn posting(tools: &Tools, effect: &Effect, replay: bool) -> Result<Option<MessageId>, RestError> {
     let (rest, channel) = (tools.rest.as_ref(), tools.channel);
     match effect {
         Effect::Relay { message_id, persona, text, has_files } => {
@@ -179,15 +216,22 @@ async fn carry_out(tools: &Tools, effect: &Effect, replay: bool) -> Result<Optio
                     repost_once(tools, *message_id, voice, &parts[..=posted], carried).await?;
                 }
             }
-            gone_is_done(retrying(|| rest.delete(channel, *message_id)).await).map(|()| None)
+            Ok(None)
         }
-        Effect::Delete { message_id } => {
-            gone_is_done(retrying(|| rest.delete(channel, *message_id)).await).map(|()| None)
-        }
-        Effect::React { message_id, emoji } => {
-            gone_is_done(retrying(|| rest.react(channel, *message_id, emoji)).await).map(|()| None)
-        }
+        Effect::Delete { .. } | Effect::React { .. } => Ok(None),
         Effect::Announce(announcement) => retrying(|| rest.announce(channel, announcement)).await.map(Some),
+    }
+}
+
+/// The part of an effect that posts nothing: deleting the relayed or out-of-turn message, reacting.
+async fn tidy(tools: &Tools, effect: &Effect) -> Result<(), RestError> {
+    let (rest, channel) = (tools.rest.as_ref(), tools.channel);
+    match effect {
+        Effect::Relay { message_id, .. } | Effect::Delete { message_id } => {
+            gone_is_done(retrying(|| rest.delete(channel, *message_id)).await)
+        }
+        Effect::React { message_id, emoji } => gone_is_done(retrying(|| rest.react(channel, *message_id, emoji)).await),
+        Effect::Announce(_) => Ok(()),
     }
 }
 

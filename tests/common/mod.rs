@@ -103,6 +103,12 @@ impl Scene {
         }
     }
 
+    /// Waits until message `id` no longer shows (a relay deletes the original while the next announcement is posted,
+    /// so it may be gone only just after that), and answers the channel then.
+    pub async fn until_gone(&self, id: u64) -> Vec<SeenMessage> {
+        self.until(&format!("message {id} to be deleted"), |v| v.iter().all(|m| m.id != id).then(|| v.to_vec())).await
+    }
+
     /// The session as the bot holds it now.
     pub async fn session(&self) -> Session {
         self.bot().session(ChannelId(self.stage.channel)).await.expect("a session here")

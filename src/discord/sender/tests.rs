@@ -34,12 +34,20 @@ struct FakeChannel {
     carries: Mutex<Option<Result<Carried, RestError>>>,
     deleted: Mutex<Vec<MessageId>>,
     answers: Mutex<VecDeque<Answer>>,
+    /// Announcements are expected (else one fails the test).
+    announcing: bool,
+    /// How long a deletion takes.
+    delete_takes: Duration,
+    /// Every call, in the order it began and ended.
+    calls: Mutex<Vec<String>>,
 }
 
 #[async_trait]
 impl Rest for FakeChannel {
-    async fn announce(&self, _: ChannelId, _: &Announcement) -> Result<MessageId, RestError> {
-        panic!("no announcement expected")
+    async fn announce(&self, _: ChannelId, announcement: &Announcement) -> Result<MessageId, RestError> {
+        assert!(self.announcing, "no announcement expected");
+        self.calls.lock().unwrap().push(format!("announce {}", announcement.text));
+        Ok(MessageId(0))
     }
 
     async fn notice(&self, _: ChannelId, _: &str) -> Result<(), RestError> {
@@ -48,6 +56,7 @@ impl Rest for FakeChannel {
 
     async fn repost(&self, _: ChannelId, voice: Voice<'_>, text: &str, carries: &Carried) -> Result<(), RestError> {
         let answer = self.answers.lock().unwrap().pop_front();
+        self.calls.lock().unwrap().push(format!("repost {text}"));
         if !matches!(answer, Some(Answer::Fail(_))) {
             self.reposts.lock().unwrap().push((voice.name.to_owned(), text.to_owned()));
             self.files.lock().unwrap().push(carries.files.iter().map(|f| f.name.clone()).collect());
@@ -79,6 +88,9 @@ impl Rest for FakeChannel {
     }
 
     async fn delete(&self, _: ChannelId, message: MessageId) -> Result<(), RestError> {
+        self.calls.lock().unwrap().push(format!("delete {message} begins"));
+        tokio::time::sleep(self.delete_takes).await;
+        self.calls.lock().unwrap().push(format!("delete {message} done"));
         self.deleted.lock().unwrap().push(message);
         Ok(())
     }
@@ -101,7 +113,8 @@ async fn relay(channel: &Arc<FakeChannel>, text: &str, replay: bool) -> Report {
     relay_with(channel, Some(text), false, replay).await
 }
 
-async fn relay_with(channel: &Arc<FakeChannel>, text: Option<&str>, has_files: bool, replay: bool) -> Report {
+/// A sender for the fake channel, and the reports it gives, in order.
+fn sender_for(channel: &Arc<FakeChannel>) -> (Sender, Arc<Mutex<Vec<Report>>>) {
     let reports = Arc::new(Mutex::new(Vec::new()));
     let sink = reports.clone();
     let sender = Sender::spawn(Tools {
@@ -111,13 +124,21 @@ async fn relay_with(channel: &Arc<FakeChannel>, text: Option<&str>, has_files: b
         clock: Clock::starting_at("2026-05-01T12:00:00Z".parse().unwrap()),
         reports: Box::new(move |report| sink.lock().unwrap().push(report)),
     });
-    let effect = Effect::Relay {
+    (sender, reports)
+}
+
+fn relay_of(text: Option<&str>, has_files: bool) -> Effect {
+    Effect::Relay {
         message_id: ORIGINAL,
         persona: PersonaId::parse("pm").unwrap(),
         text: text.map(str::to_owned),
         has_files,
-    };
-    sender.effects([Queued { id: 1, effect }], replay);
+    }
+}
+
+async fn relay_with(channel: &Arc<FakeChannel>, text: Option<&str>, has_files: bool, replay: bool) -> Report {
+    let (sender, reports) = sender_for(channel);
+    sender.effects([Queued { id: 1, effect: relay_of(text, has_files) }], replay);
     sender.flush().await;
     let mut reports = reports.lock().unwrap();
     assert_eq!(reports.len(), 1);
@@ -219,4 +240,40 @@ async fn files_that_cannot_be_carried_over_leave_the_original_in_place_and_fail_
     assert_eq!(report.outcome, Outcome::GaveUp, "recorded in history as a failed effect");
     assert!(texts(&channel).is_empty(), "nothing reposted");
     assert!(channel.deleted.lock().unwrap().is_empty(), "the original, files and all, stays");
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_next_announcement_is_posted_while_the_relayed_message_is_deleted_and_other_effects_wait_for_it() {
+    let channel =
+        Arc::new(FakeChannel { announcing: true, delete_takes: Duration::from_secs(2), ..FakeChannel::default() });
+    let (sender, reports) = sender_for(&channel);
+    let floor = Announcement {
+        text: "dev has the floor".into(),
+        mention: None,
+        nonce: "n1".into(),
+        reply_to: None,
+        ping_managers: false,
+    };
+    let out_of_turn = MessageId(7 << 40);
+    sender.effects(
+        [
+            Queued { id: 1, effect: relay_of(Some("Done."), false) },
+            Queued { id: 2, effect: Effect::Announce(floor) },
+            Queued { id: 3, effect: Effect::Delete { message_id: out_of_turn } },
+        ],
+        false,
+    );
+    sender.flush().await;
+    let calls = channel.calls.lock().unwrap().clone();
+    let at = |call: String| calls.iter().position(|c| *c == call).unwrap_or_else(|| panic!("{call} in {calls:?}"));
+    let announced = at("announce dev has the floor".into());
+    assert!(at("repost Done.".into()) < announced, "the repost shows before the announcement: {calls:?}");
+    assert!(announced < at(format!("delete {ORIGINAL} done")), "the announcement did not wait for the deletion");
+    assert!(
+        at(format!("delete {ORIGINAL} done")) < at(format!("delete {out_of_turn} begins")),
+        "the effect after the announcement waits for the deletion: {calls:?}"
+    );
+    let reports = reports.lock().unwrap();
+    assert_eq!(reports.iter().map(|r| r.id).collect::<Vec<_>>(), [2, 1, 3], "each reported when it is done");
+    assert!(reports.iter().all(|r| matches!(r.outcome, Outcome::Done { .. })));
 }
