@@ -1,6 +1,8 @@
-//! The JSON gateway (no compression): HELLO, IDENTIFY, READY, GUILD_CREATE, heartbeats, RESUME with replay of
-//! missed dispatches, INVALID_SESSION, request guild members (op 8, answered with GUILD_MEMBERS_CHUNK), and
-//! dispatches to every connected bot, with the dispatch faults applied.
+//! The JSON gateway (no compression): HELLO, IDENTIFY (sharded or not), READY, GUILD_CREATE, heartbeats, RESUME
+//! with replay of missed dispatches, INVALID_SESSION, request guild members (op 8, answered with
+//! GUILD_MEMBERS_CHUNK), and dispatches to every connected bot, with the dispatch faults applied. A session that
+//! identified with `shard: [id, total]` gets the events of the guilds with `(guild_id >> 22) % total == id` only, and
+//! direct messages only on shard 0, as on Discord.
 
 use crate::Shared;
 use crate::faults::DispatchAction;
@@ -19,6 +21,7 @@ const REPLAY_BUFFER: usize = 5_000;
 /// Close codes with Discord's meaning.
 pub const CLOSE_UNKNOWN_ERROR: u16 = 4000;
 pub const CLOSE_AUTHENTICATION_FAILED: u16 = 4004;
+pub const CLOSE_INVALID_SHARD: u16 = 4010;
 
 /// What the writer task of a connection sends.
 #[derive(Debug)]
@@ -33,6 +36,8 @@ pub struct GatewaySession {
     pub id: String,
     pub user_id: u64,
     pub seq: u64,
+    /// `[shard id, shard count]` from IDENTIFY; `None` is the whole bot on one connection.
+    pub shard: Option<[u64; 2]>,
     /// Recent dispatches for RESUME: sequence, event name, frame.
     buffer: VecDeque<(u64, String, String)>,
     pub connection: Option<UnboundedSender<Outgoing>>,
@@ -50,13 +55,18 @@ impl World {
             Some(g) => self.guilds.get(&g).map(|g| g.members.keys().copied().collect()).unwrap_or_default(),
             None => self.users.keys().copied().collect(),
         };
-        self.dispatch_to_users(&members, event, data);
+        self.dispatch_to_users(guild_id, &members, event, data);
     }
 
-    /// Sends a dispatch to the sessions of these users only (an interaction goes to its application alone).
-    pub fn dispatch_to_users(&mut self, members: &[u64], event: &str, data: Value) {
-        let targets: Vec<String> =
-            self.sessions.values().filter(|s| members.contains(&s.user_id)).map(|s| s.id.clone()).collect();
+    /// Sends a dispatch to the sessions of these users only (an interaction goes to its application alone), each on
+    /// the shard of `guild_id` (shard 0 when `None`: a direct message).
+    pub fn dispatch_to_users(&mut self, guild_id: Option<u64>, members: &[u64], event: &str, data: Value) {
+        let targets: Vec<String> = self
+            .sessions
+            .values()
+            .filter(|s| members.contains(&s.user_id) && on_shard(s.shard, guild_id))
+            .map(|s| s.id.clone())
+            .collect();
         for session_id in targets {
             let action = self.faults.take_dispatch_action(event);
             self.send_dispatch(&session_id, event, data.clone(), action);
@@ -206,18 +216,55 @@ pub async fn serve_connection(shared: Arc<Shared>, socket: WebSocket) {
     let _ = writer.await;
 }
 
+/// Whether a session on `shard` gets the events of `guild_id` (Discord's `(guild_id >> 22) % shard_count`).
+pub fn on_shard(shard: Option<[u64; 2]>, guild_id: Option<u64>) -> bool {
+    match (shard, guild_id) {
+        (None, _) => true,
+        (Some([id, _]), None) => id == 0,
+        (Some([id, total]), Some(guild)) => (guild >> 22) % total.max(1) == id,
+    }
+}
+
 fn identify(world: &mut World, d: &Value, tx: &UnboundedSender<Outgoing>, gateway_url: &str) -> Option<String> {
     let token = d["token"].as_str().unwrap_or_default();
     let Some(user) = world.bot_by_token(token).map(|u| u.id) else {
         world.record(LogKind::Refused { what: "IDENTIFY with an unknown token".into() });
         return None;
     };
+    let shard = match &d["shard"] {
+        Value::Null => None,
+        Value::Array(pair) => match (pair.first().and_then(Value::as_u64), pair.get(1).and_then(Value::as_u64)) {
+            (Some(id), Some(total)) if id < total => Some([id, total]),
+            _ => {
+                world.record(LogKind::Refused { what: format!("IDENTIFY with an invalid shard {}", d["shard"]) });
+                let _ = tx.send(Outgoing::Close(CLOSE_INVALID_SHARD));
+                return None;
+            }
+        },
+        other => {
+            world.record(LogKind::Refused { what: format!("IDENTIFY with an invalid shard {other}") });
+            let _ = tx.send(Outgoing::Close(CLOSE_INVALID_SHARD));
+            return None;
+        }
+    };
     let id = format!("{:x}", world.snowflake());
     world.sessions.insert(
         id.clone(),
-        GatewaySession { id: id.clone(), user_id: user, seq: 0, buffer: VecDeque::new(), connection: Some(tx.clone()) },
+        GatewaySession {
+            id: id.clone(),
+            user_id: user,
+            seq: 0,
+            shard,
+            buffer: VecDeque::new(),
+            connection: Some(tx.clone()),
+        },
     );
-    let guild_ids: Vec<u64> = world.guilds.values().filter(|g| g.members.contains_key(&user)).map(|g| g.id).collect();
+    let guild_ids: Vec<u64> = world
+        .guilds
+        .values()
+        .filter(|g| g.members.contains_key(&user) && on_shard(shard, Some(g.id)))
+        .map(|g| g.id)
+        .collect();
     let mut me = world.user_json(user);
     me["verified"] = json!(true);
     me["mfa_enabled"] = json!(false);
@@ -225,6 +272,7 @@ fn identify(world: &mut World, d: &Value, tx: &UnboundedSender<Outgoing>, gatewa
     let ready = json!({
         "v": 10, "user": me, "session_id": id, "resume_gateway_url": gateway_url,
         "guilds": guild_ids.iter().map(|g| json!({"id": g.to_string(), "unavailable": true})).collect::<Vec<_>>(),
+        "shard": shard,
         "application": {"id": user.to_string(), "flags": crate::hooks::APPLICATION_FLAGS}, "private_channels": [], "relationships": [],
     });
     world.send_dispatch(&id, "READY", ready, None);

@@ -198,7 +198,7 @@ impl LocalDiscord {
     pub fn remove_member(&self, guild: u64, user: u64) {
         self.with(|w| {
             w.guilds.get_mut(&guild).expect("guild").members.remove(&user);
-            w.dispatch_to_users(&[user], "GUILD_DELETE", json!({"id": guild.to_string()}));
+            w.dispatch_to_users(Some(guild), &[user], "GUILD_DELETE", json!({"id": guild.to_string()}));
         })
     }
 
@@ -324,7 +324,7 @@ impl LocalDiscord {
                 id,
                 world::Interaction { id, token, application_id: application, channel_id: channel, user_id: user, response: None, response_message: None },
             );
-            w.dispatch_to_users(&[application], "INTERACTION_CREATE", data);
+            w.dispatch_to_users(Some(guild_id), &[application], "INTERACTION_CREATE", data);
             id
         })
     }

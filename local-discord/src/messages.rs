@@ -233,7 +233,7 @@ impl World {
         match self.channels.get(&channel) {
             Some(c) if c.kind == ChannelKind::Dm => {
                 let recipients = c.recipients.clone();
-                self.dispatch_to_users(&recipients, event, data);
+                self.dispatch_to_users(None, &recipients, event, data);
             }
             Some(c) => {
                 let guild = c.guild_id;

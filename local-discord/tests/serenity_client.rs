@@ -457,3 +457,75 @@ async fn unknown_routes_answer_404_with_discords_body_and_are_logged() {
             .any(|e| matches!(&e.kind, LogKind::Refused { what } if what.contains("unknown route GET")))
     );
 }
+
+/// Records which shard each guild's events came on.
+struct ShardRecorder(UnboundedSender<(u32, Seen)>);
+
+#[async_trait]
+impl EventHandler for ShardRecorder {
+    async fn guild_create(&self, ctx: Context, guild: Guild, _: Option<bool>) {
+        let _ = self.0.send((ctx.shard_id.0, Seen::GuildCreate(guild.id.get())));
+    }
+    async fn message(&self, ctx: Context, m: Message) {
+        let seen = Seen::Message { id: m.id.get(), content: m.content, webhook: m.webhook_id.is_some() };
+        let _ = self.0.send((ctx.shard_id.0, seen));
+    }
+}
+
+#[tokio::test]
+async fn a_sharded_client_gets_each_guild_on_its_own_shard_only() {
+    let server = LocalDiscord::start().await.unwrap();
+    let person = server.create_user("alice");
+    let (bot, token) = server.create_bot("testbot");
+    // Guilds until both of two shards have one: Discord's rule is (guild_id >> 22) % 2.
+    let mut by_shard: [Option<u64>; 2] = [None, None];
+    let mut created = Vec::new();
+    while by_shard.iter().any(Option::is_none) {
+        let guild = server.create_guild("Lab", person);
+        server.add_member(guild, bot, &[]);
+        created.push(guild);
+        by_shard[((guild >> 22) % 2) as usize].get_or_insert(guild);
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    let [Some(guild0), Some(guild1)] = by_shard else { unreachable!() };
+    let channel0 = server.create_channel(guild0, "zero");
+    let channel1 = server.create_channel(guild1, "one");
+    let http = HttpBuilder::new(&token).proxy(server.base_url()).ratelimiter_disabled(true).build();
+    let (tx, mut seen) = unbounded_channel();
+    let intents = GatewayIntents::GUILDS | GatewayIntents::GUILD_MESSAGES | GatewayIntents::MESSAGE_CONTENT;
+    let mut client =
+        serenity::all::ClientBuilder::new_with_http(http, intents).event_handler(ShardRecorder(tx)).await.unwrap();
+    tokio::spawn(async move { client.start_shards(2).await });
+    let mut got = Vec::new();
+    let wanted = |got: &[(u32, Seen)]| {
+        got.iter().any(|(_, s)| *s == Seen::GuildCreate(guild0))
+            && got.iter().any(|(_, s)| *s == Seen::GuildCreate(guild1))
+    };
+    while !wanted(&got) {
+        got.push(tokio::time::timeout(WAIT, seen.recv()).await.expect("guilds in time").expect("client alive"));
+    }
+    server.post(channel0, person, "in zero");
+    server.post(channel1, person, "in one");
+    let deadline = Instant::now() + Duration::from_millis(500);
+    while let Ok(Some(event)) =
+        tokio::time::timeout(deadline.saturating_duration_since(Instant::now()), seen.recv()).await
+    {
+        got.push(event);
+    }
+    let guilds: Vec<(u32, u64)> = got
+        .iter()
+        .filter_map(|(shard, s)| if let Seen::GuildCreate(g) = s { Some((*shard, *g)) } else { None })
+        .collect();
+    assert_eq!(guilds.len(), created.len(), "each guild once, not on both shards: {guilds:?}");
+    assert!(guilds.iter().all(|(shard, g)| u64::from(*shard) == (g >> 22) % 2), "each on its own shard: {guilds:?}");
+    let messages: Vec<(u32, String)> = got
+        .iter()
+        .filter_map(
+            |(shard, s)| if let Seen::Message { content, .. } = s { Some((*shard, content.clone())) } else { None },
+        )
+        .collect();
+    assert_eq!(messages.len(), 2, "each message once: {messages:?}");
+    assert!(messages.contains(&(0, "in zero".into())) && messages.contains(&(1, "in one".into())), "{messages:?}");
+    let identified = server.log().iter().filter(|e| matches!(e.kind, LogKind::GatewayReceived { op: 2, .. })).count();
+    assert_eq!(identified, 2, "one IDENTIFY per shard");
+}
