@@ -210,6 +210,25 @@ fn run_refuses_a_missing_or_malformed_token_before_connecting() {
 }
 
 #[test]
+fn run_refuses_a_shard_range_that_cannot_be_before_connecting() {
+    let token = "MTMxMjAwMDAwMDAwMDAwMDAwOQ.GaBcDe.abcdefghijklmnopqrstuvwxyz0123456789AB";
+    let run = |args: &[&str], env: &[(&str, &str)]| {
+        let mut command = Command::new(BINARY);
+        command.arg("run").args(args).env("DISCORD_TOKEN", token).env_remove("TM_SHARDS").env_remove("TM_TOTAL_SHARDS");
+        command.envs(env.iter().copied()).output().unwrap()
+    };
+    let backwards = run(&[], &[("TM_SHARDS", "3-1"), ("TM_TOTAL_SHARDS", "4")]);
+    assert_eq!(backwards.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&backwards.stderr).contains("the shard range 3-1 ends before it begins"));
+    let beyond = run(&["--shards", "2-4", "--total-shards", "4"], &[]);
+    assert_eq!(beyond.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&beyond.stderr).contains("shard 4 does not exist with 4 shards"));
+    let alone = run(&["--shards", "0-1"], &[]);
+    assert_eq!(alone.status.code(), Some(2), "a range needs the total");
+    assert!(String::from_utf8_lossy(&alone.stderr).contains("--total-shards"));
+}
+
+#[test]
 fn invite_prints_the_oauth2_url() {
     let out = Command::new(BINARY).args(["invite", "--client-id", "1312000000000000009"]).output().unwrap();
     assert!(out.status.success());

@@ -49,6 +49,11 @@ impl World {
         self.sessions.values().any(|s| s.user_id == bot && s.connection.is_some())
     }
 
+    /// Whether a bot has a live, identified gateway connection as shard `[id, total]`.
+    pub fn is_connected_on(&self, bot: u64, shard: [u64; 2]) -> bool {
+        self.sessions.values().any(|s| s.user_id == bot && s.connection.is_some() && s.shard == Some(shard))
+    }
+
     /// Sends a dispatch to every session of a bot in `guild_id` (every session when `None`).
     pub fn dispatch(&mut self, guild_id: Option<u64>, event: &str, data: Value) {
         let members: Vec<u64> = match guild_id {

@@ -75,6 +75,14 @@ pub struct RunArgs {
     /// gateway address comes from its /api/v10/gateway
     #[arg(long, value_name = "URL", env = "DISCORD_API_BASE")]
     pub api_base: Option<String>,
+    /// The gateway shards this process runs, A-B with both ends included (e.g. 0-3), of --total-shards; it keeps
+    /// only the sessions of servers on them [default: every shard]
+    #[arg(long, value_name = "A-B", env = "TM_SHARDS", requires = "total_shards")]
+    pub shards: Option<String>,
+    /// How many gateway shards the bot runs on, over all its processes (a server's shard is (server id >> 22) mod
+    /// this) [default: one connection, no sharding]
+    #[arg(long, value_name = "N", env = "TM_TOTAL_SHARDS")]
+    pub total_shards: Option<u32>,
 }
 
 #[derive(Debug, clap::Args)]

@@ -2,6 +2,7 @@
 //! disk, connects, and shuts down gracefully on Ctrl-C or SIGTERM.
 
 use super::RunArgs;
+use crate::core::shards::ShardRange;
 use crate::discord::{self, BotOptions};
 use crate::files::load_setup;
 use crate::store::Store;
@@ -25,6 +26,19 @@ pub fn run(args: &RunArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let shards = match (&args.shards, args.total_shards) {
+        (None, None) => None,
+        (None, Some(total)) => Some(ShardRange::parse(&format!("0-{}", total.saturating_sub(1)), total)),
+        (Some(range), Some(total)) => Some(ShardRange::parse(range, total)),
+        (Some(_), None) => unreachable!("clap requires --total-shards with --shards"),
+    };
+    let shards = match shards.transpose() {
+        Ok(shards) => shards,
+        Err(e) => {
+            eprintln!("error: --shards/--total-shards (TM_SHARDS/TM_TOTAL_SHARDS): {e}");
+            return ExitCode::from(2);
+        }
+    };
     let setup = match load_setup(&args.sources.sources()) {
         Ok(setup) => setup,
         Err(problems) => {
@@ -38,7 +52,10 @@ pub fn run(args: &RunArgs) -> ExitCode {
     let api_base = args.api_base.clone();
     super::run_async(async move {
         let store = Store::open(&setup.config.state_dir)?;
-        serve(BotOptions { token, api_base, config: setup.config, personas: setup.personas, store }).await
+        if let Some(range) = shards {
+            tracing::info!("running {range}");
+        }
+        serve(BotOptions { token, api_base, config: setup.config, personas: setup.personas, store, shards }).await
     })
 }
 

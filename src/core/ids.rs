@@ -36,6 +36,10 @@ snowflake!(
     ChannelId
 );
 snowflake!(
+    /// A Discord server (guild) id: it decides the gateway shard of the server's events.
+    GuildId
+);
+snowflake!(
     /// A Discord user id: a person or a bot account.
     UserId
 );

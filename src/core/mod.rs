@@ -5,5 +5,6 @@ pub mod ids;
 pub mod persona;
 pub mod problems;
 pub mod session;
+pub mod shards;
 pub mod signals;
 pub mod templates;

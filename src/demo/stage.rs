@@ -5,6 +5,7 @@
 use crate::core::config::Config;
 use crate::core::ids::UserId;
 use crate::core::persona::{Persona, PersonaCatalog};
+use crate::core::shards::ShardRange;
 use crate::discord::{self, BotOptions, RunningBot};
 use crate::store::Store;
 use local_discord::LocalDiscord;
@@ -63,18 +64,37 @@ impl Stage {
     /// Starts the real bot against the server (through `--api-base`, as `run` does) and waits until it is connected
     /// and its slash commands are registered.
     pub async fn start_bot(&self, config: Config, state_dir: &Path) -> anyhow::Result<RunningBot> {
+        self.start_bot_on(config, state_dir, None).await
+    }
+
+    /// [`Stage::start_bot`] running only `shards`: one of several processes of the bot. It waits until the bot is
+    /// connected, and (where it runs shard 0, which registers them) until the slash commands are registered.
+    pub async fn start_bot_on(
+        &self,
+        config: Config,
+        state_dir: &Path,
+        shards: Option<ShardRange>,
+    ) -> anyhow::Result<RunningBot> {
         let options = BotOptions {
             token: self.bot_token.clone(),
             api_base: Some(self.server.base_url()),
             config,
             personas: self.catalog(),
             store: Store::open(state_dir)?,
+            shards,
         };
         let bot = discord::start(options).await?;
         let me = self.bot_user;
+        let registers = shards.is_none_or(|range| range.has_first_shard());
         self.server
             .wait_for("the bot to connect and register its commands", CONNECT_TIMEOUT, |w| {
-                (w.is_connected(me) && w.commands.iter().any(|c| c.application_id == me)).then_some(())
+                let registered = !registers || w.commands.iter().any(|c| c.application_id == me);
+                let connected = match shards {
+                    None => w.is_connected(me),
+                    Some(range) => (range.first..=range.last)
+                        .all(|id| w.is_connected_on(me, [u64::from(id), u64::from(range.total)])),
+                };
+                (connected && registered).then_some(())
             })
             .await?;
         Ok(bot)

@@ -5,7 +5,7 @@ use super::identity::Identity;
 use super::rest::RestError;
 use super::rest::budget::RestBudget;
 use super::rest::serenity::call;
-use crate::core::ids::ChannelId;
+use crate::core::ids::{ChannelId, GuildId};
 use serenity::all as discord;
 use std::sync::{Arc, OnceLock};
 
@@ -51,6 +51,11 @@ impl Access {
             missing.push("Manage Webhooks");
         }
         Ok(missing)
+    }
+
+    /// The server `channel` (or thread) is in.
+    pub async fn guild_of(&self, channel: ChannelId) -> Result<GuildId, RestError> {
+        Ok(GuildId(self.guild_channel(discord::ChannelId::new(channel.0)).await?.guild_id.get()))
     }
 
     /// Whether `member` may change the session in `channel`: administrators, Manage Channels there, or a member of

@@ -21,6 +21,8 @@ pub struct Commands {
     pub router: Arc<Router>,
     pub access: Arc<Access>,
     pub store: Store,
+    /// Registers the slash commands on connecting: one process does it for all (the one running shard 0).
+    pub registers: bool,
 }
 
 /// The prefix of text commands: `!turn ...`.
@@ -58,9 +60,11 @@ pub fn framework(data: Arc<Commands>) -> poise::Framework<Arc<Commands>, Error> 
         .options(options)
         .setup(move |ctx, _ready, framework| {
             Box::pin(async move {
-                data.access.budget().take().await;
-                if let Err(e) = poise::builtins::register_globally(ctx, &framework.options().commands).await {
-                    tracing::warn!("could not register the /turn slash commands ({e}); `!turn` still works");
+                if data.registers {
+                    data.access.budget().take().await;
+                    if let Err(e) = poise::builtins::register_globally(ctx, &framework.options().commands).await {
+                        tracing::warn!("could not register the /turn slash commands ({e}); `!turn` still works");
+                    }
                 }
                 Ok(data)
             })

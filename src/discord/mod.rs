@@ -27,6 +27,7 @@ use crate::core::config::Config;
 use crate::core::ids::{ChannelId, MessageId};
 use crate::core::persona::PersonaCatalog;
 use crate::core::session::{Command, Session};
+use crate::core::shards::ShardRange;
 use crate::store::{Store, Writer};
 use access::Access;
 use actor::{Env, Input};
@@ -59,6 +60,8 @@ pub struct BotOptions {
     pub config: Config,
     pub personas: PersonaCatalog,
     pub store: Store,
+    /// The gateway shards this process runs (spec 12); `None`: the whole bot on one connection.
+    pub shards: Option<ShardRange>,
 }
 
 /// A bot connected (or connecting) to Discord.
@@ -171,13 +174,15 @@ pub async fn start(options: BotOptions) -> anyhow::Result<RunningBot> {
     });
     tell_lost_sessions(&env, report.lost);
     let router = Router::new(env);
-    let configured = configured_starts(&router.env().config, &report.sessions);
-    router.resume(report.sessions);
+    let sessions = keep_own_sessions(report.sessions, options.shards);
+    let configured = configured_starts(&router.env().config, &sessions);
+    router.resume(sessions);
 
     let intents = discord::GatewayIntents::GUILDS
         | discord::GatewayIntents::GUILD_MESSAGES
         | discord::GatewayIntents::MESSAGE_CONTENT;
-    let commands = Arc::new(commands::Commands { router: router.clone(), access: access.clone(), store });
+    let registers = options.shards.is_none_or(|range| range.has_first_shard());
+    let commands = Arc::new(commands::Commands { router: router.clone(), access: access.clone(), store, registers });
     // Building the client asks for the gateway's address (GET /gateway), once: that call spends from the budget
     // too. Reconnections use the address it got.
     budget.take().await;
@@ -198,7 +203,13 @@ pub async fn start(options: BotOptions) -> anyhow::Result<RunningBot> {
         });
     }
     let shard_manager = client.shard_manager.clone();
-    let client = tokio::spawn(async move { client.start().await });
+    let client = tokio::spawn(async move {
+        match options.shards {
+            // serenity's range end is inclusive here: `first..last` runs `first` to `last`, both included.
+            Some(range) => client.start_shard_range(range.first..range.last, range.total).await,
+            None => client.start().await,
+        }
+    });
     let connection_watch = tokio::spawn(watch_connection(shard_manager.clone(), router.clone(), identity));
     Ok(RunningBot { router, saver, stats, shard_manager, client, connection_watch })
 }
@@ -211,8 +222,11 @@ async fn watch_connection(shard_manager: Arc<discord::ShardManager>, router: Arc
     let mut lost = false;
     loop {
         tokio::time::sleep(CONNECTION_POLL).await;
-        let connected =
-            shard_manager.runners.lock().await.values().any(|r| r.stage == discord::ConnectionStage::Connected);
+        // Every shard: a channel's server is on one of them, and the router does not know which.
+        let connected = {
+            let runners = shard_manager.runners.lock().await;
+            !runners.is_empty() && runners.values().all(|r| r.stage == discord::ConnectionStage::Connected)
+        };
         if !connected && !lost && identity.user().is_some() {
             tracing::info!("the gateway connection was lost; deadlines wait for the catch-up after reconnecting");
             router.broadcast(|| Input::Disconnected);
@@ -222,6 +236,22 @@ async fn watch_connection(shard_manager: Arc<discord::ShardManager>, router: Arc
             lost = false;
         }
     }
+}
+
+/// The saved sessions this process keeps: those of servers on its shards, and those whose server is not known yet
+/// (saved before sessions recorded it; it is found when the channel is next used). The others stay on disk for the
+/// process that runs their shard.
+fn keep_own_sessions(sessions: Vec<Session>, shards: Option<ShardRange>) -> Vec<Session> {
+    let Some(range) = shards else { return sessions };
+    let (own, others): (Vec<Session>, Vec<Session>) =
+        sessions.into_iter().partition(|s| s.guild_id.is_none_or(|guild| range.owns(guild)));
+    if !others.is_empty() {
+        tracing::info!(
+            "{} saved session(s) belong to servers on other shards than {range}: left on disk, not resumed here",
+            others.len()
+        );
+    }
+    own
 }
 
 /// A channel whose saved session could not be read (and had no good copy) is told once, rather than going silent:
@@ -294,5 +324,19 @@ mod tests {
         assert_eq!(clean_token(" ").unwrap_err().to_string(), "the token is empty");
         let error = clean_token("secret words").unwrap_err().to_string();
         assert!(error.contains("does not look like a Discord bot token") && !error.contains("secret"), "{error}");
+    }
+
+    #[test]
+    fn a_process_keeps_the_sessions_of_servers_on_its_shards_and_those_whose_server_is_not_known() {
+        use super::{ChannelId, Session, ShardRange, keep_own_sessions};
+        use crate::core::ids::GuildId;
+        let on_shard = |shard: u64| GuildId((shard + 2 * 77) << 22);
+        let session =
+            |channel: u64, guild: Option<GuildId>| Session { guild_id: guild, ..Session::new(ChannelId(channel)) };
+        let saved = vec![session(1, Some(on_shard(0))), session(2, Some(on_shard(1))), session(3, None)];
+        let kept = |shards| keep_own_sessions(saved.clone(), shards).iter().map(|s| s.channel_id.0).collect::<Vec<_>>();
+        assert_eq!(kept(Some(ShardRange::parse("0", 2).unwrap())), [1, 3]);
+        assert_eq!(kept(Some(ShardRange::parse("1", 2).unwrap())), [2, 3]);
+        assert_eq!(kept(None), [1, 2, 3], "one connection keeps everything");
     }
 }

@@ -3,7 +3,7 @@
 
 use super::history::{EventKind, join_ids};
 use super::{Context, DisplayMode, Refusal, Session, SessionStatus, Transition, seconds, whole_millis};
-use crate::core::ids::{MessageId, PersonaId};
+use crate::core::ids::{GuildId, MessageId, PersonaId};
 use crate::core::persona::{TIMEOUT_SECONDS_MAX, TIMEOUT_SECONDS_MIN};
 use crate::core::templates::Template;
 use chrono::{DateTime, Utc};
@@ -212,6 +212,13 @@ impl Session {
         Ok(self.finish(t, ctx))
     }
 
+    /// Records the channel's server, as the Discord layer found it (saved with the next save: it is found again if
+    /// lost).
+    pub fn set_guild(&mut self, guild: GuildId) -> Transition {
+        let changed = self.guild_id.replace(guild) != Some(guild);
+        Transition { changed, ..Transition::default() }
+    }
+
     /// Sets how messages are shown, as the Discord layer found from its permissions.
     pub fn set_display_mode(&mut self, mode: DisplayMode, now: DateTime<Utc>, ctx: Context) -> Transition {
         if self.display_mode == mode {
@@ -281,6 +288,7 @@ impl Session {
         // older session) is never judged, and catch-up reads from there. A fresh `recent_ids` takes that as floor.
         *self = Session {
             display_mode: self.display_mode,
+            guild_id: self.guild_id,
             last_message_id: self.last_message_id.max(Some(begins)),
             announcement_seq: self.announcement_seq,
             outbox: std::mem::take(&mut self.outbox),

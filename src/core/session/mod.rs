@@ -18,7 +18,7 @@ mod turns;
 mod tests;
 
 use crate::core::config::Config;
-use crate::core::ids::{ChannelId, MessageId, PersonaId, UserId};
+use crate::core::ids::{ChannelId, GuildId, MessageId, PersonaId, UserId};
 use crate::core::persona::PersonaCatalog;
 use chrono::{DateTime, TimeDelta, Utc};
 use effects::Effect;
@@ -141,6 +141,10 @@ impl TurnSpan {
 pub struct Session {
     pub version: u32,
     pub channel_id: ChannelId,
+    /// The channel's server, once known: it decides which process keeps the session when the bot runs on several
+    /// (spec 12).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guild_id: Option<GuildId>,
     pub status: SessionStatus,
     pub display_mode: DisplayMode,
     pub roster: Vec<PersonaId>,
@@ -330,6 +334,7 @@ impl Session {
         Self {
             version: SESSION_FORMAT_VERSION,
             channel_id,
+            guild_id: None,
             status: SessionStatus::Stopped,
             display_mode: DisplayMode::Relay,
             roster: Vec::new(),

@@ -336,6 +336,7 @@ impl Actor {
             }
             Input::CheckDisplayMode => {
                 if self.session.is_active() {
+                    self.learn_guild().await;
                     let choice = self.choose_display_mode().await;
                     self.apply_display_mode(choice).await;
                 }
@@ -425,12 +426,29 @@ impl Actor {
             // A start that will be refused (a name typed wrong, no personas) changes nothing, not even the display
             // mode, and says nothing but its refusal: it is tried on a copy first.
             self.session.clone().handle_command(command, origin, self.env.clock.now(), self.env.context())?;
+            self.learn_guild().await;
             let choice = self.choose_display_mode().await;
             self.apply_display_mode(choice).await;
         }
         let t = self.session.handle_command(command, origin, self.env.clock.now(), self.env.context())?;
         self.commit(t).await;
         Ok(())
+    }
+
+    /// Records the channel's server if it is not known yet: it decides which process keeps the session when the bot
+    /// runs on several (spec 12). Saved with the next save; looked up again if it could not be found now.
+    async fn learn_guild(&mut self) {
+        if self.session.guild_id.is_some() {
+            return;
+        }
+        match self.env.rest.guild_of(self.channel).await {
+            Ok(Some(guild)) => {
+                let t = self.session.set_guild(guild);
+                self.commit(t).await;
+            }
+            Ok(None) => {}
+            Err(e) => tracing::debug!(channel = %self.channel, "the channel's server is not known yet: {e}"),
+        }
     }
 
     /// The display mode to use here, and the notice to give if relay is not possible.

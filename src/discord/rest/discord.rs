@@ -5,7 +5,7 @@ use super::http::DiscordHttp;
 use super::http::PageMessage;
 use super::webhooks::Webhooks;
 use super::{Carried, Page, REPOST_SEARCH_PAGES, Rest, RestError, Voice};
-use crate::core::ids::{ChannelId, MessageId, UserId};
+use crate::core::ids::{ChannelId, GuildId, MessageId, UserId};
 use crate::core::session::IncomingMessage;
 use crate::core::session::effects::Announcement;
 use crate::discord::access::Access;
@@ -133,6 +133,10 @@ impl Rest for DiscordRest {
 
     async fn relay_permissions_missing(&self, channel: ChannelId) -> Result<Vec<&'static str>, RestError> {
         self.access.relay_permissions_missing(channel).await
+    }
+
+    async fn guild_of(&self, channel: ChannelId) -> Result<Option<GuildId>, RestError> {
+        self.access.guild_of(channel).await.map(Some)
     }
 }
 

@@ -10,7 +10,7 @@ pub mod http;
 pub mod serenity;
 pub mod webhooks;
 
-use crate::core::ids::{ChannelId, MessageId};
+use crate::core::ids::{ChannelId, GuildId, MessageId};
 use crate::core::session::IncomingMessage;
 use crate::core::session::effects::Announcement;
 use async_trait::async_trait;
@@ -71,6 +71,10 @@ pub trait Rest: Send + Sync + 'static {
     async fn messages_after(&self, channel: ChannelId, after: MessageId, limit: u8) -> Result<Page, RestError>;
     /// The permissions relay mode needs (by name) that the bot lacks in `channel`.
     async fn relay_permissions_missing(&self, channel: ChannelId) -> Result<Vec<&'static str>, RestError>;
+    /// The server `channel` is in (from the gateway's cache, else REST); `None` where it cannot be known.
+    async fn guild_of(&self, _channel: ChannelId) -> Result<Option<GuildId>, RestError> {
+        Ok(None)
+    }
 }
 
 /// What a repost carries over from the agent's message besides its text.

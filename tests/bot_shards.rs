@@ -1,0 +1,93 @@
+//! Two processes of the bot on Discord's sharding (spec 12), against the local server: each runs one of two shards
+//! over its own state folder, gets only the events of the servers on its shard, manages only their channels, and
+//! only the one running shard 0 registers the slash commands.
+
+mod common;
+
+use common::{PATIENCE, count_floor, is_floor, personas};
+use local_discord::permissions::Permissions;
+use local_discord::world::LogKind;
+use turn_manager::core::config::Config;
+use turn_manager::core::ids::ChannelId;
+use turn_manager::core::shards::ShardRange;
+use turn_manager::demo::stage::Stage;
+
+/// A second server like the stage's, on the other of two shards, with the operator, the bot and every persona in
+/// it; answers its channel.
+fn server_on_the_other_shard(stage: &Stage) -> (u64, u64) {
+    let server = &stage.server;
+    let shard_of = |guild: u64| (guild >> 22) % 2;
+    let guild = loop {
+        let guild = server.create_guild("Second HQ", stage.operator);
+        if shard_of(guild) != shard_of(stage.guild) {
+            break guild;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2)); // a snowflake of the next millisecond
+    };
+    let role = server.create_role(
+        guild,
+        "turn-manager",
+        Permissions::from_bits(turn_manager::discord::permissions_used().bits()),
+    );
+    server.add_member(guild, stage.bot_user, &[role]);
+    for persona in &stage.personas {
+        server.add_member(guild, persona.discord_user_id.0, &[]);
+    }
+    (guild, server.create_channel(guild, "agents"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_processes_split_two_servers_by_shard_and_each_manages_only_its_own() {
+    let stage = Stage::new(&personas([60, 60, 60])).await.expect("local server");
+    let (other_guild, other_channel) = server_on_the_other_shard(&stage);
+    let shard_of = |guild: u64| ((guild >> 22) % 2) as u32;
+    let states = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+    let mut bots = Vec::new();
+    for shard in 0..2u32 {
+        let range = ShardRange::parse(&shard.to_string(), 2).unwrap();
+        bots.push(stage.start_bot_on(Config::default(), states[shard as usize].path(), Some(range)).await.unwrap());
+    }
+    let channels = [(stage.guild, stage.channel), (other_guild, other_channel)];
+    for (_, channel) in channels {
+        stage.server.post(channel, stage.operator, "!turn start");
+    }
+    for (_, channel) in channels {
+        stage.server.post(channel, stage.user_of("pm"), "Done here. TURN_COMPLETE");
+    }
+    for (_, channel) in channels {
+        stage
+            .server
+            .wait_for("dev's floor in each server", PATIENCE, |w| {
+                w.view(channel).iter().any(|m| is_floor(m, "dev")).then_some(())
+            })
+            .await
+            .unwrap();
+    }
+    for (guild, channel) in channels {
+        let owner = shard_of(guild) as usize;
+        for (process, bot) in bots.iter().enumerate() {
+            let saved = bot.store().load_one(ChannelId(channel)).unwrap();
+            if process == owner {
+                let session = saved.expect("the process of the server's shard saved its session");
+                assert_eq!(session.guild_id.map(|g| g.0), Some(guild), "the session records its server");
+                assert_eq!(session.active_agent.as_ref().map(|a| a.as_str()), Some("dev"));
+            } else {
+                assert!(saved.is_none(), "process {process} never saw channel {channel}: it is not on its shard");
+            }
+        }
+        let view = stage.server.view(channel);
+        assert_eq!((count_floor(&view, "pm"), count_floor(&view, "dev")), (1, 1), "each floor announced once");
+    }
+    let registrations = stage
+        .server
+        .log()
+        .iter()
+        .filter(
+            |e| matches!(&e.kind, LogKind::Rest { method, path, .. } if method == "PUT" && path.ends_with("/commands")),
+        )
+        .count();
+    assert_eq!(registrations, 1, "only the process running shard 0 registers the slash commands");
+    for bot in bots {
+        bot.shutdown().await;
+    }
+}
