@@ -1,0 +1,49 @@
+//! The deployment files stay usable: the systemd unit passes `systemd-analyze verify`, and the Dockerfile builds in
+//! two stages and runs as a non-root user with the state folder as a volume. (`.ci/run` builds the image itself
+//! where a Docker daemon is reachable.)
+
+use std::process::Command;
+
+const UNIT: &str = include_str!("../deploy/turn-manager.service");
+const DOCKERFILE: &str = include_str!("../Dockerfile");
+
+#[test]
+fn the_systemd_unit_verifies_and_keeps_the_token_out_of_it() {
+    assert!(UNIT.contains("EnvironmentFile=/etc/turn-manager/env"), "the token comes from an environment file");
+    for line in UNIT.lines().filter(|l| !l.starts_with('#')) {
+        assert!(!line.contains("DISCORD_TOKEN"), "the token is never in the unit itself: {line}");
+    }
+    let Ok(found) = Command::new("systemd-analyze").arg("--version").output() else {
+        eprintln!("systemd-analyze is not installed: the unit's syntax is not checked here");
+        return;
+    };
+    assert!(found.status.success());
+    let dir = tempfile::tempdir().unwrap();
+    let unit = UNIT.replace("/usr/local/bin/turn-manager", env!("CARGO_BIN_EXE_turn-manager"));
+    let path = dir.path().join("turn-manager.service");
+    std::fs::write(&path, unit).unwrap();
+    let out = Command::new("systemd-analyze").args(["verify", "--man=no"]).arg(&path).output().unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    // Only the unit's own problems count: a machine without systemd running may add notes about itself.
+    let problems: Vec<&str> = said.lines().filter(|l| l.contains("turn-manager.service")).collect();
+    assert!(out.status.success() && problems.is_empty(), "systemd-analyze verify: {said}");
+}
+
+#[test]
+fn the_image_is_built_in_two_stages_and_runs_unprivileged_with_its_state_as_a_volume() {
+    let froms: Vec<&str> = DOCKERFILE.lines().filter(|l| l.starts_with("FROM ")).collect();
+    assert_eq!(froms.len(), 2, "a build stage and a small runtime stage: {froms:?}");
+    assert!(froms[1].contains("slim"), "the runtime image is a slim one: {}", froms[1]);
+    let user = DOCKERFILE.lines().rfind(|l| l.starts_with("USER ")).expect("a USER line");
+    assert!(!user.contains("root"), "the bot does not run as root: {user}");
+    assert!(DOCKERFILE.contains("VOLUME [\"/var/lib/turn-manager/state\"]"));
+    assert!(
+        DOCKERFILE.contains("--state\", \"/var/lib/turn-manager/state\""),
+        "the volume is where sessions are saved"
+    );
+    let ignored = include_str!("../.dockerignore");
+    assert!(
+        ignored.lines().any(|l| l == "target/") && ignored.lines().any(|l| l == "state/"),
+        "no build output or state in the context"
+    );
+}
