@@ -75,6 +75,9 @@ pub struct RunArgs {
     /// gateway address comes from its /api/v10/gateway
     #[arg(long, value_name = "URL", env = "DISCORD_API_BASE")]
     pub api_base: Option<String>,
+    /// Serve Prometheus metrics at http://ADDR/metrics, e.g. 127.0.0.1:9184 (nothing listens without it)
+    #[arg(long, value_name = "ADDR", env = "TM_METRICS")]
+    pub metrics: Option<std::net::SocketAddr>,
 }
 
 #[derive(Debug, clap::Args)]

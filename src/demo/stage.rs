@@ -63,12 +63,23 @@ impl Stage {
     /// Starts the real bot against the server (through `--api-base`, as `run` does) and waits until it is connected
     /// and its slash commands are registered.
     pub async fn start_bot(&self, config: Config, state_dir: &Path) -> anyhow::Result<RunningBot> {
+        self.start_bot_with_metrics(config, state_dir, None).await
+    }
+
+    /// [`Stage::start_bot`], serving Prometheus metrics at `metrics` (once per process: see `crate::metrics`).
+    pub async fn start_bot_with_metrics(
+        &self,
+        config: Config,
+        state_dir: &Path,
+        metrics: Option<std::net::SocketAddr>,
+    ) -> anyhow::Result<RunningBot> {
         let options = BotOptions {
             token: self.bot_token.clone(),
             api_base: Some(self.server.base_url()),
             config,
             personas: self.catalog(),
             store: Store::open(state_dir)?,
+            metrics,
         };
         let bot = discord::start(options).await?;
         let me = self.bot_user;

@@ -59,6 +59,8 @@ pub struct BotOptions {
     pub config: Config,
     pub personas: PersonaCatalog,
     pub store: Store,
+    /// Serve Prometheus metrics at `http://ADDR/metrics` (once per process: see `crate::metrics`).
+    pub metrics: Option<std::net::SocketAddr>,
 }
 
 /// A bot connected (or connecting) to Discord.
@@ -134,6 +136,9 @@ pub fn clean_token(raw: &str) -> anyhow::Result<String> {
 /// Connects the bot: REST client, saved sessions (each channel's actor), commands, gateway.
 pub async fn start(options: BotOptions) -> anyhow::Result<RunningBot> {
     let token = clean_token(&options.token)?;
+    if let Some(addr) = options.metrics {
+        crate::metrics::serve(addr)?;
+    }
     let mut http = discord::HttpBuilder::new(&token);
     if let Some(base) = &options.api_base {
         // serenity's rate limiter builds its requests without the proxy, so it must be off with a base URL.
@@ -209,10 +214,13 @@ pub async fn start(options: BotOptions) -> anyhow::Result<RunningBot> {
 /// channels restored from disk wait for that READY's catch-up anyway.
 async fn watch_connection(shard_manager: Arc<discord::ShardManager>, router: Arc<Router>, identity: Arc<Identity>) {
     let mut lost = false;
+    let mut shards = crate::metrics::Shards::default();
     loop {
         tokio::time::sleep(CONNECTION_POLL).await;
-        let connected =
-            shard_manager.runners.lock().await.values().any(|r| r.stage == discord::ConnectionStage::Connected);
+        let runners = shard_manager.runners.lock().await;
+        let connected = runners.values().any(|r| r.stage == discord::ConnectionStage::Connected);
+        shards.observe(runners.iter().map(|(id, r)| (id.0, r.stage == discord::ConnectionStage::Connected, r.latency)));
+        drop(runners);
         if !connected && !lost && identity.user().is_some() {
             tracing::info!("the gateway connection was lost; deadlines wait for the catch-up after reconnecting");
             router.broadcast(|| Input::Disconnected);
