@@ -54,7 +54,8 @@ pub const DESCRIPTIONS: [(&str, Kind, &str); 12] = [
     (
         TIMEOUTS,
         Kind::Counter,
-        "Turns that timed out (ended by their deadline's timer, or by a message written after the deadline).",
+        "Turns that timed out: ended by their deadline's timer, or found overdue when a message written after the \
+         deadline or a command was handled.",
     ),
     (
         TIMEOUT_LATENESS,
