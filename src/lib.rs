@@ -7,6 +7,8 @@
 //! - [`store`]: persistence of sessions, atomic and durable, with the append-only history log.
 //! - [`discord`]: the Discord layer: the gateway routes each event to its channel's actor, which asks the core, saves
 //!   (with the outbox) and hands the effects to the channel's sender, behind a small network trait.
+//! - [`metrics`]: Prometheus metrics (`run --metrics ADDR`): what the bot counts and times, and the exporter serving
+//!   them; nothing is recorded without it.
 //! - [`demo`]: the local Discord-compatible server set up for the bot (the demo and the end-to-end tests).
 //! - [`cli`]: the command-line subcommands (`run`, `demo`, `check`, `invite`, `sandbox`, `soak`, `bench`).
 //! - [`soak`]: `turn-manager soak`, the bot as a process killed and restarted at random against the local server, and
@@ -19,5 +21,6 @@ pub mod core;
 pub mod demo;
 pub mod discord;
 pub mod files;
+pub mod metrics;
 pub mod soak;
 pub mod store;

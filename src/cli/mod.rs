@@ -83,6 +83,9 @@ pub struct RunArgs {
     /// this) [default: one connection, no sharding]
     #[arg(long, value_name = "N", env = "TM_TOTAL_SHARDS")]
     pub total_shards: Option<u32>,
+    /// Serve Prometheus metrics at http://ADDR/metrics, e.g. 127.0.0.1:9184 (nothing listens without it)
+    #[arg(long, value_name = "ADDR", env = "TM_METRICS")]
+    pub metrics: Option<std::net::SocketAddr>,
 }
 
 #[derive(Debug, clap::Args)]

@@ -49,13 +49,15 @@ pub fn run(args: &RunArgs) -> ExitCode {
     for warning in &setup.warnings.0 {
         eprintln!("{warning}");
     }
-    let api_base = args.api_base.clone();
+    let (api_base, metrics) = (args.api_base.clone(), args.metrics);
     super::run_async(async move {
         let store = Store::open(&setup.config.state_dir)?;
         if let Some(range) = shards {
             tracing::info!("running {range}");
         }
-        serve(BotOptions { token, api_base, config: setup.config, personas: setup.personas, store, shards }).await
+        let options =
+            BotOptions { token, api_base, config: setup.config, personas: setup.personas, store, shards, metrics };
+        serve(options).await
     })
 }
 

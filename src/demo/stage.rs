@@ -64,7 +64,7 @@ impl Stage {
     /// Starts the real bot against the server (through `--api-base`, as `run` does) and waits until it is connected
     /// and its slash commands are registered.
     pub async fn start_bot(&self, config: Config, state_dir: &Path) -> anyhow::Result<RunningBot> {
-        self.start_bot_on(config, state_dir, None).await
+        self.launch(config, state_dir, None, None).await
     }
 
     /// [`Stage::start_bot`] running only `shards`: one of several processes of the bot. It waits until the bot is
@@ -75,6 +75,26 @@ impl Stage {
         state_dir: &Path,
         shards: Option<ShardRange>,
     ) -> anyhow::Result<RunningBot> {
+        self.launch(config, state_dir, shards, None).await
+    }
+
+    /// [`Stage::start_bot`], serving Prometheus metrics at `metrics` (once per process: see `crate::metrics`).
+    pub async fn start_bot_with_metrics(
+        &self,
+        config: Config,
+        state_dir: &Path,
+        metrics: Option<std::net::SocketAddr>,
+    ) -> anyhow::Result<RunningBot> {
+        self.launch(config, state_dir, None, metrics).await
+    }
+
+    async fn launch(
+        &self,
+        config: Config,
+        state_dir: &Path,
+        shards: Option<ShardRange>,
+        metrics: Option<std::net::SocketAddr>,
+    ) -> anyhow::Result<RunningBot> {
         let options = BotOptions {
             token: self.bot_token.clone(),
             api_base: Some(self.server.base_url()),
@@ -82,6 +102,7 @@ impl Stage {
             personas: self.catalog(),
             store: Store::open(state_dir)?,
             shards,
+            metrics,
         };
         let bot = discord::start(options).await?;
         let me = self.bot_user;

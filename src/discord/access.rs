@@ -114,7 +114,10 @@ impl Access {
             Some(member) => member,
             None => match self.cache.get().and_then(|c| c.guild(place.guild_id)?.members.get(&user).cloned()) {
                 Some(member) => member,
-                None => call(&self.budget, self.http()?.get_member(place.guild_id, user)).await?,
+                None => {
+                    let member = self.http()?.get_member(place.guild_id, user);
+                    call(&self.budget, "GET /guilds/{id}/members/{id}", member).await?
+                }
             },
         };
         let unknown = || RestError::Unavailable("this server is not in my cache yet".into());
@@ -149,7 +152,7 @@ impl Access {
         if let Some(found) = cached {
             return Ok(found);
         }
-        call(&self.budget, self.http()?.get_channel(id))
+        call(&self.budget, "GET /channels/{id}", self.http()?.get_channel(id))
             .await?
             .guild()
             .ok_or_else(|| RestError::Impossible("this is not a server channel".into()))

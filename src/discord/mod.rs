@@ -62,6 +62,8 @@ pub struct BotOptions {
     pub store: Store,
     /// The gateway shards this process runs (spec 12); `None`: the whole bot on one connection.
     pub shards: Option<ShardRange>,
+    /// Serve Prometheus metrics at `http://ADDR/metrics` (once per process: see `crate::metrics`).
+    pub metrics: Option<std::net::SocketAddr>,
 }
 
 /// A bot connected (or connecting) to Discord.
@@ -137,6 +139,9 @@ pub fn clean_token(raw: &str) -> anyhow::Result<String> {
 /// Connects the bot: REST client, saved sessions (each channel's actor), commands, gateway.
 pub async fn start(options: BotOptions) -> anyhow::Result<RunningBot> {
     let token = clean_token(&options.token)?;
+    if let Some(addr) = options.metrics {
+        crate::metrics::serve(addr)?;
+    }
     let mut http = discord::HttpBuilder::new(&token);
     if let Some(base) = &options.api_base {
         // serenity's rate limiter builds its requests without the proxy, so it must be off with a base URL.
@@ -220,13 +225,15 @@ pub async fn start(options: BotOptions) -> anyhow::Result<RunningBot> {
 /// channels restored from disk wait for that READY's catch-up anyway.
 async fn watch_connection(shard_manager: Arc<discord::ShardManager>, router: Arc<Router>, identity: Arc<Identity>) {
     let mut lost = false;
+    let mut shard_gauges = crate::metrics::Shards::default();
     loop {
         tokio::time::sleep(CONNECTION_POLL).await;
+        let runners = shard_manager.runners.lock().await;
         // Every shard: a channel's server is on one of them, and the router does not know which.
-        let connected = {
-            let runners = shard_manager.runners.lock().await;
-            !runners.is_empty() && runners.values().all(|r| r.stage == discord::ConnectionStage::Connected)
-        };
+        let connected = !runners.is_empty() && runners.values().all(|r| r.stage == discord::ConnectionStage::Connected);
+        shard_gauges
+            .observe(runners.iter().map(|(id, r)| (id.0, r.stage == discord::ConnectionStage::Connected, r.latency)));
+        drop(runners);
         if !connected && !lost && identity.user().is_some() {
             tracing::info!("the gateway connection was lost; deadlines wait for the catch-up after reconnecting");
             router.broadcast(|| Input::Disconnected);

@@ -42,6 +42,16 @@ pub enum Outcome {
     GaveUp,
 }
 
+impl Outcome {
+    /// When Discord accepted the effect, if it did.
+    pub fn accepted_at(&self) -> Option<DateTime<Utc>> {
+        match self {
+            Outcome::Done { at } => Some(*at),
+            Outcome::Refused { .. } | Outcome::GaveUp => None,
+        }
+    }
+}
+
 /// The outcome of one effect of the outbox.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Report {

@@ -153,6 +153,8 @@ pub struct Actor {
     held: VecDeque<Input>,
     /// Live messages were left to the history (the held queue was full): read it again after this catch-up.
     read_again: bool,
+    /// The handoff being timed, for the metrics.
+    handoff: crate::metrics::Handoff,
 }
 
 impl Actor {
@@ -166,6 +168,7 @@ impl Actor {
         retire: Retire,
     ) {
         tokio::spawn(async move {
+            let _counted = crate::metrics::actor_alive();
             let (session, awaiting_catch_up) = match origin {
                 Origin::Saved(session) => (*session, true),
                 Origin::Load => (load(&env, channel).await, false),
@@ -187,6 +190,7 @@ impl Actor {
                 activity_save_at: None,
                 held: VecDeque::new(),
                 read_again: false,
+                handoff: crate::metrics::Handoff::default(),
             };
             actor.run(retire).await;
         });
@@ -354,6 +358,7 @@ impl Actor {
     async fn on_message(&mut self, message: IncomingMessage) {
         self.env.stats.message();
         let t = self.session.handle_message(&message, self.env.clock.now(), self.env.context());
+        self.handoff.decided(&t.events, &self.session);
         self.commit(t).await;
     }
 
@@ -364,6 +369,7 @@ impl Actor {
         if !t.events.is_empty() {
             let lateness_ms = (now - deadline).num_milliseconds();
             self.env.stats.timeout(lateness_ms);
+            crate::metrics::deadline_handled(lateness_ms);
             tracing::debug!(channel = %self.channel, lateness_ms, "turn timed out");
         }
         self.commit(t).await;
@@ -373,6 +379,7 @@ impl Actor {
     /// (a 403 on relaying or deleting) switches the channel to observe mode with one notice, instead of failing
     /// every turn. An announcement refused with 404 or 403 means the channel is gone or closed to the bot.
     async fn on_sent(&mut self, report: Report) {
+        self.handoff.reported(&self.session, report.id, report.outcome.accepted_at());
         let queued = self.session.outbox.iter().find(|q| q.id == report.id);
         let relaying = queued.is_some_and(|q| matches!(q.effect, Effect::Relay { .. } | Effect::Delete { .. }));
         let unreachable = match (queued, &report.outcome) {

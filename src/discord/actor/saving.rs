@@ -45,6 +45,7 @@ impl Actor {
             self.activity_save_at.get_or_insert_with(|| Instant::now() + ACTIVITY_SAVE_AFTER);
             return true;
         }
+        crate::metrics::turns_ended(&t.events);
         // The effects go in the outbox, saved in the same write as the state that decided them.
         self.session.enqueue(t.effects);
         self.unsaved_events.extend(t.events);

@@ -6,6 +6,7 @@
 use super::budget::RestBudget;
 use super::form;
 use super::{File, RestError};
+use crate::metrics::Answer;
 use serde::Deserialize;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -225,6 +226,7 @@ impl DiscordHttp {
         }
         self.budget.take().await;
         self.buckets.spend(route);
+        let metric = crate::metrics::rest_route(method.as_str(), path);
         let mut request =
             self.client.request(method, format!("{}{path}", self.api)).header("Authorization", &self.authorization);
         match body {
@@ -244,7 +246,15 @@ impl DiscordHttp {
             let bytes = response.bytes().await.map_err(|e| RestError::Transport(without_url(&e)))?;
             Ok::<_, RestError>((status, headers, bytes))
         };
-        let (status, headers, bytes) = match tokio::time::timeout(REST_TIMEOUT, exchange).await {
+        let started = Instant::now();
+        let answer = tokio::time::timeout(REST_TIMEOUT, exchange).await;
+        let metric_answer = match &answer {
+            Ok(Ok((status, ..))) => Answer::Status(*status),
+            Ok(Err(_)) => Answer::Failed,
+            Err(_) => Answer::Timeout,
+        };
+        crate::metrics::rest_call(metric, metric_answer, started.elapsed());
+        let (status, headers, bytes) = match answer {
             Ok(answer) => answer?,
             Err(_) => return Err(RestError::Timeout(REST_TIMEOUT)),
         };

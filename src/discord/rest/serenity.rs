@@ -8,13 +8,21 @@ use serenity::all as discord;
 use std::future::Future;
 
 /// Runs a serenity REST call within the bot's global budget and with [`REST_TIMEOUT`], turning its failures into a
-/// [`RestError`]. The request is made only once a token is taken: a future does nothing until awaited.
-pub async fn call<T>(budget: &RestBudget, request: impl Future<Output = serenity::Result<T>>) -> Result<T, RestError> {
+/// [`RestError`]. The request is made only once a token is taken: a future does nothing until awaited. `route` names
+/// it for the metrics, as a template (`GET /channels/{id}`): serenity does not say which route it called.
+pub async fn call<T>(
+    budget: &RestBudget,
+    route: &'static str,
+    request: impl Future<Output = serenity::Result<T>>,
+) -> Result<T, RestError> {
     budget.take().await;
-    match tokio::time::timeout(REST_TIMEOUT, request).await {
+    let started = tokio::time::Instant::now();
+    let result = match tokio::time::timeout(REST_TIMEOUT, request).await {
         Ok(result) => result.map_err(|e| rest_error(&e)),
         Err(_) => Err(RestError::Timeout(REST_TIMEOUT)),
-    }
+    };
+    crate::metrics::rest_call_to(route, crate::metrics::Answer::of(&result), started.elapsed());
+    result
 }
 
 fn rest_error(error: &serenity::Error) -> RestError {

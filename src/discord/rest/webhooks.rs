@@ -98,7 +98,7 @@ impl Webhooks {
         })?;
         let http = self.access.http()?.as_ref();
         let id = discord::ChannelId::new(channel.0);
-        let existing = call(self.access.budget(), http.get_channel_webhooks(id)).await?;
+        let existing = call(self.access.budget(), "GET /channels/{id}/webhooks", http.get_channel_webhooks(id)).await?;
         let mine = existing.into_iter().find(|hook| {
             hook.token.is_some()
                 && hook.name.as_deref() == Some(WEBHOOK_NAME)
@@ -107,7 +107,8 @@ impl Webhooks {
         let hook = match mine {
             Some(hook) => hook,
             None => {
-                call(self.access.budget(), id.create_webhook(http, discord::CreateWebhook::new(WEBHOOK_NAME))).await?
+                let made = id.create_webhook(http, discord::CreateWebhook::new(WEBHOOK_NAME));
+                call(self.access.budget(), "POST /channels/{id}/webhooks", made).await?
             }
         };
         self.identity.add_webhook(hook.id.get());

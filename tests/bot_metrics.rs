@@ -1,0 +1,148 @@
+//! End to end, issue 17: `run --metrics ADDR` serves Prometheus metrics. The real bot against the local server,
+//! scraped over a real socket.
+//!
+//! The `metrics` facade has one global recorder per process, installed by the first bot started with an address and
+//! kept for the life of the process: every test of this binary asks for the same address ([`metrics_addr`]), so
+//! they share that one exporter, and the scene's test compares counters before and after what it does.
+
+mod common;
+
+use common::{PATIENCE, Scene, is_floor};
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::OnceLock;
+use std::time::Duration;
+use turn_manager::core::config::Config;
+use turn_manager::core::ids::ChannelId;
+use turn_manager::demo::stage::Stage;
+use turn_manager::metrics::TurnEnd;
+
+/// One free local port for the whole binary, found by binding port 0 and letting it go.
+fn metrics_addr() -> SocketAddr {
+    static ADDR: OnceLock<SocketAddr> = OnceLock::new();
+    *ADDR.get_or_init(|| std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port"))
+}
+
+/// The samples of a scrape of `/metrics`: series (name and labels, as rendered) to value.
+#[derive(Debug)]
+struct Scrape {
+    text: String,
+    samples: BTreeMap<String, f64>,
+}
+
+impl Scrape {
+    async fn take() -> Self {
+        let url = format!("http://{}/metrics", metrics_addr());
+        let response = reqwest::get(&url).await.unwrap_or_else(|e| panic!("GET {url}: {e}"));
+        assert!(response.status().is_success(), "GET {url}: {}", response.status());
+        let text = response.text().await.expect("the scrape's text");
+        let samples = text
+            .lines()
+            .filter(|line| !line.starts_with('#') && !line.is_empty())
+            .filter_map(|line| {
+                let (series, value) = line.rsplit_once(' ')?;
+                Some((series.to_owned(), value.parse().ok()?))
+            })
+            .collect();
+        Self { text, samples }
+    }
+
+    /// A series' value; 0 for one not recorded yet (a counter that has not counted).
+    fn get(&self, series: &str) -> f64 {
+        self.samples.get(series).copied().unwrap_or(0.0)
+    }
+
+    /// How much a series grew since `before`.
+    fn since(&self, before: &Scrape, series: &str) -> f64 {
+        self.get(series) - before.get(series)
+    }
+
+    /// The sum of every series of metric `name` (all its labels) grown since `before`.
+    fn total_since(&self, before: &Scrape, name: &str) -> f64 {
+        let sum = |s: &Scrape| {
+            s.samples.iter().filter(|(k, _)| k.starts_with(&format!("{name}{{"))).map(|(_, v)| v).sum::<f64>()
+        };
+        sum(self) - sum(before)
+    }
+}
+
+const ANNOUNCE_2XX: &str = r#"turn_manager_rest_responses_total{route="POST /channels/{id}/messages",status="2xx"}"#;
+const LATENESS_COUNT: &str = "turn_manager_timeout_lateness_seconds_count";
+const HANDOFF_COUNT: &str = "turn_manager_handoff_latency_seconds_count";
+
+/// Messages the local server accepted on the announce route (the bot's posts: agents post through the server's
+/// handle, not its REST API).
+fn posts_accepted(scene: &Scene) -> usize {
+    let path = format!("POST /api/v10/channels/{}/messages -> 2", scene.stage.channel);
+    scene.rest_calls().iter().filter(|call| call.starts_with(&path)).count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scrape_counts_the_turns_the_timeout_the_handoff_and_the_rest_calls_of_a_real_run() {
+    common::logs();
+    let stage = Stage::new(&common::personas([60, 1, 60])).await.expect("local server");
+    let state = tempfile::tempdir().expect("state folder");
+    let config = Config::default();
+    let bot = stage.start_bot_with_metrics(config.clone(), state.path(), Some(metrics_addr())).await.expect("bot");
+    let scene = Scene { stage, bot: Some(bot), state, config };
+    let posts_before = posts_accepted(&scene);
+    let before = Scrape::take().await;
+
+    scene.start_session().await;
+    scene.say("pm", "Here is my part. TURN_COMPLETE");
+    scene.until("dev to get the floor", |v| v.iter().any(|m| is_floor(m, "dev")).then_some(())).await;
+    // dev's turn is one second long and dev says nothing: it times out, and critic has the floor.
+    scene.until("critic to get the floor", |v| v.iter().any(|m| is_floor(m, "critic")).then_some(())).await;
+    scene.bot().settle(ChannelId(scene.stage.channel)).await;
+
+    // The floor's acceptance reaches the actor (and the handoff's histogram) just after the channel shows it, and a
+    // REST call is counted once its answer is read: wait for the figures to catch up with what the channel shows.
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    let (after, posts) = loop {
+        let posts = posts_accepted(&scene) - posts_before;
+        let after = Scrape::take().await;
+        let caught_up = after.since(&before, HANDOFF_COUNT) >= 1.0
+            && after.since(&before, LATENESS_COUNT) >= 1.0
+            && after.since(&before, ANNOUNCE_2XX) >= posts as f64;
+        if caught_up || tokio::time::Instant::now() > deadline {
+            break (after, posts);
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let text = &after.text;
+
+    let ended = scene.history().iter().filter(|e| TurnEnd::of(&e.kind).is_some()).count();
+    assert_eq!(ended, 2, "precondition: pm's signal and dev's timeout");
+    assert_eq!(after.total_since(&before, "turn_manager_turns_ended_total"), ended as f64, "{text}");
+    assert_eq!(after.since(&before, r#"turn_manager_turns_ended_total{reason="signal"}"#), 1.0, "{text}");
+    assert_eq!(after.since(&before, r#"turn_manager_turns_ended_total{reason="timeout"}"#), 1.0, "{text}");
+    assert_eq!(after.since(&before, "turn_manager_timeouts_total"), 1.0, "{text}");
+    assert_eq!(after.since(&before, LATENESS_COUNT), 1.0, "one deadline handled: {text}");
+    assert_eq!(after.since(&before, HANDOFF_COUNT), 1.0, "pm's signal to dev's floor; a timeout is no handoff: {text}");
+    let handoff = after.since(&before, "turn_manager_handoff_latency_seconds_sum");
+    assert!(handoff > 0.0 && handoff < PATIENCE.as_secs_f64(), "{handoff} s: {text}");
+
+    assert_eq!(posts, 5, "precondition: the start line, pm's, dev's and critic's floors, the timeout line");
+    assert_eq!(after.since(&before, ANNOUNCE_2XX), posts as f64, "every post the server accepted: {text}");
+    let timed = r#"turn_manager_rest_request_duration_seconds_count{route="POST /channels/{id}/messages"}"#;
+    assert_eq!(after.since(&before, timed), posts as f64, "{text}");
+    let reposts = r#"turn_manager_rest_responses_total{route="POST /webhooks/{id}/{token}",status="2xx"}"#;
+    assert_eq!(after.since(&before, reposts), 1.0, "pm's repost: {text}");
+    assert!(!text.contains(&scene.stage.channel.to_string()), "no raw id in a label: {text}");
+
+    assert!(after.get("turn_manager_active_actors") >= 1.0, "{text}");
+    assert_eq!(after.get(r#"turn_manager_gateway_shard_connected{shard="0"}"#), 1.0, "{text}");
+    assert_eq!(after.samples.get("turn_manager_lease_takeovers_total"), Some(&0.0), "declared: {text}");
+    assert_eq!(after.samples.get("turn_manager_fenced_saves_rejected_total"), Some(&0.0), "declared: {text}");
+    assert!(text.contains("# HELP turn_manager_handoff_latency_seconds Seconds from handling"), "{text}");
+    assert!(text.contains("# TYPE turn_manager_timeout_lateness_seconds histogram"), "{text}");
+}
+
+#[tokio::test]
+async fn a_process_serves_its_metrics_on_one_address() {
+    turn_manager::metrics::serve(metrics_addr()).expect("the same address again is served already");
+    let other = SocketAddr::from(([127, 0, 0, 1], metrics_addr().port().wrapping_add(1)));
+    let refused = turn_manager::metrics::serve(other).expect_err("one recorder per process");
+    assert!(refused.to_string().contains(&format!("serves its metrics on {} already", metrics_addr())), "{refused}");
+    assert!(Scrape::take().await.text.contains("# HELP turn_manager_lease_takeovers_total"), "served");
+}
