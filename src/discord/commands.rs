@@ -34,8 +34,37 @@ const HISTORY_MAX: usize = 50;
 /// and a busy channel's actor, a slow permission lookup or a slow disk can take longer.
 const DEFER_AFTER: std::time::Duration = std::time::Duration::from_millis(1500);
 
+/// poise behind a gate, as serenity's framework. serenity hands the framework every gateway event, in a task of its
+/// own, and poise would read every message of every channel for a prefix; only what can carry a command passes:
+/// READY (poise's setup registers the slash commands), interactions, and messages that open with the prefix.
+///
+/// The task itself stays, rather than the gateway handler calling poise for the few commands: serenity spawns it
+/// after the handler's task of the same event, and tokio runs the task spawned last first, so with one task per
+/// event the last message of every burst would reach its channel's actor ahead of the others. The core judges
+/// either order, but not always alike (of two signals posted at once, the first ends the turn and the second is out
+/// of turn; in reverse, the second ends it and the first is taken as said in that turn).
+pub struct CommandGate(poise::Framework<Arc<Commands>, Error>);
+
+#[poise::async_trait]
+impl discord::Framework for CommandGate {
+    async fn init(&mut self, client: &discord::Client) {
+        self.0.init(client).await;
+    }
+
+    async fn dispatch(&self, ctx: discord::Context, event: discord::FullEvent) {
+        let passes = match &event {
+            discord::FullEvent::Message { new_message } => new_message.content.starts_with(PREFIX),
+            discord::FullEvent::Ready { .. } | discord::FullEvent::InteractionCreate { .. } => true,
+            _ => false,
+        };
+        if passes {
+            self.0.dispatch(ctx, event).await;
+        }
+    }
+}
+
 /// The poise framework: commands, prefix, replies that ping nobody, slash commands registered on connect.
-pub fn framework(data: Arc<Commands>) -> poise::Framework<Arc<Commands>, Error> {
+pub fn framework(data: Arc<Commands>) -> CommandGate {
     let options = poise::FrameworkOptions {
         commands: vec![turn()],
         on_error: |error| Box::pin(on_error(error)),
@@ -56,7 +85,7 @@ pub fn framework(data: Arc<Commands>) -> poise::Framework<Arc<Commands>, Error> 
         initialize_owners: false,
         ..Default::default()
     };
-    poise::Framework::builder()
+    let framework = poise::Framework::builder()
         .options(options)
         .setup(move |ctx, _ready, framework| {
             Box::pin(async move {
@@ -69,7 +98,8 @@ pub fn framework(data: Arc<Commands>) -> poise::Framework<Arc<Commands>, Error> 
                 Ok(data)
             })
         })
-        .build()
+        .build();
+    CommandGate(framework)
 }
 
 /// The `!` that opens a command in `msg`, or `None` when `msg` may not run one: a webhook's message (our reposts

@@ -66,7 +66,8 @@ impl discord::EventHandler for Gateway {
         let id = MessageId(message.id.get());
         let author = UserId(message.author.id.get());
         let has_files = carries_files(&message.attachments, &message.embeds);
-        if let Some(incoming) = self.identity.incoming(author, webhook, id, &message.content, None, has_files) {
+        // The message is ours (poise has its own copy): its text is moved, not copied.
+        if let Some(incoming) = self.identity.incoming(author, webhook, id, message.content, None, has_files) {
             self.router.deliver(ChannelId(message.channel_id.get()), Input::Message(Box::new(incoming)));
         }
     }
@@ -76,10 +77,10 @@ impl discord::EventHandler for Gateway {
         _ctx: discord::Context,
         _old: Option<discord::Message>,
         _new: Option<discord::Message>,
-        event: discord::MessageUpdateEvent,
+        mut event: discord::MessageUpdateEvent,
     ) {
         // Only a change of content matters (embeds being resolved also arrive as updates, without content).
-        let (Some(author), Some(content)) = (&event.author, &event.content) else { return };
+        let (Some(author), Some(content)) = (event.author.as_ref(), event.content.take()) else { return };
         let webhook = event.webhook_id.flatten().map(|w| w.get());
         let id = MessageId(event.id.get());
         // Discord's time of the edit; the time it reached us only if Discord did not say.

@@ -38,7 +38,7 @@ impl Identity {
         author: UserId,
         webhook: Option<u64>,
         id: MessageId,
-        text: &str,
+        text: String,
         edited_at: Option<DateTime<Utc>>,
         has_files: bool,
     ) -> Option<IncomingMessage> {
@@ -46,15 +46,7 @@ impl Identity {
             return None;
         }
         let written_at = edited_at.unwrap_or_else(|| id.created_at());
-        Some(IncomingMessage {
-            id,
-            author,
-            text: text.to_owned(),
-            edited: edited_at.is_some(),
-            written_at,
-            edited_at: None,
-            has_files,
-        })
+        Some(IncomingMessage { id, author, text, edited: edited_at.is_some(), written_at, edited_at: None, has_files })
     }
 }
 
@@ -68,14 +60,14 @@ mod tests {
         identity.set_user(UserId(7));
         identity.add_webhook(99);
         let id = MessageId(1_000_000 << 22);
-        assert!(identity.incoming(UserId(7), None, id, "mine", None, false).is_none());
-        assert!(identity.incoming(UserId(8), Some(99), id, "repost", None, false).is_none());
+        assert!(identity.incoming(UserId(7), None, id, "mine".into(), None, false).is_none());
+        assert!(identity.incoming(UserId(8), Some(99), id, "repost".into(), None, false).is_none());
         let other =
-            identity.incoming(UserId(8), Some(98), id, "hi", None, true).expect("someone else's webhook counts");
+            identity.incoming(UserId(8), Some(98), id, "hi".into(), None, true).expect("someone else's webhook counts");
         assert_eq!(other.written_at, id.created_at());
         assert!(other.has_files, "files are marked for the repost");
         let edited_at = id.created_at() + chrono::TimeDelta::seconds(3);
-        let edit = identity.incoming(UserId(8), None, id, "hi, more", Some(edited_at), false).unwrap();
+        let edit = identity.incoming(UserId(8), None, id, "hi, more".into(), Some(edited_at), false).unwrap();
         assert!(edit.edited && edit.written_at == edited_at, "an edit is timed by Discord's edit time");
     }
 }

@@ -123,8 +123,8 @@ impl Rest for DiscordRest {
             .filter_map(|m| {
                 let author = UserId(m.author.id.parse().unwrap_or_default());
                 let webhook = m.webhook_id.as_deref().and_then(|w| w.parse().ok());
-                let message =
-                    self.identity.incoming(author, webhook, MessageId(id(m)), &m.content, None, m.has_files())?;
+                let text = m.content.clone();
+                let message = self.identity.incoming(author, webhook, MessageId(id(m)), text, None, m.has_files())?;
                 Some(IncomingMessage { edited_at: m.edited_timestamp, ..message })
             })
             .collect();
