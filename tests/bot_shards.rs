@@ -48,20 +48,22 @@ async fn two_processes_split_two_servers_by_shard_and_each_manages_only_its_own(
         bots.push(stage.start_bot_on(Config::default(), states[shard as usize].path(), Some(range)).await.unwrap());
     }
     let channels = [(stage.guild, stage.channel), (other_guild, other_channel)];
+    let floor_in = async |channel: u64, persona: &str| {
+        let what = format!("{persona}'s floor in channel {channel}");
+        stage
+            .server
+            .wait_for(&what, PATIENCE, |w| w.view(channel).iter().any(|m| is_floor(m, persona)).then_some(()))
+            .await
+    };
     for (_, channel) in channels {
         stage.server.post(channel, stage.operator, "!turn start");
     }
     for (_, channel) in channels {
+        floor_in(channel, "pm").await.unwrap();
         stage.server.post(channel, stage.user_of("pm"), "Done here. TURN_COMPLETE");
     }
     for (_, channel) in channels {
-        stage
-            .server
-            .wait_for("dev's floor in each server", PATIENCE, |w| {
-                w.view(channel).iter().any(|m| is_floor(m, "dev")).then_some(())
-            })
-            .await
-            .unwrap();
+        floor_in(channel, "dev").await.unwrap();
     }
     for (guild, channel) in channels {
         let owner = shard_of(guild) as usize;
