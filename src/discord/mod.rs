@@ -17,6 +17,7 @@ pub mod clock;
 mod commands;
 mod gateway;
 pub mod identity;
+mod memory;
 pub mod persist;
 pub mod rest;
 pub mod router;
@@ -74,6 +75,8 @@ pub struct RunningBot {
     shard_manager: Arc<discord::ShardManager>,
     client: JoinHandle<Result<(), discord::Error>>,
     connection_watch: JoinHandle<()>,
+    /// Hands memory a burst freed back to the system once the bot is quiet (see `memory`).
+    trimmer: Option<JoinHandle<()>>,
 }
 
 impl RunningBot {
@@ -90,6 +93,9 @@ impl RunningBot {
     /// before its effects), write what is still queued, then close the gateway.
     pub async fn shutdown(self) {
         self.connection_watch.abort();
+        if let Some(trimmer) = &self.trimmer {
+            trimmer.abort();
+        }
         self.router.shutdown().await;
         self.saver.flush().await;
         self.shard_manager.shutdown_all().await;
@@ -215,8 +221,9 @@ pub async fn start(options: BotOptions) -> anyhow::Result<RunningBot> {
             None => client.start().await,
         }
     });
+    let trimmer = memory::trim_when_quiet(stats.clone());
     let connection_watch = tokio::spawn(watch_connection(shard_manager.clone(), router.clone(), identity));
-    Ok(RunningBot { router, saver, stats, shard_manager, client, connection_watch })
+    Ok(RunningBot { router, saver, stats, shard_manager, client, connection_watch, trimmer })
 }
 
 /// Tells every channel when the gateway connection is lost (a close, a session Discord invalidated), so that its

@@ -50,6 +50,11 @@ impl Stats {
         samples.push_back(lateness_ms);
     }
 
+    /// A number that changes whenever a message is handled or a turn times out: whether the bot was busy meanwhile.
+    pub fn activity(&self) -> u64 {
+        self.messages_handled.load(Ordering::Relaxed).wrapping_add(self.timeouts.load(Ordering::Relaxed))
+    }
+
     pub fn snapshot(&self) -> StatsSnapshot {
         StatsSnapshot {
             messages_handled: self.messages_handled.load(Ordering::Relaxed),

@@ -1,0 +1,74 @@
+//! Gives the memory the allocator keeps but no longer uses back to the system once the bot is quiet. glibc's malloc
+//! keeps what a burst freed (a start-up's catch-ups reading every channel's history, a thousand turns ending at
+//! once) in its per-thread arenas: measured with 10,000 saved sessions, an idle bot held 15.1 KiB per session, of
+//! which 6.6 KiB was free memory kept that way (8.5 KiB once trimmed). `malloc_trim` hands it back; it walks and
+//! locks each arena, so it runs only after a quiet spell, once per spell, on a blocking thread.
+
+use super::stats::Stats;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::task::JoinHandle;
+
+/// How long the bot must have handled no message and ended no turn before the allocator is trimmed.
+const QUIET: Duration = Duration::from_secs(2);
+
+/// Trims the allocator after each quiet spell, until the task is aborted (`None` where the allocator is not glibc's).
+pub fn trim_when_quiet(stats: Arc<Stats>) -> Option<JoinHandle<()>> {
+    TRIMS.then(|| after_quiet_spells(stats, trim))
+}
+
+fn after_quiet_spells(stats: Arc<Stats>, trim: fn()) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut seen = stats.activity();
+        let mut trimmed = false;
+        loop {
+            tokio::time::sleep(QUIET).await;
+            let now = stats.activity();
+            if now != seen {
+                (seen, trimmed) = (now, false);
+            } else if !trimmed {
+                trimmed = true;
+                let _ = tokio::task::spawn_blocking(trim).await;
+            }
+        }
+    })
+}
+
+const TRIMS: bool = cfg!(all(target_os = "linux", target_env = "gnu"));
+
+fn trim() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only returns free pages to the system; it may be called from any thread at any time.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    static TRIMMED: AtomicU32 = AtomicU32::new(0);
+
+    fn count() {
+        TRIMMED.fetch_add(1, Ordering::Relaxed);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_allocator_is_trimmed_once_per_quiet_spell_and_never_while_busy() {
+        let stats = Arc::new(Stats::default());
+        let task = after_quiet_spells(stats.clone(), count);
+        for _ in 0..10 {
+            stats.message(); // busy: a message every second
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+        assert_eq!(TRIMMED.load(Ordering::Relaxed), 0, "never while busy");
+        tokio::time::sleep(QUIET * 5).await;
+        assert_eq!(TRIMMED.load(Ordering::Relaxed), 1, "once after the quiet spell began, not again while it lasts");
+        stats.timeout(3);
+        tokio::time::sleep(QUIET * 3).await;
+        assert_eq!(TRIMMED.load(Ordering::Relaxed), 2, "once more after the next burst");
+        task.abort();
+    }
+}
