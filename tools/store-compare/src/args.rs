@@ -7,11 +7,13 @@ pub const USAGE: &str = "\
 store-compare [options]
   --dir PATH          where the stores are written (a new folder inside it, removed at the end);
                       default: the current folder. Put it on the disk of the bot's state folder.
-  --stores LIST       comma-separated, default floor,journal,sqlite-full,sqlite-normal,redb
+  --stores LIST       comma-separated, default floor,journal,sqlite-full,sqlite-normal,redb,files-today
   --batches LIST      saves per batch, default 1,10,100,1000
   --channels N        default 1000
   --seconds S         commit time per configuration, default 3
   --count N           batches per configuration instead of --seconds (for strace)
+  --sequential        one store at a time; by default the stores of a batch size are interleaved, batch by
+                      batch, each with the same saves, so that the machine's other work falls on all alike
   --rounds N          default 2; odd rounds run the stores and batch sizes in reverse order
   --rotate-mb N       the journal (and floor) file starts anew past this size, default 16: what start-up
                       replays (the bot cuts its journal at each checkpoint instead)
@@ -27,6 +29,7 @@ pub struct Options {
     pub channels: usize,
     pub seconds: f64,
     pub count: Option<usize>,
+    pub interleave: bool,
     pub rounds: usize,
     pub rotate_mb: u64,
     pub crash_ms: u64,
@@ -46,6 +49,7 @@ impl Default for Options {
             channels: 1000,
             seconds: 3.0,
             count: None,
+            interleave: true,
             rounds: 2,
             rotate_mb: 16,
             crash_ms: 1500,
@@ -81,6 +85,7 @@ impl Options {
                 "--rounds" => options.rounds = value()?.parse()?,
                 "--rotate-mb" => options.rotate_mb = value()?.parse()?,
                 "--crash-ms" => options.crash_ms = value()?.parse()?,
+                "--sequential" => options.interleave = false,
                 "--no-raw" => options.raw = false,
                 "--no-checkpoint" => options.checkpoint = false,
                 "--no-recovery" => options.recovery = false,

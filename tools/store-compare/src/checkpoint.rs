@@ -56,7 +56,7 @@ impl Checkpoint {
     }
 }
 
-/// Every session file under `dir/channels`: (channel id, bytes).
+/// Every session file under `dir/channels` (`<id>.json`, not `<id>.prev.json`): (channel id, bytes).
 pub fn read_sessions(dir: &Path) -> io::Result<Vec<(String, Vec<u8>)>> {
     let channels = dir.join("channels");
     let entries = match fs::read_dir(&channels) {
@@ -68,7 +68,8 @@ pub fn read_sessions(dir: &Path) -> io::Result<Vec<(String, Vec<u8>)>> {
     for entry in entries {
         let path = entry?.path();
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
-        if let Some(channel) = name.strip_suffix(".json") {
+        let channel = name.strip_suffix(".json").filter(|id| id.bytes().all(|b| b.is_ascii_digit()));
+        if let Some(channel) = channel {
             sessions.push((channel.to_owned(), fs::read(&path)?));
         }
     }

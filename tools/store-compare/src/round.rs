@@ -1,6 +1,7 @@
-//! One round of measurements, each configuration in a fresh folder removed after it: the raw `fdatasync` tests,
-//! every store at every batch size (with a crash at one size), the journal's checkpoints and their syncs. Odd
-//! rounds go through the lists backwards, so that no configuration always runs first or last.
+//! One round of measurements, each in fresh folders removed after it: the raw `fdatasync` tests, every store at
+//! every batch size (all stores interleaved, or one after another; with a crash at one size), the journal's
+//! checkpoints and their syncs. Odd rounds go through the lists backwards, so that no configuration always runs
+//! first or last.
 
 use crate::args::Options;
 use crate::report::Report;
@@ -8,7 +9,7 @@ use crate::run::{self, Settings};
 use crate::store::floor::{self, RawTest};
 use crate::store::{Kind, Result};
 use crate::{crash, disk};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 pub fn measure(options: &Options, base: &Path, round: usize, report: &mut Report) -> Result<()> {
@@ -33,18 +34,28 @@ pub fn measure(options: &Options, base: &Path, round: usize, report: &mut Report
     }
     let crash_batch = if options.batches.contains(&100) { 100 } else { options.batches[0] };
     for batch in in_order(options.batches.clone(), round) {
-        for kind in in_order(options.stores.clone(), round) {
-            let dir = base.join(format!("{}-{batch}-r{round}", kind.name()));
+        let stores = in_order(options.stores.clone(), round);
+        // Interleaved: all the stores in one run; otherwise one run per store.
+        let runs: Vec<Vec<Kind>> =
+            if options.interleave { vec![stores] } else { stores.into_iter().map(|kind| vec![kind]).collect() };
+        for kinds in runs {
+            let dirs: Vec<PathBuf> =
+                kinds.iter().map(|kind| base.join(format!("{}-{batch}-r{round}", kind.name()))).collect();
             let load = disk::load();
-            eprintln!("round {round}: {} B={batch} (load {load})", kind.name());
-            report.commit(kind.name(), batch, load, run::commits(kind, batch, &dir, &settings)?);
-            if options.crash && batch == crash_batch && kind != Kind::Floor {
-                let load = disk::load();
-                let run_for = Duration::from_millis(options.crash_ms);
-                let crashed = crash::crash_and_recover(kind, &dir, batch, &settings, run_for)?;
-                report.crash(kind.name(), batch, load, crashed);
+            let names: Vec<&str> = kinds.iter().map(|kind| kind.name()).collect();
+            eprintln!("round {round}: B={batch} {} (load {load})", names.join(", "));
+            for (kind, outcome) in kinds.iter().zip(run::commits(&kinds, batch, &dirs, &settings)?) {
+                report.commit(kind.name(), batch, load.clone(), outcome);
             }
-            std::fs::remove_dir_all(&dir)?;
+            for (&kind, dir) in kinds.iter().zip(&dirs) {
+                if options.crash && batch == crash_batch && kind != Kind::Floor {
+                    let load = disk::load();
+                    let run_for = Duration::from_millis(options.crash_ms);
+                    let crashed = crash::crash_and_recover(kind, dir, batch, &settings, run_for)?;
+                    report.crash(kind.name(), batch, load, crashed);
+                }
+                std::fs::remove_dir_all(dir)?;
+            }
         }
         if options.checkpoint {
             let dir = base.join(format!("checkpoint-{batch}-r{round}"));

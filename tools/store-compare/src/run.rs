@@ -1,12 +1,12 @@
-//! One measured configuration in a fresh folder: a store's batch commits timed, then its size on disk and its
-//! start-up read; the journal's checkpoint writes and syncs, timed the same way.
+//! The measurements, each in fresh folders: the stores' batch commits timed (interleaved, or one store at a time),
+//! then each store's size on disk and start-up read; the journal's checkpoint writes and syncs.
 
 use crate::checkpoint::Checkpoint;
 use crate::disk;
 use crate::stats::Summary;
 use crate::store::{Kind, Result, journal};
 use crate::workload::{Save, Workload};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 #[derive(Clone, Debug)]
@@ -38,22 +38,52 @@ pub struct Recovery {
     pub sessions: usize,
 }
 
-/// Commits batches of `batch` saves to a `kind` store in `dir` (after one untimed batch of every channel, so that
-/// every session exists), then closes it, measures its size and reads it back.
-pub fn commits(kind: Kind, batch: usize, dir: &Path, settings: &Settings) -> Result<Outcome> {
-    std::fs::create_dir_all(dir)?;
+/// Commits the same batches of `batch` saves to every store (`kinds[i]` in `dirs[i]`), in turn: each cycle commits
+/// one batch to every store, starting one store further on each cycle, so that whatever else the machine does falls
+/// on all of them alike. Each store first takes one untimed batch of every channel, so that every session exists.
+/// Then the stores are closed, measured and read back.
+pub fn commits(kinds: &[Kind], batch: usize, dirs: &[PathBuf], settings: &Settings) -> Result<Vec<Outcome>> {
     let mut work = Workload::new(settings.channels);
-    let mut store = kind.open(dir, settings.rotate_bytes)?;
     let first = work.batch(work.channels());
-    store.commit(&first)?;
-    if kind == Kind::Journal {
-        // What start-up finds besides the journal: a checkpoint of every channel.
-        let checkpoint = Checkpoint::open(dir)?;
-        checkpoint.write(&first)?;
-        checkpoint.sync_fs()?;
+    let mut stores = Vec::new();
+    for (&kind, dir) in kinds.iter().zip(dirs) {
+        std::fs::create_dir_all(dir)?;
+        let mut store = kind.open(dir, settings.rotate_bytes)?;
+        store.commit(&first)?;
+        if kind == Kind::Journal {
+            // What start-up finds besides the journal: a checkpoint of every channel.
+            let checkpoint = Checkpoint::open(dir)?;
+            checkpoint.write(&first)?;
+            checkpoint.sync_fs()?;
+        }
+        stores.push(store);
     }
-    let commits = timed_batches(&mut work, batch, settings, |saves| store.commit(saves))?;
-    drop(store);
+    let mut latencies = vec![Vec::new(); stores.len()];
+    let mut busy = Duration::ZERO;
+    let budget = settings.seconds * stores.len() as f64;
+    let mut cycle = 0;
+    while settings.count.map_or(busy.as_secs_f64() < budget, |n| cycle < n) {
+        let saves = work.batch(batch);
+        for i in 0..stores.len() {
+            let at = (cycle + i) % stores.len();
+            let start = Instant::now();
+            stores[at].commit(&saves)?;
+            let took = start.elapsed();
+            busy += took;
+            latencies[at].push(took);
+        }
+        cycle += 1;
+    }
+    drop(stores);
+    let mut outcomes = Vec::new();
+    for ((&kind, dir), latencies) in kinds.iter().zip(dirs).zip(latencies) {
+        outcomes.push(finish(kind, dir, Summary::of(latencies), settings)?);
+    }
+    Ok(outcomes)
+}
+
+/// A closed store's size and start-up.
+fn finish(kind: Kind, dir: &Path, commits: Summary, settings: &Settings) -> Result<Outcome> {
     let size = disk::size_on_disk(dir)?;
     let recovery = if settings.recovery { recover(kind, dir)? } else { None };
     let replay = match kind {

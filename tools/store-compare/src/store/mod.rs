@@ -5,8 +5,10 @@
 //! - [`journal`]: `crc32 json` lines appended in one write and one `fdatasync`; recovery reads the checkpoint files
 //!   and replays the journal.
 //! - [`sqlite`]: SQLite in WAL mode, one transaction a batch, `synchronous=FULL` or `NORMAL`.
+//! - [`files`]: what the bot does today, a file per session and per history log, each synced (for reference).
 //! - [`redb_store`]: redb, one write transaction a batch with `Durability::Immediate`.
 
+pub mod files;
 pub mod floor;
 pub mod journal;
 pub mod redb_store;
@@ -31,10 +33,12 @@ pub enum Kind {
     SqliteFull,
     SqliteNormal,
     Redb,
+    Files,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 5] = [Kind::Floor, Kind::Journal, Kind::SqliteFull, Kind::SqliteNormal, Kind::Redb];
+    pub const ALL: [Kind; 6] =
+        [Kind::Floor, Kind::Journal, Kind::SqliteFull, Kind::SqliteNormal, Kind::Redb, Kind::Files];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -43,6 +47,7 @@ impl Kind {
             Kind::SqliteFull => "sqlite-full",
             Kind::SqliteNormal => "sqlite-normal",
             Kind::Redb => "redb",
+            Kind::Files => "files-today",
         }
     }
 
@@ -58,6 +63,7 @@ impl Kind {
             Kind::SqliteFull => Box::new(sqlite::Sqlite::open(dir, sqlite::Sync::Full)?),
             Kind::SqliteNormal => Box::new(sqlite::Sqlite::open(dir, sqlite::Sync::Normal)?),
             Kind::Redb => Box::new(redb_store::Redb::open(dir)?),
+            Kind::Files => Box::new(files::Files::open(dir)?),
         })
     }
 
@@ -69,6 +75,7 @@ impl Kind {
             Kind::Journal => journal::recover(dir)?.sessions,
             Kind::SqliteFull | Kind::SqliteNormal => sqlite::recover(dir)?,
             Kind::Redb => redb_store::recover(dir)?,
+            Kind::Files => files::recover(dir)?,
         }))
     }
 }
