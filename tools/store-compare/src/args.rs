@@ -7,7 +7,9 @@ pub const USAGE: &str = "\
 store-compare [options]
   --dir PATH          where the stores are written (a new folder inside it, removed at the end);
                       default: the current folder. Put it on the disk of the bot's state folder.
-  --stores LIST       comma-separated, default floor,journal,sqlite-full,sqlite-normal,redb,files-today
+  --stores LIST       comma-separated, default floor,journal,sqlite-full,sqlite-normal,redb,files-today;
+                      also journal+checkpointer (the journal with its checkpoint thread beside it: use
+                      it with --sequential, its thread would disturb the stores interleaved with it)
   --batches LIST      saves per batch, default 1,10,100,1000
   --channels N        default 1000
   --seconds S         commit time per configuration, default 3
@@ -44,7 +46,7 @@ impl Default for Options {
     fn default() -> Self {
         Options {
             dir: PathBuf::from("."),
-            stores: Kind::ALL.to_vec(),
+            stores: Kind::DEFAULT.to_vec(),
             batches: vec![1, 10, 100, 1000],
             channels: 1000,
             seconds: 3.0,

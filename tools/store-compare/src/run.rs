@@ -51,7 +51,8 @@ pub fn commits(kinds: &[Kind], batch: usize, dirs: &[PathBuf], settings: &Settin
         let mut store = kind.open(dir, settings.rotate_bytes)?;
         store.commit(&first)?;
         if kind == Kind::Journal {
-            // What start-up finds besides the journal: a checkpoint of every channel.
+            // What start-up finds besides the journal: a checkpoint of every channel. (The checkpointed journal
+            // writes its own, on its own thread.)
             let checkpoint = Checkpoint::open(dir)?;
             checkpoint.write(&first)?;
             checkpoint.sync_fs()?;
@@ -87,7 +88,7 @@ fn finish(kind: Kind, dir: &Path, commits: Summary, settings: &Settings) -> Resu
     let size = disk::size_on_disk(dir)?;
     let recovery = if settings.recovery { recover(kind, dir)? } else { None };
     let replay = match kind {
-        Kind::Journal if settings.recovery => {
+        Kind::Journal | Kind::JournalCheckpointed if settings.recovery => {
             disk::evict(dir)?;
             Some(journal::recover(dir)?)
         }
