@@ -7,10 +7,12 @@ use crate::core::ids::UserId;
 use crate::core::persona::{Persona, PersonaCatalog};
 use crate::core::shards::ShardRange;
 use crate::discord::{self, BotOptions, RunningBot};
-use crate::store::Store;
+use crate::sessions::SessionStore;
+use crate::sessions::files::FileSessions;
 use local_discord::LocalDiscord;
 use local_discord::permissions::Permissions;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// How long to wait for the bot to connect and register its commands.
@@ -75,12 +77,22 @@ impl Stage {
         state_dir: &Path,
         shards: Option<ShardRange>,
     ) -> anyhow::Result<RunningBot> {
+        self.start_bot_with(config, Arc::new(FileSessions::open(state_dir)?), shards).await
+    }
+
+    /// [`Stage::start_bot_on`] with the sessions kept in `store` (a database shared by several bots, say).
+    pub async fn start_bot_with(
+        &self,
+        config: Config,
+        store: Arc<dyn SessionStore>,
+        shards: Option<ShardRange>,
+    ) -> anyhow::Result<RunningBot> {
         let options = BotOptions {
             token: self.bot_token.clone(),
             api_base: Some(self.server.base_url()),
             config,
             personas: self.catalog(),
-            store: Store::open(state_dir)?,
+            store,
             shards,
         };
         let bot = discord::start(options).await?;

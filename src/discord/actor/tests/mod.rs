@@ -16,6 +16,7 @@ use crate::core::session::effects::Announcement;
 use crate::core::session::history::HistoryEvent;
 use crate::core::session::lost::Unreachable;
 use crate::core::session::{Command, IncomingMessage, Session};
+use crate::discord::persist::SessionStoreError;
 use crate::store::StoreError;
 use async_trait::async_trait;
 use chrono::{DateTime, TimeDelta, Utc};
@@ -179,12 +180,12 @@ impl MemorySaver {
 
 #[async_trait]
 impl Saver for MemorySaver {
-    async fn save_durable(&self, session: Session, events: Vec<HistoryEvent>) -> Result<(), StoreError> {
+    async fn save_durable(&self, session: Session, events: Vec<HistoryEvent>) -> Result<(), SessionStoreError> {
         let names: Vec<&str> = events.iter().map(|e| e.kind.name()).collect();
         if self.failing_saves.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1)).is_ok() {
             self.journal.push(format!("failed to save {} {}", session.channel_id, names.join(",")));
             let source = std::io::Error::new(std::io::ErrorKind::StorageFull, "No space left on device");
-            return Err(StoreError::Io { action: "write", path: "state/channels".into(), source });
+            return Err(StoreError::Io { action: "write", path: "state/channels".into(), source }.into());
         }
         self.journal.push(format!("save {} {}", session.channel_id, names.join(",")));
         self.saved.lock().unwrap().insert(session.channel_id, session);
@@ -196,7 +197,7 @@ impl Saver for MemorySaver {
         *self.last_lazy.lock().unwrap() = Some(session);
     }
 
-    async fn load(&self, channel: ChannelId) -> Result<Option<Session>, StoreError> {
+    async fn load(&self, channel: ChannelId) -> Result<Option<Session>, SessionStoreError> {
         Ok(self.saved.lock().unwrap().get(&channel).cloned())
     }
 
