@@ -6,8 +6,9 @@
 mod common;
 mod postgres_support;
 
-use common::{PATIENCE, count_floor, is_floor, personas};
-use local_discord::permissions::Permissions;
+use common::{
+    PATIENCE, count_floor, is_floor, personas, server_on_the_other_shard, shard_of_two as shard_of, write_personas,
+};
 use postgres_support::TestDatabase;
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -19,33 +20,6 @@ use turn_manager::sessions::{Saver, SessionStore};
 
 const BINARY: &str = env!("CARGO_BIN_EXE_turn-manager");
 const LONG: Duration = Duration::from_secs(60);
-
-fn shard_of(guild: u64) -> u32 {
-    ((guild >> 22) % 2) as u32
-}
-
-/// A second server like the stage's, on the other of two shards, with the operator, the bot and every persona in
-/// it; answers it and its channel.
-fn server_on_the_other_shard(stage: &Stage) -> (u64, u64) {
-    let server = &stage.server;
-    let guild = loop {
-        let guild = server.create_guild("Second HQ", stage.operator);
-        if shard_of(guild) != shard_of(stage.guild) {
-            break guild;
-        }
-        std::thread::sleep(Duration::from_millis(2)); // a snowflake of the next millisecond
-    };
-    let role = server.create_role(
-        guild,
-        "turn-manager",
-        Permissions::from_bits(turn_manager::discord::permissions_used().bits()),
-    );
-    server.add_member(guild, stage.bot_user, &[role]);
-    for persona in &stage.personas {
-        server.add_member(guild, persona.discord_user_id.0, &[]);
-    }
-    (guild, server.create_channel(guild, "agents"))
-}
 
 async fn lease_owner(store: &turn_manager::sessions::postgres::PgSessions, channel: u64) -> String {
     sqlx::query_scalar("SELECT owner FROM leases WHERE channel_id = $1 AND expires_at > now()")
@@ -107,20 +81,6 @@ async fn two_processes_on_one_database_split_two_servers_by_shard_and_each_holds
         .await
         .unwrap();
     assert_eq!(released, 0, "a process that stops releases its leases");
-}
-
-/// Writes the stage's personas (with their local accounts) as persona files.
-fn write_personas(stage: &Stage, dir: &std::path::Path) {
-    for persona in &stage.personas {
-        let json = serde_json::json!({
-            "id": persona.id.as_str(),
-            "displayName": persona.display_name,
-            "discordUserId": persona.discord_user_id.0.to_string(),
-            "turnBehavior": {"timeoutSeconds": 60},
-            "order": persona.order,
-        });
-        std::fs::write(dir.join(format!("{}.json", persona.id)), json.to_string()).unwrap();
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
