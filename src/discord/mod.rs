@@ -180,7 +180,7 @@ pub async fn start(options: BotOptions) -> anyhow::Result<RunningBot> {
             access.clone(),
             identity.clone(),
         )),
-        saver: store.clone(),
+        saver: store.clone().into_saver(),
         clock: Clock::system(),
         stats: stats.clone(),
         catch_up_permits: Arc::new(Semaphore::new(CATCH_UP_CONCURRENCY)),

@@ -12,7 +12,7 @@ use crate::store::{LoadReport, Store, Writer};
 use async_trait::async_trait;
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 /// The lock file's name in the state folder.
 pub const LOCK_FILE: &str = "turn-manager.lock";
@@ -145,6 +145,10 @@ impl SessionStore for FileSessions {
 
     fn files(&self) -> Option<&Store> {
         Some(&self.store)
+    }
+
+    fn into_saver(self: Arc<Self>) -> Arc<dyn Saver> {
+        self
     }
 }
 

@@ -112,6 +112,9 @@ pub trait SessionStore: Saver {
     fn files(&self) -> Option<&Store> {
         None
     }
+    /// The same store as the actors see it (written out by each store: `Arc<dyn SessionStore>` to
+    /// `Arc<dyn Saver>` needs Rust 1.86's trait upcasting, newer than the crate's `rust-version`).
+    fn into_saver(self: Arc<Self>) -> Arc<dyn Saver>;
 }
 
 /// How the Postgres store's leases are set up for this process.

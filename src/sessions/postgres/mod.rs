@@ -292,4 +292,8 @@ impl SessionStore for PgSessions {
     fn describe(&self) -> String {
         format!("the database {}", self.url)
     }
+
+    fn into_saver(self: Arc<Self>) -> Arc<dyn Saver> {
+        self
+    }
 }
