@@ -5,6 +5,8 @@
 //!   machine. No Discord, no clock, no I/O: transitions take `now` and return effects and history events.
 //! - [`files`]: reads persona folders and the configuration file from disk and hands their text to the core.
 //! - [`store`]: persistence of sessions, atomic and durable, with the append-only history log.
+//! - [`sessions`]: where sessions are kept, behind one seam: the state folder's files (locked for one process) or
+//!   Postgres, shared by every process with fenced leases; `convert` copies from one to the other.
 //! - [`discord`]: the Discord layer: the gateway routes each event to its channel's actor, which asks the core, saves
 //!   (with the outbox) and hands the effects to the channel's sender, behind a small network trait.
 //! - [`metrics`]: Prometheus metrics (`run --metrics ADDR`): what the bot counts and times, and the exporter serving
@@ -22,5 +24,6 @@ pub mod demo;
 pub mod discord;
 pub mod files;
 pub mod metrics;
+pub mod sessions;
 pub mod soak;
 pub mod store;

@@ -4,7 +4,7 @@
 mod common;
 
 use chrono::Utc;
-use common::{PATIENCE, Scene, is_floor};
+use common::{PATIENCE, Scene, is_floor, write_personas};
 use local_discord::permissions::Permissions;
 use local_discord::world::OverwriteTarget;
 use std::process::{Command, Stdio};
@@ -107,20 +107,6 @@ async fn channels_in_the_configuration_are_managed_from_start_up() {
         .await;
     assert_eq!(start.content, "▶️ Turn management started. Roster: critic, dev.");
     scene.until("critic's floor", |v| v.iter().any(|m| is_floor(m, "critic")).then_some(())).await;
-}
-
-/// Writes the stage's personas (with their local accounts) as persona files.
-fn write_personas(stage: &Stage, dir: &std::path::Path) {
-    for persona in &stage.personas {
-        let json = serde_json::json!({
-            "id": persona.id.as_str(),
-            "displayName": persona.display_name,
-            "discordUserId": persona.discord_user_id.0.to_string(),
-            "turnBehavior": {"timeoutSeconds": 60},
-            "order": persona.order,
-        });
-        std::fs::write(dir.join(format!("{}.json", persona.id)), json.to_string()).unwrap();
-    }
 }
 
 /// `turn-manager run` against the stage's server, with the stage's token.

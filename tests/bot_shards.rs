@@ -4,37 +4,12 @@
 
 mod common;
 
-use common::{PATIENCE, count_floor, is_floor, personas};
-use local_discord::permissions::Permissions;
+use common::{PATIENCE, count_floor, is_floor, personas, server_on_the_other_shard};
 use local_discord::world::LogKind;
 use turn_manager::core::config::Config;
 use turn_manager::core::ids::ChannelId;
 use turn_manager::core::shards::ShardRange;
 use turn_manager::demo::stage::Stage;
-
-/// A second server like the stage's, on the other of two shards, with the operator, the bot and every persona in
-/// it; answers its channel.
-fn server_on_the_other_shard(stage: &Stage) -> (u64, u64) {
-    let server = &stage.server;
-    let shard_of = |guild: u64| (guild >> 22) % 2;
-    let guild = loop {
-        let guild = server.create_guild("Second HQ", stage.operator);
-        if shard_of(guild) != shard_of(stage.guild) {
-            break guild;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(2)); // a snowflake of the next millisecond
-    };
-    let role = server.create_role(
-        guild,
-        "turn-manager",
-        Permissions::from_bits(turn_manager::discord::permissions_used().bits()),
-    );
-    server.add_member(guild, stage.bot_user, &[role]);
-    for persona in &stage.personas {
-        server.add_member(guild, persona.discord_user_id.0, &[]);
-    }
-    (guild, server.create_channel(guild, "agents"))
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_processes_split_two_servers_by_shard_and_each_manages_only_its_own() {

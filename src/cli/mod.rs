@@ -2,6 +2,7 @@
 
 mod bench;
 mod check;
+mod convert;
 mod demo;
 mod invite;
 mod run;
@@ -65,6 +66,8 @@ pub enum CliCommand {
     Soak(soak::SoakArgs),
     /// Measure a bot binary through the local server, beside the machine's floor (see the README's figures).
     Bench(bench::BenchArgs),
+    /// Copy every session and its whole history from one store to another (a state folder or a postgres:// URL).
+    Convert(convert::ConvertArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -86,6 +89,16 @@ pub struct RunArgs {
     /// Serve Prometheus metrics at http://ADDR/metrics, e.g. 127.0.0.1:9184 (nothing listens without it)
     #[arg(long, value_name = "ADDR", env = "TM_METRICS")]
     pub metrics: Option<std::net::SocketAddr>,
+    /// Where sessions are kept: a state folder (one process only), or a postgres://user@host/database URL that every
+    /// process of the bot shares [default: the state folder]. Prefer TM_STORE (or PGPASSWORD) to a password on the
+    /// command line
+    #[arg(long, value_name = "FOLDER|URL", env = "TM_STORE", hide_env_values = true)]
+    pub store: Option<String>,
+    /// With a database: how long a process's claim on a channel lasts unless renewed (every third of it); after a
+    /// crash, another process takes the channel over once it expires
+    #[arg(long, value_name = "SECONDS", env = "TM_LEASE_SECONDS", default_value_t = 30,
+          value_parser = clap::value_parser!(u64).range(3..=3600))]
+    pub lease_seconds: u64,
 }
 
 #[derive(Debug, clap::Args)]
@@ -120,6 +133,7 @@ pub fn run(cli: Cli) -> ExitCode {
         CliCommand::Sandbox(args) => sandbox::run(&args),
         CliCommand::Soak(args) => soak::run(&args),
         CliCommand::Bench(args) => bench::run(&args),
+        CliCommand::Convert(args) => convert::run(&args),
     }
 }
 

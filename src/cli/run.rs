@@ -5,8 +5,10 @@ use super::RunArgs;
 use crate::core::shards::ShardRange;
 use crate::discord::{self, BotOptions};
 use crate::files::load_setup;
-use crate::store::Store;
+use crate::sessions::location::StoreLocation;
+use crate::sessions::{self, LeaseOptions};
 use std::process::ExitCode;
+use std::time::Duration;
 
 pub fn run(args: &RunArgs) -> ExitCode {
     let token = match std::env::var("DISCORD_TOKEN") {
@@ -39,6 +41,13 @@ pub fn run(args: &RunArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let store = match args.store.as_deref().map(StoreLocation::parse).transpose() {
+        Ok(store) => store,
+        Err(e) => {
+            eprintln!("error: --store (TM_STORE): {e}");
+            return ExitCode::from(2);
+        }
+    };
     let setup = match load_setup(&args.sources.sources()) {
         Ok(setup) => setup,
         Err(problems) => {
@@ -50,8 +59,10 @@ pub fn run(args: &RunArgs) -> ExitCode {
         eprintln!("{warning}");
     }
     let (api_base, metrics) = (args.api_base.clone(), args.metrics);
+    let location = store.unwrap_or_else(|| StoreLocation::Folder(setup.config.state_dir.clone()));
+    let leases = LeaseOptions { ttl: Duration::from_secs(args.lease_seconds), ..LeaseOptions::default() };
     super::run_async(async move {
-        let store = Store::open(&setup.config.state_dir)?;
+        let store = sessions::open(&location, leases).await?;
         if let Some(range) = shards {
             tracing::info!("running {range}");
         }

@@ -7,10 +7,12 @@ use crate::core::ids::UserId;
 use crate::core::persona::{Persona, PersonaCatalog};
 use crate::core::shards::ShardRange;
 use crate::discord::{self, BotOptions, RunningBot};
-use crate::store::Store;
+use crate::sessions::SessionStore;
+use crate::sessions::files::FileSessions;
 use local_discord::LocalDiscord;
 use local_discord::permissions::Permissions;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// How long to wait for the bot to connect and register its commands.
@@ -64,7 +66,7 @@ impl Stage {
     /// Starts the real bot against the server (through `--api-base`, as `run` does) and waits until it is connected
     /// and its slash commands are registered.
     pub async fn start_bot(&self, config: Config, state_dir: &Path) -> anyhow::Result<RunningBot> {
-        self.launch(config, state_dir, None, None).await
+        self.start_bot_on(config, state_dir, None).await
     }
 
     /// [`Stage::start_bot`] running only `shards`: one of several processes of the bot. It waits until the bot is
@@ -75,7 +77,7 @@ impl Stage {
         state_dir: &Path,
         shards: Option<ShardRange>,
     ) -> anyhow::Result<RunningBot> {
-        self.launch(config, state_dir, shards, None).await
+        self.start_bot_with(config, Arc::new(FileSessions::open(state_dir)?), shards).await
     }
 
     /// [`Stage::start_bot`], serving Prometheus metrics at `metrics` (once per process: see `crate::metrics`).
@@ -85,13 +87,23 @@ impl Stage {
         state_dir: &Path,
         metrics: Option<std::net::SocketAddr>,
     ) -> anyhow::Result<RunningBot> {
-        self.launch(config, state_dir, None, metrics).await
+        self.launch(config, Arc::new(FileSessions::open(state_dir)?), None, metrics).await
+    }
+
+    /// [`Stage::start_bot_on`] with the sessions kept in `store` (a database shared by several bots, say).
+    pub async fn start_bot_with(
+        &self,
+        config: Config,
+        store: Arc<dyn SessionStore>,
+        shards: Option<ShardRange>,
+    ) -> anyhow::Result<RunningBot> {
+        self.launch(config, store, shards, None).await
     }
 
     async fn launch(
         &self,
         config: Config,
-        state_dir: &Path,
+        store: Arc<dyn SessionStore>,
         shards: Option<ShardRange>,
         metrics: Option<std::net::SocketAddr>,
     ) -> anyhow::Result<RunningBot> {
@@ -100,7 +112,7 @@ impl Stage {
             api_base: Some(self.server.base_url()),
             config,
             personas: self.catalog(),
-            store: Store::open(state_dir)?,
+            store,
             shards,
             metrics,
         };

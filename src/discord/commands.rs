@@ -9,7 +9,7 @@ use super::router::Router;
 use crate::core::ids::{ChannelId, MessageId, UserId};
 use crate::core::session::Command;
 use crate::core::session::effects::fit_message;
-use crate::store::Store;
+use crate::sessions::SessionStore;
 use poise::serenity_prelude as discord;
 use std::sync::Arc;
 
@@ -20,7 +20,7 @@ type Ctx<'a> = poise::Context<'a, Arc<Commands>, Error>;
 pub struct Commands {
     pub router: Arc<Router>,
     pub access: Arc<Access>,
-    pub store: Store,
+    pub store: Arc<dyn SessionStore>,
     /// Registers the slash commands on connecting: one process does it for all (the one running shard 0).
     pub registers: bool,
 }
@@ -221,11 +221,10 @@ async fn history(ctx: Ctx<'_>, #[description = "how many events (default 10)"] n
             return Ok(reason);
         }
         let n = n.map_or(HISTORY_DEFAULT, |n| n as usize).clamp(1, HISTORY_MAX);
-        // The full log, not only the short tail the session file keeps; read off the async threads.
-        let (store, channel) = (ctx.data().store.clone(), ChannelId(ctx.channel_id().get()));
-        let events = tokio::task::spawn_blocking(move || store.read_log_tail(channel, n)).await?;
+        // The full history, not only the short tail the session keeps.
+        let events = ctx.data().store.history_tail(ChannelId(ctx.channel_id().get()), n).await?;
         let lines: Vec<String> =
-            events?.iter().map(|event| format!("`{}` {}", event.at.format("%H:%M:%S"), event.summary())).collect();
+            events.iter().map(|event| format!("`{}` {}", event.at.format("%H:%M:%S"), event.summary())).collect();
         let text = if lines.is_empty() { "Nothing has happened here yet.".to_owned() } else { lines.join("\n") };
         Ok::<_, Error>(fit_message(text))
     })

@@ -29,13 +29,13 @@ use crate::core::ids::{ChannelId, MessageId};
 use crate::core::persona::PersonaCatalog;
 use crate::core::session::{Command, Session};
 use crate::core::shards::ShardRange;
-use crate::store::{Store, Writer};
+use crate::sessions::SessionStore;
+use crate::store::Store;
 use access::Access;
 use actor::{Env, Input};
 use anyhow::Context as _;
 use clock::Clock;
 use identity::Identity;
-use persist::{DiskSaver, Saver};
 use rest::budget::RestBudget;
 use rest::discord::DiscordRest;
 use rest::http::DiscordHttp;
@@ -43,6 +43,7 @@ use router::Router;
 use serenity::all as discord;
 use stats::{Stats, StatsSnapshot};
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
 
@@ -60,7 +61,8 @@ pub struct BotOptions {
     pub api_base: Option<String>,
     pub config: Config,
     pub personas: PersonaCatalog,
-    pub store: Store,
+    /// Where the sessions are kept: the state folder (locked for this process) or a database shared by every process.
+    pub store: Arc<dyn SessionStore>,
     /// The gateway shards this process runs (spec 12); `None`: the whole bot on one connection.
     pub shards: Option<ShardRange>,
     /// Serve Prometheus metrics at `http://ADDR/metrics` (once per process: see `crate::metrics`).
@@ -70,13 +72,15 @@ pub struct BotOptions {
 /// A bot connected (or connecting) to Discord.
 pub struct RunningBot {
     router: Arc<Router>,
-    saver: Arc<DiskSaver>,
+    store: Arc<dyn SessionStore>,
     stats: Arc<Stats>,
     shard_manager: Arc<discord::ShardManager>,
     client: JoinHandle<Result<(), discord::Error>>,
     connection_watch: JoinHandle<()>,
     /// Hands memory a burst freed back to the system once the bot is quiet (see `memory`).
     trimmer: Option<JoinHandle<()>>,
+    /// Renews the leases and takes over the channels another process left (a shared store only).
+    lease_watch: Option<JoinHandle<()>>,
 }
 
 impl RunningBot {
@@ -96,8 +100,12 @@ impl RunningBot {
         if let Some(trimmer) = &self.trimmer {
             trimmer.abort();
         }
+        if let Some(lease_watch) = &self.lease_watch {
+            lease_watch.abort();
+        }
         self.router.shutdown().await;
-        self.saver.flush().await;
+        // Writes what is queued, then lets go of the folder or of this process's leases.
+        self.store.close().await;
         self.shard_manager.shutdown_all().await;
         let _ = self.client.await;
         tracing::info!("turn-manager stopped");
@@ -122,8 +130,15 @@ impl RunningBot {
         self.stats.snapshot()
     }
 
+    /// Where the sessions are kept.
+    pub fn sessions(&self) -> &Arc<dyn SessionStore> {
+        &self.store
+    }
+
+    /// The state folder's store, for the tests and the demo that read the files. Panics for a bot whose sessions are
+    /// in a database: use [`RunningBot::sessions`] there.
     pub fn store(&self) -> &Store {
-        &self.saver.store
+        self.store.files().expect("this bot keeps its sessions in a database, not a state folder")
     }
 }
 
@@ -156,11 +171,10 @@ pub async fn start(options: BotOptions) -> anyhow::Result<RunningBot> {
     let http = http.build();
 
     let store = options.store;
-    let loading = store.clone();
-    let report = tokio::task::spawn_blocking(move || loading.load_all())
+    let report = store
+        .load_all(options.shards)
         .await
-        .context("reading the saved sessions")?
-        .context("reading the saved sessions")?;
+        .with_context(|| format!("reading the saved sessions from {}", store.describe()))?;
     for problem in &report.problems {
         tracing::warn!("{problem}");
     }
@@ -168,7 +182,6 @@ pub async fn start(options: BotOptions) -> anyhow::Result<RunningBot> {
     // Every REST call the bot makes spends from one budget: the effects, the lookups, the command replies.
     let budget = Arc::new(RestBudget::new(options.config.rest_requests_per_second));
     let access = Arc::new(Access::new(identity.clone(), options.config.control_roles.clone(), budget.clone()));
-    let saver = Arc::new(DiskSaver { writer: Writer::spawn(store.clone()), store: store.clone() });
     let stats = Arc::new(Stats::default());
     let env = Arc::new(Env {
         personas: Arc::new(options.personas),
@@ -178,7 +191,7 @@ pub async fn start(options: BotOptions) -> anyhow::Result<RunningBot> {
             access.clone(),
             identity.clone(),
         )),
-        saver: saver.clone(),
+        saver: store.clone().into_saver(),
         clock: Clock::system(),
         stats: stats.clone(),
         catch_up_permits: Arc::new(Semaphore::new(CATCH_UP_CONCURRENCY)),
@@ -193,7 +206,12 @@ pub async fn start(options: BotOptions) -> anyhow::Result<RunningBot> {
         | discord::GatewayIntents::GUILD_MESSAGES
         | discord::GatewayIntents::MESSAGE_CONTENT;
     let registers = options.shards.is_none_or(|range| range.has_first_shard());
-    let commands = Arc::new(commands::Commands { router: router.clone(), access: access.clone(), store, registers });
+    let commands = Arc::new(commands::Commands {
+        router: router.clone(),
+        access: access.clone(),
+        store: store.clone(),
+        registers,
+    });
     // Building the client asks for the gateway's address (GET /gateway), once: that call spends from the budget
     // too. Reconnections use the address it got.
     budget.take().await;
@@ -223,7 +241,31 @@ pub async fn start(options: BotOptions) -> anyhow::Result<RunningBot> {
     });
     let trimmer = memory::trim_when_quiet(stats.clone());
     let connection_watch = tokio::spawn(watch_connection(shard_manager.clone(), router.clone(), identity));
-    Ok(RunningBot { router, saver, stats, shard_manager, client, connection_watch, trimmer })
+    let lease_watch = store
+        .lease_period()
+        .map(|period| tokio::spawn(tend_leases(store.clone(), router.clone(), options.shards, period)));
+    Ok(RunningBot { router, store, stats, shard_manager, client, connection_watch, trimmer, lease_watch })
+}
+
+/// With a store shared by several processes: renews this process's leases, well before they expire, and takes over
+/// the channels of these shards that no live process holds (their process stopped or died): each gets an actor
+/// that claims its lease, reads the session as the other process left it, and reads the messages posted since
+/// before acting, as after a restart.
+async fn tend_leases(store: Arc<dyn SessionStore>, router: Arc<Router>, shards: Option<ShardRange>, period: Duration) {
+    loop {
+        tokio::time::sleep(period).await;
+        match store.tend_leases(shards).await {
+            Ok(orphans) => {
+                if !orphans.is_empty() {
+                    tracing::info!("taking over {} channel(s) that no live process holds", orphans.len());
+                }
+                for channel in orphans {
+                    router.deliver_or_start(channel, Input::CatchUp);
+                }
+            }
+            Err(e) => tracing::warn!("could not renew the leases (trying again in {period:?}): {e}"),
+        }
+    }
 }
 
 /// Tells every channel when the gateway connection is lost (a close, a session Discord invalidated), so that its

@@ -2,6 +2,7 @@
 //! each speaking through its own bot account, a human operator, and the real turn-manager bot connected to it.
 #![allow(dead_code)] // Each test file uses its own part of the scene.
 
+use local_discord::permissions::Permissions;
 use local_discord::world::{LogKind, SeenMessage};
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -224,4 +225,46 @@ pub fn logs() {
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .with_test_writer()
         .try_init();
+}
+
+/// Writes the stage's personas (with their local accounts) as persona files, for the bot run as a process.
+pub fn write_personas(stage: &Stage, dir: &std::path::Path) {
+    for persona in &stage.personas {
+        let json = serde_json::json!({
+            "id": persona.id.as_str(),
+            "displayName": persona.display_name,
+            "discordUserId": persona.discord_user_id.0.to_string(),
+            "turnBehavior": {"timeoutSeconds": 60},
+            "order": persona.order,
+        });
+        std::fs::write(dir.join(format!("{}.json", persona.id)), json.to_string()).unwrap();
+    }
+}
+
+/// The shard of two that a server's events come on.
+pub fn shard_of_two(guild: u64) -> u32 {
+    ((guild >> 22) % 2) as u32
+}
+
+/// A second server like the stage's, on the other of two shards, with the operator, the bot and every persona in
+/// it; answers it and its channel.
+pub fn server_on_the_other_shard(stage: &Stage) -> (u64, u64) {
+    let server = &stage.server;
+    let guild = loop {
+        let guild = server.create_guild("Second HQ", stage.operator);
+        if shard_of_two(guild) != shard_of_two(stage.guild) {
+            break guild;
+        }
+        std::thread::sleep(Duration::from_millis(2)); // a snowflake of the next millisecond
+    };
+    let role = server.create_role(
+        guild,
+        "turn-manager",
+        Permissions::from_bits(turn_manager::discord::permissions_used().bits()),
+    );
+    server.add_member(guild, stage.bot_user, &[role]);
+    for persona in &stage.personas {
+        server.add_member(guild, persona.discord_user_id.0, &[]);
+    }
+    (guild, server.create_channel(guild, "agents"))
 }

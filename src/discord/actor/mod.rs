@@ -148,6 +148,9 @@ pub struct Actor {
     save_retry: Option<saving::SaveRetry>,
     /// Set while activity is not saved yet: when to hand it to the writer (one copy for a burst of it).
     activity_save_at: Option<tokio::time::Instant>,
+    /// Another process took the channel over (a store shared by several processes refused a save): this actor stops
+    /// at once, saying and saving nothing more.
+    taken_over: bool,
     /// Live messages and commands that came while the missed messages were unread, in arrival order: handled after
     /// the catch-up's last page, since either may end a turn whose in-time signal is still on an unread page.
     held: VecDeque<Input>,
@@ -168,6 +171,11 @@ impl Actor {
         retire: Retire,
     ) {
         tokio::spawn(async move {
+            // With a store shared by several processes, another one may be acting for this channel: then this one
+            // does nothing here (the store's lease watch takes the channel over if that process dies).
+            if !saving::claimed(&env, channel).await {
+                return;
+            }
             let _counted = crate::metrics::actor_alive();
             let (session, awaiting_catch_up) = match origin {
                 Origin::Saved(session) => (*session, true),
@@ -188,6 +196,7 @@ impl Actor {
                 unsaved_events: Vec::new(),
                 save_retry: None,
                 activity_save_at: None,
+                taken_over: false,
                 held: VecDeque::new(),
                 read_again: false,
                 handoff: crate::metrics::Handoff::default(),
@@ -209,6 +218,9 @@ impl Actor {
         let t = self.session.reconcile(self.env.clock.now(), self.env.context());
         self.commit(t).await;
         loop {
+            if self.taken_over {
+                return;
+            }
             let deadline = self.armed_deadline();
             let retry_save = self.save_retry.as_ref().map(|retry| retry.at);
             let save_activity = self.activity_save_at;

@@ -2,11 +2,13 @@
 //! on disk. A durable save that fails (a full disk, a read-only folder, an I/O error, the writer thread gone) keeps
 //! its effects in the outbox and is tried again on a timer, so the channel goes on by itself once the disk does,
 //! with no other input needed; the channel and the log are told once that saving fails. Activity alone is saved
-//! lazily, one copy of the session for a burst of it.
+//! lazily, one copy of the session for a burst of it. With a store shared by several processes, an actor first claims
+//! its channel, and a save refused because another process took the channel over stops it without a word.
 
-use super::Actor;
+use super::{Actor, Env};
+use crate::core::ids::ChannelId;
 use crate::core::session::Transition;
-use crate::store::StoreError;
+use crate::discord::persist::{Claim, SessionStoreError};
 use crate::store::writer::LAZY_SAVE_DELAY;
 use std::time::Duration;
 use tokio::time::Instant;
@@ -57,7 +59,11 @@ impl Actor {
     pub(super) async fn save_durably(&mut self) -> bool {
         let events = self.unsaved_events.clone();
         if let Err(e) = self.env.saver.save_durable(self.session.clone(), events).await {
-            self.save_failed(&e);
+            if e.is_fenced() {
+                self.stop_acting(&e);
+            } else {
+                self.save_failed(&e);
+            }
             return false;
         }
         self.unsaved_events.clear();
@@ -86,7 +92,17 @@ impl Actor {
         }
     }
 
-    fn save_failed(&mut self, e: &StoreError) {
+    /// Another process acts for the channel now: its effects are not handed to the sender, no notice is given, and
+    /// the save is not tried again. The other process carries on from the session it read after taking the channel
+    /// (what this one saved before is in it, its outbox included).
+    fn stop_acting(&mut self, e: &SessionStoreError) {
+        if !std::mem::replace(&mut self.taken_over, true) {
+            tracing::warn!(channel = %self.channel, "{e}: this channel's actor stops here");
+        }
+        self.save_retry = None;
+    }
+
+    fn save_failed(&mut self, e: &SessionStoreError) {
         let now = Instant::now();
         match &mut self.save_retry {
             Some(retry) => {
@@ -102,6 +118,25 @@ impl Actor {
                 self.sender().notice(SAVE_FAILING_NOTICE.to_owned());
                 self.save_retry = Some(SaveRetry { at: now + RETRY_FIRST, wait: RETRY_FIRST });
             }
+        }
+    }
+}
+
+/// Whether this process may act for the channel: always with the state folder; with a shared store, once it holds
+/// the channel's lease. Said in the log when it may not.
+pub(super) async fn claimed(env: &Env, channel: ChannelId) -> bool {
+    match env.saver.claim(channel).await {
+        Ok(Claim::Held) => true,
+        Ok(Claim::Busy { owner, expires_in }) => {
+            tracing::info!(
+                %channel,
+                "process {owner} acts for this channel (its lease runs {expires_in:.0?} more unless renewed): not here"
+            );
+            false
+        }
+        Err(e) => {
+            tracing::error!(%channel, "could not claim this channel, so this process does not act on it: {e}");
+            false
         }
     }
 }

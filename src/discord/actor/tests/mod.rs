@@ -16,11 +16,12 @@ use crate::core::session::effects::Announcement;
 use crate::core::session::history::HistoryEvent;
 use crate::core::session::lost::Unreachable;
 use crate::core::session::{Command, IncomingMessage, Session};
+use crate::discord::persist::{Claim, SessionStoreError};
 use crate::store::StoreError;
 use async_trait::async_trait;
 use chrono::{DateTime, TimeDelta, Utc};
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::Semaphore;
@@ -169,6 +170,8 @@ struct MemorySaver {
     /// Lazy saves handed over (each a copy of the session), and the last of them.
     lazy_saves: AtomicU32,
     last_lazy: Mutex<Option<Session>>,
+    /// Another process has taken every channel over (a shared store): saves are fenced, claims find them busy.
+    taken_over: AtomicBool,
 }
 
 impl MemorySaver {
@@ -179,12 +182,23 @@ impl MemorySaver {
 
 #[async_trait]
 impl Saver for MemorySaver {
-    async fn save_durable(&self, session: Session, events: Vec<HistoryEvent>) -> Result<(), StoreError> {
+    async fn claim(&self, _channel: ChannelId) -> Result<Claim, SessionStoreError> {
+        Ok(match self.taken_over.load(Ordering::Relaxed) {
+            true => Claim::Busy { owner: "node-b/2-0123".into(), expires_in: Duration::from_secs(30) },
+            false => Claim::Held,
+        })
+    }
+
+    async fn save_durable(&self, session: Session, events: Vec<HistoryEvent>) -> Result<(), SessionStoreError> {
         let names: Vec<&str> = events.iter().map(|e| e.kind.name()).collect();
+        if self.taken_over.load(Ordering::Relaxed) {
+            self.journal.push(format!("fenced save {} {}", session.channel_id, names.join(",")));
+            return Err(SessionStoreError::Fenced { channel: session.channel_id });
+        }
         if self.failing_saves.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1)).is_ok() {
             self.journal.push(format!("failed to save {} {}", session.channel_id, names.join(",")));
             let source = std::io::Error::new(std::io::ErrorKind::StorageFull, "No space left on device");
-            return Err(StoreError::Io { action: "write", path: "state/channels".into(), source });
+            return Err(StoreError::Io { action: "write", path: "state/channels".into(), source }.into());
         }
         self.journal.push(format!("save {} {}", session.channel_id, names.join(",")));
         self.saved.lock().unwrap().insert(session.channel_id, session);
@@ -196,7 +210,7 @@ impl Saver for MemorySaver {
         *self.last_lazy.lock().unwrap() = Some(session);
     }
 
-    async fn load(&self, channel: ChannelId) -> Result<Option<Session>, StoreError> {
+    async fn load(&self, channel: ChannelId) -> Result<Option<Session>, SessionStoreError> {
         Ok(self.saved.lock().unwrap().get(&channel).cloned())
     }
 
@@ -239,6 +253,7 @@ impl Harness {
             failing_saves: AtomicU32::new(0),
             lazy_saves: AtomicU32::new(0),
             last_lazy: Mutex::default(),
+            taken_over: AtomicBool::new(false),
         });
         let clock = Clock::starting_at(t0());
         Self::on(journal, saver, Arc::new(Stats::default()), clock, 0, Arc::default(), Arc::new(config))

@@ -1,4 +1,5 @@
-//! Saving: a durable save that fails is retried and its effects carried out once; activity is saved lazily.
+//! Saving: a durable save that fails is retried and its effects carried out once; activity is saved lazily; a save
+//! refused because another process took the channel over stops the actor without a word.
 
 use super::*;
 
@@ -70,4 +71,34 @@ async fn a_session_started_again_after_its_actor_retired_is_announced() {
     h.settle(A).await;
     assert_eq!(h.floors(A, "pm"), 2, "{:#?}", h.journal.of(A));
     assert!(h.session(A).await.outbox.is_empty());
+}
+
+// --- another process took the channel over (a shared store's fenced lease): nothing more is said here ------------
+
+#[tokio::test(start_paused = true)]
+async fn a_save_fenced_by_another_process_stops_the_actor_without_announcing_or_retrying_or_a_notice() {
+    let h = Harness::new();
+    h.start(A).await;
+    h.settle(A).await;
+    let before = h.journal.of(A).len();
+    h.saver.taken_over.store(true, Ordering::Relaxed);
+    h.deliver(A, &h.written(PM, "Done. TURN_COMPLETE", 1_000));
+    tokio::time::sleep(Duration::from_secs(60)).await; // no retry timer, no deadline acts either
+    h.settle(A).await;
+    let lines = h.journal.of(A);
+    assert_eq!(lines.iter().filter(|l| l.starts_with("fenced save")).count(), 1, "tried once: {lines:#?}");
+    assert_eq!(h.floors(A, "dev"), 0, "{lines:#?}");
+    assert!(!lines.iter().any(|l| l.starts_with("notice")), "no notice: {lines:#?}");
+    let after: Vec<&String> = lines[before..].iter().filter(|l| !l.starts_with("fenced save")).collect();
+    assert!(after.is_empty(), "nothing more done in the channel (no repost, no announcement): {after:#?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_channel_another_process_holds_is_not_acted_on_here() {
+    let h = Harness::new();
+    h.saver.taken_over.store(true, Ordering::Relaxed);
+    h.router.deliver_or_start(A, Input::command(Command::Start { roster: vec![] }, None, None));
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert!(h.journal.of(A).is_empty(), "{:#?}", h.journal.of(A));
+    assert_eq!(h.floors(A, "pm"), 0);
 }

@@ -1,0 +1,215 @@
+//! `turn-manager convert`: copies every session and its whole history from one store to the other (a state folder
+//! or a Postgres database), to move a bot between them. Nothing is lost on the way: the destination must be empty,
+//! or hold exactly what would be copied (then nothing is done: running it twice gives the same rows), or be
+//! replaced on purpose (`--force`; a folder is then moved aside, never deleted). A store a bot is running on is
+//! refused as either end (the folder's lock, the database's live leases).
+
+use super::files::{FolderLock, LOCK_FILE};
+use super::location::StoreLocation;
+use super::postgres;
+use crate::core::session::Session;
+use crate::core::session::history::HistoryEvent;
+use crate::store::Store;
+use anyhow::Context as _;
+use std::path::{Path, PathBuf};
+
+/// One channel as a store keeps it: its session and its whole history, oldest first.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SavedChannel {
+    pub session: Session,
+    pub history: Vec<HistoryEvent>,
+}
+
+/// What a conversion did.
+#[derive(Debug)]
+pub struct Converted {
+    pub sessions: usize,
+    pub events: usize,
+    pub before: Before,
+    /// What a person should know about the source: files that could not be read, sessions lost before the copy.
+    pub problems: Vec<String>,
+}
+
+/// What became of what the destination held.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Before {
+    /// It was empty.
+    Empty,
+    /// It held exactly the source's sessions and histories already: nothing was written.
+    Identical,
+    /// A folder's previous contents, moved aside here (`--force`).
+    MovedAside(PathBuf),
+    /// A database's previous sessions and events, deleted in the copy's transaction (`--force`).
+    Replaced { sessions: i64, events: i64 },
+}
+
+/// Copies every session and history from `from` to `to`. `force` replaces a destination that holds other sessions.
+pub async fn convert(from: &StoreLocation, to: &StoreLocation, force: bool) -> anyhow::Result<Converted> {
+    if same_store(from, to) {
+        anyhow::bail!("the source and the destination are the same store ({from}): nothing to copy");
+    }
+    let (channels, problems) = match from {
+        StoreLocation::Folder(dir) => read_source_folder(dir).await?,
+        StoreLocation::Postgres(url) => {
+            let pool = postgres::connect(url).await?;
+            let channels = postgres::copy::read_all(&pool).await.with_context(|| format!("reading {from}"))?;
+            (channels, Vec::new())
+        }
+    };
+    let before = match to {
+        StoreLocation::Folder(dir) => write_folder(dir, &channels, force).await?,
+        StoreLocation::Postgres(url) => {
+            let pool = postgres::connect(url).await?;
+            write_database(&pool, to, &channels, force).await.with_context(|| format!("writing {to}"))?
+        }
+    };
+    let events = channels.iter().map(|c| c.history.len()).sum();
+    Ok(Converted { sessions: channels.len(), events, before, problems })
+}
+
+fn same_store(from: &StoreLocation, to: &StoreLocation) -> bool {
+    match (from, to) {
+        (StoreLocation::Folder(a), StoreLocation::Folder(b)) => {
+            a == b || a.canonicalize().ok().is_some_and(|a| b.canonicalize().ok().as_ref() == Some(&a))
+        }
+        (StoreLocation::Postgres(a), StoreLocation::Postgres(b)) => a.expose() == b.expose(),
+        _ => false,
+    }
+}
+
+/// A state folder's sessions and logs, under its lock (so no bot changes them meanwhile).
+async fn read_source_folder(dir: &Path) -> anyhow::Result<(Vec<SavedChannel>, Vec<String>)> {
+    if !dir.is_dir() {
+        anyhow::bail!("the source folder {} does not exist", dir.display());
+    }
+    let dir = dir.to_owned();
+    tokio::task::spawn_blocking(move || {
+        let _lock = FolderLock::take(&dir)?;
+        read_folder(&dir)
+    })
+    .await?
+}
+
+/// Every session of a folder with its whole log. Reading is what a bot's start does (an unreadable file is moved
+/// aside and its last good copy used); what it found is returned, said once.
+fn read_folder(dir: &Path) -> anyhow::Result<(Vec<SavedChannel>, Vec<String>)> {
+    let store = Store::open(dir)?;
+    let report = store.load_all().with_context(|| format!("reading the sessions of {}", dir.display()))?;
+    let mut problems = report.problems;
+    for channel in &report.lost {
+        problems.push(format!("channel {channel}: no readable session, so it is not copied (its history log stays)"));
+    }
+    let mut channels = Vec::with_capacity(report.sessions.len());
+    for session in report.sessions {
+        let history = store.read_log(session.channel_id)?;
+        channels.push(SavedChannel { session, history });
+    }
+    Ok((channels, problems))
+}
+
+/// Whether a folder holds anything besides its lock file.
+fn holds_anything(dir: &Path) -> std::io::Result<bool> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(e),
+    };
+    for entry in entries {
+        let entry = entry?;
+        if entry.file_type()?.is_dir() {
+            if holds_anything(&entry.path())? {
+                return Ok(true);
+            }
+        } else if entry.file_name() != LOCK_FILE {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+/// Writes the channels into a fresh folder beside `dir`, then puts it in place: a failure half-way leaves `dir` as
+/// it was. What `dir` held is compared first, and moved aside with `force`.
+async fn write_folder(dir: &Path, channels: &[SavedChannel], force: bool) -> anyhow::Result<Before> {
+    let (dir, channels) = (dir.to_owned(), channels.to_vec());
+    tokio::task::spawn_blocking(move || {
+        let lock = if dir.exists() { Some(FolderLock::take(&dir)?) } else { None };
+        let full = holds_anything(&dir).with_context(|| format!("reading {}", dir.display()))?;
+        let mut before = Before::Empty;
+        if full {
+            let (existing, _) = read_folder(&dir)?;
+            if existing == channels {
+                return Ok(Before::Identical);
+            }
+            if !force {
+                anyhow::bail!(
+                    "the destination folder {} already holds other sessions ({} of them); add --force to move it \
+                     aside (to {}.replaced-<time>) and copy into a new one",
+                    dir.display(),
+                    existing.len(),
+                    dir.display()
+                );
+            }
+        }
+        let incoming = sibling(&dir, &format!("converting-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&incoming); // the leftover of an interrupted conversion
+        let store = Store::open(&incoming)?;
+        for channel in &channels {
+            store.save(&channel.session, &channel.history)?;
+        }
+        drop(lock);
+        if full {
+            let aside = sibling(&dir, &format!("replaced-{}", unix_time()));
+            std::fs::rename(&dir, &aside)
+                .with_context(|| format!("moving {} aside to {}", dir.display(), aside.display()))?;
+            before = Before::MovedAside(aside);
+        } else if dir.exists() {
+            std::fs::remove_dir_all(&dir).with_context(|| format!("replacing the empty folder {}", dir.display()))?;
+        }
+        std::fs::rename(&incoming, &dir)
+            .with_context(|| format!("moving the copy {} to {}", incoming.display(), dir.display()))?;
+        Ok(before)
+    })
+    .await?
+}
+
+/// Writes the channels into the database in one transaction, unless a bot runs on it.
+async fn write_database(
+    pool: &sqlx::PgPool,
+    to: &StoreLocation,
+    channels: &[SavedChannel],
+    force: bool,
+) -> anyhow::Result<Before> {
+    let live = postgres::copy::live_leases(pool).await?;
+    if live > 0 {
+        anyhow::bail!(
+            "a bot is running on {to} ({live} channel(s) have a live lease): stop every process that uses it first \
+             (or wait for their leases to expire)"
+        );
+    }
+    let (sessions, events) = postgres::copy::count(pool).await?;
+    let full = sessions > 0 || events > 0;
+    if full {
+        if postgres::copy::read_all(pool).await? == channels {
+            return Ok(Before::Identical);
+        }
+        if !force {
+            anyhow::bail!(
+                "{to} already holds other sessions ({sessions} sessions, {events} history events); add --force to \
+                 replace them (they are deleted in the same transaction as the copy is written)"
+            );
+        }
+    }
+    postgres::copy::write_all(pool, channels, full).await?;
+    Ok(if full { Before::Replaced { sessions, events } } else { Before::Empty })
+}
+
+/// `<dir>.<suffix>`, beside `dir`.
+fn sibling(dir: &Path, suffix: &str) -> PathBuf {
+    let mut name = dir.file_name().map(|n| n.to_os_string()).unwrap_or_else(|| "state".into());
+    name.push(format!(".{suffix}"));
+    dir.with_file_name(name)
+}
+
+fn unix_time() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}

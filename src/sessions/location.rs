@@ -1,0 +1,145 @@
+//! Reading where the sessions are (`--store`, `TM_STORE`, `convert --from/--to`): a folder, or a Postgres URL. The
+//! URL may hold a password: it is kept secret, and every message shows it redacted.
+
+use secrecy::{ExposeSecret, SecretString};
+use std::fmt;
+use std::path::PathBuf;
+
+/// Where sessions are kept.
+#[derive(Clone)]
+pub enum StoreLocation {
+    /// A state folder of session files.
+    Folder(PathBuf),
+    /// A Postgres database.
+    Postgres(PostgresUrl),
+}
+
+/// A `postgres://` (or `postgresql://`) URL. Only [`PostgresUrl::expose`] gives the password, to the driver.
+#[derive(Clone)]
+pub struct PostgresUrl {
+    secret: SecretString,
+    redacted: String,
+}
+
+impl StoreLocation {
+    /// A URL with the `postgres` or `postgresql` scheme is a database; another scheme is refused (a typing
+    /// mistake should not become a folder named `postgress:`); anything else is a folder.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let text = text.trim();
+        if text.is_empty() {
+            return Err("the store is empty: give a state folder or a postgres:// URL".into());
+        }
+        match text.split_once("://") {
+            Some((scheme, _))
+                if scheme.eq_ignore_ascii_case("postgres") || scheme.eq_ignore_ascii_case("postgresql") =>
+            {
+                Ok(StoreLocation::Postgres(PostgresUrl::new(text)))
+            }
+            Some((scheme, _))
+                if !scheme.is_empty() && scheme.chars().all(|c| c.is_ascii_alphanumeric() || "+.-".contains(c)) =>
+            {
+                Err(format!(
+                    "`{scheme}://` is not a store this bot knows: give a state folder, or a postgres://user@host/database URL"
+                ))
+            }
+            _ => Ok(StoreLocation::Folder(PathBuf::from(text))),
+        }
+    }
+
+    pub fn is_postgres(&self) -> bool {
+        matches!(self, StoreLocation::Postgres(_))
+    }
+}
+
+impl fmt::Display for StoreLocation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StoreLocation::Folder(dir) => write!(f, "the state folder {}", dir.display()),
+            StoreLocation::Postgres(url) => write!(f, "the database {url}"),
+        }
+    }
+}
+
+impl fmt::Debug for StoreLocation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+impl PostgresUrl {
+    pub fn new(url: &str) -> Self {
+        Self { redacted: redact(url), secret: SecretString::new(url.to_owned()) }
+    }
+
+    /// The URL itself, password included: for the database driver only, never for a message.
+    pub fn expose(&self) -> &str {
+        self.secret.expose_secret()
+    }
+}
+
+/// Prints the URL with its password replaced by `***`.
+impl fmt::Display for PostgresUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.redacted)
+    }
+}
+
+impl fmt::Debug for PostgresUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.redacted)
+    }
+}
+
+/// The URL with the password of its user part (`user:password@`) and of a `password=` parameter replaced by `***`.
+pub fn redact(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else { return url.to_owned() };
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(authority_end);
+    let authority = match authority.rsplit_once('@') {
+        Some((user_info, host)) => match user_info.split_once(':') {
+            Some((user, _password)) => format!("{user}:***@{host}"),
+            None => format!("{user_info}@{host}"),
+        },
+        None => authority.to_owned(),
+    };
+    let tail = match tail.split_once('?') {
+        Some((path, query)) => {
+            let query: Vec<String> = query
+                .split('&')
+                .map(|pair| match pair.split_once('=') {
+                    Some((key, _)) if key.eq_ignore_ascii_case("password") => format!("{key}=***"),
+                    _ => pair.to_owned(),
+                })
+                .collect();
+            format!("{path}?{}", query.join("&"))
+        }
+        None => tail.to_owned(),
+    };
+    format!("{scheme}://{authority}{tail}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{StoreLocation, redact};
+
+    #[test]
+    fn a_password_never_shows_in_the_url_as_printed() {
+        assert_eq!(redact("postgres://tm:s3cr@t@db.example:5432/tm"), "postgres://tm:***@db.example:5432/tm");
+        assert_eq!(redact("postgres://tm@db/tm?sslmode=require"), "postgres://tm@db/tm?sslmode=require");
+        assert_eq!(redact("postgresql://db/tm?user=tm&password=hunter2"), "postgresql://db/tm?user=tm&password=***");
+        assert_eq!(redact("postgres://"), "postgres://");
+        let StoreLocation::Postgres(url) = StoreLocation::parse("postgres://u:pw@h/d").unwrap() else { panic!() };
+        assert_eq!(format!("{url} {url:?}"), "postgres://u:***@h/d postgres://u:***@h/d");
+        assert_eq!(url.expose(), "postgres://u:pw@h/d");
+    }
+
+    #[test]
+    fn a_store_is_a_postgres_url_or_a_folder_and_another_scheme_is_refused() {
+        assert!(StoreLocation::parse("POSTGRESQL://h/d").unwrap().is_postgres());
+        assert!(matches!(StoreLocation::parse("state").unwrap(), StoreLocation::Folder(p) if p.ends_with("state")));
+        assert!(matches!(StoreLocation::parse("/var/lib/tm/state").unwrap(), StoreLocation::Folder(_)));
+        let error = StoreLocation::parse("mysql://h/d").unwrap_err();
+        assert!(error.contains("`mysql://` is not a store"), "{error}");
+        assert!(StoreLocation::parse("  ").unwrap_err().contains("empty"));
+    }
+}

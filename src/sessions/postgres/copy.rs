@@ -1,0 +1,91 @@
+//! Every session and history of the database at once, for `convert`: read in one consistent snapshot, written in
+//! one transaction (all or nothing), with the checks that keep a copy from clobbering a running bot's sessions.
+
+use super::rows::{APPEND_EVENTS, decode_event, decode_session, event_rows, session_row};
+use crate::core::ids::ChannelId;
+use crate::sessions::convert::SavedChannel;
+use sqlx::PgPool;
+
+fn failed(action: &'static str) -> impl FnOnce(sqlx::Error) -> anyhow::Error {
+    move |e| anyhow::anyhow!("the database failed to {action}: {e}")
+}
+
+/// Every session with its whole history, by channel, as of one instant (a repeatable-read transaction).
+pub async fn read_all(pool: &PgPool) -> anyhow::Result<Vec<SavedChannel>> {
+    let mut tx = pool.begin().await.map_err(failed("start reading"))?;
+    sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        .execute(&mut *tx)
+        .await
+        .map_err(failed("start reading"))?;
+    let sessions: Vec<(i64, serde_json::Value)> =
+        sqlx::query_as("SELECT channel_id, session FROM sessions ORDER BY channel_id")
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(failed("read the sessions"))?;
+    let mut channels = Vec::with_capacity(sessions.len());
+    for (id, json) in sessions {
+        let channel = ChannelId(id as u64);
+        let session = decode_session(channel, json).map_err(anyhow::Error::from)?;
+        let events: Vec<(serde_json::Value,)> =
+            sqlx::query_as("SELECT event FROM history WHERE channel_id = $1 ORDER BY n")
+                .bind(id)
+                .fetch_all(&mut *tx)
+                .await
+                .map_err(failed("read a channel's history"))?;
+        let history = events
+            .into_iter()
+            .enumerate()
+            .map(|(at, (json,))| {
+                decode_event(json).ok_or_else(|| {
+                    anyhow::anyhow!("event {} of channel {channel}'s history cannot be read by this build", at + 1)
+                })
+            })
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        channels.push(SavedChannel { session, history });
+    }
+    Ok(channels)
+}
+
+/// How many sessions and history events the database holds.
+pub async fn count(pool: &PgPool) -> anyhow::Result<(i64, i64)> {
+    sqlx::query_as("SELECT (SELECT count(*) FROM sessions), (SELECT count(*) FROM history)")
+        .fetch_one(pool)
+        .await
+        .map_err(failed("count the sessions"))
+}
+
+/// How many channels a running bot holds now (a live lease).
+pub async fn live_leases(pool: &PgPool) -> anyhow::Result<i64> {
+    let (live,): (i64,) = sqlx::query_as("SELECT count(*) FROM leases WHERE expires_at > now()")
+        .fetch_one(pool)
+        .await
+        .map_err(failed("read the leases"))?;
+    Ok(live)
+}
+
+/// Writes every channel in one transaction, after emptying the tables when `replace` (else they must be empty).
+/// The rows carry no lease (epoch 0): the first bot to claim a channel starts its epochs above it.
+pub async fn write_all(pool: &PgPool, channels: &[SavedChannel], replace: bool) -> anyhow::Result<()> {
+    let mut tx = pool.begin().await.map_err(failed("start writing"))?;
+    if replace {
+        sqlx::query("DELETE FROM history").execute(&mut *tx).await.map_err(failed("empty the history"))?;
+        sqlx::query("DELETE FROM sessions").execute(&mut *tx).await.map_err(failed("empty the sessions"))?;
+    }
+    for channel in channels {
+        let session = &channel.session;
+        let row = session_row(session, 0, 0).map_err(anyhow::Error::from)?;
+        row.upsert().execute(&mut *tx).await.map_err(failed("write a session"))?;
+        // In slices, so that a long history is not one enormous statement.
+        for events in channel.history.chunks(1_000) {
+            let (ats, events) = event_rows(session.channel_id, events).map_err(anyhow::Error::from)?;
+            sqlx::query(APPEND_EVENTS)
+                .bind(row.channel_id)
+                .bind(ats)
+                .bind(events)
+                .execute(&mut *tx)
+                .await
+                .map_err(failed("write a channel's history"))?;
+        }
+    }
+    tx.commit().await.map_err(failed("commit the copy"))
+}

@@ -1,0 +1,132 @@
+//! Activity-only saves for the Postgres store (spec 9: on disk within a second, never one commit per message): the
+//! latest session of each channel waits up to [`LAZY_SAVE_DELAY`], then every waiting one is written in ONE
+//! statement, each row only where the lease still has the epoch it was queued under.
+//!
+//! [`LAZY_SAVE_DELAY`]: crate::store::writer::LAZY_SAVE_DELAY
+
+use super::rows::{SessionRow, session_row};
+use crate::core::ids::ChannelId;
+use crate::core::session::Session;
+use crate::store::writer::LAZY_SAVE_DELAY;
+use sqlx::PgPool;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use tokio::sync::Notify;
+use tokio::task::JoinHandle;
+
+/// Writes a batch of sessions ($1.. arrays, $7 owner) where their lease is still held under their epoch. A row
+/// holding a later write of the same lease (a durable save that overtook this batch) is left as it is. The lease is
+/// not locked here (a durable save does that): a batch that races a takeover at worst puts back activity that the
+/// new holder's next save replaces.
+const UPSERT_BATCH: &str = "
+    INSERT INTO sessions (channel_id, guild_id, session, resumable, lease_epoch, write_seq, updated_at)
+    SELECT b.channel_id, b.guild_id, b.session, b.resumable, b.epoch, b.write, now()
+    FROM unnest($1::bigint[], $2::bigint[], $3::jsonb[], $4::bool[], $5::bigint[], $6::bigint[])
+         AS b(channel_id, guild_id, session, resumable, epoch, write)
+    JOIN leases l ON l.channel_id = b.channel_id AND l.owner = $7 AND l.epoch = b.epoch
+    ON CONFLICT (channel_id) DO UPDATE SET
+        guild_id = EXCLUDED.guild_id, session = EXCLUDED.session, resumable = EXCLUDED.resumable,
+        lease_epoch = EXCLUDED.lease_epoch, write_seq = EXCLUDED.write_seq, updated_at = EXCLUDED.updated_at
+    WHERE NOT (sessions.lease_epoch = EXCLUDED.lease_epoch AND sessions.write_seq > EXCLUDED.write_seq)";
+
+/// The lazy saves waiting, and the task that writes them.
+pub(super) struct LazySaves {
+    pending: Mutex<HashMap<ChannelId, (Session, i64, i64)>>,
+    wake: Notify,
+    /// Held while a batch is written, so that a flush waits for a batch under way.
+    writing: tokio::sync::Mutex<()>,
+    pool: PgPool,
+    owner: String,
+    database: String,
+    task: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl LazySaves {
+    pub fn start(pool: PgPool, owner: String, database: String) -> Arc<Self> {
+        let lazy = Arc::new(Self {
+            pending: Mutex::default(),
+            wake: Notify::new(),
+            writing: tokio::sync::Mutex::new(()),
+            pool,
+            owner,
+            database,
+            task: Mutex::default(),
+        });
+        let task = tokio::spawn(write_when_due(Arc::downgrade(&lazy)));
+        *lazy.task.lock().unwrap_or_else(PoisonError::into_inner) = Some(task);
+        lazy
+    }
+
+    fn pending(&self) -> std::sync::MutexGuard<'_, HashMap<ChannelId, (Session, i64, i64)>> {
+        self.pending.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Queues the channel's latest session (replacing one queued before), under its lease's epoch and write number.
+    pub fn queue(&self, session: Session, epoch: i64, write: i64) {
+        self.pending().insert(session.channel_id, (session, epoch, write));
+        self.wake.notify_one();
+    }
+
+    /// Drops the channel's queued session: a durable save carries a newer one, or the channel was taken over.
+    pub fn forget(&self, channel: ChannelId) {
+        self.pending().remove(&channel);
+    }
+
+    /// Writes everything queued now, after any batch under way.
+    pub async fn write_now(&self) {
+        let _writing = self.writing.lock().await;
+        let batch: Vec<(Session, i64, i64)> = self.pending().drain().map(|(_, queued)| queued).collect();
+        if batch.is_empty() {
+            return;
+        }
+        let rows: Vec<SessionRow> = batch
+            .iter()
+            .filter_map(|(session, epoch, write)| match session_row(session, *epoch, *write) {
+                Ok(row) => Some(row),
+                Err(e) => {
+                    tracing::error!("could not save a session's activity: {e}");
+                    None
+                }
+            })
+            .collect();
+        let written = sqlx::query(UPSERT_BATCH)
+            .bind(rows.iter().map(|r| r.channel_id).collect::<Vec<_>>())
+            .bind(rows.iter().map(|r| r.guild_id).collect::<Vec<_>>())
+            .bind(rows.iter().map(|r| r.json.clone()).collect::<Vec<_>>())
+            .bind(rows.iter().map(|r| r.resumable).collect::<Vec<_>>())
+            .bind(rows.iter().map(|r| r.epoch).collect::<Vec<_>>())
+            .bind(rows.iter().map(|r| r.write).collect::<Vec<_>>())
+            .bind(&self.owner)
+            .execute(&self.pool)
+            .await;
+        match written {
+            // Channels taken over meanwhile are left out: their next durable save learns it and stops.
+            Ok(done) if done.rows_affected() < rows.len() as u64 => tracing::debug!(
+                "{} of {} lazy saves were not written (a channel taken over, or a newer save already there)",
+                rows.len() as u64 - done.rows_affected(),
+                rows.len()
+            ),
+            Ok(_) => {}
+            // Activity only: the channels' next saves carry it.
+            Err(e) => tracing::error!("the session database ({}) failed to save activity: {e}", self.database),
+        }
+    }
+
+    pub fn stop(&self) {
+        if let Some(task) = self.task.lock().unwrap_or_else(PoisonError::into_inner).take() {
+            task.abort();
+        }
+    }
+}
+
+/// The writer task: once something is queued, waits the lazy delay (gathering what comes meanwhile), then writes.
+async fn write_when_due(lazy: std::sync::Weak<LazySaves>) {
+    loop {
+        let Some(notified) = lazy.upgrade() else { return };
+        notified.wake.notified().await;
+        drop(notified);
+        tokio::time::sleep(LAZY_SAVE_DELAY).await;
+        let Some(lazy) = lazy.upgrade() else { return };
+        lazy.write_now().await;
+    }
+}

@@ -1,0 +1,191 @@
+//! Leases: which process acts for which channel. Every time is the database's (`now()`), never a process's clock.
+//! A claim takes a lease that is free, expired or already this owner's, and bumps its epoch; saves are fenced on
+//! (owner, epoch); renewals extend every lease of this process in one statement; a release expires them at once.
+
+use super::PgSessions;
+use super::rows::db_id;
+use crate::core::ids::ChannelId;
+use crate::core::shards::ShardRange;
+use crate::sessions::{Claim, SessionStoreError};
+use std::time::Duration;
+
+/// Locks the lease row for the save's transaction, if it still is this owner's and epoch's: a claim by another
+/// process (an UPDATE of the row) then waits until the save is committed, and any save after that claim finds no
+/// row and is refused.
+pub(super) const CHECK_FOR_SAVE: &str =
+    "SELECT 1 FROM leases WHERE channel_id = $1 AND owner = $2 AND epoch = $3 FOR SHARE";
+
+/// Takes one channel's lease ($1 channel, $2 owner, $3 seconds) if nobody else holds it; answers its new epoch.
+const CLAIM: &str = "
+    INSERT INTO leases (channel_id, owner, epoch, expires_at)
+    VALUES ($1, $2, 1, now() + $3 * interval '1 second')
+    ON CONFLICT (channel_id) DO UPDATE SET
+        owner = EXCLUDED.owner, epoch = leases.epoch + 1, expires_at = EXCLUDED.expires_at
+    WHERE leases.expires_at <= now() OR leases.owner = EXCLUDED.owner
+    RETURNING epoch";
+
+/// Who holds a lease, and for how many more seconds.
+const HOLDER: &str = "
+    SELECT owner, GREATEST(EXTRACT(EPOCH FROM expires_at - now()), 0)::float8 FROM leases WHERE channel_id = $1";
+
+/// Extends this owner's leases ($1 owner, $2 seconds, $3 channels, $4 their epochs); answers those still held.
+const RENEW: &str = "
+    UPDATE leases l SET expires_at = now() + $2 * interval '1 second'
+    FROM unnest($3::bigint[], $4::bigint[]) AS h(channel_id, epoch)
+    WHERE l.channel_id = h.channel_id AND l.epoch = h.epoch AND l.owner = $1
+    RETURNING l.channel_id";
+
+/// At most this many orphaned channels are taken over per renewal, so that taking over a large process's channels
+/// is spread over a few periods instead of starting every actor at once.
+const ORPHANS_PER_ROUND: i64 = 1_000;
+
+/// The condition "the session `s` is on one of these shards, or its server is not known yet", with the total, the
+/// first and the last shard as parameters `$n`, `$n+1`, `$n+2` (a NULL total: every shard).
+fn on_shards(n: usize) -> String {
+    format!(
+        "(${n}::bigint IS NULL OR s.guild_id IS NULL OR ((s.guild_id >> 22) % ${n}) BETWEEN ${} AND ${})",
+        n + 1,
+        n + 2
+    )
+}
+
+/// The total, first and last shard as [`on_shards`] binds them.
+fn shard_params(shards: Option<ShardRange>) -> (Option<i64>, i64, i64) {
+    match shards {
+        Some(range) => (Some(i64::from(range.total)), i64::from(range.first), i64::from(range.last)),
+        None => (None, 0, 0),
+    }
+}
+
+impl PgSessions {
+    fn ttl_seconds(&self) -> f64 {
+        self.ttl.as_secs_f64()
+    }
+
+    /// Claims one channel: its new epoch, or who holds it instead.
+    pub(super) async fn claim_one(&self, channel: ChannelId) -> Result<Result<i64, Claim>, SessionStoreError> {
+        let id = db_id(channel.0)?;
+        let epoch: Option<(i64,)> = sqlx::query_as(CLAIM)
+            .bind(id)
+            .bind(&self.owner)
+            .bind(self.ttl_seconds())
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(self.failed("claim a channel's lease"))?;
+        if let Some((epoch,)) = epoch {
+            return Ok(Ok(epoch));
+        }
+        let holder: Option<(String, f64)> = sqlx::query_as(HOLDER)
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(self.failed("read a channel's lease"))?;
+        let (owner, seconds) = holder.unwrap_or_default();
+        Ok(Err(Claim::Busy { owner, expires_in: Duration::from_secs_f64(seconds.max(0.0)) }))
+    }
+
+    /// At start-up: claims, in one statement, every resumable session of `shards` that no live process holds, and
+    /// reads them. Answers them (channel, epoch, session) and how many others a live process holds.
+    pub(super) async fn claim_resumable(
+        &self,
+        shards: Option<ShardRange>,
+    ) -> Result<(Vec<(ChannelId, i64, serde_json::Value)>, i64), SessionStoreError> {
+        let (total, first, last) = shard_params(shards);
+        let claim = format!(
+            "WITH mine AS (
+                INSERT INTO leases (channel_id, owner, epoch, expires_at)
+                SELECT s.channel_id, $1, 1, now() + $2 * interval '1 second' FROM sessions s
+                WHERE s.resumable AND {}
+                ON CONFLICT (channel_id) DO UPDATE SET
+                    owner = EXCLUDED.owner, epoch = leases.epoch + 1, expires_at = EXCLUDED.expires_at
+                WHERE leases.expires_at <= now() OR leases.owner = EXCLUDED.owner
+                RETURNING channel_id, epoch
+            )
+            SELECT m.channel_id, m.epoch, s.session FROM mine m JOIN sessions s USING (channel_id)
+            ORDER BY m.channel_id",
+            on_shards(3)
+        );
+        let rows: Vec<(i64, i64, serde_json::Value)> = sqlx::query_as(&claim)
+            .bind(&self.owner)
+            .bind(self.ttl_seconds())
+            .bind(total)
+            .bind(first)
+            .bind(last)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(self.failed("claim the saved sessions"))?;
+        let elsewhere = format!(
+            "SELECT count(*) FROM sessions s JOIN leases l USING (channel_id)
+             WHERE s.resumable AND l.owner <> $1 AND l.expires_at > now() AND {}",
+            on_shards(2)
+        );
+        let (held_elsewhere,): (i64,) = sqlx::query_as(&elsewhere)
+            .bind(&self.owner)
+            .bind(total)
+            .bind(first)
+            .bind(last)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(self.failed("count the sessions other processes hold"))?;
+        let claimed = rows.into_iter().map(|(channel, epoch, json)| (ChannelId(channel as u64), epoch, json)).collect();
+        Ok((claimed, held_elsewhere))
+    }
+
+    /// Extends every lease this process holds; forgets (and logs) those another process has taken since.
+    pub(super) async fn renew(&self) -> Result<(), SessionStoreError> {
+        let (channels, epochs): (Vec<i64>, Vec<i64>) =
+            self.held().iter().map(|(channel, epoch)| (channel.0 as i64, *epoch)).unzip();
+        if channels.is_empty() {
+            return Ok(());
+        }
+        let kept: Vec<(i64,)> = sqlx::query_as(RENEW)
+            .bind(&self.owner)
+            .bind(self.ttl_seconds())
+            .bind(&channels)
+            .bind(&epochs)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(self.failed("renew this process's leases"))?;
+        let kept: std::collections::HashSet<i64> = kept.into_iter().map(|(channel,)| channel).collect();
+        for (channel, epoch) in channels.into_iter().zip(epochs).filter(|(channel, _)| !kept.contains(channel)) {
+            let channel = ChannelId(channel as u64);
+            // Unless the channel was claimed again meanwhile (a newer epoch): that lease is not the one lost.
+            if self.epoch_of(channel) == Some(epoch) {
+                tracing::warn!(%channel, "another process has taken this channel over; this one no longer acts on it");
+                self.lose(channel);
+            }
+        }
+        Ok(())
+    }
+
+    /// Resumable sessions of `shards` whose lease is free or expired: their process stopped or died.
+    pub(super) async fn orphans(&self, shards: Option<ShardRange>) -> Result<Vec<ChannelId>, SessionStoreError> {
+        let (total, first, last) = shard_params(shards);
+        let query = format!(
+            "SELECT s.channel_id FROM sessions s LEFT JOIN leases l USING (channel_id)
+             WHERE s.resumable AND (l.channel_id IS NULL OR l.expires_at <= now()) AND {}
+             ORDER BY s.channel_id LIMIT $4",
+            on_shards(1)
+        );
+        let rows: Vec<(i64,)> = sqlx::query_as(&query)
+            .bind(total)
+            .bind(first)
+            .bind(last)
+            .bind(ORPHANS_PER_ROUND)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(self.failed("look for sessions no process holds"))?;
+        Ok(rows.into_iter().map(|(channel,)| ChannelId(channel as u64)).collect())
+    }
+
+    /// Expires every lease of this process now (at shutdown), so another process can take its channels at once.
+    pub(super) async fn release_all(&self) -> Result<(), SessionStoreError> {
+        self.held().clear();
+        sqlx::query("UPDATE leases SET expires_at = now() WHERE owner = $1 AND expires_at > now()")
+            .bind(&self.owner)
+            .execute(&self.pool)
+            .await
+            .map_err(self.failed("release this process's leases"))?;
+        Ok(())
+    }
+}

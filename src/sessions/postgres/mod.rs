@@ -1,0 +1,299 @@
+//! The Postgres store (`run --store postgres://...`): sessions, their whole history and the leases in three tables
+//! (`migrations/`), shared by every process of the bot.
+//!
+//! A process acts for a channel only while it holds the channel's lease: it claims it before the channel's actor
+//! does anything, renews all its leases in one statement every third of their lifetime, and every save is fenced:
+//! the session and its new events are written in one transaction that first checks, under a lock on the lease row,
+//! that the lease still has this process's owner and epoch. A process that died leaves leases that expire; another
+//! process then claims them (bumping the epoch), and a save of the old owner is refused from that instant.
+//!
+//! Parts:
+//! - `lease`: claiming, renewing, releasing, and finding the channels nobody holds.
+//! - `lazy`: activity-only saves, batched into one statement per [`LAZY_SAVE_DELAY`].
+//! - `rows`: a session or an event as a row, and back.
+//! - [`copy`]: every session and history at once, for `convert`.
+//!
+//! [`LAZY_SAVE_DELAY`]: crate::store::writer::LAZY_SAVE_DELAY
+
+pub mod copy;
+mod lazy;
+mod lease;
+mod rows;
+
+use super::location::PostgresUrl;
+use super::{Claim, LeaseOptions, Saver, SessionStore, SessionStoreError};
+use crate::core::ids::ChannelId;
+use crate::core::session::Session;
+use crate::core::session::history::HistoryEvent;
+use crate::core::shards::ShardRange;
+use crate::store::LoadReport;
+use async_trait::async_trait;
+use lazy::LazySaves;
+use rows::{db_id, decode_event, decode_session, event_rows, session_row};
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
+use std::collections::HashMap;
+use std::str::FromStr;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+/// The schema, embedded: every process migrates the database when it opens it (concurrent processes take turns:
+/// sqlx holds an advisory lock while migrating).
+pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!();
+
+/// Connections the bot keeps to the database: saves of different channels run side by side, and Postgres commits
+/// concurrent transactions together.
+const POOL_SIZE: u32 = 8;
+/// How long opening the store waits for the database before saying it cannot be reached.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The database as a [`SessionStore`], for one process: its owner name and the leases it holds.
+pub struct PgSessions {
+    pool: PgPool,
+    url: PostgresUrl,
+    /// This process, as lease rows name it: the node and a random id drawn at each start, so that a restarted
+    /// process never mistakes its predecessor's leases for its own.
+    owner: String,
+    ttl: Duration,
+    /// The channels this process holds, with each lease's epoch: saves carry it, to be fenced against it.
+    held: Mutex<HashMap<ChannelId, i64>>,
+    /// Numbers every save of this process, so that a lazy save that reaches the database after a later durable one
+    /// of the same lease is dropped.
+    writes: AtomicI64,
+    lazy: Arc<LazySaves>,
+}
+
+impl PgSessions {
+    /// Connects, migrates the schema and starts the lazy-save writer. The errors say what to check; the password is
+    /// never shown.
+    pub async fn open(url: &PostgresUrl, leases: LeaseOptions) -> anyhow::Result<Arc<Self>> {
+        let pool = connect(url).await?;
+        let owner = format!("{}/{}-{:016x}", leases.node, std::process::id(), fastrand::u64(..));
+        tracing::info!(owner = %owner, "sessions are kept in the database {url}");
+        let lazy = LazySaves::start(pool.clone(), owner.clone(), url.to_string());
+        Ok(Arc::new(Self {
+            pool,
+            url: url.clone(),
+            owner,
+            ttl: leases.ttl,
+            held: Mutex::default(),
+            writes: AtomicI64::new(1),
+            lazy,
+        }))
+    }
+
+    /// This process's name in the lease rows.
+    pub fn owner(&self) -> &str {
+        &self.owner
+    }
+
+    /// The connection pool (the tests look at the tables through it).
+    pub fn pool(&self) -> &PgPool {
+        &self.pool
+    }
+
+    fn failed(&self, action: &'static str) -> impl FnOnce(sqlx::Error) -> SessionStoreError + '_ {
+        move |source| SessionStoreError::Database { database: self.url.to_string(), action, source }
+    }
+
+    fn held(&self) -> std::sync::MutexGuard<'_, HashMap<ChannelId, i64>> {
+        self.held.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn epoch_of(&self, channel: ChannelId) -> Option<i64> {
+        self.held().get(&channel).copied()
+    }
+
+    /// The channel was taken over: its saves are refused from now on, without asking the database.
+    fn lose(&self, channel: ChannelId) {
+        self.held().remove(&channel);
+        self.lazy.forget(channel);
+    }
+
+    fn next_write(&self) -> i64 {
+        self.writes.fetch_add(1, Ordering::Relaxed)
+    }
+}
+
+/// Connects to the database and brings its tables up to date. The errors say what to check; the password is never
+/// shown.
+pub async fn connect(url: &PostgresUrl) -> anyhow::Result<PgPool> {
+    let options = PgConnectOptions::from_str(url.expose())
+        .map_err(|e| {
+            anyhow::anyhow!(
+                "the store URL {url} is not a valid Postgres URL ({e}); write it as \
+                 postgres://user:password@host:5432/database"
+            )
+        })?
+        .application_name("turn-manager");
+    let pool = PgPoolOptions::new()
+        .max_connections(POOL_SIZE)
+        .acquire_timeout(CONNECT_TIMEOUT)
+        .connect_with(options)
+        .await
+        .map_err(|e| {
+            anyhow::anyhow!(
+                "could not connect to the session database {url}: {e}; check that Postgres runs and is reachable \
+                 there, that the database exists, and the user name and password (in the URL or PGPASSWORD)"
+            )
+        })?;
+    MIGRATOR
+        .run(&pool)
+        .await
+        .map_err(|e| anyhow::anyhow!("could not set up the tables of the session database {url}: {e}"))?;
+    Ok(pool)
+}
+
+impl Drop for PgSessions {
+    fn drop(&mut self) {
+        self.lazy.stop();
+    }
+}
+
+#[async_trait]
+impl Saver for PgSessions {
+    async fn claim(&self, channel: ChannelId) -> Result<Claim, SessionStoreError> {
+        if self.epoch_of(channel).is_some() {
+            return Ok(Claim::Held);
+        }
+        match self.claim_one(channel).await? {
+            Ok(epoch) => {
+                self.held().insert(channel, epoch);
+                Ok(Claim::Held)
+            }
+            Err(busy) => Ok(busy),
+        }
+    }
+
+    /// One transaction: the lease row is locked and checked (this owner, this epoch), then the session is written
+    /// and its events appended. A claim by another process waits for it, or makes it fail.
+    async fn save_durable(&self, session: Session, events: Vec<HistoryEvent>) -> Result<(), SessionStoreError> {
+        let channel = session.channel_id;
+        let Some(epoch) = self.epoch_of(channel) else { return Err(SessionStoreError::Fenced { channel }) };
+        // This session is newer than any lazy one queued, and carries its activity.
+        self.lazy.forget(channel);
+        let row = session_row(&session, epoch, self.next_write())?;
+        let (ats, events) = event_rows(channel, &events)?;
+        let mut tx = self.pool.begin().await.map_err(self.failed("start a save"))?;
+        let lease = sqlx::query(lease::CHECK_FOR_SAVE)
+            .bind(row.channel_id)
+            .bind(&self.owner)
+            .bind(epoch)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(self.failed("check the channel's lease"))?;
+        if lease.is_none() {
+            drop(tx); // rolled back
+            self.lose(channel);
+            return Err(SessionStoreError::Fenced { channel });
+        }
+        row.upsert().execute(&mut *tx).await.map_err(self.failed("save a session"))?;
+        if !events.is_empty() {
+            sqlx::query(rows::APPEND_EVENTS)
+                .bind(row.channel_id)
+                .bind(ats)
+                .bind(events)
+                .execute(&mut *tx)
+                .await
+                .map_err(self.failed("append to a channel's history"))?;
+        }
+        tx.commit().await.map_err(self.failed("commit a save"))
+    }
+
+    fn save_lazy(&self, session: Session) {
+        let channel = session.channel_id;
+        match self.epoch_of(channel) {
+            Some(epoch) => self.lazy.queue(session, epoch, self.next_write()),
+            None => tracing::debug!(%channel, "activity not saved: this process no longer holds the channel"),
+        }
+    }
+
+    async fn load(&self, channel: ChannelId) -> Result<Option<Session>, SessionStoreError> {
+        let row: Option<(serde_json::Value,)> = sqlx::query_as("SELECT session FROM sessions WHERE channel_id = $1")
+            .bind(db_id(channel.0)?)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(self.failed("read a session"))?;
+        row.map(|(json,)| decode_session(channel, json)).transpose()
+    }
+
+    async fn flush(&self) {
+        self.lazy.write_now().await;
+    }
+}
+
+#[async_trait]
+impl SessionStore for PgSessions {
+    async fn load_all(&self, shards: Option<ShardRange>) -> Result<LoadReport, SessionStoreError> {
+        let (claimed, held_elsewhere) = self.claim_resumable(shards).await?;
+        let mut report = LoadReport::default();
+        for (channel, epoch, json) in claimed {
+            match decode_session(channel, json) {
+                Ok(session) => {
+                    self.held().insert(channel, epoch);
+                    report.sessions.push(session);
+                }
+                Err(e) => {
+                    tracing::error!("{e}; it is left in the database as it is, and the channel is not resumed");
+                    report.problems.push(e.to_string());
+                }
+            }
+        }
+        if held_elsewhere > 0 {
+            tracing::info!(
+                "{held_elsewhere} saved session(s) of these shards are held by another live process: left to it, and \
+                 taken over here if its leases expire"
+            );
+        }
+        Ok(report)
+    }
+
+    async fn history_tail(&self, channel: ChannelId, n: usize) -> Result<Vec<HistoryEvent>, SessionStoreError> {
+        let rows: Vec<(serde_json::Value,)> =
+            sqlx::query_as("SELECT event FROM history WHERE channel_id = $1 ORDER BY n DESC LIMIT $2")
+                .bind(db_id(channel.0)?)
+                .bind(i64::try_from(n).unwrap_or(i64::MAX))
+                .fetch_all(&self.pool)
+                .await
+                .map_err(self.failed("read a channel's history"))?;
+        // Newest first from the index; an event this build cannot read is skipped, as the file log does.
+        Ok(rows.into_iter().rev().filter_map(|(json,)| decode_event(json)).collect())
+    }
+
+    async fn history(&self, channel: ChannelId) -> Result<Vec<HistoryEvent>, SessionStoreError> {
+        let rows: Vec<(serde_json::Value,)> =
+            sqlx::query_as("SELECT event FROM history WHERE channel_id = $1 ORDER BY n")
+                .bind(db_id(channel.0)?)
+                .fetch_all(&self.pool)
+                .await
+                .map_err(self.failed("read a channel's history"))?;
+        Ok(rows.into_iter().filter_map(|(json,)| decode_event(json)).collect())
+    }
+
+    fn lease_period(&self) -> Option<Duration> {
+        Some(self.ttl / 3)
+    }
+
+    async fn tend_leases(&self, shards: Option<ShardRange>) -> Result<Vec<ChannelId>, SessionStoreError> {
+        self.renew().await?;
+        let orphans = self.orphans(shards).await?;
+        let held = self.held();
+        Ok(orphans.into_iter().filter(|channel| !held.contains_key(channel)).collect())
+    }
+
+    async fn close(&self) {
+        self.lazy.write_now().await;
+        if let Err(e) = self.release_all().await {
+            tracing::warn!("could not release this process's leases (they expire by themselves): {e}");
+        }
+        self.lazy.stop();
+    }
+
+    fn describe(&self) -> String {
+        format!("the database {}", self.url)
+    }
+
+    fn into_saver(self: Arc<Self>) -> Arc<dyn Saver> {
+        self
+    }
+}

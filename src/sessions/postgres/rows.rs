@@ -1,0 +1,104 @@
+//! A session or a history event as a row of the Postgres store, and back: the same JSON as the state files (the
+//! engine's serde), ids as `BIGINT`.
+
+use crate::core::ids::ChannelId;
+use crate::core::session::history::HistoryEvent;
+use crate::core::session::{SESSION_FORMAT_VERSION, Session};
+use crate::sessions::SessionStoreError;
+use chrono::{DateTime, Utc};
+use sqlx::Postgres;
+use sqlx::postgres::PgArguments;
+use sqlx::query::Query;
+
+/// Writes a session unless the row holds a later write of the same lease (a lazy save arriving late).
+pub(super) const UPSERT_SESSION: &str = "
+    INSERT INTO sessions (channel_id, guild_id, session, resumable, lease_epoch, write_seq, updated_at)
+    VALUES ($1, $2, $3, $4, $5, $6, now())
+    ON CONFLICT (channel_id) DO UPDATE SET
+        guild_id = EXCLUDED.guild_id, session = EXCLUDED.session, resumable = EXCLUDED.resumable,
+        lease_epoch = EXCLUDED.lease_epoch, write_seq = EXCLUDED.write_seq, updated_at = EXCLUDED.updated_at
+    WHERE NOT (sessions.lease_epoch = EXCLUDED.lease_epoch AND sessions.write_seq > EXCLUDED.write_seq)";
+
+/// Appends events after the channel's last one, numbered on from it. Only the lease holder appends, inside its
+/// fenced transaction, so two appends of one channel never run at once.
+pub(super) const APPEND_EVENTS: &str = "
+    INSERT INTO history (channel_id, n, at, event)
+    SELECT $1, COALESCE((SELECT max(n) FROM history WHERE channel_id = $1), 0) + e.ord, e.at, e.event
+    FROM unnest($2::timestamptz[], $3::jsonb[]) WITH ORDINALITY AS e(at, event, ord)";
+
+/// A Discord id as a `BIGINT`. Snowflakes stay below 2^63 until the 2080s; a larger one is refused rather than
+/// stored as a negative number that the shard arithmetic would get wrong.
+pub(super) fn db_id(id: u64) -> Result<i64, SessionStoreError> {
+    i64::try_from(id).map_err(|_| SessionStoreError::Unreadable {
+        channel: ChannelId(id),
+        reason: format!("the id {id} does not fit the database's BIGINT"),
+    })
+}
+
+/// A session as the `sessions` table holds it.
+pub(super) struct SessionRow {
+    pub channel_id: i64,
+    pub guild_id: Option<i64>,
+    pub json: serde_json::Value,
+    /// Running, paused, or with effects left to carry out: another process resumes it if this one dies.
+    pub resumable: bool,
+    pub epoch: i64,
+    pub write: i64,
+}
+
+pub(super) fn session_row(session: &Session, epoch: i64, write: i64) -> Result<SessionRow, SessionStoreError> {
+    let channel = session.channel_id;
+    let json = serde_json::to_value(session).map_err(|source| SessionStoreError::Encode { channel, source })?;
+    Ok(SessionRow {
+        channel_id: db_id(channel.0)?,
+        guild_id: session.guild_id.map(|g| db_id(g.0)).transpose()?,
+        json,
+        resumable: session.is_active() || !session.outbox.is_empty(),
+        epoch,
+        write,
+    })
+}
+
+impl SessionRow {
+    pub fn upsert(&self) -> Query<'_, Postgres, PgArguments> {
+        sqlx::query(UPSERT_SESSION)
+            .bind(self.channel_id)
+            .bind(self.guild_id)
+            .bind(&self.json)
+            .bind(self.resumable)
+            .bind(self.epoch)
+            .bind(self.write)
+    }
+}
+
+/// Events as the two arrays [`APPEND_EVENTS`] takes: when each happened, and the event.
+pub(super) fn event_rows(
+    channel: ChannelId,
+    events: &[HistoryEvent],
+) -> Result<(Vec<DateTime<Utc>>, Vec<serde_json::Value>), SessionStoreError> {
+    let json = events
+        .iter()
+        .map(serde_json::to_value)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|source| SessionStoreError::Encode { channel, source })?;
+    Ok((events.iter().map(|e| e.at).collect(), json))
+}
+
+/// Reads a saved session, refusing one this build cannot use (another channel's, a newer format).
+pub(super) fn decode_session(channel: ChannelId, json: serde_json::Value) -> Result<Session, SessionStoreError> {
+    let unreadable = |reason: String| SessionStoreError::Unreadable { channel, reason };
+    let session: Session =
+        serde_json::from_value(json).map_err(|e| unreadable(format!("invalid session JSON: {e}")))?;
+    if session.channel_id != channel {
+        return Err(unreadable(format!("it holds channel {} instead", session.channel_id)));
+    }
+    if session.version > SESSION_FORMAT_VERSION {
+        return Err(unreadable(format!("format version {} is newer than this build understands", session.version)));
+    }
+    Ok(session)
+}
+
+/// An event of the history, `None` when this build cannot read it (it is skipped, as a bad log line is).
+pub(super) fn decode_event(json: serde_json::Value) -> Option<HistoryEvent> {
+    serde_json::from_value(json).ok()
+}

@@ -1,0 +1,282 @@
+//! The Postgres session store against a real database (see `postgres_support`): saves and loads, the history, lazy
+//! saves, leases (claims, renewal, expiry, release) and fencing, start-up by shard, orphans; and `convert` between a
+//! state folder and the database, both ways.
+
+mod postgres_support;
+
+use chrono::{DateTime, TimeDelta, Utc};
+use postgres_support::TestDatabase;
+use std::time::Duration;
+use turn_manager::core::ids::{ChannelId, GuildId, PersonaId};
+use turn_manager::core::session::history::{EventKind, HistoryEvent};
+use turn_manager::core::session::{Session, SessionStatus};
+use turn_manager::core::shards::ShardRange;
+use turn_manager::sessions::convert::{Before, convert};
+use turn_manager::sessions::location::StoreLocation;
+use turn_manager::sessions::{Claim, Saver, SessionStore};
+use turn_manager::store::Store;
+
+const LONG: Duration = Duration::from_secs(60);
+const SHORT: Duration = Duration::from_millis(1500);
+
+fn t0() -> DateTime<Utc> {
+    "2026-03-01T10:00:00Z".parse().unwrap()
+}
+
+fn pm() -> PersonaId {
+    PersonaId::parse("pm").unwrap()
+}
+
+/// A server on `shard` of 2.
+fn guild_on(shard: u64) -> GuildId {
+    GuildId(((1_000 + shard) * 2 + shard % 2) << 22 | 7)
+}
+
+/// A running session of pm and dev in `channel`, `round` telling versions apart.
+fn running(channel: u64, guild: Option<GuildId>, round: u32) -> Session {
+    Session {
+        guild_id: guild,
+        status: SessionStatus::Running,
+        roster: vec![pm(), PersonaId::parse("dev").unwrap()],
+        active_agent: Some(pm()),
+        round,
+        turn_started_at: Some(t0()),
+        turn_timeout_at: Some(t0() + TimeDelta::seconds(60)),
+        turn_timeout_seconds: 60,
+        ..Session::new(ChannelId(channel))
+    }
+}
+
+fn event(second: i64, round: u32) -> HistoryEvent {
+    HistoryEvent {
+        at: t0() + TimeDelta::seconds(second),
+        round,
+        agent_id: Some(pm()),
+        kind: EventKind::Extended { seconds: second as u32 },
+    }
+}
+
+async fn lease_epoch(db: &turn_manager::sessions::postgres::PgSessions, channel: u64) -> i64 {
+    sqlx::query_scalar("SELECT epoch FROM leases WHERE channel_id = $1")
+        .bind(channel as i64)
+        .fetch_one(db.pool())
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_durable_save_loads_back_with_its_events_and_the_history_tail_is_the_newest_in_order() {
+    let Some(db) = TestDatabase::create("postgres_store::round_trip").await else { return };
+    let store = db.open(LONG, "node-a").await;
+    let channel = ChannelId(42);
+    assert_eq!(store.claim(channel).await.unwrap(), Claim::Held);
+    store.save_durable(running(42, Some(guild_on(1)), 1), vec![event(1, 1), event(2, 1)]).await.unwrap();
+    store.save_durable(running(42, Some(guild_on(1)), 2), vec![event(3, 2)]).await.unwrap();
+
+    assert_eq!(store.load(channel).await.unwrap(), Some(running(42, Some(guild_on(1)), 2)));
+    assert_eq!(store.history(channel).await.unwrap(), [event(1, 1), event(2, 1), event(3, 2)]);
+    assert_eq!(store.history_tail(channel, 2).await.unwrap(), [event(2, 1), event(3, 2)], "the newest, oldest first");
+    assert_eq!(store.history_tail(channel, 10).await.unwrap().len(), 3);
+    assert!(store.history(ChannelId(43)).await.unwrap().is_empty(), "another channel has none");
+    assert_eq!(store.load(ChannelId(43)).await.unwrap(), None);
+    store.close().await;
+
+    // The next process resumes it, and numbers the history on from it.
+    let next = db.open(LONG, "node-b").await;
+    let report = next.load_all(None).await.unwrap();
+    assert_eq!(report.sessions, [running(42, Some(guild_on(1)), 2)]);
+    next.save_durable(running(42, Some(guild_on(1)), 3), vec![event(4, 3)]).await.unwrap();
+    assert_eq!(next.history_tail(channel, 2).await.unwrap(), [event(3, 2), event(4, 3)]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn activity_saved_lazily_is_written_by_a_flush_and_never_over_a_later_durable_save() {
+    let Some(db) = TestDatabase::create("postgres_store::lazy").await else { return };
+    let store = db.open(LONG, "node-a").await;
+    let channel = ChannelId(7);
+    store.claim(channel).await.unwrap();
+    store.save_durable(running(7, None, 1), vec![event(1, 1)]).await.unwrap();
+    store.save_lazy(running(7, None, 2));
+    store.flush().await;
+    assert_eq!(store.load(channel).await.unwrap().unwrap().round, 2, "the activity is saved");
+
+    store.save_lazy(running(7, None, 3));
+    store.save_durable(running(7, None, 4), vec![]).await.unwrap();
+    store.flush().await;
+    assert_eq!(store.load(channel).await.unwrap().unwrap().round, 4, "the older activity never overwrites it");
+
+    // Written by itself within the lazy delay, too.
+    store.save_lazy(running(7, None, 5));
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(store.load(channel).await.unwrap().unwrap().round, 5);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn once_another_process_claims_an_expired_lease_the_old_holders_saves_are_refused() {
+    let Some(db) = TestDatabase::create("postgres_store::fencing").await else { return };
+    let (old, new) = (db.open(SHORT, "old").await, db.open(LONG, "new").await);
+    let channel = ChannelId(99);
+    assert_eq!(old.claim(channel).await.unwrap(), Claim::Held);
+    old.save_durable(running(99, None, 1), vec![event(1, 1)]).await.unwrap();
+    match new.claim(channel).await.unwrap() {
+        Claim::Busy { owner, expires_in } => {
+            assert_eq!(owner, old.owner(), "names the holder");
+            assert!(expires_in <= SHORT, "{expires_in:?}");
+        }
+        Claim::Held => panic!("a live lease of another process is not taken"),
+    }
+    assert_eq!(lease_epoch(&old, 99).await, 1);
+
+    tokio::time::sleep(SHORT + Duration::from_millis(200)).await; // the old holder neither renews nor releases
+    assert_eq!(new.claim(channel).await.unwrap(), Claim::Held, "an expired lease is taken");
+    assert_eq!(lease_epoch(&new, 99).await, 2, "each claim bumps the epoch");
+
+    // Activity is fenced by the database (the old process does not know yet), a durable save too.
+    old.save_lazy(running(99, None, 3));
+    old.flush().await;
+    let refused = old.save_durable(running(99, None, 2), vec![event(2, 2)]).await.unwrap_err();
+    assert!(refused.is_fenced(), "{refused}");
+    assert_eq!(new.load(channel).await.unwrap().unwrap().round, 1, "nothing of the old holder is written");
+    assert_eq!(new.history(channel).await.unwrap(), [event(1, 1)]);
+
+    new.save_durable(running(99, None, 4), vec![event(4, 4)]).await.unwrap();
+    assert_eq!(new.history(channel).await.unwrap(), [event(1, 1), event(4, 4)]);
+    // A stale epoch is refused by the database itself, not only by what the old process remembers.
+    let stale = sqlx::query("SELECT 1 FROM leases WHERE channel_id = 99 AND owner = $1 AND epoch = 1")
+        .bind(old.owner())
+        .fetch_optional(old.pool())
+        .await
+        .unwrap();
+    assert!(stale.is_none());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_renewed_lease_is_never_taken_and_a_released_one_is_taken_at_once() {
+    let Some(db) = TestDatabase::create("postgres_store::renewal").await else { return };
+    let (holder, other) = (db.open(SHORT, "holder").await, db.open(LONG, "other").await);
+    let channel = ChannelId(5);
+    holder.claim(channel).await.unwrap();
+    assert_eq!(holder.lease_period(), Some(SHORT / 3));
+    for _ in 0..6 {
+        tokio::time::sleep(SHORT / 3).await;
+        holder.tend_leases(None).await.unwrap();
+        assert!(matches!(other.claim(channel).await.unwrap(), Claim::Busy { .. }), "renewed in time, still held");
+    }
+    holder.save_durable(running(5, None, 1), vec![]).await.unwrap();
+    holder.close().await;
+    assert_eq!(other.claim(channel).await.unwrap(), Claim::Held, "released at close: no wait for the expiry");
+    assert!(holder.save_durable(running(5, None, 2), vec![]).await.unwrap_err().is_fenced());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn start_up_claims_only_the_sessions_of_its_shards_that_no_live_process_holds_and_orphans_are_found() {
+    let Some(db) = TestDatabase::create("postgres_store::shards").await else { return };
+    let first = db.open(SHORT, "first").await;
+    for (channel, guild) in [(1, Some(guild_on(0))), (2, Some(guild_on(1))), (3, None)] {
+        first.claim(ChannelId(channel)).await.unwrap();
+        first.save_durable(running(channel, guild, 1), vec![]).await.unwrap();
+    }
+    let mut stopped = running(4, Some(guild_on(1)), 1);
+    stopped.status = SessionStatus::Stopped;
+    first.claim(ChannelId(4)).await.unwrap();
+    first.save_durable(stopped, vec![]).await.unwrap();
+
+    let shard1 = Some(ShardRange::parse("1", 2).unwrap());
+    let second = db.open(LONG, "second").await;
+    assert!(second.load_all(shard1).await.unwrap().sessions.is_empty(), "all held by a live process");
+    assert!(second.tend_leases(shard1).await.unwrap().is_empty(), "no orphan while its holder lives");
+
+    drop(first); // it dies: its leases stay until they expire
+    tokio::time::sleep(SHORT + Duration::from_millis(200)).await;
+    let mut orphans = second.tend_leases(shard1).await.unwrap();
+    orphans.sort();
+    assert_eq!(orphans, [ChannelId(2), ChannelId(3)], "its shard's and the unknown server's; not the stopped one");
+
+    let third = db.open(LONG, "third").await;
+    let resumed: Vec<u64> = third.load_all(shard1).await.unwrap().sessions.iter().map(|s| s.channel_id.0).collect();
+    assert_eq!(resumed, [2, 3], "claimed at start-up");
+    assert!(matches!(second.claim(ChannelId(2)).await.unwrap(), Claim::Busy { .. }));
+    let everything: Vec<u64> =
+        db.open(LONG, "fourth").await.load_all(None).await.unwrap().sessions.iter().map(|s| s.channel_id.0).collect();
+    assert_eq!(everything, [1], "the rest is held by the third process");
+}
+
+#[tokio::test]
+async fn an_unreachable_database_or_a_bad_url_is_explained_without_the_password() {
+    use turn_manager::sessions::location::PostgresUrl;
+    use turn_manager::sessions::postgres::PgSessions;
+    async fn open(url: &str) -> String {
+        format!("{:#}", PgSessions::open(&PostgresUrl::new(url), Default::default()).await.err().unwrap())
+    }
+    let error = open("postgres://tm:s3cret@127.0.0.1:1/tm").await;
+    assert!(error.contains("could not connect to the session database postgres://tm:***@127.0.0.1:1/tm"), "{error}");
+    assert!(error.contains("check that Postgres runs") && !error.contains("s3cret"), "{error}");
+    let error = open("postgres://tm:s3cret@db:port/tm").await;
+    assert!(error.contains("is not a valid Postgres URL"), "{error}");
+    assert!(!error.contains("s3cret"), "{error}");
+}
+
+/// Writes a state folder with two channels, one of them stopped, each with its log.
+fn state_folder(dir: &std::path::Path) -> Store {
+    let store = Store::open(dir).unwrap();
+    let mut stopped = running(11, None, 3);
+    stopped.status = SessionStatus::Stopped;
+    store.save(&running(10, Some(guild_on(0)), 1), &[event(1, 1), event(2, 1)]).unwrap();
+    store.save(&stopped, &[event(3, 3)]).unwrap();
+    store.save(&running(10, Some(guild_on(0)), 2), &[event(4, 2)]).unwrap();
+    store
+}
+
+fn contents(store: &Store) -> Vec<(Session, Vec<HistoryEvent>)> {
+    let report = store.load_all().unwrap();
+    report.sessions.into_iter().map(|s| (s.clone(), store.read_log(s.channel_id).unwrap())).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn convert_copies_a_folder_to_the_database_and_back_unchanged_and_a_second_run_changes_nothing() {
+    let Some(db) = TestDatabase::create("postgres_store::convert").await else { return };
+    let (source, back) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let original = contents(&state_folder(source.path()));
+    let folder = StoreLocation::Folder(source.path().to_owned());
+    let copy = StoreLocation::Folder(back.path().join("state"));
+
+    let there = convert(&folder, &db.location(), false).await.unwrap();
+    assert_eq!((there.sessions, there.events, there.before), (2, 4, Before::Empty));
+    let again = convert(&folder, &db.location(), false).await.unwrap();
+    assert_eq!(again.before, Before::Identical, "running it twice gives the same rows");
+    let rows: (i64, i64) = sqlx::query_as("SELECT (SELECT count(*) FROM sessions), (SELECT count(*) FROM history)")
+        .fetch_one(db.open(LONG, "look").await.pool())
+        .await
+        .unwrap();
+    assert_eq!(rows, (2, 4));
+
+    let back_again = convert(&db.location(), &copy, false).await.unwrap();
+    assert_eq!((back_again.sessions, back_again.events, back_again.before), (2, 4, Before::Empty));
+    assert_eq!(contents(&Store::open(&back.path().join("state")).unwrap()), original, "the round trip is exact");
+    assert_eq!(convert(&db.location(), &copy, false).await.unwrap().before, Before::Identical);
+
+    // Another folder's sessions do not overwrite the database's without --force.
+    let other = tempfile::tempdir().unwrap();
+    Store::open(other.path()).unwrap().save(&running(12, None, 1), &[event(9, 1)]).unwrap();
+    let other = StoreLocation::Folder(other.path().to_owned());
+    let refused = format!("{:#}", convert(&other, &db.location(), false).await.unwrap_err());
+    assert!(refused.contains("already holds other sessions (2 sessions, 4 history events); add --force"), "{refused}");
+    let forced = convert(&other, &db.location(), true).await.unwrap();
+    assert_eq!(forced.before, Before::Replaced { sessions: 2, events: 4 });
+    let refused = format!("{:#}", convert(&db.location(), &copy, false).await.unwrap_err());
+    assert!(refused.contains("add --force to move it aside"), "{refused}");
+    let Before::MovedAside(aside) = convert(&db.location(), &copy, true).await.unwrap().before else { panic!() };
+    assert_eq!(contents(&Store::open(&aside).unwrap()), original, "the folder replaced is kept aside");
+
+    // Never onto a running bot.
+    let running_bot = db.open(LONG, "bot").await;
+    running_bot.claim(ChannelId(12)).await.unwrap();
+    let refused = format!("{:#}", convert(&folder, &db.location(), true).await.unwrap_err());
+    assert!(refused.contains("a bot is running on the database"), "{refused}");
+    let locked = turn_manager::sessions::files::FileSessions::open(source.path()).unwrap();
+    let refused = format!("{:#}", convert(&folder, &copy, true).await.unwrap_err());
+    assert!(refused.contains("another turn-manager process seems to be running"), "{refused}");
+    drop(locked);
+    let same = format!("{:#}", convert(&folder, &folder, true).await.unwrap_err());
+    assert!(same.contains("the same store"), "{same}");
+}
