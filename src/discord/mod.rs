@@ -260,6 +260,7 @@ async fn tend_leases(store: Arc<dyn SessionStore>, router: Arc<Router>, shards: 
                     tracing::info!("taking over {} channel(s) that no live process holds", orphans.len());
                 }
                 for channel in orphans {
+                    crate::metrics::lease_taken_over();
                     router.deliver_or_start(channel, Input::CatchUp);
                 }
             }

@@ -217,14 +217,14 @@ impl Drop for ActorAlive {
     }
 }
 
-/// The Postgres store took a channel's lease over from another process (not counted yet: no such store).
+/// A channel of this process's shards that no live process held (its process stopped or died) was taken over.
 pub fn lease_taken_over() {
     if enabled() {
         counter!(LEASE_TAKEOVERS).increment(1);
     }
 }
 
-/// The Postgres store rejected a save fenced by a newer lease holder (not counted yet: no such store).
+/// A save was refused because another process holds the channel's lease now (a newer epoch): the actor stops.
 pub fn fenced_save_rejected() {
     if enabled() {
         counter!(FENCED_SAVES_REJECTED).increment(1);

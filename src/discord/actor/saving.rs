@@ -97,6 +97,7 @@ impl Actor {
     /// (what this one saved before is in it, its outbox included).
     fn stop_acting(&mut self, e: &SessionStoreError) {
         if !std::mem::replace(&mut self.taken_over, true) {
+            crate::metrics::fenced_save_rejected();
             tracing::warn!(channel = %self.channel, "{e}: this channel's actor stops here");
         }
         self.save_retry = None;
