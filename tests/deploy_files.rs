@@ -47,3 +47,17 @@ fn the_image_is_built_in_two_stages_and_runs_unprivileged_with_its_state_as_a_vo
         "no build output or state in the context"
     );
 }
+
+#[test]
+fn the_compose_file_runs_two_shards_on_one_postgres_with_no_secret_in_it() {
+    let compose = include_str!("../deploy/docker-compose.yml");
+    for (shard, range) in [("shard0", "\"0-0\""), ("shard1", "\"1-1\"")] {
+        let service = compose.split(&format!("\n  {shard}:\n")).nth(1).expect("a service per shard");
+        let service = service.split("\n\n").next().unwrap();
+        assert!(service.contains(&format!("TM_SHARDS: {range}")) && service.contains("TM_TOTAL_SHARDS: \"2\""));
+        assert!(service.contains("TM_STORE: postgres://turn_manager@postgres:5432/turn_manager"), "{service}");
+        assert!(service.contains("condition: service_healthy"), "waits for the database: {service}");
+    }
+    assert!(!compose.contains("PASSWORD: ") || compose.contains("${POSTGRES_PASSWORD"), "passwords come from outside");
+    assert!(compose.contains("DISCORD_TOKEN: ${DISCORD_TOKEN:?"), "the token comes from the environment");
+}
