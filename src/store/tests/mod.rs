@@ -1,8 +1,11 @@
-//! Store tests, on real files in temporary folders: saving and loading (`load`), the history log (`log`), and the
-//! writer thread's group commit (`writer`). This file holds what they share.
+//! Store tests, on real files in temporary folders: saving and loading (`load`), the history log (`log`), the
+//! writer thread's group commit (`writer`), recovery from the journal (`recover`) and replacing the journal
+//! (`rotation`). This file holds what they share.
 
 mod load;
 mod log;
+mod recover;
+mod rotation;
 mod writer;
 
 use super::*;
@@ -50,4 +53,9 @@ fn open_store() -> (tempfile::TempDir, Store) {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path()).unwrap();
     (dir, store)
+}
+
+/// The journal files in a state folder, oldest first.
+fn journal_files(state: &std::path::Path) -> Vec<std::path::PathBuf> {
+    journal::list_journals(state).unwrap().into_iter().map(|(_, path)| path).collect()
 }
