@@ -10,7 +10,9 @@
 //! - `channels/<channelId>.json`: the session, as [`Session`](crate::core::session::Session) serializes it, in
 //!   compact JSON on one line, with the number of the save it holds first (`savedSeq`); at most one batch behind
 //!   the journal.
-//! - `channels/<channelId>.prev.json`: the version before the last save (a hard link, so it costs no copy).
+//! - `channels/<channelId>.prev.json`: the version before the last save.
+//! - `channels/<channelId>.json.spare`: the version before that, overwritten by the next save and then swapped in
+//!   (see `atomic`): no file is created or deleted per save. Never read.
 //! - `channels/<channelId>.history.jsonl`: every event, one JSON object a line, never truncated.
 //! - `channels/<channelId>.json.corrupt-<unix time>`, `journal-<n>.jsonl.corrupt-<unix time>`: a file that could not
 //!   be read (or a journal with a damaged line in its middle), moved aside for a person to see.
@@ -25,7 +27,7 @@
 //! - `record`: what a journal line and a session file hold.
 //! - `commit`: a group commit (journal, answer, checkpoints) and replacing the journal ([`Store::checkpoint`]).
 //! - `recover`: replaying the journals over the checkpoints at start.
-//! - `atomic`: the file system steps (temporary file, rename keeping the previous version, syncs).
+//! - `atomic`: the file system steps (the spare copy written and swapped in keeping the previous version, syncs).
 //! - `save`: saving from the calling thread ([`Store::save`], [`Store::save_many`]).
 //! - [`writer`]: the thread that does every write of the running bot, batching saves ([`Writer`]).
 //! - `log`: the JSON-lines log: appending (a torn tail cut first, events a crash lost caught up), reading it whole

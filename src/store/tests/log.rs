@@ -36,13 +36,14 @@ fn a_save_writes_the_session_file_and_then_appends_its_events_to_the_log() {
 #[test]
 fn a_session_file_that_cannot_be_written_still_logs_its_events_and_the_journal_keeps_the_session() {
     let (dir, store) = open_store();
-    // A folder where the session file should be: the rename over it fails.
-    std::fs::create_dir_all(dir.path().join("channels/42.json/in-the-way")).unwrap();
+    // A folder where the session file's spare copy should be: the new version cannot be written.
+    std::fs::create_dir_all(dir.path().join("channels/42.json.spare/in-the-way")).unwrap();
     let (session, events) = started();
     store.save(&session, &events).unwrap();
     assert_eq!(store.read_log(CHANNEL).unwrap(), events, "the save is in the journal: its events are logged");
 
-    std::fs::remove_dir_all(dir.path().join("channels/42.json")).unwrap();
+    assert!(!dir.path().join("channels/42.json").exists());
+    std::fs::remove_dir_all(dir.path().join("channels/42.json.spare")).unwrap();
     let store = Store::open(dir.path()).unwrap();
     assert_eq!(store.load_one(CHANNEL).unwrap(), Some(session), "the next start writes it from the journal");
     assert_eq!(store.read_log(CHANNEL).unwrap(), events, "no event twice");

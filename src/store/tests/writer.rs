@@ -174,8 +174,9 @@ fn a_journal_that_cannot_be_written_fails_every_save_of_its_batch_and_none_of_th
 #[test]
 fn a_checkpoint_that_cannot_be_written_fails_no_save_and_spares_the_others() {
     let (dir, store) = open_store();
-    // A folder where channel 7's session file should be: its rename fails.
-    std::fs::create_dir_all(dir.path().join("channels/7.json/in-the-way")).unwrap();
+    // A folder where channel 7's spare copy should be: its new version cannot be written.
+    let obstacle = dir.path().join("channels/7.json.spare");
+    std::fs::create_dir_all(obstacle.join("in-the-way")).unwrap();
     let mut queue = Queue::new(NEVER);
     let (broken, broken_events) = started_in(ChannelId(7));
     let (fine, fine_events) = started_in(ChannelId(8));
@@ -191,18 +192,23 @@ fn a_checkpoint_that_cannot_be_written_fails_no_save_and_spares_the_others() {
     assert_eq!(store.read_log(ChannelId(8)).unwrap(), fine_events);
     assert_eq!(store.read_log(ChannelId(7)).unwrap(), broken_events, "its log is written all the same");
 
-    // The next start recovers the session from the journal, the obstacle moved aside and reported.
+    assert_eq!(session_file(&store, ChannelId(7)), None);
+
+    // While it stands, a start cannot write the session the journal holds, and says which file.
+    let error = Store::open(dir.path()).unwrap().load_all().unwrap_err().to_string();
+    assert!(error.contains("7.json.spare"), "{error}");
+    // Once it is gone, the next start writes it from the journal.
+    std::fs::remove_dir_all(&obstacle).unwrap();
     let store = Store::open(dir.path()).unwrap();
     let report = store.load_all().unwrap();
     assert_eq!(report.sessions.iter().find(|s| s.channel_id == ChannelId(7)), Some(&broken));
-    assert!(report.problems.iter().any(|p| p.contains("7.json cannot be read")), "{:?}", report.problems);
     assert_eq!(store.read_log(ChannelId(7)).unwrap(), broken_events, "no event twice");
 }
 
 #[test]
 fn a_checkpoint_that_cannot_be_written_is_carried_into_the_next_journal_and_written_once_it_can() {
     let (dir, store) = open_store();
-    let obstacle = dir.path().join("channels/7.json");
+    let obstacle = dir.path().join("channels/7.json.spare");
     std::fs::create_dir_all(obstacle.join("in-the-way")).unwrap();
     let (broken, broken_events) = started_in(ChannelId(7));
     store.save(&broken, &broken_events).unwrap();
