@@ -36,10 +36,12 @@ pub(super) fn list_journals(state_dir: &Path) -> io::Result<Vec<(u64, PathBuf)>>
     Ok(journals)
 }
 
-/// What the store's tests watch of the journal: how many fdatasyncs it made, and failures to inject.
+/// What the store's tests watch of its writes: fdatasyncs, checkpoints written, and failures to inject.
 #[derive(Debug, Default)]
 pub(super) struct Probe {
     pub syncs: AtomicU64,
+    /// Checkpoints written (a session file swapped in, its events appended).
+    pub checkpoints: AtomicU64,
     /// The next this many appends fail (tests only).
     #[cfg(test)]
     pub failing_appends: std::sync::atomic::AtomicU32,

@@ -81,7 +81,10 @@ impl Store {
     /// Loads one channel's session, `None` when it has none. What could not be used is logged and handled as
     /// [`Store::load_all`] does.
     pub fn load_one(&self, channel: ChannelId) -> Result<Option<Session>, StoreError> {
-        let _commits = self.recovered()?;
+        let mut commits = self.recovered()?;
+        if let Some(session) = commits.session_not_on_disk(self, channel) {
+            return Ok(Some(session));
+        }
         self.load_listed(channel, Listed { current: true, previous: true }, &mut LoadReport::default())
     }
 

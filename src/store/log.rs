@@ -107,7 +107,7 @@ impl Store {
 
     /// Every event ever recorded for a channel, oldest first. A torn last line (a crash mid-append) is skipped.
     pub fn read_log(&self, channel: ChannelId) -> Result<Vec<HistoryEvent>, StoreError> {
-        let _settled = self.settled();
+        let _settled = self.settled_for(channel);
         let path = self.log_path(channel);
         let text = match std::fs::read_to_string(&path) {
             Ok(text) => text,
@@ -129,7 +129,7 @@ impl Store {
         n: usize,
         block: usize,
     ) -> Result<Vec<HistoryEvent>, StoreError> {
-        let _settled = self.settled();
+        let _settled = self.settled_for(channel);
         let path = self.log_path(channel);
         let mut file = match File::open(&path) {
             Ok(file) => file,

@@ -25,7 +25,10 @@
 //! Parts:
 //! - `journal`: the journal file: appending a batch with one fdatasync, reading it back up to its torn tail.
 //! - `record`: what a journal line and a session file hold.
-//! - `commit`: a group commit (journal, answer, checkpoints) and replacing the journal ([`Store::checkpoint`]).
+//! - `commit`: a group commit: the batch journaled, the waiters answered.
+//! - `checkpoint`: the session files and logs brought up to the journal, a few channels at a time between batches
+//!   or on demand.
+//! - `rotation`: replacing the journal, and [`Store::checkpoint`].
 //! - `recover`: replaying the journals over the checkpoints at start.
 //! - `atomic`: the file system steps (the spare copy written and swapped in keeping the previous version, syncs).
 //! - `save`: saving from the calling thread ([`Store::save`], [`Store::save_many`]).
@@ -39,6 +42,7 @@
 //! One process per state folder: a [`Store`] (and its clones) is the only writer.
 
 mod atomic;
+mod checkpoint;
 mod commit;
 mod journal;
 mod load;
@@ -46,6 +50,7 @@ mod log;
 mod parallel;
 mod record;
 mod recover;
+mod rotation;
 mod save;
 mod validate;
 pub mod writer;
@@ -54,7 +59,8 @@ pub use load::LoadReport;
 pub use writer::Writer;
 
 use crate::core::ids::ChannelId;
-use commit::{Commits, Rotation};
+use commit::Commits;
+use rotation::Rotation;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
@@ -95,8 +101,8 @@ fn io<'p>(action: &'static str, path: &'p Path) -> impl FnOnce(std::io::Error) -
 pub struct Store {
     state_dir: PathBuf,
     channels_dir: PathBuf,
-    /// `None` until the journal is recovered (at the first load or save). Held from a batch's journal write to the
-    /// end of its checkpoints, so a load or a log read in this process never sees a checkpoint older than a save
+    /// `None` until the journal is recovered (at the first load or save). A load or a log read in this process
+    /// takes it and writes its channel's waiting checkpoint first, so it never sees a file older than a save
     /// already answered.
     commits: Arc<Mutex<Option<Commits>>>,
     probe: Arc<journal::Probe>,
@@ -146,7 +152,7 @@ impl Store {
         self
     }
 
-    /// Waits for a batch being checkpointed, without recovering the journal (reading needs no write).
+    /// Waits for a batch being journaled, without recovering the journal.
     fn settled(&self) -> MutexGuard<'_, Option<Commits>> {
         self.commits.lock().unwrap_or_else(PoisonError::into_inner)
     }

@@ -1,6 +1,7 @@
 //! Saving from the calling thread, for tools and tests (the running bot saves through the [`Writer`] thread):
 //! one session ([`Store::save`]) or many in one group commit ([`Store::save_many`]), each through the journal with
-//! one fdatasync; a journal grown past its bound is replaced on the way, its checkpoints synced here.
+//! one fdatasync, their checkpoints written before it returns; a journal grown past its bound is replaced on the
+//! way, its checkpoints synced here.
 //!
 //! [`Writer`]: super::Writer
 
@@ -25,6 +26,7 @@ impl Store {
     fn save_items(&self, items: &[SaveItem<'_>]) -> Result<(), StoreError> {
         let mut outcome = Ok(());
         self.commit(items, |results| outcome = results.into_iter().collect());
+        self.write_checkpoints(usize::MAX);
         if let Some(retired) = self.rotate_if_due() {
             if let Err(e) = retired.finish() {
                 tracing::error!("could not make the checkpoints durable; their journal is kept: {e}");

@@ -2,9 +2,10 @@
 //!
 //! Channel actors hand sessions to a cheap cloneable [`Writer`] handle and never block a tokio worker on the disk.
 //! The thread takes everything queued, keeps the latest session of each channel (events concatenated in order),
-//! appends them all to the journal with ONE fdatasync (`Store::commit`), answers the waiters, and then writes the
-//! checkpoints. A journal grown past its bound is replaced between batches; the checkpoints it covers are synced on a
-//! thread of their own, so the batches go on meanwhile.
+//! appends them all to the journal with ONE fdatasync (`Store::commit`) and answers the waiters. Between batches it
+//! writes the checkpoints waiting, a few channels at a time, so a new batch never waits for a whole batch of them. A
+//! journal grown past its bound is replaced between batches; the checkpoints it covers are synced on a thread of
+//! their own, so the batches go on meanwhile.
 //! Lazy saves (activity only: last activity, last handled message) wait up to [`LAZY_SAVE_DELAY`] so that a busy
 //! channel costs at most one write per delay, not one fsync per message; a durable save of the same channel carries
 //! them sooner. They go through the journal like the others (a batch of lazy saves alone costs one fdatasync too,
@@ -27,6 +28,8 @@ use tokio::sync::oneshot;
 pub const LAZY_SAVE_DELAY: Duration = Duration::from_millis(750);
 /// At most this many queued requests join one batch, so a flood of lazy saves cannot hold back the answers.
 const BATCH_REQUESTS_MAX: usize = 10_000;
+/// Checkpoints written between two batches (some 30 to 100 µs each): what a save arriving meanwhile waits for.
+const CHECKPOINTS_PER_ROUND: usize = 32;
 
 pub(super) type Answer = oneshot::Sender<Result<(), StoreError>>;
 
@@ -134,8 +137,9 @@ pub(super) struct Queue {
 fn run(store: &Store, inbox: &Receiver<Request>, lazy_delay: Duration) {
     let mut queue = Queue::new(lazy_delay);
     let mut open = true;
+    let mut checkpoints_waiting = false;
     while open {
-        if !queue.anyone_waiting() {
+        if !queue.anyone_waiting() && !checkpoints_waiting {
             let next = match queue.lazy_due {
                 None => inbox.recv().map_err(|_| RecvTimeoutError::Disconnected),
                 Some(due) => inbox.recv_timeout(due.saturating_duration_since(Instant::now())),
@@ -161,7 +165,10 @@ fn run(store: &Store, inbox: &Receiver<Request>, lazy_delay: Duration) {
         // otherwise they would make the durable waiters wait for their fsyncs.
         let everything = !open || !queue.flushes.is_empty() || queue.lazy_due.is_some_and(|due| due <= Instant::now());
         queue.commit(store, everything);
+        // Between batches, a few channels' checkpoints: a save that comes meanwhile waits for these only.
+        checkpoints_waiting = store.write_checkpoints(CHECKPOINTS_PER_ROUND);
     }
+    store.write_checkpoints(usize::MAX);
     queue.wait_for_retiring();
 }
 

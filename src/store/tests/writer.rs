@@ -13,7 +13,7 @@ const NEVER: Duration = Duration::from_secs(3600);
 /// The channel's session file, once the batch being written (if any) has its checkpoints: a durable save is answered
 /// as soon as it is in the journal, a moment before its session file is replaced.
 fn session_file(store: &Store, channel: ChannelId) -> Option<Session> {
-    let _settled = store.settled();
+    let _settled = store.settled_for(channel);
     let bytes = std::fs::read(store.session_path(channel)).ok()?;
     Some(serde_json::from_slice(&bytes).unwrap())
 }
@@ -193,6 +193,7 @@ fn a_checkpoint_that_cannot_be_written_fails_no_save_and_spares_the_others() {
     assert_eq!(store.read_log(ChannelId(7)).unwrap(), broken_events, "its log is written all the same");
 
     assert_eq!(session_file(&store, ChannelId(7)), None);
+    assert_eq!(store.load_one(ChannelId(7)).unwrap(), Some(broken.clone()), "a load gets the journal's session");
 
     // While it stands, a start cannot write the session the journal holds, and says which file.
     let error = Store::open(dir.path()).unwrap().load_all().unwrap_err().to_string();
@@ -223,6 +224,29 @@ fn a_checkpoint_that_cannot_be_written_is_carried_into_the_next_journal_and_writ
     assert_eq!(session_file(&store, ChannelId(7)), Some(broken));
     assert_eq!(std::fs::read(&journal_files(dir.path())[0]).unwrap(), b"", "nothing is left to carry");
     assert_eq!(store.read_log(ChannelId(7)).unwrap(), broken_events);
+}
+
+#[test]
+fn a_channel_saved_in_several_batches_before_its_checkpoint_costs_one_checkpoint_write() {
+    let (_dir, store) = open_store();
+    let config = Config::default();
+    let mut queue = Queue::new(NEVER);
+    let (mut session, started_events) = started();
+    let mut logged = started_events.clone();
+    let (request, _answer) = durable(&session, &started_events);
+    queue.accept(request);
+    queue.commit(&store, false);
+    for events in skips(&mut session, &config, 3) {
+        let (request, _answer) = durable(&session, &events);
+        queue.accept(request);
+        queue.commit(&store, false);
+        logged.extend(events);
+    }
+    let before = store.probe.checkpoints.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(!store.write_checkpoints(usize::MAX), "nothing left waiting");
+    assert_eq!(store.probe.checkpoints.load(std::sync::atomic::Ordering::Relaxed) - before, 1);
+    assert_eq!(session_file(&store, CHANNEL), Some(session));
+    assert_eq!(store.read_log(CHANNEL).unwrap(), logged, "every batch's events, in order, once");
 }
 
 #[test]
