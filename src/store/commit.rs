@@ -98,7 +98,10 @@ impl Commits {
         durable(results);
         let saves = prepared.len();
         for save in prepared {
-            self.log_ends.insert(save.channel, save.log_at + save.lines.len() as u64);
+            // A save with no events for a log not looked at yet says nothing of where it ends.
+            if !save.lines.is_empty() || self.log_ends.contains_key(&save.channel) {
+                self.log_ends.insert(save.channel, save.log_at + save.lines.len() as u64);
+            }
             self.queue_checkpoint(save);
         }
         tracing::debug!(

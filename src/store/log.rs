@@ -58,13 +58,30 @@ pub(super) struct FirstLook {
     pub missing: Vec<u8>,
 }
 
-/// Appends `lines` to the log at `path` where it should end, `at` bytes: what a failed append left past `at` is cut
-/// first, so a line is never glued to a torn one. Gives the log's new length.
+/// Appends `lines` to the log at `path`, which should end at `at` bytes. What an append that failed partway left
+/// past `at` is the start of `lines` (they are tried again whole): only the rest is appended. Anything else past
+/// `at` is not this process's (changed by hand?): it is kept, a torn last line cut so nothing is glued to it, and
+/// `lines` go after it. Gives the log's new length.
 pub(super) fn append_log_at(path: &Path, at: u64, lines: &[u8]) -> std::io::Result<u64> {
-    let mut file = OpenOptions::new().append(true).create(true).open(path)?;
-    let len = file.metadata()?.len();
+    let mut file = OpenOptions::new().read(true).append(true).create(true).open(path)?;
+    let mut len = file.metadata()?.len();
+    let mut held = 0;
     if len > at {
-        file.set_len(at)?;
+        let mut past = vec![0; usize::try_from(len - at).unwrap_or(usize::MAX).min(lines.len() + 1)];
+        file.seek(SeekFrom::Start(at))?;
+        file.read_exact(&mut past)?;
+        if lines.starts_with(&past) {
+            held = past.len();
+        } else {
+            tracing::warn!(
+                file = %path.display(),
+                expected = at,
+                found = len,
+                "the history log holds more than this process wrote (changed by hand?); appending after it"
+            );
+            cut_torn_tail(&mut file, path)?;
+            len = file.metadata()?.len();
+        }
     } else if len < at {
         tracing::warn!(
             file = %path.display(),
@@ -73,8 +90,8 @@ pub(super) fn append_log_at(path: &Path, at: u64, lines: &[u8]) -> std::io::Resu
             "the history log is shorter than this process left it (changed by hand?); appending at its end"
         );
     }
-    file.write_all(lines)?;
-    Ok(len.min(at) + lines.len() as u64)
+    file.write_all(&lines[held..])?;
+    Ok(len + (lines.len() - held) as u64)
 }
 
 impl Store {

@@ -77,7 +77,7 @@ impl Store {
         for (&channel, records) in &by_channel {
             let on_disk = self.replay_session(channel, records, &mut problems, &mut touched, &mut replayed)?;
             next_seq = next_seq.max(on_disk + 1);
-            self.replay_log(channel, records, &mut touched, &mut replayed)?;
+            self.replay_log(channel, records, &mut problems, &mut touched, &mut replayed)?;
         }
         for synced in in_parallel(&touched, |path| sync_file(path).map_err(io("sync the recovered file", path))) {
             synced?;
@@ -178,6 +178,7 @@ impl Store {
         &self,
         channel: ChannelId,
         records: &[Record],
+        problems: &mut Vec<String>,
         touched: &mut Vec<PathBuf>,
         replayed: &mut Replayed,
     ) -> Result<(), StoreError> {
@@ -222,7 +223,19 @@ impl Store {
             // From the first difference on, the journal's bytes: whole lines only, a line held in part is written
             // again.
             let keep = wanted[..same].iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-            file.set_len(base + keep as u64).map_err(fix)?;
+            let whole_lines_differ = held[keep..].contains(&b'\n') || len > base + held.len() as u64;
+            if whole_lines_differ {
+                // Not what a crash leaves (a torn last line): never destroy history, say so.
+                problems.push(format!(
+                    "{}: differs from the journal after byte {}; kept as it is, the journal's events from there \
+                     appended at its end",
+                    path.display(),
+                    base + keep as u64
+                ));
+                cut_torn_tail(&mut file, &path).map_err(fix)?;
+            } else {
+                file.set_len(base + keep as u64).map_err(fix)?;
+            }
             keep
         };
         let missing = &wanted[keep..];

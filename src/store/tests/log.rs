@@ -190,3 +190,58 @@ fn saving_keeps_the_previous_version_beside_the_current_one() {
     assert_eq!(std::fs::read(dir.path().join("channels/42.prev.json")).unwrap(), before);
     assert_ne!(std::fs::read(dir.path().join("channels/42.json")).unwrap(), before);
 }
+
+#[test]
+fn a_first_save_without_events_leaves_the_log_where_it_ends() {
+    let (dir, store) = open_store();
+    let config = Config::default();
+    let (session, started_events) = started();
+    store.save(&session, &started_events).unwrap();
+
+    // A new process whose first save of the channel has no events (activity only), then one with events.
+    let store = Store::open(dir.path()).unwrap();
+    let mut session_loaded = store.load_one(CHANNEL).unwrap().unwrap();
+    store.save(&session_loaded, &[]).unwrap();
+    let skipped = skips(&mut session_loaded, &config, 1).remove(0);
+    store.save(&session_loaded, &skipped).unwrap();
+    assert_eq!(store.read_log(CHANNEL).unwrap(), [started_events.clone(), skipped.clone()].concat());
+
+    // The same through the writer thread, its checkpoints merged between batches.
+    let store = Store::open(dir.path()).unwrap();
+    let mut queue = crate::store::writer::Queue::new(std::time::Duration::from_secs(3600));
+    queue.accept(crate::store::writer::Request::Save {
+        session: Box::new(session_loaded.clone()),
+        events: Vec::new(),
+        done: None,
+    });
+    queue.commit(&store, true);
+    let personas = catalog();
+    let ctx = Context { personas: &personas, config: &config };
+    let next = session_loaded.handle_command(&Command::Skip, None, t0() + TimeDelta::seconds(9), ctx).unwrap().events;
+    queue.accept(crate::store::writer::Request::Save {
+        session: Box::new(session_loaded.clone()),
+        events: next.clone(),
+        done: None,
+    });
+    queue.commit(&store, true);
+    assert_eq!(store.read_log(CHANNEL).unwrap(), [started_events, skipped, next].concat());
+}
+
+#[test]
+fn an_append_that_failed_partway_is_completed_not_repeated_and_foreign_lines_are_kept() {
+    use crate::store::log::append_log_at;
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("log.jsonl");
+    let cases: [(&str, &str); 4] = [
+        ("a\nb\nc", "a\nb\nc\n"),   // part of the last line held: only the rest is written
+        ("a\nb\n", "a\nb\nc\n"),    // the first line held whole
+        ("a\nx\n", "a\nx\nb\nc\n"), // a line this process did not write: kept, ours after it
+        ("a\nxy", "a\nb\nc\n"),     // a torn line it did not write: cut, never glued to
+    ];
+    for (before, after) in cases {
+        std::fs::write(&log, before).unwrap();
+        let end = append_log_at(&log, 2, b"b\nc\n").unwrap();
+        assert_eq!(std::fs::read_to_string(&log).unwrap(), after, "from {before:?}");
+        assert_eq!(end, after.len() as u64);
+    }
+}

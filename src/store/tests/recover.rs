@@ -304,3 +304,30 @@ fn without_a_journal_the_save_numbers_go_on_from_the_session_files() {
     let (_, found, _) = restart(dir.path());
     assert_eq!(found.sessions, [a]);
 }
+
+#[test]
+fn a_log_that_differs_from_the_journal_by_whole_lines_is_kept_and_reported_not_cut() {
+    let dir = scratch();
+    let store = Store::open(dir.path()).unwrap();
+    let (mut a, a_events) = started_in(ChannelId(1));
+    store.save(&a, &a_events).unwrap();
+    let behind = snapshot(dir.path());
+    let skipped = skip_at(&mut a, 1);
+    store.save(&a, &skipped).unwrap();
+    let (path, journal) = the_journal(dir.path());
+    drop(store);
+
+    // The log as a person edited it: a line of their own where the journal's next events should go.
+    restore(&behind, dir.path());
+    std::fs::write(&path, journal).unwrap();
+    let log = dir.path().join("channels/1.history.jsonl");
+    let mut edited = std::fs::read(&log).unwrap();
+    let theirs = serde_json::to_vec(&skip_at(&mut started_in(ChannelId(1)).0, 7)[0]).unwrap();
+    edited.extend([theirs, b"\n".to_vec()].concat());
+    std::fs::write(&log, &edited).unwrap();
+
+    let (_, found, problems) = restart(dir.path());
+    assert!(problems.iter().any(|p| p.contains("differs from the journal")), "{problems:?}");
+    assert_eq!(std::fs::read(&log).unwrap()[..edited.len()], edited[..], "nothing of it is cut");
+    assert_eq!(found.logs[0][found.logs[0].len() - skipped.len()..], skipped[..], "the journal's events after it");
+}
