@@ -31,55 +31,31 @@ use std::fs::OpenOptions;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
-/// What recovery does, for its log line and the tests.
+/// What recovery did and found: for its log line, the load's report, and the files to sync before the journals go.
 #[derive(Debug, Default)]
 struct Replayed {
     records: usize,
     sessions: usize,
     events: usize,
+    /// What a person should know.
+    problems: Vec<String>,
+    /// The files written.
+    touched: Vec<PathBuf>,
 }
 
 impl Store {
     pub(super) fn recover(&self) -> Result<Commits, StoreError> {
         let journals = list_journals(&self.state_dir).map_err(io("read the state folder", &self.state_dir))?;
-        let mut problems = Vec::new();
-        let mut damaged: Vec<PathBuf> = Vec::new();
-        let mut by_channel: BTreeMap<ChannelId, Vec<Record>> = BTreeMap::new();
-        let mut next_seq = journals.last().map_or(1, |(first, _)| *first).max(1);
         let mut replayed = Replayed::default();
-        for (_, path) in &journals {
-            let bytes = std::fs::read(path).map_err(io("read the journal", path))?;
-            let read = journal::read(&bytes, decode_record);
-            for (line, why) in &read.damaged {
-                problems
-                    .push(format!("{}:{line}: {why}; skipped this record and used the ones after it", path.display()));
-            }
-            if !read.damaged.is_empty() {
-                damaged.push(path.clone());
-            }
-            if let Some((line, bytes)) = read.torn {
-                tracing::warn!(
-                    file = %path.display(),
-                    line,
-                    bytes,
-                    "the journal ends with a torn record (a crash while appending it, so it was never acknowledged); \
-                     dropping it"
-                );
-            }
-            for (_, record) in read.records {
-                next_seq = next_seq.max(record.seq + 1);
-                replayed.records += 1;
-                by_channel.entry(record.channel).or_default().push(record);
-            }
-        }
-
-        let mut touched = Vec::new();
-        for (&channel, records) in &by_channel {
-            let on_disk = self.replay_session(channel, records, &mut problems, &mut touched, &mut replayed)?;
+        let read = read_journals(&journals, &mut replayed)?;
+        let mut next_seq = journals.last().map_or(1, |(first, _)| *first).max(read.next_seq);
+        for (&channel, records) in &read.by_channel {
+            let on_disk = self.replay_session(channel, records, &mut replayed)?;
             next_seq = next_seq.max(on_disk + 1);
-            self.replay_log(channel, records, &mut problems, &mut touched, &mut replayed)?;
+            self.replay_log(channel, records, &mut replayed)?;
         }
-        for synced in in_parallel(&touched, |path| sync_file(path).map_err(io("sync the recovered file", path))) {
+        let touched = &replayed.touched;
+        for synced in in_parallel(touched, |path| sync_file(path).map_err(io("sync the recovered file", path))) {
             synced?;
         }
         if !touched.is_empty() {
@@ -89,33 +65,42 @@ impl Store {
             // No journal (a first start, or one after a build without it): the numbers go on from the files'.
             next_seq = next_seq.max(self.newest_saved_seq() + 1);
         }
-
-        let journal =
-            JournalFile::create(&self.state_dir, next_seq).map_err(io("start the journal", &self.state_dir))?;
-        for (_, path) in &journals {
-            if path == journal.path() {
-                continue;
-            }
-            if damaged.contains(path) {
-                let aside = move_aside(path)?;
-                problems.push(format!("kept the damaged journal as {} for inspection", aside.display()));
-            } else if let Err(e) = std::fs::remove_file(path) {
-                tracing::warn!(file = %path.display(), "could not delete the replayed journal (it is harmless): {e}");
-            }
-        }
-        for problem in &problems {
+        let journal = self.start_afresh(next_seq, &journals, &read.damaged, &mut replayed)?;
+        for problem in &replayed.problems {
             tracing::error!("{problem}");
         }
         if replayed.records > 0 {
             tracing::info!(
                 records = replayed.records,
-                channels = by_channel.len(),
+                channels = read.by_channel.len(),
                 sessions_restored = replayed.sessions,
                 events_appended = replayed.events,
                 "replayed the journal over the checkpoints"
             );
         }
-        Ok(Commits::new(journal, next_seq, problems))
+        Ok(Commits::new(journal, next_seq, replayed.problems))
+    }
+
+    /// Starts a fresh journal (everything replayed is durable by now), then deletes the replayed ones, or keeps a
+    /// damaged one aside for a person to look at.
+    fn start_afresh(
+        &self,
+        first_seq: u64,
+        replayed_journals: &[(u64, PathBuf)],
+        damaged: &[PathBuf],
+        replayed: &mut Replayed,
+    ) -> Result<JournalFile, StoreError> {
+        let journal =
+            JournalFile::create(&self.state_dir, first_seq).map_err(io("start the journal", &self.state_dir))?;
+        for (_, path) in replayed_journals.iter().filter(|(_, path)| path != journal.path()) {
+            if damaged.contains(path) {
+                let aside = move_aside(path)?;
+                replayed.problems.push(format!("kept the damaged journal as {} for inspection", aside.display()));
+            } else if let Err(e) = std::fs::remove_file(path) {
+                tracing::warn!(file = %path.display(), "could not delete the replayed journal (it is harmless): {e}");
+            }
+        }
+        Ok(journal)
     }
 
     /// Puts a channel's newest record in its session file if the file is older, missing or unreadable. Gives the
@@ -124,8 +109,6 @@ impl Store {
         &self,
         channel: ChannelId,
         records: &[Record],
-        problems: &mut Vec<String>,
-        touched: &mut Vec<PathBuf>,
         replayed: &mut Replayed,
     ) -> Result<u64, StoreError> {
         let Some(newest) = records.last() else { return Ok(0) };
@@ -140,7 +123,7 @@ impl Store {
             // A file that cannot be used is moved aside before the journal's copy takes its place.
             Err(why) => {
                 let aside = move_aside(&path)?;
-                problems.push(format!(
+                replayed.problems.push(format!(
                     "{} cannot be read ({why}); moved it to {} and used the journal's copy",
                     path.display(),
                     aside.display()
@@ -153,7 +136,8 @@ impl Store {
             return Ok(seq);
         }
         if let Err(why) = check_session(&newest.session, channel) {
-            problems
+            replayed
+                .problems
                 .push(format!("channel {channel}: the journal's save {} is not usable ({why}); ignored", newest.seq));
             return Ok(on_disk.unwrap_or(0));
         }
@@ -168,20 +152,13 @@ impl Store {
         let bytes = checkpoint_bytes(newest.seq, &encode_session(&newest.session)?);
         replace_unsynced(&path, &self.previous_path(channel), &bytes)
             .map_err(io("write the recovered session", &path))?;
-        touched.push(path);
+        replayed.touched.push(path);
         replayed.sessions += 1;
         Ok(newest.seq)
     }
 
     /// Makes a channel's log hold every record's events at the record's place, appending only what it lacks.
-    fn replay_log(
-        &self,
-        channel: ChannelId,
-        records: &[Record],
-        problems: &mut Vec<String>,
-        touched: &mut Vec<PathBuf>,
-        replayed: &mut Replayed,
-    ) -> Result<(), StoreError> {
+    fn replay_log(&self, channel: ChannelId, records: &[Record], replayed: &mut Replayed) -> Result<(), StoreError> {
         let mut with_events = records.iter().filter(|r| !r.events.is_empty()).peekable();
         let Some(base) = with_events.peek().map(|r| r.log_at) else { return Ok(()) };
         // What the log must hold from `base` on. A record at an earlier place than the end (events a failed append
@@ -226,7 +203,7 @@ impl Store {
             let whole_lines_differ = held[keep..].contains(&b'\n') || len > base + held.len() as u64;
             if whole_lines_differ {
                 // Not what a crash leaves (a torn last line): never destroy history, say so.
-                problems.push(format!(
+                replayed.problems.push(format!(
                     "{}: differs from the journal after byte {}; kept as it is, the journal's events from there \
                      appended at its end",
                     path.display(),
@@ -249,7 +226,7 @@ impl Store {
         }
         file.write_all(missing).map_err(fix)?;
         replayed.events += events;
-        touched.push(path);
+        replayed.touched.push(path);
         Ok(())
     }
 
@@ -270,6 +247,47 @@ impl Store {
             .max()
             .unwrap_or(0)
     }
+}
+
+/// The journals' records, by channel in order, and what reading them found.
+struct Journals {
+    by_channel: BTreeMap<ChannelId, Vec<Record>>,
+    /// Journals with a damaged line in the middle.
+    damaged: Vec<PathBuf>,
+    /// After the highest save number recorded.
+    next_seq: u64,
+}
+
+/// Reads every journal, oldest first: its good records; its damaged lines reported by file and line; its torn tail
+/// dropped.
+fn read_journals(journals: &[(u64, PathBuf)], replayed: &mut Replayed) -> Result<Journals, StoreError> {
+    let mut read = Journals { by_channel: BTreeMap::new(), damaged: Vec::new(), next_seq: 1 };
+    for (_, path) in journals {
+        let bytes = std::fs::read(path).map_err(io("read the journal", path))?;
+        let lines = journal::read(&bytes, decode_record);
+        for (line, why) in &lines.damaged {
+            let problem = format!("{}:{line}: {why}; skipped this record and used the ones after it", path.display());
+            replayed.problems.push(problem);
+        }
+        if !lines.damaged.is_empty() {
+            read.damaged.push(path.clone());
+        }
+        if let Some((line, bytes)) = lines.torn {
+            tracing::warn!(
+                file = %path.display(),
+                line,
+                bytes,
+                "the journal ends with a torn record (a crash while appending it, so it was never acknowledged); \
+                 dropping it"
+            );
+        }
+        for (_, record) in lines.records {
+            read.next_seq = read.next_seq.max(record.seq + 1);
+            replayed.records += 1;
+            read.by_channel.entry(record.channel).or_default().push(record);
+        }
+    }
+    Ok(read)
 }
 
 /// The save number of a session file that can be used (it parses and passes validation), or why it cannot.

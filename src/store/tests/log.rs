@@ -44,7 +44,7 @@ fn a_session_file_that_cannot_be_written_still_logs_its_events_and_the_journal_k
 
     assert!(!dir.path().join("channels/42.json").exists());
     std::fs::remove_dir_all(dir.path().join("channels/42.json.spare")).unwrap();
-    let store = Store::open(dir.path()).unwrap();
+    let store = open_at(dir.path());
     assert_eq!(store.load_one(CHANNEL).unwrap(), Some(session), "the next start writes it from the journal");
     assert_eq!(store.read_log(CHANNEL).unwrap(), events, "no event twice");
 }
@@ -73,7 +73,7 @@ fn a_torn_last_log_line_is_cut_before_the_next_append() {
     std::fs::write(&log, format!("{good}{{\"at\":\"2026-03-01T10:0")).unwrap();
 
     // A new process: it has not appended to this log yet.
-    let store = Store::open(dir.path()).unwrap();
+    let store = open_at(dir.path());
     let skipped = skips(&mut session, &config, 1).remove(0);
     store.save(&session, &skipped).unwrap();
 
@@ -105,7 +105,7 @@ fn events_a_crash_kept_out_of_the_log_are_appended_before_the_next_ones() {
     store.save(&session, &[]).unwrap();
     assert_eq!(store.read_log(CHANNEL).unwrap(), started_events);
 
-    let store = Store::open(dir.path()).unwrap();
+    let store = open_at(dir.path());
     let mut session = store.load_one(CHANNEL).unwrap().unwrap();
     let next = skips(&mut session, &config, 1).remove(0);
     store.save(&session, &next).unwrap();
@@ -124,7 +124,7 @@ fn a_log_ahead_of_the_last_good_copy_gets_no_event_twice() {
     store.checkpoint().unwrap();
     std::fs::write(dir.path().join("channels/42.json"), "{\"torn").unwrap();
 
-    let store = Store::open(dir.path()).unwrap();
+    let store = open_at(dir.path());
     let mut session = store.load_all().unwrap().sessions.remove(0);
     assert_eq!(session.history.len(), 1, "the last good copy is from before the skip");
     let personas = catalog();
@@ -199,7 +199,7 @@ fn a_first_save_without_events_leaves_the_log_where_it_ends() {
     store.save(&session, &started_events).unwrap();
 
     // A new process whose first save of the channel has no events (activity only), then one with events.
-    let store = Store::open(dir.path()).unwrap();
+    let store = open_at(dir.path());
     let mut session_loaded = store.load_one(CHANNEL).unwrap().unwrap();
     store.save(&session_loaded, &[]).unwrap();
     let skipped = skips(&mut session_loaded, &config, 1).remove(0);
@@ -207,7 +207,7 @@ fn a_first_save_without_events_leaves_the_log_where_it_ends() {
     assert_eq!(store.read_log(CHANNEL).unwrap(), [started_events.clone(), skipped.clone()].concat());
 
     // The same through the writer thread, its checkpoints merged between batches.
-    let store = Store::open(dir.path()).unwrap();
+    let store = open_at(dir.path());
     let mut queue = crate::store::writer::Queue::new(std::time::Duration::from_secs(3600));
     queue.accept(crate::store::writer::Request::Save {
         session: Box::new(session_loaded.clone()),

@@ -54,7 +54,7 @@ fn seen(store: &Store, sessions: Vec<Session>) -> Seen {
 
 /// A new process on `state`: loads everything; what it sees, and what loading reported.
 fn restart(state: &Path) -> (Store, Seen, Vec<String>) {
-    let store = Store::open(state).unwrap();
+    let store = open_at(state);
     let report = store.load_all().unwrap();
     let seen = seen(&store, report.sessions);
     (store, seen, report.problems)
@@ -75,6 +75,16 @@ fn scratch() -> tempfile::TempDir {
     if shm.is_dir() { tempfile::tempdir_in(shm).unwrap() } else { tempfile::tempdir().unwrap() }
 }
 
+/// A state folder on tmpfs with channel 1's session started and saved: the folder, its store, the session and the
+/// events of its start.
+fn saved_start() -> (tempfile::TempDir, Store, Session, Vec<HistoryEvent>) {
+    let dir = scratch();
+    let store = open_at(dir.path());
+    let (session, events) = started_in(ChannelId(1));
+    store.save(&session, &events).unwrap();
+    (dir, store, session, events)
+}
+
 fn skip_at(session: &mut Session, second: i64) -> Vec<HistoryEvent> {
     let (config, personas) = (Config::default(), catalog());
     let ctx = Context { personas: &personas, config: &config };
@@ -84,7 +94,7 @@ fn skip_at(session: &mut Session, second: i64) -> Vec<HistoryEvent> {
 #[test]
 fn a_journal_cut_or_garbled_anywhere_in_its_last_record_recovers_the_state_before_it_or_whole_after_it() {
     let dir = scratch();
-    let store = Store::open(dir.path()).unwrap();
+    let store = open_at(dir.path());
     let (mut a, a_events) = started_in(ChannelId(1));
     let (b, b_events) = started_in(ChannelId(2));
     store.save(&a, &a_events).unwrap();
@@ -133,10 +143,7 @@ fn a_journal_cut_or_garbled_anywhere_in_its_last_record_recovers_the_state_befor
 
 #[test]
 fn recovery_replays_the_journal_over_checkpoints_left_behind_and_a_log_torn_mid_line() {
-    let dir = scratch();
-    let store = Store::open(dir.path()).unwrap();
-    let (mut a, a_events) = started_in(ChannelId(1));
-    store.save(&a, &a_events).unwrap();
+    let (dir, store, mut a, a_events) = saved_start();
     let first_skip = skip_at(&mut a, 1);
     store.save(&a, &first_skip).unwrap();
     let behind = snapshot(dir.path());
@@ -172,10 +179,7 @@ fn recovery_replays_the_journal_over_checkpoints_left_behind_and_a_log_torn_mid_
 
 #[test]
 fn a_missing_or_corrupt_session_file_is_recovered_from_the_journal() {
-    let dir = scratch();
-    let store = Store::open(dir.path()).unwrap();
-    let (mut a, a_events) = started_in(ChannelId(1));
-    store.save(&a, &a_events).unwrap();
+    let (dir, store, mut a, a_events) = saved_start();
     let skipped = skip_at(&mut a, 1);
     store.save(&a, &skipped).unwrap();
     let saved = snapshot(dir.path());
@@ -189,7 +193,7 @@ fn a_missing_or_corrupt_session_file_is_recovered_from_the_journal() {
 
     restore(&saved, dir.path());
     std::fs::write(dir.path().join("channels/1.json"), "{\"savedSeq\":2,\"vers").unwrap();
-    let store = Store::open(dir.path()).unwrap();
+    let store = open_at(dir.path());
     let report = store.load_all().unwrap();
     assert_eq!(report.sessions, [a.clone()], "the journal's copy, not the last good copy from before the skip");
     assert!(report.lost.is_empty());
@@ -202,10 +206,7 @@ fn a_missing_or_corrupt_session_file_is_recovered_from_the_journal() {
 
 #[test]
 fn journal_records_older_than_the_session_file_are_ignored() {
-    let dir = scratch();
-    let store = Store::open(dir.path()).unwrap();
-    let (mut a, a_events) = started_in(ChannelId(1));
-    store.save(&a, &a_events).unwrap();
+    let (dir, store, mut a, a_events) = saved_start();
     let first = skip_at(&mut a, 1);
     store.save(&a, &first).unwrap();
     let (path, older_records) = the_journal(dir.path());
@@ -223,10 +224,7 @@ fn journal_records_older_than_the_session_file_are_ignored() {
 
 #[test]
 fn a_damaged_line_in_the_middle_of_the_journal_is_reported_with_its_line_and_the_records_after_it_are_used() {
-    let dir = scratch();
-    let store = Store::open(dir.path()).unwrap();
-    let (mut a, a_events) = started_in(ChannelId(1));
-    store.save(&a, &a_events).unwrap();
+    let (dir, store, mut a, a_events) = saved_start();
     let behind = snapshot(dir.path());
     let lost = skip_at(&mut a, 1);
     store.save(&a, &lost).unwrap();
@@ -262,10 +260,7 @@ fn a_damaged_line_in_the_middle_of_the_journal_is_reported_with_its_line_and_the
 
 #[test]
 fn a_journal_line_that_is_not_a_record_is_damage_too() {
-    let dir = scratch();
-    let store = Store::open(dir.path()).unwrap();
-    let (a, a_events) = started_in(ChannelId(1));
-    store.save(&a, &a_events).unwrap();
+    let (dir, store, a, _) = saved_start();
     let (path, journal) = the_journal(dir.path());
     drop(store);
     std::fs::write(&path, [line(b"{\"seq\":\"one\"}"), journal].concat()).unwrap();
@@ -276,10 +271,7 @@ fn a_journal_line_that_is_not_a_record_is_damage_too() {
 
 #[test]
 fn without_a_journal_the_save_numbers_go_on_from_the_session_files() {
-    let dir = scratch();
-    let store = Store::open(dir.path()).unwrap();
-    let (mut a, a_events) = started_in(ChannelId(1));
-    store.save(&a, &a_events).unwrap();
+    let (dir, store, mut a, _) = saved_start();
     for second in 1..=3 {
         let skipped = skip_at(&mut a, second);
         store.save(&a, &skipped).unwrap();
@@ -290,7 +282,7 @@ fn without_a_journal_the_save_numbers_go_on_from_the_session_files() {
     for journal in journal_files(dir.path()) {
         std::fs::remove_file(journal).unwrap();
     }
-    let store = Store::open(dir.path()).unwrap();
+    let store = open_at(dir.path());
     store.load_all().unwrap();
     let before = snapshot(dir.path());
     let next = skip_at(&mut a, 4);
@@ -307,10 +299,7 @@ fn without_a_journal_the_save_numbers_go_on_from_the_session_files() {
 
 #[test]
 fn a_log_that_differs_from_the_journal_by_whole_lines_is_kept_and_reported_not_cut() {
-    let dir = scratch();
-    let store = Store::open(dir.path()).unwrap();
-    let (mut a, a_events) = started_in(ChannelId(1));
-    store.save(&a, &a_events).unwrap();
+    let (dir, store, mut a, _) = saved_start();
     let behind = snapshot(dir.path());
     let skipped = skip_at(&mut a, 1);
     store.save(&a, &skipped).unwrap();

@@ -100,20 +100,14 @@ fn a_crash_before_the_old_journal_is_deleted_loses_nothing_and_doubles_nothing()
 fn checkpoints_still_waiting_are_carried_into_the_new_journal_before_the_old_one_goes() {
     let (dir, store) = store_rotating_at(u64::MAX, Duration::ZERO);
     let (session, events) = started();
-    let mut queue = crate::store::writer::Queue::new(NEVER);
-    let (done, _answer) = tokio::sync::oneshot::channel();
-    queue.accept(crate::store::writer::Request::Save {
-        session: Box::new(session.clone()),
-        events: events.clone(),
-        done: Some(done),
-    });
-    queue.commit(&store, false);
+    let item = crate::store::commit::SaveItem { session: &session, events: &events };
+    store.commit(&[item], |results| assert!(results.iter().all(Result::is_ok)));
     // Journaled, its checkpoint not written yet: the journal is replaced and the old one deleted meanwhile.
     let old = journal_files(dir.path()).remove(0);
     store.rotate_if_due().expect("due").finish().unwrap();
     assert!(!old.exists());
     assert!(!dir.path().join("channels/42.json").exists(), "still not written");
-    drop((queue, store));
+    drop(store);
 
     let store = Store::open(dir.path()).unwrap();
     assert_eq!(store.load_all().unwrap().sessions, [session], "the new journal carried it");

@@ -166,7 +166,7 @@ fn a_journal_that_cannot_be_written_fails_every_save_of_its_batch_and_none_of_th
     // Tried again (as the actor does: the same events and what came since), it is logged once; a restart agrees.
     let next = skips(&mut session, &config, 1).remove(0);
     store.save(&session, &[failed.clone(), next.clone()].concat()).unwrap();
-    let store = Store::open(dir.path()).unwrap();
+    let store = open_at(dir.path());
     assert_eq!(store.load_all().unwrap().sessions, [session]);
     assert_eq!(store.read_log(CHANNEL).unwrap(), [started_events, failed, next].concat());
 }
@@ -196,11 +196,11 @@ fn a_checkpoint_that_cannot_be_written_fails_no_save_and_spares_the_others() {
     assert_eq!(store.load_one(ChannelId(7)).unwrap(), Some(broken.clone()), "a load gets the journal's session");
 
     // While it stands, a start cannot write the session the journal holds, and says which file.
-    let error = Store::open(dir.path()).unwrap().load_all().unwrap_err().to_string();
+    let error = open_at(dir.path()).load_all().unwrap_err().to_string();
     assert!(error.contains("7.json.spare"), "{error}");
     // Once it is gone, the next start writes it from the journal.
     std::fs::remove_dir_all(&obstacle).unwrap();
-    let store = Store::open(dir.path()).unwrap();
+    let store = open_at(dir.path());
     let report = store.load_all().unwrap();
     assert_eq!(report.sessions.iter().find(|s| s.channel_id == ChannelId(7)), Some(&broken));
     assert_eq!(store.read_log(ChannelId(7)).unwrap(), broken_events, "no event twice");
