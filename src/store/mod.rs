@@ -8,19 +8,23 @@
 //!   (`seq`, growing across restarts), with its session, the events it adds to the log and where they go (`logAt`).
 //!   A save is durable once its line is: the checkpoints below are written after it, unsynced.
 //! - `channels/<channelId>.json`: the session, as [`Session`](crate::core::session::Session) serializes it, in
-//!   compact JSON on one line, with the number of the save it holds first (`savedSeq`); at most one batch behind
-//!   the journal.
+//!   compact JSON on one line, with the number of the save it holds first (`savedSeq`). Written after its save is
+//!   journaled and answered, between the writer's batches (32 channels at a time, a channel saved meanwhile written
+//!   once), so a few milliseconds behind the journal, up to a round of every busy channel under load; a load or a
+//!   log read in this process writes its channel's first, so it never sees an answered save missing.
 //! - `channels/<channelId>.prev.json`: the version before the last save.
 //! - `channels/<channelId>.json.spare`: the version before that, overwritten by the next save and then swapped in
 //!   (see `atomic`): no file is created or deleted per save. Never read.
-//! - `channels/<channelId>.history.jsonl`: every event, one JSON object a line, never truncated.
+//! - `channels/<channelId>.history.jsonl`: every event, one JSON object a line, never truncated; written with the
+//!   session file.
 //! - `channels/<channelId>.json.corrupt-<unix time>`, `journal-<n>.jsonl.corrupt-<unix time>`: a file that could not
 //!   be read (or a journal with a damaged line in its middle), moved aside for a person to see.
 //!
-//! A journal is replaced once it passes 8 MiB or 5 seconds: a new one is started, the checkpoints written while the
-//! old one was current are synced (off the hot path), then the old one is deleted. At start the journals are
-//! replayed over the checkpoints (the newer session wins, events the log lacks are appended, never twice), the
-//! result synced, and a fresh journal started.
+//! A journal is replaced once it passes 8 MiB or 5 seconds: a new one is started (the checkpoints still waiting
+//! carried into it), the checkpoints written while the old one was current are synced on a thread of their own, then
+//! the old one is deleted. A flush (a graceful stop) writes every checkpoint and leaves an empty journal. At start
+//! the journals are replayed over the checkpoints (the newer session wins by number, events the log lacks are
+//! appended, compared byte for byte so none twice), the result synced, and a fresh journal started.
 //!
 //! Parts:
 //! - `journal`: the journal file: appending a batch with one fdatasync, reading it back up to its torn tail.

@@ -84,9 +84,9 @@ impl Writer {
         (Writer { requests }, thread)
     }
 
-    /// Saves a session whose turn or settings changed, with its new events. Resolves once the session file is
-    /// replaced atomically and durably and the events are appended to the log and synced; only then may the
-    /// transition's effects be carried out. If this future is dropped early the save still happens.
+    /// Saves a session whose turn or settings changed, with its new events. Resolves once both are in the journal
+    /// and synced (the session file and the log follow, unsynced: a crash replays the journal over them); only then
+    /// may the transition's effects be carried out. If this future is dropped early the save still happens.
     pub async fn save_durable(&self, session: Session, events: Vec<HistoryEvent>) -> Result<(), StoreError> {
         let (done, answer) = oneshot::channel();
         self.requests
