@@ -7,7 +7,7 @@
 //! after it are still used.
 
 use std::fs::{File, OpenOptions};
-use std::io::{self, Write};
+use std::io::{self, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
@@ -106,6 +106,8 @@ impl JournalFile {
     fn write_and_sync(&mut self, lines: &[u8], probe: &Probe) -> io::Result<()> {
         #[cfg(test)]
         if probe.failing_appends.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).is_ok() {
+            // Half the batch reaches the file before the failure, as a full disk would do it.
+            self.file.write_all(&lines[..lines.len() / 2])?;
             return Err(io::Error::other("an append failure injected by a test"));
         }
         self.file.write_all(lines)?;
@@ -115,6 +117,8 @@ impl JournalFile {
 
     fn cut_back(&mut self) -> io::Result<()> {
         self.file.set_len(self.len)?;
+        // The next batch goes where this one began, not where its failed write stopped (which would leave a hole).
+        self.file.seek(SeekFrom::Start(self.len))?;
         self.file.sync_data()?;
         self.unsure_tail = false;
         Ok(())
