@@ -1,6 +1,7 @@
 //! Saved sessions made by running the real engine and saved by the real store, so their format is exactly what the
 //! bot under test reads: a session started at a chosen instant, then some turns of an agent's message and its signal
-//! (thirty seconds each). Written from many threads, as a store's fsyncs are the slow part.
+//! (thirty seconds each). Played on a few threads (the engine's work) and saved in batches, each one group commit,
+//! then checkpointed: the bot under test starts with an empty journal, as after a graceful stop.
 
 use crate::core::config::Config;
 use crate::core::ids::{ChannelId, MessageId};
@@ -13,8 +14,10 @@ use chrono::{DateTime, Utc};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-/// Threads that write the saved sessions.
+/// Threads that play and save the sessions.
 const WRITERS: usize = 16;
+/// Sessions saved in one group commit.
+const BATCH: usize = 256;
 
 /// What each saved session went through.
 #[derive(Clone, Copy, Debug)]
@@ -45,9 +48,12 @@ pub fn generate(dir: &Path, channels: &[u64], catalog: &PersonaCatalog, plan: Pl
             .map(|part| {
                 let (store, config) = (&store, &config);
                 scope.spawn(move || -> anyhow::Result<()> {
-                    for channel in part {
-                        let (session, events) = played_session(ChannelId(*channel), catalog, config, plan)?;
-                        store.save(&session, &events)?;
+                    for batch in part.chunks(BATCH) {
+                        let played: Vec<(Session, Vec<HistoryEvent>)> = batch
+                            .iter()
+                            .map(|channel| played_session(ChannelId(*channel), catalog, config, plan))
+                            .collect::<anyhow::Result<_>>()?;
+                        store.save_many(&played)?;
                     }
                     Ok(())
                 })
@@ -58,6 +64,7 @@ pub fn generate(dir: &Path, channels: &[u64], catalog: &PersonaCatalog, plan: Pl
         }
         Ok(())
     })?;
+    store.checkpoint()?;
     let bytes: u64 = channels
         .iter()
         .filter_map(|c| std::fs::metadata(store.session_path(ChannelId(*c))).ok())

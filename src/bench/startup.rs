@@ -73,6 +73,8 @@ async fn boot(bot: &Bot, scene: &Scene, saved: Option<&Path>, patience: Duration
     let state = scene.state_dir();
     let _ = std::fs::remove_dir_all(&state);
     if let Some(saved) = saved {
+        // The whole state folder, as a graceful stop leaves it: the sessions and the (empty) journal.
+        copy_folder(saved, &state)?;
         copy_folder(&saved.join("channels"), &state.join("channels"))?;
     }
     let log_from = scene.log_len();
@@ -117,10 +119,14 @@ async fn settle(bot: &mut BotProcess, scene: &Scene, patience: Duration) -> anyh
     Ok(false)
 }
 
+/// Copies the files of a folder (not its subfolders).
 fn copy_folder(from: &Path, to: &Path) -> anyhow::Result<()> {
     std::fs::create_dir_all(to).with_context(|| format!("creating {}", to.display()))?;
     for entry in std::fs::read_dir(from).with_context(|| format!("reading {}", from.display()))? {
         let entry = entry?;
+        if entry.file_type()?.is_dir() {
+            continue;
+        }
         std::fs::copy(entry.path(), to.join(entry.file_name()))
             .with_context(|| format!("copying {}", entry.path().display()))?;
     }

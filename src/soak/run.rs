@@ -114,6 +114,8 @@ pub async fn run(options: &Options, progress: &dyn Fn(&str)) -> anyhow::Result<S
     summary.outbox_replays = log_text.matches("carrying out what was left undone").count();
     summary.log_catch_ups = log_text.matches("the history log lacks events").count();
     summary.torn_log_tails_cut = log_text.matches("ends with a torn line").count();
+    summary.sessions_from_journal = log_text.matches("the session file is behind the journal").count();
+    summary.torn_journal_tails = log_text.matches("the journal ends with a torn record").count();
     summary.violations = found;
     summary.wall = started.elapsed();
     Ok(summary)

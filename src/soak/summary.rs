@@ -26,6 +26,10 @@ pub struct Summary {
     pub outbox_replays: usize,
     pub log_catch_ups: usize,
     pub torn_log_tails_cut: usize,
+    /// Session files found behind the journal at a start (a kill between a save and its checkpoint), and journals
+    /// ending with a torn record.
+    pub sessions_from_journal: usize,
+    pub torn_journal_tails: usize,
     /// The local server's faults injected between kills (`--faults`).
     pub faults: super::faults::Injected,
     pub violations: BTreeSet<Violation>,
@@ -75,8 +79,13 @@ impl Summary {
             (
                 "recovery seen in the bot's log".into(),
                 format!(
-                    "{} outbox replay(s), {} log catch-up(s), {} torn log tail(s) cut",
-                    self.outbox_replays, self.log_catch_ups, self.torn_log_tails_cut
+                    "{} outbox replay(s), {} log catch-up(s), {} torn log tail(s) cut, {} session(s) from the \
+                     journal, {} torn journal tail(s)",
+                    self.outbox_replays,
+                    self.log_catch_ups,
+                    self.torn_log_tails_cut,
+                    self.sessions_from_journal,
+                    self.torn_journal_tails
                 ),
             ),
         ];

@@ -1,6 +1,6 @@
 //! Loading sessions back: all of them at start ([`Store::load_all`], parsed in parallel), or one channel's for an
-//! actor spawned later ([`Store::load_one`]). A file that cannot be used is moved aside, never overwritten, and the
-//! last good copy is used where there is one.
+//! actor spawned later ([`Store::load_one`]), the journal replayed over them first. A file that cannot be used is
+//! moved aside, never overwritten, and the last good copy is used where there is one.
 
 use super::validate::check_session;
 use super::{Store, StoreError, io};
@@ -36,6 +36,8 @@ impl Store {
     /// Loads every saved session. Leftovers of interrupted saves are removed; a file that cannot be read is moved
     /// aside (never overwritten) and the last good copy is used where there is one.
     pub fn load_all(&self) -> Result<LoadReport, StoreError> {
+        let mut commits = self.recovered()?;
+        let recovery_problems = std::mem::take(&mut commits.problems);
         let channels = self.list_channels()?;
         let threads = std::thread::available_parallelism()
             .map_or(1, usize::from)
@@ -62,7 +64,11 @@ impl Store {
                 .extend(others.into_iter().map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))));
             reports
         });
-        let mut all = LoadReport { sessions: Vec::with_capacity(channels.len()), ..LoadReport::default() };
+        let mut all = LoadReport {
+            sessions: Vec::with_capacity(channels.len()),
+            problems: recovery_problems,
+            ..LoadReport::default()
+        };
         for report in reports {
             let report = report?;
             all.sessions.extend(report.sessions);
@@ -75,6 +81,10 @@ impl Store {
     /// Loads one channel's session, `None` when it has none. What could not be used is logged and handled as
     /// [`Store::load_all`] does.
     pub fn load_one(&self, channel: ChannelId) -> Result<Option<Session>, StoreError> {
+        let mut commits = self.recovered()?;
+        if let Some(session) = commits.session_not_on_disk(self, channel) {
+            return Ok(Some(session));
+        }
         self.load_listed(channel, Listed { current: true, previous: true }, &mut LoadReport::default())
     }
 
@@ -137,7 +147,7 @@ impl Store {
                 tracing::warn!("{message}");
                 problems.push(message);
                 // Make it the current file again, so the next start does not depend on the copy.
-                self.write_session_file(channel, &session)?;
+                self.restore_previous(channel)?;
                 Ok(Some(session))
             }
             Ok(None) => {
@@ -161,7 +171,7 @@ impl Store {
 }
 
 /// Reads one session file: `Ok(None)` when it does not exist, `Err` with the reason when it cannot be used.
-fn read_session(path: &Path, channel: ChannelId) -> Result<Option<Session>, String> {
+pub(super) fn read_session(path: &Path, channel: ChannelId) -> Result<Option<Session>, String> {
     let bytes = match std::fs::read(path) {
         Ok(bytes) => bytes,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -172,8 +182,17 @@ fn read_session(path: &Path, channel: ChannelId) -> Result<Option<Session>, Stri
     Ok(Some(session))
 }
 
+impl Store {
+    /// Makes the last good copy the session file again, byte for byte (its save number with it), durably.
+    fn restore_previous(&self, channel: ChannelId) -> Result<(), StoreError> {
+        let (path, previous) = (self.session_path(channel), self.previous_path(channel));
+        let bytes = std::fs::read(&previous).map_err(io("read the last good copy", &previous))?;
+        super::atomic::write_atomically(&path, &previous, &bytes).map_err(io("restore the session", &path))
+    }
+}
+
 /// Renames an unreadable file to `<name>.corrupt-<unix time>` (with a counter if taken), for a person to look at.
-fn move_aside(path: &Path) -> Result<PathBuf, StoreError> {
+pub(super) fn move_aside(path: &Path) -> Result<PathBuf, StoreError> {
     let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
     let mut aside = PathBuf::from(format!("{}.corrupt-{stamp}", path.display()));
     let mut n = 1;

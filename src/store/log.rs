@@ -1,29 +1,21 @@
-//! The history log (`<channelId>.history.jsonl`): appending events (cutting a torn tail left by a crash first, and
-//! noting which events the session file holds that the log lacks), and reading it back whole or only its last
-//! events (read from the end, so a long log costs no more than its tail).
+//! The history log (`<channelId>.history.jsonl`): appending events where the journal says they go (cutting a torn
+//! tail first, and, the first time, noting which events the session file holds that the log lacks), and reading it
+//! back whole or only its last events (read from the end, so a long log costs no more than its tail).
 
+use super::record::encode_events;
 use super::{Store, StoreError, io};
 use crate::core::ids::ChannelId;
+use crate::core::session::Session;
 use crate::core::session::history::HistoryEvent;
 use std::collections::VecDeque;
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::Path;
-use std::sync::PoisonError;
 
 /// How much of the log is read at a time when reading it from the end.
 const TAIL_BLOCK_BYTES: usize = 16 * 1024;
 /// Enough for the last event in one read, most of the time (a line is a few hundred bytes).
 const LAST_EVENT_BLOCK_BYTES: usize = 1024;
-
-/// A channel's log opened for appending, its tail known to end with a whole line. A log just created is durable
-/// only after the next folder fsync.
-pub(super) struct OpenLog {
-    file: File,
-    /// What the log ended with, when this process opens it for the first time (or first since a failed save of
-    /// its channel): the save compares it with the session's history to catch up on events a crash lost.
-    pub first_look: Option<LastLogged>,
-}
 
 /// The newest event in a log.
 #[derive(Debug, PartialEq)]
@@ -59,56 +51,80 @@ pub(super) fn missing_from_log(
     older[from..].iter().map(|&e| e.clone()).collect()
 }
 
-/// The events as log lines, one JSON object each.
-pub(super) fn encode_events(channel: ChannelId, events: &[HistoryEvent]) -> Result<Vec<u8>, StoreError> {
-    let mut lines = Vec::new();
-    for event in events {
-        serde_json::to_writer(&mut lines, event).map_err(|source| StoreError::Encode { channel, source })?;
-        lines.push(b'\n');
+/// Where a channel's log stands when this process first appends to it: its length (a torn last line cut first)
+/// and, as log lines, the events its session holds that the log lacks.
+pub(super) struct FirstLook {
+    pub len: u64,
+    pub missing: Vec<u8>,
+}
+
+/// Appends `lines` to the log at `path`, which should end at `at` bytes. What an append that failed partway left
+/// past `at` is the start of `lines` (they are tried again whole): only the rest is appended. Anything else past
+/// `at` is not this process's (changed by hand?): it is kept, a torn last line cut so nothing is glued to it, and
+/// `lines` go after it. Gives the log's new length.
+pub(super) fn append_log_at(path: &Path, at: u64, lines: &[u8]) -> std::io::Result<u64> {
+    let mut file = OpenOptions::new().read(true).append(true).create(true).open(path)?;
+    let mut len = file.metadata()?.len();
+    let mut held = 0;
+    if len > at {
+        let mut past = vec![0; usize::try_from(len - at).unwrap_or(usize::MAX).min(lines.len() + 1)];
+        file.seek(SeekFrom::Start(at))?;
+        file.read_exact(&mut past)?;
+        if lines.starts_with(&past) {
+            held = past.len();
+        } else {
+            tracing::warn!(
+                file = %path.display(),
+                expected = at,
+                found = len,
+                "the history log holds more than this process wrote (changed by hand?); appending after it"
+            );
+            cut_torn_tail(&mut file, path)?;
+            len = file.metadata()?.len();
+        }
+    } else if len < at {
+        tracing::warn!(
+            file = %path.display(),
+            expected = at,
+            found = len,
+            "the history log is shorter than this process left it (changed by hand?); appending at its end"
+        );
     }
-    Ok(lines)
+    file.write_all(&lines[held..])?;
+    Ok(len + (lines.len() - held) as u64)
 }
 
 impl Store {
-    /// Opens a channel's log for appending (creating it). The first time this process does so, a torn last line
-    /// (a crash mid-append) is cut, so that the next line is never glued to it, and the last event is read.
-    pub(super) fn open_log(&self, channel: ChannelId) -> Result<OpenLog, StoreError> {
+    /// Looks at a channel's log before this process first appends `new` events of `session` to it: cuts a torn
+    /// last line (a crash mid-append, before the journal) and finds the events the session holds that the log lacks
+    /// (a crash, or a failed save, between the two before the journal): they go first.
+    pub(super) fn first_look(&self, session: &Session, new: &[HistoryEvent]) -> Result<FirstLook, StoreError> {
+        let channel = session.channel_id;
         let path = self.log_path(channel);
-        let (mut file, created) = match OpenOptions::new().read(true).append(true).open(&path) {
-            Ok(file) => (file, false),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                let file = OpenOptions::new().read(true).append(true).create(true).open(&path);
-                (file.map_err(io("create the history log", &path))?, true)
+        let (len, last) = match OpenOptions::new().read(true).append(true).open(&path) {
+            Ok(mut file) => {
+                cut_torn_tail(&mut file, &path).map_err(io("repair the torn end of the history log", &path))?;
+                let last = last_logged(&mut file).map_err(io("read the history log", &path))?;
+                (file.metadata().map_err(io("read the history log", &path))?.len(), last)
             }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => (0, LastLogged::Nothing),
             Err(e) => return Err(io("open the history log", &path)(e)),
         };
-        let mut checked = self.logs_checked.lock().unwrap_or_else(PoisonError::into_inner);
-        let first_look = match (checked.contains(&channel), created) {
-            (true, _) => None,
-            (false, true) => Some(LastLogged::Nothing),
-            (false, false) => {
-                cut_torn_tail(&mut file, &path).map_err(io("repair the torn end of the history log", &path))?;
-                Some(last_logged(&mut file).map_err(io("read the history log", &path))?)
-            }
-        };
-        checked.insert(channel);
-        Ok(OpenLog { file, first_look })
-    }
-
-    /// After a failed save of a channel, its log may be torn or behind its session file: look again at the next
-    /// append.
-    pub(super) fn forget_log_check(&self, channel: ChannelId) {
-        self.logs_checked.lock().unwrap_or_else(PoisonError::into_inner).remove(&channel);
-    }
-
-    /// Appends lines to an open log and syncs them.
-    pub(super) fn append_log(&self, channel: ChannelId, log: &mut OpenLog, lines: &[u8]) -> Result<(), StoreError> {
-        let result = log.file.write_all(lines).and_then(|()| log.file.sync_data());
-        result.map_err(io("append to the history log", &self.log_path(channel)))
+        let missing = missing_from_log(&session.history, new, &last);
+        if !missing.is_empty() {
+            tracing::warn!(
+                %channel,
+                events = missing.len(),
+                "the history log lacks events its session file holds (a crash or a failed save between the two); \
+                 appending them first"
+            );
+        }
+        Ok(FirstLook { len, missing: encode_events(channel, &missing)? })
     }
 
     /// Every event ever recorded for a channel, oldest first. A torn last line (a crash mid-append) is skipped.
     pub fn read_log(&self, channel: ChannelId) -> Result<Vec<HistoryEvent>, StoreError> {
+        let _settled = self.settled_for(channel);
         let path = self.log_path(channel);
         let text = match std::fs::read_to_string(&path) {
             Ok(text) => text,
@@ -130,6 +146,7 @@ impl Store {
         n: usize,
         block: usize,
     ) -> Result<Vec<HistoryEvent>, StoreError> {
+        let _settled = self.settled_for(channel);
         let path = self.log_path(channel);
         let mut file = match File::open(&path) {
             Ok(file) => file,
@@ -204,7 +221,7 @@ fn read_tail(file: &mut File, n: usize, block: usize) -> std::io::Result<Vec<His
 }
 
 /// Cuts the file back to its last newline when it does not end with one: a crash mid-append left a torn line.
-fn cut_torn_tail(file: &mut File, path: &Path) -> std::io::Result<()> {
+pub(super) fn cut_torn_tail(file: &mut File, path: &Path) -> std::io::Result<()> {
     let len = file.metadata()?.len();
     if len == 0 {
         return Ok(());

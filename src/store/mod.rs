@@ -1,25 +1,60 @@
-//! Persistence of sessions (spec 9): one JSON file per channel, written atomically and durably, a last good copy
-//! beside it, and an append-only JSON-lines log of every history event.
+//! Persistence of sessions (spec 9): a write-ahead journal that makes a batch of saves durable with one fdatasync,
+//! one JSON file per channel (its checkpoint, the format a person reads), a last good copy beside it, and an
+//! append-only JSON-lines log of every history event.
 //!
 //! Layout under the state folder:
+//! - `journal-<first seq>.jsonl`: the write-ahead journal, one per process at a time (two while the checkpoints of
+//!   the older one are being synced). One record a line, `<crc32, 8 hex digits> <JSON>`: a channel's save, numbered
+//!   (`seq`, growing across restarts), with its session, the events it adds to the log and where they go (`logAt`).
+//!   A save is durable once its line is: the checkpoints below are written after it, unsynced.
 //! - `channels/<channelId>.json`: the session, as [`Session`](crate::core::session::Session) serializes it, in
-//!   compact JSON on one line.
-//! - `channels/<channelId>.prev.json`: the version before the last save (a hard link, so it costs no copy).
-//! - `channels/<channelId>.history.jsonl`: every event, one JSON object a line, never truncated.
-//! - `channels/<channelId>.json.corrupt-<unix time>`: a file that could not be read, moved aside for a person to see.
+//!   compact JSON on one line, with the number of the save it holds first (`savedSeq`). Written after its save is
+//!   journaled and answered, between the writer's batches (32 channels at a time, a channel saved meanwhile written
+//!   once), so a few milliseconds behind the journal, up to a round of every busy channel under load; a load or a
+//!   log read in this process writes its channel's first, so it never sees an answered save missing.
+//! - `channels/<channelId>.prev.json`: the version before the last save.
+//! - `channels/<channelId>.json.spare`: the version before that, overwritten by the next save and then swapped in
+//!   (see `atomic`): no file is created or deleted per save. Never read.
+//! - `channels/<channelId>.history.jsonl`: every event, one JSON object a line, never truncated; written with the
+//!   session file.
+//! - `channels/<channelId>.json.corrupt-<unix time>`, `journal-<n>.jsonl.corrupt-<unix time>`: a file that could not
+//!   be read (or a journal with a damaged line in its middle), moved aside for a person to see.
+//!
+//! A journal is replaced once it passes 8 MiB or 5 seconds: a new one is started (the checkpoints still waiting
+//! carried into it), the checkpoints written while the old one was current are synced on a thread of their own, then
+//! the old one is deleted. A flush (a graceful stop) writes every checkpoint and leaves an empty journal. At start
+//! the journals are replayed over the checkpoints (the newer session wins by number, events the log lacks are
+//! appended, compared byte for byte so none twice), the result synced, and a fresh journal started.
 //!
 //! Parts:
-//! - `atomic`: the file system steps (temporary file, rename keeping the previous version, folder fsync).
-//! - `save`: saving one session ([`Store::save`]) or many in one group commit; the session file before the log.
+//! - `journal`: the journal file: appending a batch with one fdatasync, reading it back up to its torn tail.
+//! - `record`: what a journal line and a session file hold.
+//! - `commit`: a group commit: the batch journaled, the waiters answered.
+//! - `checkpoint`: the session files and logs brought up to the journal, a few channels at a time between batches
+//!   or on demand.
+//! - `rotation`: replacing the journal, and [`Store::checkpoint`].
+//! - `recover`: replaying the journals over the checkpoints at start.
+//! - `atomic`: the file system steps (the spare copy written and swapped in keeping the previous version, syncs).
+//! - `save`: saving from the calling thread ([`Store::save`], [`Store::save_many`]).
 //! - [`writer`]: the thread that does every write of the running bot, batching saves ([`Writer`]).
 //! - `log`: the JSON-lines log: appending (a torn tail cut first, events a crash lost caught up), reading it whole
 //!   or its last events.
 //! - `load`: reading the sessions back at start ([`Store::load_all`], [`Store::load_one`]).
 //! - `validate`: what a session file must hold to be used.
+//! - `parallel`: work spread over a few threads.
+//!
+//! One process per state folder: a [`Store`] (and its clones) is the only writer.
 
 mod atomic;
+mod checkpoint;
+mod commit;
+mod journal;
 mod load;
 mod log;
+mod parallel;
+mod record;
+mod recover;
+mod rotation;
 mod save;
 mod validate;
 pub mod writer;
@@ -28,9 +63,10 @@ pub use load::LoadReport;
 pub use writer::Writer;
 
 use crate::core::ids::ChannelId;
-use std::collections::HashSet;
+use commit::Commits;
+use rotation::Rotation;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -64,20 +100,74 @@ fn io<'p>(action: &'static str, path: &'p Path) -> impl FnOnce(std::io::Error) -
     move |source| StoreError::Io { action, path: path.to_owned(), source }
 }
 
-/// The state folder. Cheap to clone; clones share what this process knows of the logs.
-#[derive(Clone, Debug)]
+/// The state folder. Cheap to clone; clones share the journal.
+#[derive(Clone)]
 pub struct Store {
+    state_dir: PathBuf,
     channels_dir: PathBuf,
-    /// Channels whose log this process has checked for a torn tail (and cut it) since it last failed to append.
-    logs_checked: Arc<Mutex<HashSet<ChannelId>>>,
+    /// `None` until the journal is recovered (at the first load or save). A load or a log read in this process
+    /// takes it and writes its channel's waiting checkpoint first, so it never sees a file older than a save
+    /// already answered.
+    commits: Arc<Mutex<Option<Commits>>>,
+    probe: Arc<journal::Probe>,
+    rotation: Rotation,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store").field("state_dir", &self.state_dir).finish_non_exhaustive()
+    }
+}
+
+/// The store's writes, its journal recovered.
+struct Recovered<'a>(MutexGuard<'a, Option<Commits>>);
+
+impl std::ops::Deref for Recovered<'_> {
+    type Target = Commits;
+    fn deref(&self) -> &Commits {
+        self.0.as_ref().expect("recovered before it is handed out")
+    }
+}
+
+impl std::ops::DerefMut for Recovered<'_> {
+    fn deref_mut(&mut self) -> &mut Commits {
+        self.0.as_mut().expect("recovered before it is handed out")
+    }
 }
 
 impl Store {
-    /// Opens (and creates) the state folder.
+    /// Opens (and creates) the state folder. The journal is replayed at the first load or save.
     pub fn open(state_dir: &Path) -> Result<Self, StoreError> {
         let channels_dir = state_dir.join("channels");
         std::fs::create_dir_all(&channels_dir).map_err(io("create the state folder", &channels_dir))?;
-        Ok(Self { channels_dir, logs_checked: Arc::default() })
+        Ok(Self {
+            state_dir: state_dir.to_owned(),
+            channels_dir,
+            commits: Arc::default(),
+            probe: Arc::default(),
+            rotation: Rotation::default(),
+        })
+    }
+
+    /// The same folder with another bound for replacing the journal (tests).
+    #[cfg(test)]
+    fn rotating(mut self, rotation: Rotation) -> Self {
+        self.rotation = rotation;
+        self
+    }
+
+    /// Waits for a batch being journaled, without recovering the journal.
+    fn settled(&self) -> MutexGuard<'_, Option<Commits>> {
+        self.commits.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The store's writes, the journal replayed over the checkpoints first if this store has not done it yet.
+    fn recovered(&self) -> Result<Recovered<'_>, StoreError> {
+        let mut commits = self.settled();
+        if commits.is_none() {
+            *commits = Some(self.recover()?);
+        }
+        Ok(Recovered(commits))
     }
 
     pub fn session_path(&self, channel: ChannelId) -> PathBuf {

@@ -2,12 +2,16 @@
 //!
 //! Channel actors hand sessions to a cheap cloneable [`Writer`] handle and never block a tokio worker on the disk.
 //! The thread takes everything queued, keeps the latest session of each channel (events concatenated in order),
-//! writes them all with ONE folder fsync (`Store::save_batch`), and only then answers the waiters.
+//! appends them all to the journal with ONE fdatasync (`Store::commit`) and answers the waiters. Between batches it
+//! writes the checkpoints waiting, a few channels at a time, so a new batch never waits for a whole batch of them. A
+//! journal grown past its bound is replaced between batches; the checkpoints it covers are synced on a thread of
+//! their own, so the batches go on meanwhile.
 //! Lazy saves (activity only: last activity, last handled message) wait up to [`LAZY_SAVE_DELAY`] so that a busy
 //! channel costs at most one write per delay, not one fsync per message; a durable save of the same channel carries
-//! them sooner.
+//! them sooner. They go through the journal like the others (a batch of lazy saves alone costs one fdatasync too,
+//! at most once per delay), so a session file is never ahead of the journal.
 
-use super::save::SaveItem;
+use super::commit::SaveItem;
 use super::{Store, StoreError};
 use crate::core::ids::ChannelId;
 use crate::core::session::Session;
@@ -24,6 +28,8 @@ use tokio::sync::oneshot;
 pub const LAZY_SAVE_DELAY: Duration = Duration::from_millis(750);
 /// At most this many queued requests join one batch, so a flood of lazy saves cannot hold back the answers.
 const BATCH_REQUESTS_MAX: usize = 10_000;
+/// Checkpoints written between two batches (some 30 to 100 µs each): what a save arriving meanwhile waits for.
+const CHECKPOINTS_PER_ROUND: usize = 32;
 
 pub(super) type Answer = oneshot::Sender<Result<(), StoreError>>;
 
@@ -78,9 +84,9 @@ impl Writer {
         (Writer { requests }, thread)
     }
 
-    /// Saves a session whose turn or settings changed, with its new events. Resolves once the session file is
-    /// replaced atomically and durably and the events are appended to the log and synced; only then may the
-    /// transition's effects be carried out. If this future is dropped early the save still happens.
+    /// Saves a session whose turn or settings changed, with its new events. Resolves once both are in the journal
+    /// and synced (the session file and the log follow, unsynced: a crash replays the journal over them); only then
+    /// may the transition's effects be carried out. If this future is dropped early the save still happens.
     pub async fn save_durable(&self, session: Session, events: Vec<HistoryEvent>) -> Result<(), StoreError> {
         let (done, answer) = oneshot::channel();
         self.requests
@@ -100,7 +106,8 @@ impl Writer {
     }
 
     /// Resolves once everything queued before it (lazy saves included) is on disk, or has failed and been answered
-    /// or logged. For shutdown and tests.
+    /// or logged, and the checkpoints are synced and the journal empty (a start after it replays nothing). For
+    /// shutdown and tests.
     pub async fn flush(&self) {
         let (done, answer) = oneshot::channel();
         if self.requests.send(Request::Flush(done)).is_err() || answer.await.is_err() {
@@ -123,13 +130,16 @@ pub(super) struct Queue {
     /// When the oldest lazy save still queued must be written.
     lazy_due: Option<Instant>,
     lazy_delay: Duration,
+    /// The thread syncing the checkpoints of the journal replaced last, before deleting it.
+    retiring: Option<JoinHandle<()>>,
 }
 
 fn run(store: &Store, inbox: &Receiver<Request>, lazy_delay: Duration) {
     let mut queue = Queue::new(lazy_delay);
     let mut open = true;
+    let mut checkpoints_waiting = false;
     while open {
-        if !queue.anyone_waiting() {
+        if !queue.anyone_waiting() && !checkpoints_waiting {
             let next = match queue.lazy_due {
                 None => inbox.recv().map_err(|_| RecvTimeoutError::Disconnected),
                 Some(due) => inbox.recv_timeout(due.saturating_duration_since(Instant::now())),
@@ -155,12 +165,16 @@ fn run(store: &Store, inbox: &Receiver<Request>, lazy_delay: Duration) {
         // otherwise they would make the durable waiters wait for their fsyncs.
         let everything = !open || !queue.flushes.is_empty() || queue.lazy_due.is_some_and(|due| due <= Instant::now());
         queue.commit(store, everything);
+        // Between batches, a few channels' checkpoints: a save that comes meanwhile waits for these only.
+        checkpoints_waiting = store.write_checkpoints(CHECKPOINTS_PER_ROUND);
     }
+    store.write_checkpoints(usize::MAX);
+    queue.wait_for_retiring();
 }
 
 impl Queue {
     pub(super) fn new(lazy_delay: Duration) -> Self {
-        Queue { pending: HashMap::new(), flushes: Vec::new(), lazy_due: None, lazy_delay }
+        Queue { pending: HashMap::new(), flushes: Vec::new(), lazy_due: None, lazy_delay, retiring: None }
     }
 
     pub(super) fn accept(&mut self, request: Request) {
@@ -197,7 +211,8 @@ impl Queue {
         !self.flushes.is_empty() || self.pending.values().any(|p| !p.waiters.is_empty())
     }
 
-    /// Writes the channels with durable waiters (all channels when `everything`) in one group commit, then answers.
+    /// Writes the channels with durable waiters (all channels when `everything`) in one group commit, answering
+    /// each waiter once its save is in the journal; then replaces the journal if it is due.
     pub(super) fn commit(&mut self, store: &Store, everything: bool) {
         let channels: Vec<ChannelId> = self
             .pending
@@ -205,40 +220,74 @@ impl Queue {
             .filter(|(_, pending)| everything || !pending.waiters.is_empty())
             .map(|(&channel, _)| channel)
             .collect();
-        let batch: Vec<Pending> = channels.iter().filter_map(|channel| self.pending.remove(channel)).collect();
+        let mut batch: Vec<Pending> = channels.iter().filter_map(|channel| self.pending.remove(channel)).collect();
         if !batch.is_empty() {
+            let waiters: Vec<(ChannelId, Vec<Answer>)> =
+                batch.iter_mut().map(|p| (p.session.channel_id, std::mem::take(&mut p.waiters))).collect();
             let items: Vec<SaveItem<'_>> =
                 batch.iter().map(|p| SaveItem { session: &p.session, events: &p.events }).collect();
-            let results = store.save_batch(&items);
-            for (pending, result) in batch.into_iter().zip(results) {
-                answer(pending, result);
-            }
+            store.commit(&items, |results| {
+                for ((channel, waiters), result) in waiters.into_iter().zip(results) {
+                    answer(channel, waiters, result);
+                }
+            });
         }
         if everything || self.pending.is_empty() {
             self.lazy_due = None;
         }
-        if everything {
+        if everything && !self.flushes.is_empty() {
+            self.wait_for_retiring();
+            if let Err(e) = store.checkpoint() {
+                tracing::error!("could not make the checkpoints durable; the journal is kept: {e}");
+            }
             for flush in self.flushes.drain(..) {
                 let _ = flush.send(());
+            }
+        } else {
+            self.retire_if_due(store);
+        }
+    }
+
+    /// Replaces the journal if it is due, its checkpoints synced on a thread of their own (one at a time).
+    fn retire_if_due(&mut self, store: &Store) {
+        if self.retiring.as_ref().is_some_and(|thread| !thread.is_finished()) {
+            return;
+        }
+        self.wait_for_retiring();
+        let Some(retired) = store.rotate_if_due() else { return };
+        let thread = std::thread::Builder::new().name("store-checkpoint".into()).spawn(move || {
+            if let Err(e) = retired.finish() {
+                tracing::error!("could not make the checkpoints durable; their journal is kept: {e}");
+            }
+        });
+        match thread {
+            Ok(thread) => self.retiring = Some(thread),
+            Err(e) => tracing::error!("could not start the checkpoint thread; the old journal is kept: {e}"),
+        }
+    }
+
+    fn wait_for_retiring(&mut self) {
+        if let Some(thread) = self.retiring.take() {
+            if let Err(panic) = thread.join() {
+                std::panic::resume_unwind(panic);
             }
         }
     }
 }
 
 /// Tells every waiter of one channel how its save went (a waiter that gave up is simply not told).
-fn answer(pending: Pending, result: Result<(), StoreError>) {
-    let channel = pending.session.channel_id;
+fn answer(channel: ChannelId, waiters: Vec<Answer>, result: Result<(), StoreError>) {
     match result {
         Ok(()) => {
-            for waiter in pending.waiters {
+            for waiter in waiters {
                 let _ = waiter.send(Ok(()));
             }
         }
         Err(e) => {
-            if pending.waiters.is_empty() {
+            if waiters.is_empty() {
                 tracing::error!(%channel, "could not save the session's activity: {e}");
             }
-            for waiter in pending.waiters {
+            for waiter in waiters {
                 let _ = waiter.send(Err(e.duplicate()));
             }
         }

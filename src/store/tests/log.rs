@@ -1,5 +1,5 @@
-//! The history log: every event kept, the session file written before the log, a torn tail cut before the next
-//! append, the last events read from the end.
+//! The history log: every event kept, a torn tail cut before the next append, events a crash or a failed save kept
+//! out of it caught up, the last events read from the end.
 
 use super::*;
 
@@ -34,15 +34,19 @@ fn a_save_writes_the_session_file_and_then_appends_its_events_to_the_log() {
 }
 
 #[test]
-fn a_failed_session_write_appends_nothing_to_the_log() {
+fn a_session_file_that_cannot_be_written_still_logs_its_events_and_the_journal_keeps_the_session() {
     let (dir, store) = open_store();
-    // A folder where the session file should be: the rename over it fails.
-    std::fs::create_dir_all(dir.path().join("channels/42.json/in-the-way")).unwrap();
+    // A folder where the session file's spare copy should be: the new version cannot be written.
+    std::fs::create_dir_all(dir.path().join("channels/42.json.spare/in-the-way")).unwrap();
     let (session, events) = started();
-    let error = store.save(&session, &events).unwrap_err();
-    assert!(error.to_string().contains("42.json"), "the error names the file: {error}");
-    assert!(!dir.path().join("channels/42.history.jsonl").exists(), "no event is logged for a session not saved");
-    assert_eq!(store.read_log(CHANNEL).unwrap(), []);
+    store.save(&session, &events).unwrap();
+    assert_eq!(store.read_log(CHANNEL).unwrap(), events, "the save is in the journal: its events are logged");
+
+    assert!(!dir.path().join("channels/42.json").exists());
+    std::fs::remove_dir_all(dir.path().join("channels/42.json.spare")).unwrap();
+    let store = open_at(dir.path());
+    assert_eq!(store.load_one(CHANNEL).unwrap(), Some(session), "the next start writes it from the journal");
+    assert_eq!(store.read_log(CHANNEL).unwrap(), events, "no event twice");
 }
 
 #[test]
@@ -69,7 +73,7 @@ fn a_torn_last_log_line_is_cut_before_the_next_append() {
     std::fs::write(&log, format!("{good}{{\"at\":\"2026-03-01T10:0")).unwrap();
 
     // A new process: it has not appended to this log yet.
-    let store = Store::open(dir.path()).unwrap();
+    let store = open_at(dir.path());
     let skipped = skips(&mut session, &config, 1).remove(0);
     store.save(&session, &skipped).unwrap();
 
@@ -101,7 +105,7 @@ fn events_a_crash_kept_out_of_the_log_are_appended_before_the_next_ones() {
     store.save(&session, &[]).unwrap();
     assert_eq!(store.read_log(CHANNEL).unwrap(), started_events);
 
-    let store = Store::open(dir.path()).unwrap();
+    let store = open_at(dir.path());
     let mut session = store.load_one(CHANNEL).unwrap().unwrap();
     let next = skips(&mut session, &config, 1).remove(0);
     store.save(&session, &next).unwrap();
@@ -116,9 +120,11 @@ fn a_log_ahead_of_the_last_good_copy_gets_no_event_twice() {
     store.save(&session, &started_events).unwrap();
     let skipped = skips(&mut session, &config, 1).remove(0);
     store.save(&session, &skipped).unwrap();
+    // With the journal emptied (a graceful stop), the last good copy is all that is left of the session.
+    store.checkpoint().unwrap();
     std::fs::write(dir.path().join("channels/42.json"), "{\"torn").unwrap();
 
-    let store = Store::open(dir.path()).unwrap();
+    let store = open_at(dir.path());
     let mut session = store.load_all().unwrap().sessions.remove(0);
     assert_eq!(session.history.len(), 1, "the last good copy is from before the skip");
     let personas = catalog();
@@ -130,16 +136,13 @@ fn a_log_ahead_of_the_last_good_copy_gets_no_event_twice() {
 
 #[test]
 fn after_a_failed_save_the_next_one_also_logs_the_events_its_session_file_holds() {
-    let (dir, store) = open_store();
+    let (_dir, store) = open_store();
     let config = Config::default();
     let (mut session, started_events) = started();
     store.save(&session, &started_events).unwrap();
-    let path = dir.path().join("channels/42.json");
-    std::fs::remove_file(&path).unwrap();
-    std::fs::create_dir_all(path.join("in-the-way")).unwrap();
     let failed = skips(&mut session, &config, 1).remove(0);
-    assert!(store.save(&session, &failed).is_err());
-    std::fs::remove_dir_all(&path).unwrap();
+    store.probe.failing_appends.store(1, std::sync::atomic::Ordering::SeqCst);
+    assert!(store.save(&session, &failed).is_err(), "the journal refused it");
 
     let personas = catalog();
     let ctx = Context { personas: &personas, config: &config };
@@ -186,4 +189,59 @@ fn saving_keeps_the_previous_version_beside_the_current_one() {
     store.save(&session, &[]).unwrap();
     assert_eq!(std::fs::read(dir.path().join("channels/42.prev.json")).unwrap(), before);
     assert_ne!(std::fs::read(dir.path().join("channels/42.json")).unwrap(), before);
+}
+
+#[test]
+fn a_first_save_without_events_leaves_the_log_where_it_ends() {
+    let (dir, store) = open_store();
+    let config = Config::default();
+    let (session, started_events) = started();
+    store.save(&session, &started_events).unwrap();
+
+    // A new process whose first save of the channel has no events (activity only), then one with events.
+    let store = open_at(dir.path());
+    let mut session_loaded = store.load_one(CHANNEL).unwrap().unwrap();
+    store.save(&session_loaded, &[]).unwrap();
+    let skipped = skips(&mut session_loaded, &config, 1).remove(0);
+    store.save(&session_loaded, &skipped).unwrap();
+    assert_eq!(store.read_log(CHANNEL).unwrap(), [started_events.clone(), skipped.clone()].concat());
+
+    // The same through the writer thread, its checkpoints merged between batches.
+    let store = open_at(dir.path());
+    let mut queue = crate::store::writer::Queue::new(std::time::Duration::from_secs(3600));
+    queue.accept(crate::store::writer::Request::Save {
+        session: Box::new(session_loaded.clone()),
+        events: Vec::new(),
+        done: None,
+    });
+    queue.commit(&store, true);
+    let personas = catalog();
+    let ctx = Context { personas: &personas, config: &config };
+    let next = session_loaded.handle_command(&Command::Skip, None, t0() + TimeDelta::seconds(9), ctx).unwrap().events;
+    queue.accept(crate::store::writer::Request::Save {
+        session: Box::new(session_loaded.clone()),
+        events: next.clone(),
+        done: None,
+    });
+    queue.commit(&store, true);
+    assert_eq!(store.read_log(CHANNEL).unwrap(), [started_events, skipped, next].concat());
+}
+
+#[test]
+fn an_append_that_failed_partway_is_completed_not_repeated_and_foreign_lines_are_kept() {
+    use crate::store::log::append_log_at;
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("log.jsonl");
+    let cases: [(&str, &str); 4] = [
+        ("a\nb\nc", "a\nb\nc\n"),   // part of the last line held: only the rest is written
+        ("a\nb\n", "a\nb\nc\n"),    // the first line held whole
+        ("a\nx\n", "a\nx\nb\nc\n"), // a line this process did not write: kept, ours after it
+        ("a\nxy", "a\nb\nc\n"),     // a torn line it did not write: cut, never glued to
+    ];
+    for (before, after) in cases {
+        std::fs::write(&log, before).unwrap();
+        let end = append_log_at(&log, 2, b"b\nc\n").unwrap();
+        assert_eq!(std::fs::read_to_string(&log).unwrap(), after, "from {before:?}");
+        assert_eq!(end, after.len() as u64);
+    }
 }

@@ -1,8 +1,11 @@
-//! Store tests, on real files in temporary folders: saving and loading (`load`), the history log (`log`), and the
-//! writer thread's group commit (`writer`). This file holds what they share.
+//! Store tests, on real files in temporary folders: saving and loading (`load`), the history log (`log`), the
+//! writer thread's group commit (`writer`), recovery from the journal (`recover`) and replacing the journal
+//! (`rotation`). This file holds what they share.
 
 mod load;
 mod log;
+mod recover;
+mod rotation;
 mod writer;
 
 use super::*;
@@ -48,6 +51,19 @@ fn skips(session: &mut Session, config: &Config, n: i64) -> Vec<Vec<HistoryEvent
 
 fn open_store() -> (tempfile::TempDir, Store) {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path()).unwrap();
+    let store = open_at(dir.path());
     (dir, store)
+}
+
+/// The store of a state folder, its journal never replaced by size or age: a test that replaces it says so, and a
+/// slow machine cannot replace it in the middle of another test.
+fn open_at(state: &std::path::Path) -> Store {
+    Store::open(state)
+        .unwrap()
+        .rotating(crate::store::rotation::Rotation { bytes: u64::MAX, age: std::time::Duration::from_secs(3600) })
+}
+
+/// The journal files in a state folder, oldest first.
+fn journal_files(state: &std::path::Path) -> Vec<std::path::PathBuf> {
+    journal::list_journals(state).unwrap().into_iter().map(|(_, path)| path).collect()
 }

@@ -1,5 +1,6 @@
-//! The writer thread: durable saves on disk when they resolve, many channels in one group commit, lazy saves
-//! delayed and superseded, a failed channel answered with its error, everything queued written at the end.
+//! The writer thread: durable saves on disk when they resolve, many channels in one group commit (one fdatasync),
+//! lazy saves delayed and superseded, a failed journal answered with its error, a checkpoint that cannot be written
+//! failing nothing, everything queued written at the end.
 
 use super::*;
 use crate::store::writer::{Queue, Request};
@@ -9,8 +10,11 @@ use tokio::sync::oneshot;
 /// Long enough that a lazy save is never written by its delay during a test.
 const NEVER: Duration = Duration::from_secs(3600);
 
-fn session_file(dir: &tempfile::TempDir, channel: ChannelId) -> Option<Session> {
-    let bytes = std::fs::read(dir.path().join(format!("channels/{channel}.json"))).ok()?;
+/// The channel's session file, once the batch being written (if any) has its checkpoints: a durable save is answered
+/// as soon as it is in the journal, a moment before its session file is replaced.
+fn session_file(store: &Store, channel: ChannelId) -> Option<Session> {
+    let _settled = store.settled_for(channel);
+    let bytes = std::fs::read(store.session_path(channel)).ok()?;
     Some(serde_json::from_slice(&bytes).unwrap())
 }
 
@@ -25,17 +29,17 @@ fn lazy(session: &Session) -> Request {
 
 #[tokio::test]
 async fn a_durable_save_is_on_disk_with_its_events_when_it_resolves() {
-    let (dir, store) = open_store();
+    let (_dir, store) = open_store();
     let writer = Writer::spawn(store.clone());
     let (session, events) = started();
     writer.save_durable(session.clone(), events.clone()).await.unwrap();
-    assert_eq!(session_file(&dir, CHANNEL), Some(session));
+    assert_eq!(session_file(&store, CHANNEL), Some(session));
     assert_eq!(store.read_log(CHANNEL).unwrap(), events);
 }
 
 #[tokio::test]
 async fn many_channels_saved_at_once_are_all_written_and_each_waiter_is_answered() {
-    let (dir, store) = open_store();
+    let (_dir, store) = open_store();
     let writer = Writer::spawn(store.clone());
     let mut saves = tokio::task::JoinSet::new();
     for id in 1..=100 {
@@ -48,14 +52,14 @@ async fn many_channels_saved_at_once_are_all_written_and_each_waiter_is_answered
     assert_eq!(answered, (1..=100).collect::<Vec<_>>());
     for id in 1..=100 {
         let (session, events) = started_in(ChannelId(id));
-        assert_eq!(session_file(&dir, ChannelId(id)), Some(session), "channel {id}");
+        assert_eq!(session_file(&store, ChannelId(id)), Some(session), "channel {id}");
         assert_eq!(store.read_log(ChannelId(id)).unwrap(), events, "channel {id}");
     }
 }
 
 #[test]
 fn one_batch_writes_every_queued_channel_once_with_its_events_in_order_and_answers_every_waiter() {
-    let (dir, store) = open_store();
+    let (_dir, store) = open_store();
     let config = Config::default();
     let mut queue = Queue::new(NEVER);
     let mut answers = Vec::new();
@@ -78,39 +82,176 @@ fn one_batch_writes_every_queued_channel_once_with_its_events_in_order_and_answe
     }
     for (session, events) in expected {
         let channel = session.channel_id;
-        assert_eq!(session_file(&dir, channel), Some(session), "the latest session of channel {channel}");
+        assert_eq!(session_file(&store, channel), Some(session), "the latest session of channel {channel}");
         assert_eq!(store.read_log(channel).unwrap(), events, "events of channel {channel}, in order");
     }
 }
 
 #[test]
-fn a_failed_write_answers_its_channel_with_the_error_and_spares_the_others() {
+fn saves_queued_together_cost_one_fdatasync_whatever_their_number() {
+    let (_dir, store) = open_store();
+    let mut queue = Queue::new(NEVER);
+    for n in [1, 10, 100] {
+        let mut answers = Vec::new();
+        for id in 1..=n {
+            let (session, events) = started_in(ChannelId(1000 * n + id));
+            let (request, answer) = durable(&session, &events);
+            queue.accept(request);
+            answers.push(answer);
+        }
+        let before = store.journal_syncs();
+        queue.commit(&store, false);
+        assert_eq!(store.journal_syncs() - before, 1, "{n} saves in one batch");
+        for mut answer in answers {
+            assert!(matches!(answer.try_recv(), Ok(Ok(()))));
+        }
+        for id in 1..=n {
+            let (session, events) = started_in(ChannelId(1000 * n + id));
+            assert_eq!(session_file(&store, session.channel_id), Some(session));
+            assert_eq!(store.read_log(ChannelId(1000 * n + id)).unwrap(), events);
+        }
+    }
+    // Lazy saves alone, when they are due, cost one too.
+    for id in 1..=20 {
+        queue.accept(lazy(&started_in(ChannelId(id)).0));
+    }
+    let before = store.journal_syncs();
+    queue.commit(&store, true);
+    assert_eq!(store.journal_syncs() - before, 1);
+}
+
+#[tokio::test]
+async fn durable_saves_sent_at_once_through_the_writer_share_fdatasyncs() {
+    let (_dir, store) = open_store();
+    let writer = Writer::spawn(store.clone());
+    let mut saves = tokio::task::JoinSet::new();
+    for id in 1..=200 {
+        let writer = writer.clone();
+        let (session, events) = started_in(ChannelId(id));
+        saves.spawn(async move { writer.save_durable(session, events).await });
+    }
+    for saved in saves.join_all().await {
+        saved.unwrap();
+    }
+    // The thread takes what is queued when it is free: at worst a first save alone, then the rest together.
+    let syncs = store.journal_syncs();
+    assert!((1..=100).contains(&syncs), "200 saves cost {syncs} fdatasyncs");
+}
+
+#[test]
+fn a_journal_that_cannot_be_written_fails_every_save_of_its_batch_and_none_of_them_counts() {
     let (dir, store) = open_store();
-    std::fs::create_dir_all(dir.path().join("channels/7.json/in-the-way")).unwrap();
+    let config = Config::default();
+    let (mut session, started_events) = started();
+    store.save(&session, &started_events).unwrap();
+    let journaled = std::fs::read(journal_files(dir.path()).remove(0)).unwrap();
+    let (other, other_events) = started_in(ChannelId(8));
+
+    let mut queue = Queue::new(NEVER);
+    let failed = skips(&mut session, &config, 1).remove(0);
+    let (request, mut first) = durable(&session, &failed);
+    queue.accept(request);
+    let (request, mut second) = durable(&other, &other_events);
+    queue.accept(request);
+    store.probe.failing_appends.store(1, std::sync::atomic::Ordering::SeqCst);
+    queue.commit(&store, false);
+    for answer in [&mut first, &mut second] {
+        let error = answer.try_recv().unwrap().unwrap_err();
+        assert!(error.to_string().contains("append to the journal"), "the error names the journal: {error}");
+    }
+    assert_eq!(std::fs::read(journal_files(dir.path()).remove(0)).unwrap(), journaled, "nothing of the batch");
+    assert_eq!(session_file(&store, ChannelId(8)), None, "no checkpoint for a save that failed");
+    assert_eq!(store.read_log(CHANNEL).unwrap(), started_events);
+
+    // Tried again (as the actor does: the same events and what came since), it is logged once; a restart agrees.
+    let next = skips(&mut session, &config, 1).remove(0);
+    store.save(&session, &[failed.clone(), next.clone()].concat()).unwrap();
+    let store = open_at(dir.path());
+    assert_eq!(store.load_all().unwrap().sessions, [session]);
+    assert_eq!(store.read_log(CHANNEL).unwrap(), [started_events, failed, next].concat());
+}
+
+#[test]
+fn a_checkpoint_that_cannot_be_written_fails_no_save_and_spares_the_others() {
+    let (dir, store) = open_store();
+    // A folder where channel 7's spare copy should be: its new version cannot be written.
+    let obstacle = dir.path().join("channels/7.json.spare");
+    std::fs::create_dir_all(obstacle.join("in-the-way")).unwrap();
     let mut queue = Queue::new(NEVER);
     let (broken, broken_events) = started_in(ChannelId(7));
     let (fine, fine_events) = started_in(ChannelId(8));
-    let (request, mut broken_first) = durable(&broken, &broken_events);
-    queue.accept(request);
-    let (request, mut broken_second) = durable(&broken, &[]);
+    let (request, mut broken_answer) = durable(&broken, &broken_events);
     queue.accept(request);
     let (request, mut fine_answer) = durable(&fine, &fine_events);
     queue.accept(request);
     queue.commit(&store, false);
 
-    for answer in [&mut broken_first, &mut broken_second] {
-        let error = answer.try_recv().unwrap().unwrap_err();
-        assert!(error.to_string().contains("7.json"), "the error names the file: {error}");
-    }
-    assert!(!dir.path().join("channels/7.history.jsonl").exists(), "nothing logged for the failed channel");
+    assert!(matches!(broken_answer.try_recv(), Ok(Ok(()))), "the journal holds the save: it is durable");
     assert!(matches!(fine_answer.try_recv(), Ok(Ok(()))));
-    assert_eq!(session_file(&dir, ChannelId(8)), Some(fine));
+    assert_eq!(session_file(&store, ChannelId(8)), Some(fine));
     assert_eq!(store.read_log(ChannelId(8)).unwrap(), fine_events);
+    assert_eq!(store.read_log(ChannelId(7)).unwrap(), broken_events, "its log is written all the same");
+
+    assert_eq!(session_file(&store, ChannelId(7)), None);
+    assert_eq!(store.load_one(ChannelId(7)).unwrap(), Some(broken.clone()), "a load gets the journal's session");
+
+    // While it stands, a start cannot write the session the journal holds, and says which file.
+    let error = open_at(dir.path()).load_all().unwrap_err().to_string();
+    assert!(error.contains("7.json.spare"), "{error}");
+    // Once it is gone, the next start writes it from the journal.
+    std::fs::remove_dir_all(&obstacle).unwrap();
+    let store = open_at(dir.path());
+    let report = store.load_all().unwrap();
+    assert_eq!(report.sessions.iter().find(|s| s.channel_id == ChannelId(7)), Some(&broken));
+    assert_eq!(store.read_log(ChannelId(7)).unwrap(), broken_events, "no event twice");
+}
+
+#[test]
+fn a_checkpoint_that_cannot_be_written_is_carried_into_the_next_journal_and_written_once_it_can() {
+    let (dir, store) = open_store();
+    let obstacle = dir.path().join("channels/7.json.spare");
+    std::fs::create_dir_all(obstacle.join("in-the-way")).unwrap();
+    let (broken, broken_events) = started_in(ChannelId(7));
+    store.save(&broken, &broken_events).unwrap();
+    store.checkpoint().unwrap();
+    let journals = journal_files(dir.path());
+    assert_eq!(journals.len(), 1, "the old journal went once the checkpoints were synced");
+    let carried = std::fs::read_to_string(&journals[0]).unwrap();
+    assert_eq!(carried.lines().count(), 1, "the unwritten checkpoint's save goes on in the new journal: {carried}");
+
+    std::fs::remove_dir_all(&obstacle).unwrap();
+    store.checkpoint().unwrap();
+    assert_eq!(session_file(&store, ChannelId(7)), Some(broken));
+    assert_eq!(std::fs::read(&journal_files(dir.path())[0]).unwrap(), b"", "nothing is left to carry");
+    assert_eq!(store.read_log(ChannelId(7)).unwrap(), broken_events);
+}
+
+#[test]
+fn a_channel_saved_in_several_batches_before_its_checkpoint_costs_one_checkpoint_write() {
+    let (_dir, store) = open_store();
+    let config = Config::default();
+    let mut queue = Queue::new(NEVER);
+    let (mut session, started_events) = started();
+    let mut logged = started_events.clone();
+    let (request, _answer) = durable(&session, &started_events);
+    queue.accept(request);
+    queue.commit(&store, false);
+    for events in skips(&mut session, &config, 3) {
+        let (request, _answer) = durable(&session, &events);
+        queue.accept(request);
+        queue.commit(&store, false);
+        logged.extend(events);
+    }
+    let before = store.probe.checkpoints.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(!store.write_checkpoints(usize::MAX), "nothing left waiting");
+    assert_eq!(store.probe.checkpoints.load(std::sync::atomic::Ordering::Relaxed) - before, 1);
+    assert_eq!(session_file(&store, CHANNEL), Some(session));
+    assert_eq!(store.read_log(CHANNEL).unwrap(), logged, "every batch's events, in order, once");
 }
 
 #[test]
 fn the_latest_session_wins_whichever_path_carries_it() {
-    let (dir, store) = open_store();
+    let (_dir, store) = open_store();
     let (mut session, events) = started();
     // A lazy save queued after a durable one of the same channel: the durable batch writes the lazy session.
     let mut queue = Queue::new(NEVER);
@@ -120,53 +261,53 @@ fn the_latest_session_wins_whichever_path_carries_it() {
     queue.accept(lazy(&session));
     queue.commit(&store, false);
     assert!(matches!(answer.try_recv(), Ok(Ok(()))));
-    assert_eq!(session_file(&dir, CHANNEL), Some(session.clone()));
+    assert_eq!(session_file(&store, CHANNEL), Some(session.clone()));
     assert_eq!(store.read_log(CHANNEL).unwrap(), events, "the durable save's events are logged");
     assert!(queue.is_empty(), "nothing of the channel is left to write later");
 }
 
 #[tokio::test]
 async fn a_durable_save_supersedes_a_queued_lazy_one_of_its_channel() {
-    let (dir, store) = open_store();
-    let writer = Writer::spawn_with_delay(store, NEVER);
+    let (_dir, store) = open_store();
+    let writer = Writer::spawn_with_delay(store.clone(), NEVER);
     let (mut session, events) = started();
     session.round = 1;
     writer.save_lazy(session.clone());
     session.round = 2;
     writer.save_durable(session.clone(), events).await.unwrap();
-    assert_eq!(session_file(&dir, CHANNEL), Some(session.clone()));
+    assert_eq!(session_file(&store, CHANNEL), Some(session.clone()));
     writer.flush().await;
-    assert_eq!(session_file(&dir, CHANNEL), Some(session), "the older lazy session is not written afterwards");
+    assert_eq!(session_file(&store, CHANNEL), Some(session), "the older lazy session is not written afterwards");
 }
 
 #[tokio::test]
 async fn lazy_saves_wait_for_their_delay_and_other_channels_durable_saves_do_not_write_them() {
-    let (dir, store) = open_store();
-    let writer = Writer::spawn_with_delay(store, NEVER);
+    let (_dir, store) = open_store();
+    let writer = Writer::spawn_with_delay(store.clone(), NEVER);
     let (idle, _) = started_in(ChannelId(1));
     writer.save_lazy(idle.clone());
     let (busy, events) = started_in(ChannelId(2));
     writer.save_durable(busy.clone(), events).await.unwrap();
-    assert_eq!(session_file(&dir, ChannelId(2)), Some(busy));
-    assert_eq!(session_file(&dir, ChannelId(1)), None, "a lazy save is not written at once");
+    assert_eq!(session_file(&store, ChannelId(2)), Some(busy));
+    assert_eq!(session_file(&store, ChannelId(1)), None, "a lazy save is not written at once");
     writer.flush().await;
-    assert_eq!(session_file(&dir, ChannelId(1)), Some(idle), "flush writes what is queued");
+    assert_eq!(session_file(&store, ChannelId(1)), Some(idle), "flush writes what is queued");
 }
 
 #[tokio::test]
 async fn a_lazy_save_is_written_within_its_delay() {
-    let (dir, store) = open_store();
-    let writer = Writer::spawn_with_delay(store, Duration::from_millis(20));
+    let (_dir, store) = open_store();
+    let writer = Writer::spawn_with_delay(store.clone(), Duration::from_millis(20));
     let (session, _) = started();
     writer.save_lazy(session.clone());
     let written = async {
-        while session_file(&dir, CHANNEL).is_none() {
+        while session_file(&store, CHANNEL).is_none() {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
     };
     // Generous against a loaded machine; without the delay's timer it would never come.
     tokio::time::timeout(Duration::from_secs(5), written).await.expect("the lazy save was written");
-    assert_eq!(session_file(&dir, CHANNEL), Some(session));
+    assert_eq!(session_file(&store, CHANNEL), Some(session));
     drop(writer);
 }
 
@@ -175,13 +316,13 @@ fn dropping_every_handle_writes_what_is_queued_before_the_thread_ends() {
     // Dropped at once (the thread sees the request and the end together) and after the thread took the request
     // and went back to waiting for the lazy delay.
     for pause in [Duration::ZERO, Duration::from_millis(100)] {
-        let (dir, store) = open_store();
-        let (writer, thread) = Writer::spawn_joinable(store, NEVER);
+        let (_dir, store) = open_store();
+        let (writer, thread) = Writer::spawn_joinable(store.clone(), NEVER);
         let (session, _) = started();
         writer.clone().save_lazy(session.clone());
         std::thread::sleep(pause);
         drop(writer);
         thread.join().unwrap();
-        assert_eq!(session_file(&dir, CHANNEL), Some(session), "dropped after {pause:?}");
+        assert_eq!(session_file(&store, CHANNEL), Some(session), "dropped after {pause:?}");
     }
 }

@@ -1,0 +1,322 @@
+//! Recovery from the journal at start: a journal cut or garbled anywhere in its last record, checkpoints a batch
+//! behind, a session file missing or corrupt, records older than the session file, a damaged line in the middle.
+//!
+//! Each case builds the state a crash leaves: the checkpoints as they were before the last saves (a snapshot of the
+//! channels folder) and the journal as it was on disk.
+
+use super::*;
+use crate::store::journal::line;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// The state folder's files (the journal and the channels folder), by path within it.
+type Snapshot = BTreeMap<String, Vec<u8>>;
+
+fn snapshot(state: &Path) -> Snapshot {
+    let mut files = Snapshot::new();
+    for folder in ["", "channels"] {
+        for entry in std::fs::read_dir(state.join(folder)).unwrap().filter_map(Result::ok) {
+            if entry.file_type().unwrap().is_file() {
+                let name = Path::new(folder).join(entry.file_name()).to_string_lossy().into_owned();
+                files.insert(name, std::fs::read(entry.path()).unwrap());
+            }
+        }
+    }
+    files
+}
+
+/// Puts the snapshot's files back in place of everything in the state folder.
+fn restore(snapshot: &Snapshot, state: &Path) {
+    for entry in std::fs::read_dir(state).unwrap().filter_map(Result::ok) {
+        if entry.file_type().unwrap().is_dir() {
+            std::fs::remove_dir_all(entry.path()).unwrap();
+        } else {
+            std::fs::remove_file(entry.path()).unwrap();
+        }
+    }
+    std::fs::create_dir_all(state.join("channels")).unwrap();
+    for (name, bytes) in snapshot {
+        std::fs::write(state.join(name), bytes).unwrap();
+    }
+}
+
+/// What a restart sees: every session, and the log of each of them.
+#[derive(Debug, PartialEq)]
+struct Seen {
+    sessions: Vec<Session>,
+    logs: Vec<Vec<HistoryEvent>>,
+}
+
+fn seen(store: &Store, sessions: Vec<Session>) -> Seen {
+    let logs = sessions.iter().map(|s| store.read_log(s.channel_id).unwrap()).collect();
+    Seen { sessions, logs }
+}
+
+/// A new process on `state`: loads everything; what it sees, and what loading reported.
+fn restart(state: &Path) -> (Store, Seen, Vec<String>) {
+    let store = open_at(state);
+    let report = store.load_all().unwrap();
+    let seen = seen(&store, report.sessions);
+    (store, seen, report.problems)
+}
+
+/// The only journal's bytes.
+fn the_journal(state: &Path) -> (std::path::PathBuf, Vec<u8>) {
+    let mut journals = journal_files(state);
+    assert_eq!(journals.len(), 1, "{journals:?}");
+    let path = journals.remove(0);
+    let bytes = std::fs::read(&path).unwrap();
+    (path, bytes)
+}
+
+/// A state folder on tmpfs where there is one: these tests make thousands of them and test the logic, not the disk.
+fn scratch() -> tempfile::TempDir {
+    let shm = Path::new("/dev/shm");
+    if shm.is_dir() { tempfile::tempdir_in(shm).unwrap() } else { tempfile::tempdir().unwrap() }
+}
+
+/// A state folder on tmpfs with channel 1's session started and saved: the folder, its store, the session and the
+/// events of its start.
+fn saved_start() -> (tempfile::TempDir, Store, Session, Vec<HistoryEvent>) {
+    let dir = scratch();
+    let store = open_at(dir.path());
+    let (session, events) = started_in(ChannelId(1));
+    store.save(&session, &events).unwrap();
+    (dir, store, session, events)
+}
+
+fn skip_at(session: &mut Session, second: i64) -> Vec<HistoryEvent> {
+    let (config, personas) = (Config::default(), catalog());
+    let ctx = Context { personas: &personas, config: &config };
+    session.handle_command(&Command::Skip, None, t0() + TimeDelta::seconds(second), ctx).unwrap().events
+}
+
+#[test]
+fn a_journal_cut_or_garbled_anywhere_in_its_last_record_recovers_the_state_before_it_or_whole_after_it() {
+    let dir = scratch();
+    let store = open_at(dir.path());
+    let (mut a, a_events) = started_in(ChannelId(1));
+    let (b, b_events) = started_in(ChannelId(2));
+    store.save(&a, &a_events).unwrap();
+    store.save(&b, &b_events).unwrap();
+    for second in 1..=3 {
+        let events = skip_at(&mut a, second);
+        store.save(&a, &events).unwrap();
+    }
+    let checkpoints = snapshot(dir.path());
+    let before = seen(&store, vec![a.clone(), b.clone()]);
+    let last = skip_at(&mut a, 4);
+    store.save(&a, &last).unwrap();
+    let after = seen(&store, vec![a.clone(), b.clone()]);
+    let (path, journal) = the_journal(dir.path());
+    let name = path.file_name().unwrap().to_owned();
+    let last_starts = journal[..journal.len() - 1].iter().rposition(|&b| b == b'\n').unwrap() + 1;
+    assert!(journal.len() - last_starts > 500, "the last record is a whole session");
+
+    // The checkpoints of the last save were never written (the crash came first): only the journal holds it.
+    let recovers = |bytes: &[u8], expected: &Seen, case: &str| {
+        let dir = scratch();
+        restore(&checkpoints, dir.path());
+        std::fs::write(dir.path().join(&name), bytes).unwrap();
+        let (store, found, problems) = restart(dir.path());
+        assert!(problems.is_empty(), "{case}: {problems:?}");
+        assert_eq!(&found, expected, "{case}");
+        // Appending after recovery works, the torn record gone: one more save, and a restart sees it all.
+        let mut a = expected.sessions[0].clone();
+        let more = skip_at(&mut a, 9);
+        store.save(&a, &more).unwrap();
+        let (_, again, problems) = restart(dir.path());
+        assert!(problems.is_empty(), "{case}, after appending: {problems:?}");
+        assert_eq!(again.sessions, [a, expected.sessions[1].clone()], "{case}, after appending");
+        assert_eq!(again.logs, [[expected.logs[0].clone(), more].concat(), expected.logs[1].clone()], "{case}");
+    };
+    for cut in last_starts..journal.len() {
+        recovers(&journal[..cut], &before, &format!("cut at byte {cut} of {}", journal.len()));
+    }
+    recovers(&journal, &after, "whole");
+    for at in last_starts..journal.len() {
+        let mut garbled = journal.clone();
+        garbled[at] = if garbled[at] == b'x' { b'y' } else { b'x' };
+        recovers(&garbled, &before, &format!("byte {at} garbled"));
+    }
+}
+
+#[test]
+fn recovery_replays_the_journal_over_checkpoints_left_behind_and_a_log_torn_mid_line() {
+    let (dir, store, mut a, a_events) = saved_start();
+    let first_skip = skip_at(&mut a, 1);
+    store.save(&a, &first_skip).unwrap();
+    let behind = snapshot(dir.path());
+    let mut events = [a_events, first_skip].concat();
+    for second in 2..=4 {
+        let skipped = skip_at(&mut a, second);
+        store.save(&a, &skipped).unwrap();
+        events.extend(skipped);
+    }
+    let full_log = std::fs::read(store.log_path(ChannelId(1))).unwrap();
+    let (journal_path, journal) = the_journal(dir.path());
+    drop(store);
+    let crashed = |behind: &Snapshot| {
+        restore(behind, dir.path());
+        std::fs::write(&journal_path, &journal).unwrap();
+    };
+
+    // The session file three saves behind, the log without its last events.
+    crashed(&behind);
+    let (_, found, problems) = restart(dir.path());
+    assert!(problems.is_empty(), "{problems:?}");
+    assert_eq!(found, Seen { sessions: vec![a.clone()], logs: vec![events.clone()] });
+
+    // Again, the log cut in the middle of a line the checkpoint was appending when the process died.
+    crashed(&behind);
+    let log = dir.path().join("channels/1.history.jsonl");
+    let torn_at = std::fs::read(&log).unwrap().len() + 30;
+    std::fs::write(&log, &full_log[..torn_at]).unwrap();
+    let (_, found, _) = restart(dir.path());
+    assert_eq!(found, Seen { sessions: vec![a], logs: vec![events] }, "every event once, none glued");
+    assert_eq!(std::fs::read(&log).unwrap(), full_log);
+}
+
+#[test]
+fn a_missing_or_corrupt_session_file_is_recovered_from_the_journal() {
+    let (dir, store, mut a, a_events) = saved_start();
+    let skipped = skip_at(&mut a, 1);
+    store.save(&a, &skipped).unwrap();
+    let saved = snapshot(dir.path());
+    drop(store);
+
+    std::fs::remove_file(dir.path().join("channels/1.json")).unwrap();
+    std::fs::remove_file(dir.path().join("channels/1.prev.json")).unwrap();
+    let (_, found, problems) = restart(dir.path());
+    assert_eq!(found.sessions, [a.clone()], "a session file that is gone is written again");
+    assert!(problems.is_empty(), "{problems:?}");
+
+    restore(&saved, dir.path());
+    std::fs::write(dir.path().join("channels/1.json"), "{\"savedSeq\":2,\"vers").unwrap();
+    let store = open_at(dir.path());
+    let report = store.load_all().unwrap();
+    assert_eq!(report.sessions, [a.clone()], "the journal's copy, not the last good copy from before the skip");
+    assert!(report.lost.is_empty());
+    let problem = report.problems.iter().find(|p| p.contains("1.json cannot be read")).expect("reported");
+    assert!(problem.contains("the journal's copy"), "{problem}");
+    let aside: Vec<_> = snapshot(dir.path()).into_keys().filter(|name| name.contains(".corrupt-")).collect();
+    assert_eq!(aside.len(), 1, "the corrupt file is kept for a person to look at");
+    assert_eq!(store.read_log(ChannelId(1)).unwrap(), [a_events, skipped].concat());
+}
+
+#[test]
+fn journal_records_older_than_the_session_file_are_ignored() {
+    let (dir, store, mut a, a_events) = saved_start();
+    let first = skip_at(&mut a, 1);
+    store.save(&a, &first).unwrap();
+    let (path, older_records) = the_journal(dir.path());
+    let second = skip_at(&mut a, 2);
+    store.save(&a, &second).unwrap();
+    drop(store);
+
+    // A journal that holds only saves older than the session file (one kept by a crash while it was replaced).
+    std::fs::write(&path, &older_records).unwrap();
+    let (_, found, problems) = restart(dir.path());
+    assert!(problems.is_empty(), "{problems:?}");
+    assert_eq!(found.sessions, [a], "the newer session file stays");
+    assert_eq!(found.logs, [[a_events, first, second].concat()], "no event twice, none lost");
+}
+
+#[test]
+fn a_damaged_line_in_the_middle_of_the_journal_is_reported_with_its_line_and_the_records_after_it_are_used() {
+    let (dir, store, mut a, a_events) = saved_start();
+    let behind = snapshot(dir.path());
+    let lost = skip_at(&mut a, 1);
+    store.save(&a, &lost).unwrap();
+    let mut kept = Vec::new();
+    for second in 2..=3 {
+        let skipped = skip_at(&mut a, second);
+        store.save(&a, &skipped).unwrap();
+        kept.extend(skipped);
+    }
+    let (path, journal) = the_journal(dir.path());
+    drop(store);
+    let mut lines: Vec<Vec<u8>> = journal.split_inclusive(|&b| b == b'\n').map(<[u8]>::to_vec).collect();
+    assert_eq!(lines.len(), 4);
+    lines[1][20] ^= 1;
+    restore(&behind, dir.path());
+    std::fs::write(&path, lines.concat()).unwrap();
+
+    let (_, found, problems) = restart(dir.path());
+    let name = path.file_name().unwrap().to_string_lossy().into_owned();
+    assert!(
+        problems.iter().any(|p| p.contains(&format!("{name}:2:")) && p.contains("checksum")),
+        "the file and line are named: {problems:?}"
+    );
+    assert_eq!(found.sessions, [a], "the records after the damaged one are used");
+    assert_eq!(found.logs, [[a_events, kept].concat()], "only the damaged record's events are missing");
+    assert!(journal_files(dir.path()).iter().all(|p| *p != path), "replaced by a fresh journal");
+    let aside = std::fs::read_dir(dir.path()).unwrap().filter_map(Result::ok).any(|e| {
+        let name = e.file_name().to_string_lossy().into_owned();
+        name.starts_with("journal-") && name.contains(".corrupt-")
+    });
+    assert!(aside, "the damaged journal is kept aside for a person to look at");
+}
+
+#[test]
+fn a_journal_line_that_is_not_a_record_is_damage_too() {
+    let (dir, store, a, _) = saved_start();
+    let (path, journal) = the_journal(dir.path());
+    drop(store);
+    std::fs::write(&path, [line(b"{\"seq\":\"one\"}"), journal].concat()).unwrap();
+    let (_, found, problems) = restart(dir.path());
+    assert!(problems.iter().any(|p| p.contains(":1: not a journal record")), "{problems:?}");
+    assert_eq!(found.sessions, [a]);
+}
+
+#[test]
+fn without_a_journal_the_save_numbers_go_on_from_the_session_files() {
+    let (dir, store, mut a, _) = saved_start();
+    for second in 1..=3 {
+        let skipped = skip_at(&mut a, second);
+        store.save(&a, &skipped).unwrap();
+    }
+    store.checkpoint().unwrap();
+    drop(store);
+    // The journal deleted (by hand, or a first start after a build without one).
+    for journal in journal_files(dir.path()) {
+        std::fs::remove_file(journal).unwrap();
+    }
+    let store = open_at(dir.path());
+    store.load_all().unwrap();
+    let before = snapshot(dir.path());
+    let next = skip_at(&mut a, 4);
+    store.save(&a, &next).unwrap();
+    let (path, journal) = the_journal(dir.path());
+    drop(store);
+
+    // A crash before that save's checkpoint: the journal's record must count as newer than the session file.
+    restore(&before, dir.path());
+    std::fs::write(&path, journal).unwrap();
+    let (_, found, _) = restart(dir.path());
+    assert_eq!(found.sessions, [a]);
+}
+
+#[test]
+fn a_log_that_differs_from_the_journal_by_whole_lines_is_kept_and_reported_not_cut() {
+    let (dir, store, mut a, _) = saved_start();
+    let behind = snapshot(dir.path());
+    let skipped = skip_at(&mut a, 1);
+    store.save(&a, &skipped).unwrap();
+    let (path, journal) = the_journal(dir.path());
+    drop(store);
+
+    // The log as a person edited it: a line of their own where the journal's next events should go.
+    restore(&behind, dir.path());
+    std::fs::write(&path, journal).unwrap();
+    let log = dir.path().join("channels/1.history.jsonl");
+    let mut edited = std::fs::read(&log).unwrap();
+    let theirs = serde_json::to_vec(&skip_at(&mut started_in(ChannelId(1)).0, 7)[0]).unwrap();
+    edited.extend([theirs, b"\n".to_vec()].concat());
+    std::fs::write(&log, &edited).unwrap();
+
+    let (_, found, problems) = restart(dir.path());
+    assert!(problems.iter().any(|p| p.contains("differs from the journal")), "{problems:?}");
+    assert_eq!(std::fs::read(&log).unwrap()[..edited.len()], edited[..], "nothing of it is cut");
+    assert_eq!(found.logs[0][found.logs[0].len() - skipped.len()..], skipped[..], "the journal's events after it");
+}
