@@ -10,6 +10,8 @@ const LATENESS_SAMPLES_KEPT: usize = 100_000;
 #[derive(Default)]
 pub struct Stats {
     messages_handled: AtomicU64,
+    /// Other work that allocates: history pages read by catch-ups, reports of effects carried out.
+    work: AtomicU64,
     timeouts: AtomicU64,
     /// A ring buffer: dropping the oldest sample is O(1) under the lock every actor's timeout takes.
     lateness_ms: Mutex<VecDeque<i64>>,
@@ -50,9 +52,16 @@ impl Stats {
         samples.push_back(lateness_ms);
     }
 
-    /// A number that changes whenever a message is handled or a turn times out: whether the bot was busy meanwhile.
+    /// Counts work that is neither a message nor a timeout (a history page read, an effect reported).
+    pub fn work(&self) {
+        self.work.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A number that changes whenever a message is handled, a turn times out or other work is done: whether the bot
+    /// was busy meanwhile.
     pub fn activity(&self) -> u64 {
-        self.messages_handled.load(Ordering::Relaxed).wrapping_add(self.timeouts.load(Ordering::Relaxed))
+        let handled = self.messages_handled.load(Ordering::Relaxed).wrapping_add(self.timeouts.load(Ordering::Relaxed));
+        handled.wrapping_add(self.work.load(Ordering::Relaxed))
     }
 
     pub fn snapshot(&self) -> StatsSnapshot {

@@ -126,6 +126,7 @@ async fn read_page(
         // one, and the other channels' catch-ups go on.
         let answer = retrying(|| async {
             let _permit = env.catch_up_permits.acquire().await;
+            env.stats.work();
             env.rest.messages_after(channel, after, PAGE).await
         })
         .await;

@@ -357,7 +357,10 @@ impl Actor {
                     self.apply_display_mode(choice).await;
                 }
             }
-            Input::Sent(report) => self.on_sent(*report).await,
+            Input::Sent(report) => {
+                self.env.stats.work();
+                self.on_sent(*report).await
+            }
             Input::Unreachable(why) => self.on_unreachable(why).await,
             Input::Flush(done) => {
                 self.flush_sender().await;
