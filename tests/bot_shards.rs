@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{PATIENCE, count_floor, is_floor, personas, server_on_the_other_shard};
+use common::{PATIENCE, count_floor, is_floor, personas, server_on_the_other_shard, shard_of_two};
 use local_discord::world::LogKind;
 use turn_manager::core::config::Config;
 use turn_manager::core::ids::ChannelId;
@@ -15,7 +15,6 @@ use turn_manager::demo::stage::Stage;
 async fn two_processes_split_two_servers_by_shard_and_each_manages_only_its_own() {
     let stage = Stage::new(&personas([60, 60, 60])).await.expect("local server");
     let (other_guild, other_channel) = server_on_the_other_shard(&stage);
-    let shard_of = |guild: u64| ((guild >> 22) % 2) as u32;
     let states = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
     let mut bots = Vec::new();
     for shard in 0..2u32 {
@@ -41,7 +40,7 @@ async fn two_processes_split_two_servers_by_shard_and_each_manages_only_its_own(
         floor_in(channel, "dev").await.unwrap();
     }
     for (guild, channel) in channels {
-        let owner = shard_of(guild) as usize;
+        let owner = shard_of_two(guild) as usize;
         for (process, bot) in bots.iter().enumerate() {
             let saved = bot.store().load_one(ChannelId(channel)).unwrap();
             if process == owner {

@@ -56,16 +56,16 @@ impl ShardRange {
         (self.first..=self.last).contains(&self.shard_of(guild))
     }
 
-    /// Whether this process runs shard 0, which gets the direct messages and, here, registers the slash commands
-    /// (one process does it for all).
+    /// Whether this process runs shard 0, which gets the direct messages.
     pub fn has_first_shard(&self) -> bool {
         self.first == 0
     }
+}
 
-    /// Whether this process runs every shard.
-    pub fn is_whole(&self) -> bool {
-        self.first == 0 && self.last + 1 == self.total
-    }
+/// Whether a process running `shards` (all of them on one connection when `None`) registers the slash commands: one
+/// process does it for all, the one with shard 0.
+pub fn registers_commands(shards: Option<ShardRange>) -> bool {
+    shards.is_none_or(|range| range.has_first_shard())
 }
 
 impl fmt::Display for ShardRange {
@@ -96,8 +96,8 @@ mod tests {
         assert_eq!(range.shard_of(guild), ((41_771_983_423_143_937u64 >> 22) % 4) as u32);
         let on = |shard: u64| GuildId((shard + 4 * 1_000) << 22);
         assert!(!range.owns(on(0)) && range.owns(on(1)) && range.owns(on(2)) && !range.owns(on(3)));
-        assert!(ShardRange::whole(4).is_whole() && !range.is_whole());
         assert!(ShardRange::whole(1).owns(guild), "one shard has every server");
-        assert!(!range.has_first_shard() && ShardRange::parse("0-1", 4).unwrap().has_first_shard());
+        assert!(!registers_commands(Some(range)) && registers_commands(Some(ShardRange::parse("0-1", 4).unwrap())));
+        assert!(registers_commands(None), "one connection registers them");
     }
 }

@@ -118,7 +118,7 @@ impl Stage {
         };
         let bot = discord::start(options).await?;
         let me = self.bot_user;
-        let registers = shards.is_none_or(|range| range.has_first_shard());
+        let registers = crate::core::shards::registers_commands(shards);
         self.server
             .wait_for("the bot to connect and register its commands", CONNECT_TIMEOUT, |w| {
                 let registered = !registers || w.commands.iter().any(|c| c.application_id == me);

@@ -205,7 +205,7 @@ pub async fn start(options: BotOptions) -> anyhow::Result<RunningBot> {
     let intents = discord::GatewayIntents::GUILDS
         | discord::GatewayIntents::GUILD_MESSAGES
         | discord::GatewayIntents::MESSAGE_CONTENT;
-    let registers = options.shards.is_none_or(|range| range.has_first_shard());
+    let registers = crate::core::shards::registers_commands(options.shards);
     let commands = Arc::new(commands::Commands {
         router: router.clone(),
         access: access.clone(),
