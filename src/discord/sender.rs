@@ -121,15 +121,18 @@ async fn run(tools: Tools, mut queue: mpsc::UnboundedReceiver<Job>) {
     // notice after it keeps its place in the channel without waiting for it. Anything else waits for it.
     let mut tidying: Option<JoinHandle<()>> = None;
     while let Some(job) = queue.recv().await {
-        let posts_only =
-            matches!(job, Job::Notice(_) | Job::Effect { queued: Queued { effect: Effect::Announce(_), .. }, .. });
+        let posts_only = match &job {
+            Job::Notice(_) => true,
+            Job::Effect { queued, .. } => !queued.effect.tidies(),
+            Job::Flush(_) => false,
+        };
         if !posts_only {
             finish(&mut tidying).await;
         }
         match job {
             Job::Effect { queued, replay } => match posting(&tools, &queued.effect, replay).await {
+                // Nothing is under way here: an effect that tidies is not `posts_only`, so it waited above.
                 Ok(posted) if queued.effect.tidies() => {
-                    finish(&mut tidying).await;
                     let tools = tools.clone();
                     tidying = Some(tokio::spawn(async move {
                         let done = tidy(&tools, &queued.effect).await.map(|()| posted);
