@@ -7,8 +7,8 @@
 
 mod common;
 
+use common::scrape::{Scrape, free_addr};
 use common::{PATIENCE, Scene, is_floor};
-use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -17,53 +17,15 @@ use turn_manager::core::ids::ChannelId;
 use turn_manager::demo::stage::Stage;
 use turn_manager::metrics::TurnEnd;
 
-/// One free local port for the whole binary, found by binding port 0 and letting it go.
+/// One free local port for the whole binary.
 fn metrics_addr() -> SocketAddr {
     static ADDR: OnceLock<SocketAddr> = OnceLock::new();
-    *ADDR.get_or_init(|| std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port"))
+    *ADDR.get_or_init(free_addr)
 }
 
-/// The samples of a scrape of `/metrics`: series (name and labels, as rendered) to value.
-#[derive(Debug)]
-struct Scrape {
-    text: String,
-    samples: BTreeMap<String, f64>,
-}
-
-impl Scrape {
-    async fn take() -> Self {
-        let url = format!("http://{}/metrics", metrics_addr());
-        let response = reqwest::get(&url).await.unwrap_or_else(|e| panic!("GET {url}: {e}"));
-        assert!(response.status().is_success(), "GET {url}: {}", response.status());
-        let text = response.text().await.expect("the scrape's text");
-        let samples = text
-            .lines()
-            .filter(|line| !line.starts_with('#') && !line.is_empty())
-            .filter_map(|line| {
-                let (series, value) = line.rsplit_once(' ')?;
-                Some((series.to_owned(), value.parse().ok()?))
-            })
-            .collect();
-        Self { text, samples }
-    }
-
-    /// A series' value; 0 for one not recorded yet (a counter that has not counted).
-    fn get(&self, series: &str) -> f64 {
-        self.samples.get(series).copied().unwrap_or(0.0)
-    }
-
-    /// How much a series grew since `before`.
-    fn since(&self, before: &Scrape, series: &str) -> f64 {
-        self.get(series) - before.get(series)
-    }
-
-    /// The sum of every series of metric `name` (all its labels) grown since `before`.
-    fn total_since(&self, before: &Scrape, name: &str) -> f64 {
-        let sum = |s: &Scrape| {
-            s.samples.iter().filter(|(k, _)| k.starts_with(&format!("{name}{{"))).map(|(_, v)| v).sum::<f64>()
-        };
-        sum(self) - sum(before)
-    }
+/// A scrape of this binary's one exporter.
+async fn scrape() -> Scrape {
+    Scrape::take(metrics_addr()).await
 }
 
 const ANNOUNCE_2XX: &str = r#"turn_manager_rest_responses_total{route="POST /channels/{id}/messages",status="2xx"}"#;
@@ -86,7 +48,7 @@ async fn a_scrape_counts_the_turns_the_timeout_the_handoff_and_the_rest_calls_of
     let bot = stage.start_bot_with_metrics(config.clone(), state.path(), Some(metrics_addr())).await.expect("bot");
     let scene = Scene { stage, bot: Some(bot), state, config };
     let posts_before = posts_accepted(&scene);
-    let before = Scrape::take().await;
+    let before = scrape().await;
 
     scene.start_session().await;
     scene.say("pm", "Here is my part. TURN_COMPLETE");
@@ -100,7 +62,7 @@ async fn a_scrape_counts_the_turns_the_timeout_the_handoff_and_the_rest_calls_of
     let deadline = tokio::time::Instant::now() + PATIENCE;
     let (after, posts) = loop {
         let posts = posts_accepted(&scene) - posts_before;
-        let after = Scrape::take().await;
+        let after = scrape().await;
         let caught_up = after.since(&before, HANDOFF_COUNT) >= 1.0
             && after.since(&before, LATENESS_COUNT) >= 1.0
             && after.since(&before, ANNOUNCE_2XX) >= posts as f64;
@@ -144,5 +106,5 @@ async fn a_process_serves_its_metrics_on_one_address() {
     let other = SocketAddr::from(([127, 0, 0, 1], metrics_addr().port().wrapping_add(1)));
     let refused = turn_manager::metrics::serve(other).expect_err("one recorder per process");
     assert!(refused.to_string().contains(&format!("serves its metrics on {} already", metrics_addr())), "{refused}");
-    assert!(Scrape::take().await.text.contains("# HELP turn_manager_lease_takeovers_total"), "served");
+    assert!(scrape().await.text.contains("# HELP turn_manager_lease_takeovers_total"), "served");
 }

@@ -1,16 +1,21 @@
 //! Several processes of the bot on one Postgres database (see `postgres_support`), against the local server: two
 //! processes split two servers by shard, each claiming only its own channels; and a process killed with SIGKILL (the
 //! real binary, `run --store postgres://...`) is taken over by the next one once its leases expire: the session goes
-//! on from where it was, the message posted meanwhile is handled, and every turn is announced once.
+//! on from where it was, the message posted meanwhile is handled, and every turn is announced once. A process frozen
+//! (SIGSTOP) long enough to lose its channel wakes to find its saves fenced: it says and repeats nothing, and the
+//! metrics of both processes count the takeover and the rejected save.
 
 mod common;
 mod postgres_support;
 
+use common::scrape::Scrape;
 use common::{
     PATIENCE, count_floor, is_floor, personas, server_on_the_other_shard, shard_of_two as shard_of, write_personas,
 };
 use postgres_support::TestDatabase;
-use std::process::{Command, Stdio};
+use std::net::{SocketAddr, TcpListener};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 use turn_manager::core::config::Config;
 use turn_manager::core::ids::ChannelId;
@@ -27,6 +32,59 @@ async fn lease_owner(store: &turn_manager::sessions::postgres::PgSessions, chann
         .fetch_one(store.pool())
         .await
         .unwrap()
+}
+
+/// `turn-manager run` on the database as a separate process of machine `node`, its leases lasting three seconds,
+/// serving its metrics at `metrics`; what it logs goes to `log`.
+fn spawn_run(stage: &Stage, db: &TestDatabase, personas: &Path, node: &str, metrics: SocketAddr, log: &Path) -> Child {
+    Command::new(BINARY)
+        .args(["run", "--api-base", &stage.server.base_url(), "--store", &db.url, "--lease-seconds", "3"])
+        .args(["--metrics", &metrics.to_string()])
+        .arg("--personas")
+        .arg(personas)
+        .arg("--state")
+        .arg(log.parent().expect("the log's folder"))
+        .env("DISCORD_TOKEN", &stage.bot_token)
+        .env("RUST_LOG", "info,turn_manager=debug")
+        .env("TM_NODE", node)
+        .env_remove("TM_STORE")
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(log).unwrap())
+        .spawn()
+        .unwrap()
+}
+
+/// Sends `signal` (`-STOP`, `-CONT`, ...) to a child process.
+fn signal(child: &Child, signal: &str) {
+    let status = Command::new("kill").args([signal, &child.id().to_string()]).status().unwrap();
+    assert!(status.success(), "kill {signal} {}", child.id());
+}
+
+/// Waits until a process's scrape shows `series` at `value`; answers that scrape.
+async fn until_metric(addr: SocketAddr, series: &str, value: f64, log: &Path) -> Scrape {
+    let until = std::time::Instant::now() + LONG;
+    loop {
+        if let Ok(Ok(scrape)) = tokio::time::timeout(Duration::from_secs(2), try_scrape(addr)).await {
+            if scrape.get(series) == value {
+                return scrape;
+            }
+            if std::time::Instant::now() > until {
+                panic!("{series} never reached {value}: {}\nthe process said:\n{}", scrape.text, read(log));
+            }
+        }
+        assert!(std::time::Instant::now() < until, "no scrape of {addr}; the process said:\n{}", read(log));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// A scrape, or the error of a process not serving yet.
+async fn try_scrape(addr: SocketAddr) -> Result<Scrape, reqwest::Error> {
+    reqwest::get(format!("http://{addr}/metrics")).await?.error_for_status()?;
+    Ok(Scrape::take(addr).await)
+}
+
+fn read(log: &Path) -> String {
+    std::fs::read_to_string(log).unwrap_or_default()
 }
 
 async fn wait_for_floor(stage: &Stage, channel: u64, persona: &str) {
@@ -147,4 +205,71 @@ async fn a_process_killed_with_sigkill_is_taken_over_once_its_leases_expire_and_
     let count = |kind: &str| history.iter().filter(|e| e.kind.name() == kind).count();
     assert_eq!((count("session_started"), count("turn_complete")), (1, 1), "the history goes on: {history:?}");
     bot.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_frozen_process_whose_channel_was_taken_over_wakes_to_find_its_saves_fenced_and_says_nothing() {
+    let Some(db) = TestDatabase::create("postgres_bots::frozen").await else { return };
+    common::logs();
+    let stage = Stage::new(&personas([60, 60, 60])).await.expect("local server");
+    let (personas_dir, a_dir, b_dir) =
+        (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    write_personas(&stage, personas_dir.path());
+    // Both ports are held until both are known, so that they differ.
+    let (a_port, b_port) = (TcpListener::bind("127.0.0.1:0").unwrap(), TcpListener::bind("127.0.0.1:0").unwrap());
+    let (a_metrics, b_metrics) = (a_port.local_addr().unwrap(), b_port.local_addr().unwrap());
+    drop((a_port, b_port));
+    let (a_log, b_log) = (a_dir.path().join("run.log"), b_dir.path().join("run.log"));
+    let (me, channel) = (stage.bot_user, stage.channel);
+
+    let mut a = spawn_run(&stage, &db, personas_dir.path(), "node-a", a_metrics, &a_log);
+    let connected = stage.server.wait_for("a to connect", PATIENCE, |w| w.is_connected(me).then_some(())).await;
+    assert!(connected.is_ok(), "a did not connect; it said:\n{}", read(&a_log));
+    stage.operator_says("!turn start");
+    wait_for_floor(&stage, channel, "pm").await;
+
+    // Frozen (a stalled VM, a long pause): a holds the channel's lease until it expires, and renews nothing.
+    signal(&a, "-STOP");
+    let mut b = spawn_run(&stage, &db, personas_dir.path(), "node-b", b_metrics, &b_log);
+    let took = until_metric(b_metrics, "turn_manager_lease_takeovers_total", 1.0, &b_log).await;
+    let store = db.open(Duration::from_secs(3), "observer").await;
+    assert!(lease_owner(&store, channel).await.starts_with("node-b/"), "b holds the channel: {}", took.text);
+    let signal_id = stage.server.post(channel, stage.user_of("pm"), "Done while a slept. TURN_COMPLETE");
+    wait_for_floor(&stage, channel, "dev").await;
+
+    // a wakes: its socket still holds pm's message and what b did. Its save of that is fenced; it acts no further.
+    signal(&a, "-CONT");
+    let fenced = until_metric(a_metrics, "turn_manager_fenced_saves_rejected_total", 1.0, &a_log).await;
+    assert_eq!(fenced.get("turn_manager_lease_takeovers_total"), 0.0, "a took nothing over: {}", fenced.text);
+    assert!(read(&a_log).contains("this channel's actor stops here"), "a says why it stopped:\n{}", read(&a_log));
+    let b_after = Scrape::take(b_metrics).await;
+    assert_eq!(b_after.get("turn_manager_fenced_saves_rejected_total"), 0.0, "b's saves all went in: {}", b_after.text);
+    assert_eq!(b_after.get("turn_manager_lease_takeovers_total"), 1.0, "{}", b_after.text);
+
+    // a is given time to say anything it still would: b's next handoff comes after a's rejected save, and nothing
+    // of a's may show before or after it.
+    stage.server.post(channel, stage.user_of("dev"), "My part. TURN_COMPLETE");
+    wait_for_floor(&stage, channel, "critic").await;
+    stage
+        .server
+        .wait_for("pm's signal relayed and removed", PATIENCE, |w| {
+            w.view(channel).iter().all(|m| m.id != signal_id).then_some(())
+        })
+        .await
+        .unwrap();
+    let view = stage.server.view(channel);
+    let floors = ["pm", "dev", "critic"].map(|p| count_floor(&view, p));
+    assert_eq!(floors, [1, 1, 1], "each turn announced once:\n{}", common::render(&view));
+    let relayed = view.iter().filter(|m| m.from_webhook && m.content == "Done while a slept.").count();
+    assert_eq!(relayed, 1, "pm's message relayed once:\n{}", common::render(&view));
+    let history = store.history(ChannelId(channel)).await.unwrap();
+    let ended = history.iter().filter(|e| e.kind.name() == "turn_complete").count();
+    assert_eq!(ended, 2, "pm's and dev's turns, each ended once: {history:?}");
+
+    for (child, log) in [(&mut a, &a_log), (&mut b, &b_log)] {
+        signal(child, "-TERM");
+        let status = child.wait().unwrap();
+        assert!(status.success(), "{status}; it said:\n{}", read(log));
+        assert!(!read(log).contains(&stage.bot_token), "the token never reaches the log");
+    }
 }

@@ -2,6 +2,8 @@
 //! each speaking through its own bot account, a human operator, and the real turn-manager bot connected to it.
 #![allow(dead_code)] // Each test file uses its own part of the scene.
 
+pub mod scrape;
+
 use local_discord::permissions::Permissions;
 use local_discord::world::{LogKind, SeenMessage};
 use std::collections::BTreeMap;
