@@ -1,5 +1,5 @@
-//! The smallest HTTP/1.1 client that can time a loopback round trip: one kept-alive connection, `GET`, a body read
-//! to its `Content-Length`. Blocking, so the floor carries no async runtime's overhead.
+//! The smallest HTTP/1.1 client that can time a loopback round trip: one kept-alive connection, `GET` or a JSON
+//! `POST`, a body read to its `Content-Length`. Blocking, so the floor carries no async runtime's overhead.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -29,6 +29,22 @@ impl Client {
     /// Sends `GET path` and reads the whole answer; returns its status.
     pub fn get(&mut self, path: &str) -> std::io::Result<u16> {
         let request = format!("GET {path} HTTP/1.1\r\nHost: {}\r\nAccept: application/json\r\n\r\n", self.host);
+        self.exchange(&request)
+    }
+
+    /// Sends `POST path` with a JSON body, as the bot `token` (Discord's `Authorization: Bot ...`); returns the status.
+    pub fn post_json(&mut self, path: &str, token: &str, body: &str) -> std::io::Result<u16> {
+        let request = format!(
+            "POST {path} HTTP/1.1\r\nHost: {}\r\nAuthorization: Bot {token}\r\nContent-Type: application/json\r\n\
+             Content-Length: {}\r\n\r\n{body}",
+            self.host,
+            body.len()
+        );
+        self.exchange(&request)
+    }
+
+    /// Writes a request and reads the whole answer; returns its status.
+    fn exchange(&mut self, request: &str) -> std::io::Result<u16> {
         self.stream.write_all(request.as_bytes())?;
         self.buffer.clear();
         let mut chunk = [0u8; 4096];
