@@ -18,6 +18,12 @@ use tokio::time::Instant;
 pub const REST_TIMEOUT: Duration = Duration::from_secs(10);
 /// The longest a file's download may take, for a repost.
 const DOWNLOAD_TIMEOUT: Duration = Duration::from_secs(60);
+/// Calls in flight at once; the next wait for a slot in the order they came (a fair semaphore). In a burst (1,000
+/// deadlines at one instant: 1,000 notices, then 1,000 announcements behind them) calls are then answered first come
+/// first served, instead of all 2,000 slowing down together until the last: the notices' lateness p99 fell from
+/// 315-525 ms to 122-181 ms in `bench --only timeouts` (16 slots: 240 ms, 128: 275 ms, unbounded: as before), turns/s
+/// unchanged. Discord's 50 calls/s bound a bot long before 64 slots do, even at 1 s per call.
+pub const IN_FLIGHT_MAX: usize = 64;
 /// Discord's API host, when no `--api-base` is given.
 const DISCORD: &str = "https://discord.com";
 
@@ -77,6 +83,9 @@ pub struct DiscordHttp {
     buckets: Buckets,
     /// The bot's global budget, shared with its serenity calls.
     budget: Arc<RestBudget>,
+    in_flight: tokio::sync::Semaphore,
+    /// Calls waiting for a slot.
+    waiting: std::sync::atomic::AtomicUsize,
 }
 
 /// A message as the history pages give it, with the fields the bot reads.
@@ -121,6 +130,10 @@ pub struct PageAuthor {
 
 impl DiscordHttp {
     pub fn new(token: &str, api_base: Option<&str>, budget: Arc<RestBudget>) -> Self {
+        Self::with_slots(token, api_base, budget, IN_FLIGHT_MAX)
+    }
+
+    fn with_slots(token: &str, api_base: Option<&str>, budget: Arc<RestBudget>, slots: usize) -> Self {
         let base = api_base.unwrap_or(DISCORD).trim_end_matches('/');
         Self {
             client: reqwest::Client::new(),
@@ -128,6 +141,8 @@ impl DiscordHttp {
             authorization: format!("Bot {token}"),
             buckets: Buckets::default(),
             budget,
+            in_flight: tokio::sync::Semaphore::new(slots),
+            waiting: Default::default(),
         }
     }
 
@@ -212,6 +227,17 @@ impl DiscordHttp {
         serde_json::from_slice(&answer).map_err(|e| RestError::Transport(format!("unreadable page of messages: {e}")))
     }
 
+    /// Waits for one of the [`IN_FLIGHT_MAX`] slots, held until the answer is read. A route's rate limit is waited
+    /// for before, so that no slot is held idle for one channel; the global budget after, so that it times the calls
+    /// as they go out.
+    async fn slot(&self) -> tokio::sync::SemaphorePermit<'_> {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.waiting.fetch_add(1, Relaxed);
+        let slot = self.in_flight.acquire().await.expect("the semaphore is never closed");
+        self.waiting.fetch_sub(1, Relaxed);
+        slot
+    }
+
     async fn send(
         &self,
         method: reqwest::Method,
@@ -224,6 +250,7 @@ impl DiscordHttp {
             tracing::debug!(route, "waiting {wait:?} for the rate limit");
             tokio::time::sleep(wait).await;
         }
+        let _slot = self.slot().await;
         self.budget.take().await;
         self.buckets.spend(route);
         let metric = crate::metrics::rest_route(method.as_str(), path);
@@ -311,6 +338,89 @@ fn percent_encode(segment: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::Ordering::Relaxed;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// A server that answers each request with a message id only once the test lets it (one permit of `release` per
+    /// answer); every request's arrival is sent on the channel.
+    async fn holding_server() -> (String, tokio::sync::mpsc::UnboundedReceiver<()>, Arc<tokio::sync::Semaphore>) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let (arrived, arrivals) = tokio::sync::mpsc::unbounded_channel();
+        let release = Arc::new(tokio::sync::Semaphore::new(0));
+        let gate = release.clone();
+        tokio::spawn(async move {
+            loop {
+                let (mut socket, _) = listener.accept().await.unwrap();
+                let (arrived, gate) = (arrived.clone(), gate.clone());
+                tokio::spawn(async move {
+                    let mut bytes = Vec::new();
+                    let mut chunk = [0u8; 4096];
+                    loop {
+                        // One request: its head, then its body (the test's bodies are small JSON).
+                        let complete = |b: &[u8]| {
+                            let end = b.windows(4).position(|w| w == b"\r\n\r\n")? + 4;
+                            let head = String::from_utf8_lossy(&b[..end]).to_ascii_lowercase();
+                            let length = head
+                                .lines()
+                                .find_map(|l| l.strip_prefix("content-length:"))
+                                .map_or(0, |v| v.trim().parse::<usize>().unwrap());
+                            (b.len() >= end + length).then_some(end + length)
+                        };
+                        let used = loop {
+                            if let Some(used) = complete(&bytes) {
+                                break used;
+                            }
+                            match socket.read(&mut chunk).await {
+                                Ok(0) | Err(_) => return,
+                                Ok(n) => bytes.extend_from_slice(&chunk[..n]),
+                            }
+                        };
+                        bytes.drain(..used);
+                        let _ = arrived.send(());
+                        gate.acquire().await.unwrap().forget();
+                        let body = r#"{"id":"1"}"#;
+                        let answer = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n{body}", body.len());
+                        if socket.write_all(answer.as_bytes()).await.is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        (base, arrivals, release)
+    }
+
+    #[tokio::test]
+    async fn past_its_slots_a_call_waits_and_goes_out_when_one_is_answered() {
+        let (base, mut arrivals, release) = holding_server().await;
+        let http = Arc::new(DiscordHttp::with_slots("t", Some(&base), Arc::new(RestBudget::new(0)), 2));
+        let calls: Vec<_> = (0..3u64)
+            .map(|channel| {
+                let http = http.clone();
+                tokio::spawn(async move { http.create_message(channel, &serde_json::json!({"content": "hi"})).await })
+            })
+            .collect();
+        let patience = Duration::from_secs(10);
+        for _ in 0..2 {
+            tokio::time::timeout(patience, arrivals.recv()).await.expect("two calls go out at once");
+        }
+        let queued = async {
+            while http.waiting.load(Relaxed) != 1 {
+                tokio::task::yield_now().await;
+            }
+        };
+        tokio::time::timeout(patience, queued).await.expect("the third call waits for a slot");
+        assert!(arrivals.try_recv().is_err(), "waiting for a slot, it has not gone out");
+
+        release.add_permits(1);
+        tokio::time::timeout(patience, arrivals.recv()).await.expect("one answered: the third goes out");
+        assert_eq!(http.waiting.load(Relaxed), 0);
+        release.add_permits(2);
+        for call in calls {
+            assert_eq!(call.await.unwrap().unwrap(), "1", "every call answered");
+        }
+    }
 
     #[test]
     fn a_spent_bucket_waits_until_it_refills_and_a_global_limit_holds_every_route() {
