@@ -1,22 +1,34 @@
 //! `turn-manager bench` as a process, with tiny numbers: it runs every part against this build and prints every
-//! figure. Timings are never asserted: only that each figure was measured.
+//! figure, with the sessions in state folders and (when `PGHOST` names a Postgres, see `postgres_support`) in
+//! databases of its own shared by two processes of the bot. Timings are never asserted: only that each figure was
+//! measured, and where.
 
-use std::process::Command;
+mod postgres_support;
+
+use postgres_support::TestDatabase;
+use std::process::{Command, Output};
 
 const BINARY: &str = env!("CARGO_BIN_EXE_turn-manager");
 
-#[test]
-fn a_tiny_bench_runs_every_part_and_prints_every_figure() {
-    let work = tempfile::tempdir().unwrap();
-    let out = Command::new(BINARY)
-        .args(["bench", "--quick", "--channels", "3", "--active", "2", "--sessions", "10", "--messages", "3"])
-        .args(["--turn-seconds", "1", "--window-ms", "300", "--work-dir"])
-        .arg(work.path().join("bench"))
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stdout}\n{stderr}");
+/// The tiny sizes: 3 channels, 2 active, 10 saved sessions, 3 messages each, 1 s turns, 300 ms windows.
+const TINY: [&str; 13] = [
+    "bench",
+    "--quick",
+    "--channels",
+    "3",
+    "--active",
+    "2",
+    "--sessions",
+    "10",
+    "--messages",
+    "3",
+    "--turn-seconds",
+    "1",
+    "--window-ms",
+];
+
+/// Every row of the table, each measured: a value, not `—`, `no samples` or `?`.
+fn assert_every_figure_measured(stdout: &str) {
     for figure in [
         "| handoff, 1 channel, p50 / p99 / max |",
         "| handoff, 2 channels active, p50 / p99 / max |",
@@ -36,9 +48,85 @@ fn a_tiny_bench_runs_every_part_and_prints_every_figure() {
             "{figure} was not measured: {row}"
         );
     }
+}
+
+fn texts(out: &Output) -> (String, String) {
+    (String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+#[test]
+fn a_tiny_bench_runs_every_part_and_prints_every_figure() {
+    let work = tempfile::tempdir().unwrap();
+    let out =
+        Command::new(BINARY).args(TINY).args(["300", "--work-dir"]).arg(work.path().join("bench")).output().unwrap();
+    let (stdout, stderr) = texts(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert_every_figure_measured(&stdout);
+    assert!(stdout.contains("| figure | A (files, 1 process) |"), "the column says what it ran with:\n{stdout}");
     assert!(stdout.contains("(this build)"), "{stdout}");
     assert!(stdout.contains("REST per turn: DELETE /channels/:id/messages/:id 1.00"), "{stdout}");
     assert!(!work.path().join("bench").exists(), "the work folder is removed after a successful run");
+}
+
+/// Two processes of the bot, shard 0 and shard 1 of 2, on databases the bench makes on the test's server (the test
+/// database's URL: the bench swaps its name for its own) and drops after.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tiny_bench_on_postgres_runs_two_processes_on_a_database_of_each_phase_and_drops_them() {
+    let Some(db) = TestDatabase::create("a_tiny_bench_on_postgres_runs_two_processes").await else { return };
+    let work = tempfile::tempdir().unwrap();
+    let bench = work.path().join("bench");
+    let child = std::process::Command::new(BINARY)
+        .args(TINY)
+        .args(["300", "--only", "handoff,turns,messages,timeouts,startup", "--keep", "--processes", "2"])
+        .args(["--store", &db.url, "--work-dir"])
+        .arg(&bench)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let out = tokio::task::spawn_blocking(move || child.wait_with_output()).await.unwrap().unwrap();
+    let (stdout, stderr) = texts(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert_every_figure_measured(&stdout);
+    assert!(stdout.contains("| figure | A (Postgres, 2 processes) |"), "the column says what it ran with:\n{stdout}");
+    assert!(stdout.contains("2 bot processes, shard i of 2 each"), "{stdout}");
+
+    // Each phase's two processes ran their own shard on a database of the bench's, not in the state folder.
+    for phase in ["one", "active", "turns", "messages", "timeouts"] {
+        for (process, shards) in [(0, "shards 0-0 of 2"), (1, "shards 1-1 of 2")] {
+            let log = bench.join("bot-0").join(phase).join(format!("bot-{process}.log"));
+            let log = std::fs::read_to_string(&log).unwrap_or_else(|e| panic!("{}: {e}", log.display()));
+            assert!(log.contains(&format!("running {shards}")), "{phase}, process {process}:\n{log}");
+            let database = format!("/tm_bench_{pid}_");
+            assert!(
+                log.lines().any(|l| l.contains("sessions are kept in the database") && l.contains(&database)),
+                "{phase}, process {process} used a database of the bench's:\n{log}"
+            );
+        }
+    }
+    // The start-up phase resumed every saved session (each read at least once), from the database.
+    let resumed = stdout.split("start-up: ").nth(1).and_then(|rest| rest.split(' ').next()?.parse::<u32>().ok());
+    assert!(resumed.is_some_and(|n| n >= 10), "every saved session resumed:\n{stdout}");
+    assert!(stdout.contains(" of 10 saved sessions resumed"), "{stdout}");
+    assert!(!bench.join("startup").join("state").join("channels").exists(), "no session was kept in files");
+
+    // Every database the bench made is gone.
+    let pool = sqlx::PgPool::connect(&db.url).await.unwrap();
+    let (left,): (i64,) = sqlx::query_as("SELECT count(*) FROM pg_database WHERE datname LIKE $1")
+        .bind(format!("tm_bench_{pid}_%"))
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(left, 0, "the bench drops the databases it made");
+}
+
+#[test]
+fn two_processes_without_a_database_are_refused_before_anything_runs() {
+    let out = Command::new(BINARY).args(["bench", "--processes", "2"]).output().unwrap();
+    let (_, stderr) = texts(&out);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--processes 2 needs --store postgres://"), "{stderr}");
 }
 
 #[test]

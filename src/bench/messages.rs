@@ -4,10 +4,11 @@
 //! go (SIGCONT) to the announcement that follows the last channel's final signal (each channel's messages are handled
 //! in order, so that announcement says its backlog is drained). The final signals' turns are inside the time, so the
 //! figure is a little low. If the backlog is not drained in time, the bot's saved `lastMessageId` of each channel
-//! says how far it got.
+//! (its file or its row) says how far it got.
 
+use super::layout::Layout;
 use super::observer::{Kind, Observer};
-use super::scene::{Bot, BotProcess, Scene};
+use super::scene::{Bot, BotProcesses, Scene};
 use super::stats::{Summary, rate};
 use super::{CpuShare, wait_until};
 use anyhow::bail;
@@ -43,12 +44,12 @@ pub struct MessageFigures {
     pub missed: u64,
 }
 
-pub async fn run(bot: &Bot, dir: &Path, sizes: MessageSizes) -> anyhow::Result<MessageFigures> {
-    let scene = Scene::new(dir, sizes.channels, TURN_SECONDS).await?;
+pub async fn run(bot: &Bot, layout: &Layout, dir: &Path, sizes: MessageSizes) -> anyhow::Result<MessageFigures> {
+    let scene = Scene::laid_out(dir, sizes.channels, TURN_SECONDS, layout).await?;
     scene.write_config(&scene.channels)?;
     // pm answers its first turn, so dev holds the floor and each channel's webhook exists before the burst.
     let observer = Observer::start(&scene, 1);
-    let mut process = BotProcess::spawn(bot, &scene)?;
+    let mut process = BotProcesses::spawn(bot, &scene)?;
     process.connected(&scene).await?;
     let (tally, all) = (observer.tally.clone(), sizes.channels);
     if !wait_until(&mut process, sizes.patience, || tally.channels_where(|c| c.announces >= 2) == all).await? {
@@ -87,7 +88,7 @@ pub async fn run(bot: &Bot, dir: &Path, sizes: MessageSizes) -> anyhow::Result<M
     } else {
         tokio::time::sleep(LAZY_SAVE_WAIT).await;
         until = Instant::now();
-        handled_per_state_files(&scene, &ids)
+        handled_per_saved_sessions(&scene, &ids).await?
     };
     process.stop().await?;
     let observed = observer.finish().await;
@@ -116,17 +117,16 @@ pub async fn run(bot: &Bot, dir: &Path, sizes: MessageSizes) -> anyhow::Result<M
 }
 
 /// How many of the posted messages the bot has handled, by each channel's saved `lastMessageId`.
-fn handled_per_state_files(scene: &Scene, ids: &[Vec<u64>]) -> usize {
-    scene
+async fn handled_per_saved_sessions(scene: &Scene, ids: &[Vec<u64>]) -> anyhow::Result<usize> {
+    let saved = scene.store.session_texts(&scene.channels).await?;
+    let handled = scene
         .channels
         .iter()
         .zip(ids)
         .map(|(channel, posted)| {
-            let last = std::fs::read_to_string(scene.session_file(*channel))
-                .ok()
-                .and_then(|text| super::state::last_message_id(&text))
-                .unwrap_or(0);
+            let last = saved.get(channel).and_then(|text| super::state::last_message_id(text)).unwrap_or(0);
             posted.iter().filter(|id| **id <= last).count()
         })
-        .sum()
+        .sum();
+    Ok(handled)
 }

@@ -1,11 +1,15 @@
-//! `turn-manager bench`: the real bot, as a separate process (`turn-manager run --api-base ...`), driven through
-//! local-discord running in the bench process by in-process scripted agents, and measured from outside: the
-//! server's creation times of messages, its log of REST calls and gateway frames, the bot's state files and
-//! `/proc/<pid>`. The floor (what the machine itself takes) is measured in the same run and printed beside it.
+//! `turn-manager bench`: the real bot, as a separate process (`turn-manager run --api-base ...`) or one per shard,
+//! driven through local-discord running in the bench process by in-process scripted agents, and measured from
+//! outside: the server's creation times of messages, its log of REST calls and gateway frames, the bot's saved
+//! sessions (state files or database rows) and `/proc/<pid>`. The floor (what the machine itself takes) is measured
+//! in the same run and printed beside it.
 //!
 //! Parts:
 //! - [`floor`]: loopback round trip, durable write, parallel durable writes, tokio timer lateness.
-//! - [`scene`]: a phase's local-discord world, the files `run` reads, and the bot process.
+//! - [`layout`]: where the bot keeps its sessions (`--store`) and in how many processes (`--processes`).
+//! - [`scene`]: a phase's local-discord world, the files `run` reads, and the bot's processes.
+//! - [`phase_store`], [`database`]: a phase's store (its state folder or a database of its own), filled with saved
+//!   sessions and read from outside.
 //! - [`observer`]: the feed reader that records every created message and plays the agents.
 //! - [`saved`]: saved sessions made by the real engine and store.
 //! - [`turns`], [`messages`], [`timeouts`], [`startup`]: the phases.
@@ -14,10 +18,13 @@
 //! Every phase is bounded in count and in time, and talks only to 127.0.0.1. Each runs on its own tokio runtime
 //! with its own server, dropped when it ends.
 
+pub mod database;
 pub mod floor;
 pub mod http;
+pub mod layout;
 pub mod messages;
 pub mod observer;
+pub mod phase_store;
 pub mod procfs;
 pub mod report;
 pub mod saved;
@@ -28,7 +35,8 @@ pub mod stats;
 pub mod timeouts;
 pub mod turns;
 
-use scene::{Bot, BotProcess};
+use layout::{Layout, StoreChoice};
+use scene::{Bot, BotProcesses};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -71,6 +79,8 @@ pub struct Options {
     pub patience: Duration,
     pub floor: floor::FloorSizes,
     pub work_dir: PathBuf,
+    /// The store and the process count of every bot started.
+    pub layout: Layout,
 }
 
 /// Everything measured for one bot binary.
@@ -99,6 +109,10 @@ pub fn run(options: Options) -> anyhow::Result<Report> {
     let wants = |phase| options.phases.contains(&phase);
     let dir = &options.work_dir;
     let mut runs: Vec<Run> = options.binaries.iter().map(|b| Run { binary: b.clone(), ..Run::default() }).collect();
+    if let StoreChoice::Postgres(server) = &options.layout.store {
+        phase(database::check_server(server))?;
+    }
+    let layout = &options.layout;
     let floor = if wants(Phase::Floor) {
         eprintln!("bench: floor");
         Some(floor::measure(&dir.join("floor"), options.floor)?)
@@ -108,6 +122,7 @@ pub fn run(options: Options) -> anyhow::Result<Report> {
     let bots: Vec<Bot> =
         options.binaries.iter().map(|b| Bot { binary: b.clone(), log_filter: options.bot_log.clone() }).collect();
     let turn_sizes = |channels| turns::TurnSizes { channels, window: options.window, patience: options.patience };
+    let turns = |bot: &Bot, dir: &Path, channels: usize| phase(turns::run(bot, layout, dir, turn_sizes(channels)));
     let (channels, patience) = (options.channels, options.patience);
     for part in [Phase::Handoff, Phase::Turns, Phase::Messages, Phase::Timeouts].into_iter().filter(|p| wants(*p)) {
         for (i, (run, bot)) in runs.iter_mut().zip(&bots).enumerate() {
@@ -115,18 +130,18 @@ pub fn run(options: Options) -> anyhow::Result<Report> {
             eprintln!("bench: [{}] {part:?}", label(i));
             match part {
                 Phase::Handoff => {
-                    run.one = Some(phase(turns::run(bot, &dir.join("one"), turn_sizes(1)))?);
-                    run.active = Some(phase(turns::run(bot, &dir.join("active"), turn_sizes(options.active)))?);
+                    run.one = Some(turns(bot, &dir.join("one"), 1)?);
+                    run.active = Some(turns(bot, &dir.join("active"), options.active)?);
                 }
-                Phase::Turns => run.all = Some(phase(turns::run(bot, &dir.join("turns"), turn_sizes(channels)))?),
+                Phase::Turns => run.all = Some(turns(bot, &dir.join("turns"), channels)?),
                 Phase::Messages => {
                     let per_channel = options.messages_per_channel;
                     let sizes = messages::MessageSizes { channels, per_channel, patience };
-                    run.messages = Some(phase(messages::run(bot, &dir.join("messages"), sizes))?);
+                    run.messages = Some(phase(messages::run(bot, layout, &dir.join("messages"), sizes))?);
                 }
                 Phase::Timeouts => {
                     let sizes = timeouts::TimeoutSizes { channels, turn_seconds: options.turn_seconds, patience };
-                    run.timeouts = Some(phase(timeouts::run(bot, &dir.join("timeouts"), sizes))?);
+                    run.timeouts = Some(phase(timeouts::run(bot, layout, &dir.join("timeouts"), sizes))?);
                 }
                 Phase::Floor | Phase::Startup => unreachable!("not in this loop"),
             }
@@ -136,7 +151,7 @@ pub fn run(options: Options) -> anyhow::Result<Report> {
     if wants(Phase::Startup) {
         eprintln!("bench: start-up, {} saved sessions", options.sessions);
         let sizes = startup::StartupSizes { sessions: options.sessions, patience };
-        let (made, figures) = phase(startup::run(&bots, &dir.join("startup"), sizes))?;
+        let (made, figures) = phase(startup::run(&bots, layout, &dir.join("startup"), sizes))?;
         saved = Some(made);
         for (run, figure) in runs.iter_mut().zip(figures) {
             run.startup = Some(figure);
@@ -155,8 +170,12 @@ pub fn label(i: usize) -> String {
     char::from(b'A' + (i % 26) as u8).to_string()
 }
 
-/// Waits until `done`, checking that the bot is alive; false when `limit` passed first.
-pub async fn wait_until(bot: &mut BotProcess, limit: Duration, mut done: impl FnMut() -> bool) -> anyhow::Result<bool> {
+/// Waits until `done`, checking that the bot's processes are alive; false when `limit` passed first.
+pub async fn wait_until(
+    bot: &mut BotProcesses,
+    limit: Duration,
+    mut done: impl FnMut() -> bool,
+) -> anyhow::Result<bool> {
     let until = Instant::now() + limit;
     loop {
         if done() {
@@ -171,7 +190,8 @@ pub async fn wait_until(bot: &mut BotProcess, limit: Duration, mut done: impl Fn
     }
 }
 
-/// CPU time the bot and the bench (local-discord and the agents) used during a stretch of wall time.
+/// CPU time the bot (all its processes) and the bench (local-discord and the agents) used during a stretch of wall
+/// time.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct CpuShare {
     pub bot: Duration,
@@ -189,7 +209,7 @@ pub struct CpuMark {
 }
 
 impl CpuShare {
-    pub fn start(bot: &BotProcess) -> CpuMark {
+    pub fn start(bot: &BotProcesses) -> CpuMark {
         CpuMark {
             bot: bot.cpu_time(),
             bench: procfs::own_cpu_time().unwrap_or_default(),
@@ -206,7 +226,7 @@ impl CpuShare {
 }
 
 impl CpuMark {
-    pub fn stop(self, bot: &BotProcess) -> CpuShare {
+    pub fn stop(self, bot: &BotProcesses) -> CpuShare {
         let bot = bot.cpu_time().saturating_sub(self.bot);
         let bench = procfs::own_cpu_time().unwrap_or_default().saturating_sub(self.bench);
         let machine = procfs::machine_busy_time().unwrap_or_default().saturating_sub(self.machine);

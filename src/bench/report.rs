@@ -1,5 +1,6 @@
-//! The bench's output: one Markdown table, a column per bot binary beside the floor of the same run and the issue's
-//! target, then the details that explain each figure (CPU use, REST routes, how each was measured).
+//! The bench's output: one Markdown table, a column per bot binary (headed with the store and the process count it
+//! ran with) beside the floor of the same run and the issue's target, then the details that explain each figure (CPU
+//! use, REST routes, how each was measured).
 
 use super::stats::{Summary, group, ms};
 use super::{Report, Run, is_this_build, label};
@@ -24,10 +25,11 @@ pub fn render(report: &Report) -> String {
         let this = if is_this_build(&run.binary) { " (this build)" } else { "" };
         let _ = writeln!(out, "- {} = {}{this}", label(i), run.binary.display());
     }
+    let _ = writeln!(out, "- every column: {}", o.layout.describe());
     out.push('\n');
     let rows = rows(report);
     let mut header = vec!["figure".to_owned()];
-    header.extend((0..report.runs.len()).map(label));
+    header.extend((0..report.runs.len()).map(|i| format!("{} ({})", label(i), o.layout.short())));
     header.extend(["floor (same run)".to_owned(), "target".to_owned()]);
     let _ = writeln!(out, "| {} |", header.join(" | "));
     let _ = writeln!(out, "|{}", "---|".repeat(header.len()));
@@ -267,15 +269,15 @@ fn warn(count: usize, what: &str) -> String {
 }
 
 const HOW: &str = "
-How: each bot runs as `turn-manager run --api-base <local-discord>` (a separate process with its own runtime, \
+How: each bot runs as `turn-manager run --api-base <local-discord>` (separate processes with their own runtimes, \
 RUST_LOG as --bot-log says); local-discord and the agents run in the bench process, on the same cores (`others` is \
 what the rest of the machine used meanwhile). Times are the server's: when it created the agent's signal and the \
-bot's next announcement (handoff), or the timeout notice (lateness, against `turnTimeoutAt` read from the state file; \
-the timed-out sessions were saved by the engine as started at one instant, so every build meets deadlines that fall \
-together). Agents answer the moment they are mentioned, so every channel always has a turn in \
-flight and a handoff with N channels is about N / (turns/s). Turns/s: announcements following a signal in a fixed \
-window opened after every channel completed two turns. REST calls per turn: from quiet to quiet, every channel \
-completes one more turn. Messages/s: with the bot frozen (SIGSTOP), the floor holder of every channel posts messages \
-without the signal, then one with it; timed from SIGCONT to the last channel's next announcement. Memory: VmRSS \
-of the idle bot (no REST call and next to no CPU for 1 s).
+bot's next announcement (handoff), or the timeout notice (lateness, against `turnTimeoutAt` read from the saved \
+session, its file or its row; the timed-out sessions were saved by the engine as started at one instant, so every \
+build meets deadlines that fall together). Agents answer the moment they are mentioned, so every channel always has \
+a turn in flight and a handoff with N channels is about N / (turns/s). Turns/s: announcements following a signal in \
+a fixed window opened after every channel completed two turns. REST calls per turn: from quiet to quiet, every \
+channel completes one more turn. Messages/s: with the bot frozen (SIGSTOP), the floor holder of every channel posts \
+messages without the signal, then one with it; timed from SIGCONT to the last channel's next announcement. Memory: \
+VmRSS of the idle bot (no REST call and next to no CPU for 1 s).
 ";

@@ -1,10 +1,11 @@
 //! Saved sessions made by running the real engine and saved by the real store, so their format is exactly what the
 //! bot under test reads: a session started at a chosen instant, then some turns of an agent's message and its signal
-//! (thirty seconds each). Played on a few threads (the engine's work) and saved in batches, each one group commit,
-//! then checkpointed: the bot under test starts with an empty journal, as after a graceful stop.
+//! (thirty seconds each), in a channel whose server it knows. Played on a few threads (the engine's work) and saved
+//! in batches, each one group commit, then checkpointed: the bot under test starts with an empty journal, as after a
+//! graceful stop. A database gets them from this folder through `convert` ([`super::phase_store`]).
 
 use crate::core::config::Config;
-use crate::core::ids::{ChannelId, MessageId};
+use crate::core::ids::{ChannelId, GuildId, MessageId};
 use crate::core::persona::PersonaCatalog;
 use crate::core::session::history::HistoryEvent;
 use crate::core::session::{Command, Context, IncomingMessage, Session};
@@ -36,8 +37,9 @@ pub struct Saved {
     pub took: Duration,
 }
 
-/// Writes one saved session per channel under `dir` (a state folder) as `plan` says, from [`WRITERS`] threads.
-pub fn generate(dir: &Path, channels: &[u64], catalog: &PersonaCatalog, plan: Plan) -> anyhow::Result<Saved> {
+/// Writes one saved session per channel (`(channel, its guild)`) under `dir` (a state folder) as `plan` says, from
+/// [`WRITERS`] threads.
+pub fn generate(dir: &Path, channels: &[(u64, u64)], catalog: &PersonaCatalog, plan: Plan) -> anyhow::Result<Saved> {
     let started = Instant::now();
     let store = Store::open(dir)?;
     let config = Config::default();
@@ -51,7 +53,9 @@ pub fn generate(dir: &Path, channels: &[u64], catalog: &PersonaCatalog, plan: Pl
                     for batch in part.chunks(BATCH) {
                         let played: Vec<(Session, Vec<HistoryEvent>)> = batch
                             .iter()
-                            .map(|channel| played_session(ChannelId(*channel), catalog, config, plan))
+                            .map(|(channel, guild)| {
+                                played_session(ChannelId(*channel), GuildId(*guild), catalog, config, plan)
+                            })
                             .collect::<anyhow::Result<_>>()?;
                         store.save_many(&played)?;
                     }
@@ -67,7 +71,7 @@ pub fn generate(dir: &Path, channels: &[u64], catalog: &PersonaCatalog, plan: Pl
     store.checkpoint()?;
     let bytes: u64 = channels
         .iter()
-        .filter_map(|c| std::fs::metadata(store.session_path(ChannelId(*c))).ok())
+        .filter_map(|(c, _)| std::fs::metadata(store.session_path(ChannelId(*c))).ok())
         .map(|m| m.len())
         .sum();
     let bytes_per_file = bytes / channels.len().max(1) as u64;
@@ -75,9 +79,11 @@ pub fn generate(dir: &Path, channels: &[u64], catalog: &PersonaCatalog, plan: Pl
 }
 
 /// A session as the engine leaves it after the plan's turns, each an agent's message then its signal; and every
-/// event, for the log.
+/// event, for the log. It records its server, as the bot's sessions do, so that each process of several resumes
+/// those of its own shards.
 fn played_session(
     channel: ChannelId,
+    guild: GuildId,
     catalog: &PersonaCatalog,
     config: &Config,
     plan: Plan,
@@ -86,6 +92,7 @@ fn played_session(
     let at = |ms: i64| DateTime::from_timestamp_millis(ms).expect("a time in range");
     let mut ms = plan.start.timestamp_millis();
     let mut session = Session::new(channel);
+    session.guild_id = Some(guild);
     let start = session.handle_command(&Command::Start { roster: Vec::new() }, None, at(ms), ctx);
     let mut events = start.map_err(|refusal| anyhow::anyhow!("the engine refused to start: {refusal}"))?.events;
     for turn in 1..=plan.turns {

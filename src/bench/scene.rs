@@ -1,14 +1,20 @@
-//! A phase's world: local-discord with a guild of N channels and three agent accounts (pm, dev, critic), the files
-//! `turn-manager run` reads (personas, configuration, state folder), and the bot itself as a separate process,
+//! A phase's world: local-discord with N channels over one guild per bot process (each guild on its own shard) and
+//! three agent accounts (pm, dev, critic), the files `turn-manager run` reads (personas, configuration, state
+//! folder), where the bot keeps its sessions ([`PhaseStore`]), and the bot itself as one or more separate processes,
 //! watched from outside.
 
+use super::layout::{Layout, guild_index};
+use super::phase_store::PhaseStore;
 use super::procfs;
-use crate::core::ids::{PersonaId, UserId};
+use crate::core::ids::{GuildId, PersonaId, UserId};
 use crate::core::persona::{Persona, PersonaCatalog};
+use crate::core::shards::{ShardRange, registers_commands};
 use crate::demo::stage::Stage;
 use anyhow::{Context as _, bail};
+use local_discord::permissions::Permissions;
 use local_discord::world::{LogEntry, LogKind};
 use serde_json::json;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -22,15 +28,25 @@ const STOP_LIMIT: Duration = Duration::from_secs(20);
 
 pub struct Scene {
     pub stage: Stage,
-    /// Every channel of the guild, the stage's own first.
+    /// Every channel, the stage's own first.
     pub channels: Vec<u64>,
+    /// Each channel's guild.
+    pub guild_of: HashMap<u64, u64>,
     pub dir: PathBuf,
+    pub layout: Layout,
+    pub store: PhaseStore,
 }
 
 impl Scene {
-    /// A fresh server with `channels` channels and personas whose turns last `timeout_seconds`; their files are
-    /// written under `dir`.
+    /// A fresh server with `channels` channels in one guild and personas whose turns last `timeout_seconds`, for one
+    /// bot process on the state folder; their files are written under `dir`.
     pub async fn new(dir: &Path, channels: usize, timeout_seconds: u32) -> anyhow::Result<Self> {
+        Self::laid_out(dir, channels, timeout_seconds, &Layout::default()).await
+    }
+
+    /// [`Scene::new`] with the channels spread over one guild per process of `layout`, and an empty store of its
+    /// kind.
+    pub async fn laid_out(dir: &Path, channels: usize, timeout_seconds: u32, layout: &Layout) -> anyhow::Result<Self> {
         let personas: Vec<Persona> = ROSTER
             .iter()
             .enumerate()
@@ -45,11 +61,17 @@ impl Scene {
             })
             .collect();
         let stage = Stage::new(&personas).await.context("starting local-discord")?;
+        let guilds = guilds_on_every_shard(&stage, layout.guilds());
         let mut all = vec![stage.channel];
-        all.extend((1..channels).map(|i| stage.server.create_channel(stage.guild, &format!("agents-{i}"))));
+        all.extend((1..channels).map(|i| {
+            let guild = guilds[guild_index(i, guilds.len())];
+            stage.server.create_channel(guild, &format!("agents-{i}"))
+        }));
+        let guild_of = all.iter().enumerate().map(|(i, c)| (*c, guilds[guild_index(i, guilds.len())])).collect();
         let _ = std::fs::remove_dir_all(dir);
         std::fs::create_dir_all(dir.join("personas")).with_context(|| format!("creating {}", dir.display()))?;
-        let scene = Self { stage, channels: all, dir: dir.to_owned() };
+        let store = PhaseStore::new(&layout.store, &dir.join("state")).await?;
+        let scene = Self { stage, channels: all, guild_of, dir: dir.to_owned(), layout: layout.clone(), store };
         for persona in &scene.stage.personas {
             let file = json!({
                 "id": persona.id.as_str(),
@@ -64,29 +86,41 @@ impl Scene {
         Ok(scene)
     }
 
-    /// The configuration: these channels managed from start-up with the whole roster, everything else default but the
-    /// global REST budget, which is off: local-discord has no global limit, and the bench measures the bot (on
-    /// Discord, the default 45 calls/s bounds one bot to about 15 relayed turns/s).
+    /// The configuration of each process: these channels managed from start-up with the whole roster (each process
+    /// those of the guilds on its shard: a process starts every channel its configuration names, and would hold
+    /// the others' channels without seeing their messages), everything else default but the global REST budget,
+    /// which is off: local-discord has no global limit, and the bench measures the bot (on Discord, the default 45
+    /// calls/s bounds one bot to about 15 relayed turns/s).
     pub fn write_config(&self, managed: &[u64]) -> anyhow::Result<()> {
         let roster: Vec<&str> = ROSTER.iter().map(|(id, _)| *id).collect();
-        let channels: Vec<_> =
-            managed.iter().map(|c| json!({"channelId": c.to_string(), "roster": roster.clone()})).collect();
-        let config = json!({ "channels": channels, "restRequestsPerSecond": 0 });
-        std::fs::write(self.config_path(), config.to_string())?;
+        for process in 0..self.layout.processes {
+            let shards = self.layout.shards_of(process);
+            let channels: Vec<_> = managed
+                .iter()
+                .filter(|c| shards.is_none_or(|range| range.owns(GuildId(self.guild_of[*c]))))
+                .map(|c| json!({"channelId": c.to_string(), "roster": roster.clone()}))
+                .collect();
+            let config = json!({ "channels": channels, "restRequestsPerSecond": 0 });
+            std::fs::write(self.config_path(process), config.to_string())?;
+        }
         Ok(())
     }
 
+    /// The state folder of the bot's processes (the file store's sessions; unused with a database).
     pub fn state_dir(&self) -> PathBuf {
         self.dir.join("state")
     }
 
-    fn config_path(&self) -> PathBuf {
-        self.dir.join("turn-manager.json")
+    fn config_path(&self, process: u32) -> PathBuf {
+        match process {
+            0 => self.dir.join("turn-manager.json"),
+            _ => self.dir.join(format!("turn-manager-{process}.json")),
+        }
     }
 
-    /// The bot's saved session file of a channel.
-    pub fn session_file(&self, channel: u64) -> PathBuf {
-        self.state_dir().join("channels").join(format!("{channel}.json"))
+    /// Each channel's guild as the bot's sessions record it: `(channel, guild)`.
+    pub fn channels_with_guilds(&self) -> Vec<(u64, u64)> {
+        self.channels.iter().map(|c| (*c, self.guild_of[c])).collect()
     }
 
     /// The agents' accounts, in roster order.
@@ -108,57 +142,127 @@ impl Scene {
     }
 }
 
-/// A bot build to measure, and the log filter it runs with (`RUST_LOG`; its log goes to `bot.log` in the phase's
-/// folder).
+/// One guild per shard of `shards` (`(guild id >> 22) % shards`), the stage's own first, each with the bot (its
+/// role and permissions) and every agent in it; the guilds in shard order.
+fn guilds_on_every_shard(stage: &Stage, shards: usize) -> Vec<u64> {
+    let shard_of = |guild: u64| ShardRange::whole(shards as u32).shard_of(GuildId(guild)) as usize;
+    let mut guilds = vec![None; shards];
+    guilds[shard_of(stage.guild)] = Some(stage.guild);
+    while guilds.iter().any(Option::is_none) {
+        // A guild's shard comes from its snowflake's millisecond: a guild of a shard already covered is left empty
+        // (the bot is not in it), and the next one is made a millisecond later.
+        let guild = stage.server.create_guild("Agents HQ, another shard", stage.operator);
+        let slot = &mut guilds[shard_of(guild)];
+        if slot.is_some() {
+            std::thread::sleep(Duration::from_millis(1));
+            continue;
+        }
+        let role = stage.server.create_role(
+            guild,
+            "turn-manager",
+            Permissions::from_bits(crate::discord::permissions_used().bits()),
+        );
+        stage.server.add_member(guild, stage.bot_user, &[role]);
+        for persona in &stage.personas {
+            stage.server.add_member(guild, persona.discord_user_id.0, &[]);
+        }
+        *slot = Some(guild);
+    }
+    let mut guilds: Vec<u64> = guilds.into_iter().flatten().collect();
+    // The stage's guild first, so the stage's channel is the first channel of the first guild.
+    guilds.sort_by_key(|g| *g != stage.guild);
+    guilds
+}
+
+/// A bot build to measure, and the log filter it runs with (`RUST_LOG`; each process logs to `bot.log`, or
+/// `bot-<i>.log` when there are several, in the phase's folder).
 #[derive(Clone, Debug)]
 pub struct Bot {
     pub binary: PathBuf,
     pub log_filter: String,
 }
 
-/// `turn-manager run` as a separate process against the scene's server.
-pub struct BotProcess {
+/// One process of the bot.
+struct Process {
     child: Child,
-    pub pid: u32,
-    /// Just before the process was spawned.
-    pub spawned: Instant,
+    pid: u32,
     log: PathBuf,
+    shards: Option<ShardRange>,
 }
 
-impl BotProcess {
+/// `turn-manager run` against the scene's server, as one process or one per shard, watched from outside: memory
+/// and CPU are those of all of them together.
+pub struct BotProcesses {
+    processes: Vec<Process>,
+    /// Just before the first process was spawned (they are spawned one after the other at once).
+    pub spawned: Instant,
+}
+
+impl BotProcesses {
     pub fn spawn(bot: &Bot, scene: &Scene) -> anyhow::Result<Self> {
-        let log = scene.dir.join("bot.log");
-        let stderr = std::fs::File::create(&log).with_context(|| format!("creating {}", log.display()))?;
-        let binary = &bot.binary;
-        let mut command = Command::new(binary);
-        command
-            .args(["run", "--api-base", &scene.stage.server.base_url()])
-            .arg("--personas")
-            .arg(scene.dir.join("personas"))
-            .arg("--state")
-            .arg(scene.state_dir())
-            .arg("--config")
-            .arg(scene.config_path())
-            .env("DISCORD_TOKEN", &scene.stage.bot_token)
-            .env("RUST_LOG", &bot.log_filter)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(stderr);
+        let count = scene.layout.processes;
         let spawned = Instant::now();
-        let child = command.spawn().with_context(|| format!("starting {}", binary.display()))?;
-        Ok(Self { pid: child.id(), child, spawned, log })
+        let mut processes = Vec::new();
+        for process in 0..count {
+            let log = scene.dir.join(if count == 1 { "bot.log".to_owned() } else { format!("bot-{process}.log") });
+            let stderr = std::fs::File::create(&log).with_context(|| format!("creating {}", log.display()))?;
+            let binary = &bot.binary;
+            let shards = scene.layout.shards_of(process);
+            let mut command = Command::new(binary);
+            command
+                .args(["run", "--api-base", &scene.stage.server.base_url()])
+                .arg("--personas")
+                .arg(scene.dir.join("personas"))
+                .arg("--state")
+                .arg(scene.state_dir())
+                .arg("--config")
+                .arg(scene.config_path(process))
+                .env("DISCORD_TOKEN", &scene.stage.bot_token)
+                .env("RUST_LOG", &bot.log_filter)
+                // Only what the bench says counts, not the environment it was started in.
+                .env_remove("TM_STORE")
+                .env_remove("TM_SHARDS")
+                .env_remove("TM_TOTAL_SHARDS")
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(stderr);
+            if let Some(range) = shards {
+                command.args(["--shards", &format!("{}-{}", range.first, range.last)]);
+                command.args(["--total-shards", &range.total.to_string()]);
+            }
+            // `run --store`, through its variable: the URL may hold a password, which `ps` would show.
+            if let Some(database) = scene.store.database() {
+                command.env("TM_STORE", database.expose());
+            }
+            let child = command.spawn().with_context(|| format!("starting {}", binary.display()))?;
+            processes.push(Process { pid: child.id(), child, log, shards });
+        }
+        Ok(Self { processes, spawned })
     }
 
-    /// Waits until the bot is connected to the gateway and has registered its slash commands.
+    /// How many processes there are.
+    pub fn count(&self) -> usize {
+        self.processes.len()
+    }
+
+    /// Waits until every process is connected to the gateway (on its shard) and the one that registers the slash
+    /// commands has registered them.
     pub async fn connected(&mut self, scene: &Scene) -> anyhow::Result<()> {
         let me = scene.stage.bot_user;
+        let shards: Vec<Option<ShardRange>> = self.processes.iter().map(|p| p.shards).collect();
+        let registers = shards.iter().any(|s| registers_commands(*s));
         let until = Instant::now() + CONNECT_LIMIT;
         loop {
             let ready = scene
                 .stage
                 .server
                 .wait_for("the bot to connect", Duration::from_millis(250), |w| {
-                    (w.is_connected(me) && w.commands.iter().any(|c| c.application_id == me)).then_some(())
+                    let connected = shards.iter().all(|s| match s {
+                        None => w.is_connected(me),
+                        Some(range) => w.is_connected_on(me, [u64::from(range.first), u64::from(range.total)]),
+                    });
+                    let commands = !registers || w.commands.iter().any(|c| c.application_id == me);
+                    (connected && commands).then_some(())
                 })
                 .await;
             if ready.is_ok() {
@@ -166,40 +270,46 @@ impl BotProcess {
             }
             self.check_alive()?;
             if Instant::now() > until {
-                bail!("the bot did not connect within {CONNECT_LIMIT:?}; its log:\n{}", self.log_tail());
+                bail!("the bot did not connect within {CONNECT_LIMIT:?}; its log:\n{}", self.log_tails());
             }
         }
     }
 
-    /// Fails with the end of the bot's log if it has exited.
+    /// Fails with the end of the log of a process that has exited.
     pub fn check_alive(&mut self) -> anyhow::Result<()> {
-        if let Some(status) = self.child.try_wait()? {
-            bail!("the bot exited ({status}); the end of its log:\n{}", self.log_tail());
+        for process in &mut self.processes {
+            if let Some(status) = process.child.try_wait()? {
+                bail!("the bot exited ({status}); the end of its log:\n{}", log_tail(&process.log));
+            }
         }
         Ok(())
     }
 
+    /// Resident memory of all the processes together.
     pub fn rss_kib(&self) -> Option<u64> {
-        procfs::rss_kib(self.pid)
+        self.processes.iter().map(|p| procfs::rss_kib(p.pid)).sum()
     }
 
+    /// CPU time of all the processes together.
     pub fn cpu_time(&self) -> Duration {
-        procfs::cpu_time(self.pid).unwrap_or_default()
+        self.processes.iter().map(|p| procfs::cpu_time(p.pid).unwrap_or_default()).sum()
     }
 
-    /// Freezes the process (SIGSTOP): what the server sends it meanwhile waits in its socket and the server's queue.
+    /// Freezes the processes (SIGSTOP): what the server sends them meanwhile waits in their sockets and the server's
+    /// queue.
     pub fn pause(&self) -> anyhow::Result<()> {
         self.signal("-STOP")
     }
 
-    /// Lets a frozen process go on (SIGCONT).
+    /// Lets frozen processes go on (SIGCONT).
     pub fn resume(&self) -> anyhow::Result<()> {
         self.signal("-CONT")
     }
 
     fn signal(&self, which: &str) -> anyhow::Result<()> {
-        let status = Command::new("kill").args([which, &self.pid.to_string()]).status()?;
-        anyhow::ensure!(status.success(), "kill {which} {} failed", self.pid);
+        let pids: Vec<String> = self.processes.iter().map(|p| p.pid.to_string()).collect();
+        let status = Command::new("kill").arg(which).args(&pids).status()?;
+        anyhow::ensure!(status.success(), "kill {which} {} failed", pids.join(" "));
         Ok(())
     }
 
@@ -208,35 +318,74 @@ impl BotProcess {
         let _ = self.signal("-TERM");
         let until = Instant::now() + STOP_LIMIT;
         while Instant::now() < until {
-            if self.child.try_wait()?.is_some() {
+            let mut running = false;
+            for process in &mut self.processes {
+                running |= process.child.try_wait()?.is_none();
+            }
+            if !running {
                 return Ok(());
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        for process in &mut self.processes {
+            let _ = process.child.kill();
+            let _ = process.child.wait();
+        }
         bail!("the bot did not stop within {STOP_LIMIT:?} of SIGTERM and was killed")
     }
 
-    fn log_tail(&self) -> String {
-        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
-        let lines: Vec<&str> = text.lines().collect();
-        lines[lines.len().saturating_sub(20)..].join("\n")
+    fn log_tails(&self) -> String {
+        let tails: Vec<String> =
+            self.processes.iter().map(|p| format!("{}:\n{}", p.log.display(), log_tail(&p.log))).collect();
+        tails.join("\n")
     }
 }
 
-impl Drop for BotProcess {
+fn log_tail(log: &Path) -> String {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(20)..].join("\n")
+}
+
+impl Drop for BotProcesses {
     /// A phase that fails never leaves its bot running.
     fn drop(&mut self) {
-        if matches!(self.child.try_wait(), Ok(None)) {
-            let _ = self.resume();
-            let _ = self.child.kill();
-            let _ = self.child.wait();
+        for process in &mut self.processes {
+            if matches!(process.child.try_wait(), Ok(None)) {
+                let _ = Command::new("kill").args(["-CONT", &process.pid.to_string()]).status();
+                let _ = process.child.kill();
+                let _ = process.child.wait();
+            }
         }
     }
 }
 
-/// When the server received the bot's IDENTIFY (gateway op 2), in a log.
-pub fn identify_at(log: &[LogEntry]) -> Option<Instant> {
-    log.iter().find(|e| matches!(e.kind, LogKind::GatewayReceived { op: 2, .. })).map(|e| e.at)
+/// When the server had received `count` IDENTIFYs (gateway op 2) in a log: one per process started together.
+pub fn identified_at(log: &[LogEntry], count: usize) -> Option<Instant> {
+    log.iter()
+        .filter(|e| matches!(e.kind, LogKind::GatewayReceived { op: 2, .. }))
+        .nth(count.saturating_sub(1))
+        .map(|e| e.at)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::identified_at;
+    use local_discord::world::{LogEntry, LogKind};
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn start_up_lasts_until_every_process_has_identified() {
+        let t0 = Instant::now();
+        let at = |ms: u64, kind: LogKind| LogEntry { at: t0 + Duration::from_millis(ms), kind };
+        let log = vec![
+            at(1, LogKind::GatewayReceived { user: None, op: 1 }),
+            at(5, LogKind::GatewayReceived { user: None, op: 2 }),
+            at(7, LogKind::GatewayReceived { user: Some(9), op: 1 }),
+            at(9, LogKind::GatewayReceived { user: None, op: 2 }),
+        ];
+        assert_eq!(identified_at(&log, 1), Some(t0 + Duration::from_millis(5)));
+        assert_eq!(identified_at(&log, 2), Some(t0 + Duration::from_millis(9)));
+        assert_eq!(identified_at(&log, 3), None, "a third process has not identified yet");
+    }
 }

@@ -1,13 +1,16 @@
 //! The start-up phase: S saved active sessions, made by the real engine and store ([`super::saved`]: thirty turns of
-//! an agent's message and its signal each), in a guild where their S channels exist.
-//! For each bot: start-up time (process spawned → the server receives IDENTIFY) and resident memory once idle, with
-//! no saved session and with the S sessions; memory per idle session is the difference over S.
+//! an agent's message and its signal each), in the guilds where their S channels exist, put in the store of each
+//! start afresh (a copy of the state folder, or a new database copied from one filled once).
+//! For each bot: start-up time (processes spawned → the server receives IDENTIFY from each) and resident memory once
+//! idle (all the processes together), with no saved session and with the S sessions; memory per idle session is the
+//! difference over S.
 
+use super::layout::Layout;
+use super::phase_store::SavedSessions;
 use super::saved::{Plan, Saved, generate};
-use super::scene::{Bot, BotProcess, Scene, identify_at};
+use super::scene::{Bot, BotProcesses, Scene, identified_at};
 use super::turns::route_of;
 use super::wait_until;
-use anyhow::Context as _;
 use chrono::Utc;
 use local_discord::world::LogKind;
 use std::path::Path;
@@ -48,17 +51,23 @@ pub struct StartupFigures {
 }
 
 /// Runs the phase for every binary on one scene, with the same saved sessions.
-pub async fn run(bots: &[Bot], dir: &Path, sizes: StartupSizes) -> anyhow::Result<(Saved, Vec<StartupFigures>)> {
-    let scene = Scene::new(dir, sizes.sessions, TURN_SECONDS).await?;
-    let template = dir.join("saved");
-    let (catalog, channels) = (scene.catalog(), scene.channels.clone());
-    let template_store = template.clone();
+pub async fn run(
+    bots: &[Bot],
+    layout: &Layout,
+    dir: &Path,
+    sizes: StartupSizes,
+) -> anyhow::Result<(Saved, Vec<StartupFigures>)> {
+    let mut scene = Scene::laid_out(dir, sizes.sessions, TURN_SECONDS, layout).await?;
+    let folder = dir.join("saved");
+    let (catalog, channels) = (scene.catalog(), scene.channels_with_guilds());
+    let written = folder.clone();
     let plan = Plan { start: Utc::now() - chrono::TimeDelta::seconds(SAVED_TURNS * 30 + 30), turns: SAVED_TURNS };
-    let saved = tokio::task::spawn_blocking(move || generate(&template_store, &channels, &catalog, plan)).await??;
+    let saved = tokio::task::spawn_blocking(move || generate(&written, &channels, &catalog, plan)).await??;
+    let template = SavedSessions::from_folder(&layout.store, &folder).await?;
     let mut figures = Vec::new();
     for bot in bots {
-        let empty = boot(bot, &scene, None, sizes.patience).await?;
-        let full = boot(bot, &scene, Some(&template), sizes.patience).await?;
+        let empty = boot(bot, &mut scene, None, sizes.patience).await?;
+        let full = boot(bot, &mut scene, Some(&template), sizes.patience).await?;
         let per_session_kib = match (empty.rss_kib, full.rss_kib) {
             (Some(e), Some(f)) if sizes.sessions > 0 => Some((f as f64 - e as f64) / sizes.sessions as f64),
             _ => None,
@@ -69,19 +78,16 @@ pub async fn run(bots: &[Bot], dir: &Path, sizes: StartupSizes) -> anyhow::Resul
 }
 
 /// Starts the bot on a copy of `saved` (or no session), times it to IDENTIFY, and reads its memory once idle.
-async fn boot(bot: &Bot, scene: &Scene, saved: Option<&Path>, patience: Duration) -> anyhow::Result<Boot> {
-    let state = scene.state_dir();
-    let _ = std::fs::remove_dir_all(&state);
-    if let Some(saved) = saved {
-        // The whole state folder, as a graceful stop leaves it: the sessions and the (empty) journal.
-        copy_folder(saved, &state)?;
-        copy_folder(&saved.join("channels"), &state.join("channels"))?;
-    }
+async fn boot(bot: &Bot, scene: &mut Scene, saved: Option<&SavedSessions>, patience: Duration) -> anyhow::Result<Boot> {
+    let choice = scene.layout.store.clone();
+    scene.store.reset(&choice, saved).await?;
+    let scene = &*scene;
     let log_from = scene.log_len();
-    let mut process = BotProcess::spawn(bot, scene)?;
+    let mut process = BotProcesses::spawn(bot, scene)?;
     let mut identified = None;
+    let processes = process.count();
     wait_until(&mut process, patience, || {
-        identified = identify_at(&scene.log_since(log_from));
+        identified = identified_at(&scene.log_since(log_from), processes);
         identified.is_some()
     })
     .await?;
@@ -103,7 +109,7 @@ async fn boot(bot: &Bot, scene: &Scene, saved: Option<&Path>, patience: Duration
 }
 
 /// Waits until the bot is idle: no REST call and next to no CPU for [`QUIET`]. False if it never was.
-async fn settle(bot: &mut BotProcess, scene: &Scene, patience: Duration) -> anyhow::Result<bool> {
+async fn settle(bot: &mut BotProcesses, scene: &Scene, patience: Duration) -> anyhow::Result<bool> {
     let until = Instant::now() + patience;
     let mut mark = (scene.log_len(), bot.cpu_time(), Instant::now());
     while Instant::now() < until {
@@ -117,18 +123,4 @@ async fn settle(bot: &mut BotProcess, scene: &Scene, patience: Duration) -> anyh
         }
     }
     Ok(false)
-}
-
-/// Copies the files of a folder (not its subfolders).
-fn copy_folder(from: &Path, to: &Path) -> anyhow::Result<()> {
-    std::fs::create_dir_all(to).with_context(|| format!("creating {}", to.display()))?;
-    for entry in std::fs::read_dir(from).with_context(|| format!("reading {}", from.display()))? {
-        let entry = entry?;
-        if entry.file_type()?.is_dir() {
-            continue;
-        }
-        std::fs::copy(entry.path(), to.join(entry.file_name()))
-            .with_context(|| format!("copying {}", entry.path().display()))?;
-    }
-    Ok(())
 }

@@ -1,5 +1,6 @@
-//! Reading the bot's saved session files from outside, in both formats the bench meets: compact (this build) and
-//! pretty-printed (builds before the channel actors). Only two fields matter: `turnTimeoutAt` and `lastMessageId`.
+//! Reading the bot's saved sessions from outside (a state file, or a row's JSON: [`super::phase_store`] fetches
+//! them), in both formats the bench meets: compact (this build) and pretty-printed (builds before the channel
+//! actors). Only two fields matter: `turnTimeoutAt` and `lastMessageId`.
 
 use serde_json::Value;
 

@@ -1,12 +1,13 @@
 //! The timeout phase: N channels whose deadlines fall at one instant, nobody answering. Their sessions are made by
 //! the engine and saved by the store ([`super::saved`]) as started together at one instant, each turn due a few
 //! seconds later; the bot starts on them and reads what it missed, then the deadlines fall together, whatever way
-//! each build starts its sessions. Each deadline is read back from the state file (`turnTimeoutAt`); lateness = when
-//! the server created the channel's timeout notice − that deadline.
+//! each build starts its sessions. Each deadline is read back from the saved session (`turnTimeoutAt`, in its file or
+//! its row); lateness = when the server created the channel's timeout notice − that deadline.
 
+use super::layout::Layout;
 use super::observer::{Kind, Observer};
 use super::saved::{Plan, generate};
-use super::scene::{Bot, BotProcess, Scene};
+use super::scene::{Bot, BotProcesses, Scene};
 use super::stats::Summary;
 use super::turns::route_of;
 use super::{CpuShare, wait_until};
@@ -34,7 +35,7 @@ pub struct TimeoutSizes {
 pub struct TimeoutFigures {
     pub channels: usize,
     pub lateness: Option<Summary>,
-    /// The earliest deadline to the latest, as read from the state files.
+    /// The earliest deadline to the latest, as read from the saved sessions.
     pub deadline_spread: Duration,
     /// How long before the deadlines the bot had read what every channel missed (negative: after).
     pub ready_before: Option<f64>,
@@ -65,8 +66,8 @@ impl WallClock {
     }
 }
 
-pub async fn run(bot: &Bot, dir: &Path, sizes: TimeoutSizes) -> anyhow::Result<TimeoutFigures> {
-    let scene = Scene::new(dir, sizes.channels, sizes.turn_seconds).await?;
+pub async fn run(bot: &Bot, layout: &Layout, dir: &Path, sizes: TimeoutSizes) -> anyhow::Result<TimeoutFigures> {
+    let scene = Scene::laid_out(dir, sizes.channels, sizes.turn_seconds, layout).await?;
     let all = sizes.channels;
     // The saved turns began now and last LEAD_SECONDS longer than the later ones, all the same.
     let lead = sizes.turn_seconds + LEAD_SECONDS;
@@ -74,14 +75,16 @@ pub async fn run(bot: &Bot, dir: &Path, sizes: TimeoutSizes) -> anyhow::Result<T
     catalog.iter_mut().for_each(|p| p.timeout_seconds = Some(lead));
     let catalog = crate::core::persona::PersonaCatalog::new(catalog);
     let start = DateTime::from_timestamp_millis(Utc::now().timestamp_millis()).context("the clock")?;
-    let (state, channels) = (scene.state_dir(), scene.channels.clone());
-    tokio::task::spawn_blocking(move || generate(&state, &channels, &catalog, Plan { start, turns: 0 })).await??;
+    let folder = scene.store.saved_folder(&dir.join("saved"));
+    let (written, channels) = (folder.clone(), scene.channels_with_guilds());
+    tokio::task::spawn_blocking(move || generate(&written, &channels, &catalog, Plan { start, turns: 0 })).await??;
+    scene.store.take_saved(&folder).await?;
     let deadlines = read_deadlines(&scene).await?;
 
     let observer = Observer::start(&scene, 0);
     let clock = WallClock::now();
     let log_from = scene.log_len();
-    let mut process = BotProcess::spawn(bot, &scene)?;
+    let mut process = BotProcesses::spawn(bot, &scene)?;
     process.connected(&scene).await?;
     let catch_up_reads = || {
         let log = scene.log_since(log_from);
@@ -139,18 +142,8 @@ pub async fn run(bot: &Bot, dir: &Path, sizes: TimeoutSizes) -> anyhow::Result<T
     })
 }
 
-/// Each channel's deadline in Unix milliseconds, from the saved state files.
+/// Each channel's deadline in Unix milliseconds, from the saved sessions.
 async fn read_deadlines(scene: &Scene) -> anyhow::Result<HashMap<u64, i64>> {
-    let files: Vec<(u64, std::path::PathBuf)> = scene.channels.iter().map(|c| (*c, scene.session_file(*c))).collect();
-    let deadlines = tokio::task::spawn_blocking(move || {
-        files
-            .into_iter()
-            .filter_map(|(channel, path)| {
-                let text = std::fs::read_to_string(path).ok()?;
-                Some((channel, super::state::turn_timeout_at_ms(&text)?))
-            })
-            .collect()
-    })
-    .await?;
-    Ok(deadlines)
+    let saved = scene.store.session_texts(&scene.channels).await?;
+    Ok(saved.iter().filter_map(|(channel, text)| Some((*channel, super::state::turn_timeout_at_ms(text)?))).collect())
 }

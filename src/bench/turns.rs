@@ -4,8 +4,9 @@
 //! second. Then the agents stop answering; once every channel is quiet, each completes exactly one more turn, and
 //! the server's log of that stretch gives the REST calls per completed turn with no turn cut by a window's edge.
 
+use super::layout::Layout;
 use super::observer::{Counts, Observer, completed, handoffs};
-use super::scene::{Bot, BotProcess, Scene};
+use super::scene::{Bot, BotProcesses, Scene};
 use super::stats::{Summary, rate};
 use super::{CpuShare, wait_until};
 use anyhow::bail;
@@ -44,11 +45,11 @@ pub struct TurnFigures {
     pub missed: u64,
 }
 
-pub async fn run(bot: &Bot, dir: &Path, sizes: TurnSizes) -> anyhow::Result<TurnFigures> {
-    let scene = Scene::new(dir, sizes.channels, TURN_SECONDS).await?;
+pub async fn run(bot: &Bot, layout: &Layout, dir: &Path, sizes: TurnSizes) -> anyhow::Result<TurnFigures> {
+    let scene = Scene::laid_out(dir, sizes.channels, TURN_SECONDS, layout).await?;
     scene.write_config(&scene.channels)?;
     let observer = Observer::start(&scene, u32::MAX);
-    let mut process = BotProcess::spawn(bot, &scene)?;
+    let mut process = BotProcesses::spawn(bot, &scene)?;
     process.connected(&scene).await?;
     let tally = observer.tally.clone();
     let all = sizes.channels;

@@ -1,6 +1,7 @@
 //! `turn-manager bench`: measures a bot binary (this one by default, or older builds to compare) through the local
 //! Discord-compatible server and prints the figures beside the floor of the same run. See `crate::bench`.
 
+use crate::bench::layout::{Layout, PROCESSES_MAX};
 use crate::bench::{self, ALL_PHASES, Options, floor::FloorSizes};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -45,6 +46,16 @@ pub struct BenchArgs {
     /// Keep the work folder (the bots' logs and state files)
     #[arg(long)]
     pub keep: bool,
+    /// Where the bots keep their sessions: a postgres://user@host/database URL of a server where the bench may
+    /// create databases (one for each phase and each bot start, dropped after; `postgres://` alone takes PGHOST,
+    /// PGUSER, PGPASSWORD... from the environment) [default: each phase's own state folder]
+    #[arg(long, value_name = "URL")]
+    pub store: Option<String>,
+    /// Run each bot as this many processes, one gateway shard each (`run --shards i-i --total-shards N`), on one
+    /// database (needs --store), the channels spread over one server per shard
+    #[arg(long, value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u32).range(1..=i64::from(PROCESSES_MAX)))]
+    pub processes: u32,
 }
 
 pub fn run(args: &BenchArgs) -> ExitCode {
@@ -82,6 +93,7 @@ fn options(args: &BenchArgs) -> anyhow::Result<Options> {
     for binary in &binaries {
         anyhow::ensure!(binary.is_file(), "--bot-binary {}: no such file", binary.display());
     }
+    let layout = Layout::parse(args.store.as_deref(), args.processes).map_err(|e| anyhow::anyhow!(e))?;
     let channels = pick(args.channels, 1000, 100);
     let work_dir = match &args.work_dir {
         Some(dir) => dir.clone(),
@@ -114,5 +126,6 @@ fn options(args: &BenchArgs) -> anyhow::Result<Options> {
             }
         },
         work_dir,
+        layout,
     })
 }
