@@ -6,7 +6,7 @@ mod common;
 
 use common::{PATIENCE, count_floor, is_floor, personas, server_on_the_other_shard, shard_of_two};
 use local_discord::world::LogKind;
-use turn_manager::core::config::Config;
+use turn_manager::core::config::{Config, ManagedChannel};
 use turn_manager::core::ids::ChannelId;
 use turn_manager::core::shards::ShardRange;
 use turn_manager::demo::stage::Stage;
@@ -63,6 +63,51 @@ async fn two_processes_split_two_servers_by_shard_and_each_manages_only_its_own(
         )
         .count();
     assert_eq!(registrations, 1, "only the process running shard 0 registers the slash commands");
+    for bot in bots {
+        bot.shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_configured_channel_is_started_only_by_the_process_whose_shard_carries_its_server() {
+    let stage = Stage::new(&personas([60, 60, 60])).await.expect("local server");
+    let (other_guild, other_channel) = server_on_the_other_shard(&stage);
+    let channels = [(stage.guild, stage.channel), (other_guild, other_channel)];
+    // Both processes read the same configuration, managing both channels from start-up.
+    let config = Config {
+        channels: channels
+            .iter()
+            .map(|(_, channel)| ManagedChannel { channel_id: ChannelId(*channel), roster: Vec::new() })
+            .collect(),
+        ..Config::default()
+    };
+    let states = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+    let mut bots = Vec::new();
+    for shard in 0..2u32 {
+        let range = ShardRange::parse(&shard.to_string(), 2).unwrap();
+        bots.push(stage.start_bot_on(config.clone(), states[shard as usize].path(), Some(range)).await.unwrap());
+    }
+    for (_, channel) in channels {
+        let what = format!("pm's floor in channel {channel}");
+        stage
+            .server
+            .wait_for(&what, PATIENCE, |w| w.view(channel).iter().any(|m| is_floor(m, "pm")).then_some(()))
+            .await
+            .unwrap();
+    }
+    for (process, bot) in bots.iter().enumerate() {
+        for (guild, channel) in channels {
+            bot.settle(ChannelId(channel)).await;
+            let saved = bot.store().load_one(ChannelId(channel)).unwrap();
+            let owner = shard_of_two(guild) as usize == process;
+            assert_eq!(saved.is_some(), owner, "process {process}, channel {channel}: only its shard's process");
+        }
+    }
+    for (_, channel) in channels {
+        let view = stage.server.view(channel);
+        let starts = view.iter().filter(|m| m.content.starts_with("▶️")).count();
+        assert_eq!((starts, count_floor(&view, "pm")), (1, 1), "started and announced once in channel {channel}");
+    }
     for bot in bots {
         bot.shutdown().await;
     }

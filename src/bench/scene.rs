@@ -86,23 +86,16 @@ impl Scene {
         Ok(scene)
     }
 
-    /// The configuration of each process: these channels managed from start-up with the whole roster (each process
-    /// those of the guilds on its shard: a process starts every channel its configuration names, and would hold
-    /// the others' channels without seeing their messages), everything else default but the global REST budget,
-    /// which is off: local-discord has no global limit, and the bench measures the bot (on Discord, the default 45
-    /// calls/s bounds one bot to about 15 relayed turns/s).
+    /// The configuration, the same for every process as in a real deployment (each starts only the channels of the
+    /// servers on its shards): these channels managed from start-up with the whole roster, everything else default
+    /// but the global REST budget, which is off: local-discord has no global limit, and the bench measures the bot
+    /// (on Discord, the default 45 calls/s bounds one bot to about 15 relayed turns/s).
     pub fn write_config(&self, managed: &[u64]) -> anyhow::Result<()> {
         let roster: Vec<&str> = ROSTER.iter().map(|(id, _)| *id).collect();
-        for process in 0..self.layout.processes {
-            let shards = self.layout.shards_of(process);
-            let channels: Vec<_> = managed
-                .iter()
-                .filter(|c| shards.is_none_or(|range| range.owns(GuildId(self.guild_of[*c]))))
-                .map(|c| json!({"channelId": c.to_string(), "roster": roster.clone()}))
-                .collect();
-            let config = json!({ "channels": channels, "restRequestsPerSecond": 0 });
-            std::fs::write(self.config_path(process), config.to_string())?;
-        }
+        let channels: Vec<_> =
+            managed.iter().map(|c| json!({"channelId": c.to_string(), "roster": roster.clone()})).collect();
+        let config = json!({ "channels": channels, "restRequestsPerSecond": 0 });
+        std::fs::write(self.config_path(), config.to_string())?;
         Ok(())
     }
 
@@ -111,11 +104,8 @@ impl Scene {
         self.dir.join("state")
     }
 
-    fn config_path(&self, process: u32) -> PathBuf {
-        match process {
-            0 => self.dir.join("turn-manager.json"),
-            _ => self.dir.join(format!("turn-manager-{process}.json")),
-        }
+    fn config_path(&self) -> PathBuf {
+        self.dir.join("turn-manager.json")
     }
 
     /// Each channel's guild as the bot's sessions record it: `(channel, guild)`.
@@ -216,7 +206,7 @@ impl BotProcesses {
                 .arg("--state")
                 .arg(scene.state_dir())
                 .arg("--config")
-                .arg(scene.config_path(process))
+                .arg(scene.config_path())
                 .env("DISCORD_TOKEN", &scene.stage.bot_token)
                 .env("RUST_LOG", &bot.log_filter)
                 // Only what the bench says counts, not the environment it was started in.

@@ -2,6 +2,7 @@
 //! runs every handler call in its own task, so nothing here waits: ordering and judging are the actors' job.
 
 use super::actor::Input;
+use super::configured::ConfiguredStarts;
 use super::identity::Identity;
 use super::router::Router;
 use crate::core::ids::{ChannelId, MessageId, UserId};
@@ -13,11 +14,12 @@ use std::sync::Arc;
 pub struct Gateway {
     router: Arc<Router>,
     identity: Arc<Identity>,
+    configured: Arc<ConfiguredStarts>,
 }
 
 impl Gateway {
-    pub fn new(router: Arc<Router>, identity: Arc<Identity>) -> Self {
-        Self { router, identity }
+    pub fn new(router: Arc<Router>, identity: Arc<Identity>, configured: Arc<ConfiguredStarts>) -> Self {
+        Self { router, identity, configured }
     }
 }
 
@@ -31,11 +33,13 @@ impl discord::EventHandler for Gateway {
         self.router.broadcast(|| Input::CatchUp);
     }
 
-    /// A server's channels are in the cache now, so their display mode can be checked against the permissions.
+    /// A server's channels are in the cache now, so their display mode can be checked against the permissions; and
+    /// it is on this process's shards, so the configuration's sessions in it start.
     async fn guild_create(&self, _ctx: discord::Context, guild: discord::Guild, _is_new: Option<bool>) {
         for channel in channels_of(&guild) {
             self.router.deliver(channel, Input::CheckDisplayMode);
         }
+        self.configured.start_seen(&self.router, channels_of(&guild));
     }
 
     /// The bot was removed from a server (kicked or banned): its channels' sessions end. An outage (`unavailable`)

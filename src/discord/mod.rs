@@ -15,6 +15,7 @@ pub mod access;
 pub mod actor;
 pub mod clock;
 mod commands;
+mod configured;
 mod gateway;
 pub mod identity;
 mod memory;
@@ -27,7 +28,7 @@ pub mod stats;
 use crate::core::config::Config;
 use crate::core::ids::{ChannelId, MessageId};
 use crate::core::persona::PersonaCatalog;
-use crate::core::session::{Command, Session};
+use crate::core::session::Session;
 use crate::core::shards::ShardRange;
 use crate::sessions::SessionStore;
 use crate::store::Store;
@@ -199,7 +200,13 @@ pub async fn start(options: BotOptions) -> anyhow::Result<RunningBot> {
     tell_lost_sessions(&env, report.lost);
     let router = Router::new(env);
     let sessions = keep_own_sessions(report.sessions, options.shards);
-    let configured = configured_starts(&router.env().config, &sessions);
+    let configured = Arc::new(configured::ConfiguredStarts::new(&router.env().config, &sessions));
+    if configured.waiting() > 0 {
+        tracing::info!(
+            "{} configured channel(s) start when their server is seen on this process's shards",
+            configured.waiting()
+        );
+    }
     router.resume(sessions);
 
     let intents = discord::GatewayIntents::GUILDS
@@ -216,21 +223,11 @@ pub async fn start(options: BotOptions) -> anyhow::Result<RunningBot> {
     // too. Reconnections use the address it got.
     budget.take().await;
     let mut client = discord::ClientBuilder::new_with_http(http, intents)
-        .event_handler(gateway::Gateway::new(router.clone(), identity.clone()))
+        .event_handler(gateway::Gateway::new(router.clone(), identity.clone(), configured))
         .framework(commands::framework(commands))
         .await
         .context("building the Discord client")?;
     access.connect(client.http.clone(), client.cache.clone());
-    // Only now can their announcements be sent.
-    for (channel, command) in configured {
-        let router = router.clone();
-        tokio::spawn(async move {
-            let started = |reply| Input::command(command, None, Some(reply));
-            if let Some(Err(refusal)) = router.ask(channel, started).await {
-                tracing::error!(channel = %channel, "could not start the configured session: {refusal}");
-            }
-        });
-    }
     let shard_manager = client.shard_manager.clone();
     let client = tokio::spawn(async move {
         match options.shards {
@@ -324,19 +321,6 @@ fn tell_lost_sessions(env: &Arc<Env>, lost: Vec<ChannelId>) {
             }
         });
     }
-}
-
-/// The `start` of each channel the configuration manages from start-up that has no running or paused session.
-fn configured_starts(config: &Config, saved: &[Session]) -> Vec<(ChannelId, Command)> {
-    config
-        .channels
-        .iter()
-        .filter(|managed| !saved.iter().any(|s| s.channel_id == managed.channel_id && s.is_active()))
-        .map(|managed| {
-            let roster = managed.roster.iter().map(|p| p.as_str().to_owned()).collect();
-            (managed.channel_id, Command::Start { roster })
-        })
-        .collect()
 }
 
 /// Turns the gateway errors people meet on a real server into what to do about them.

@@ -1,0 +1,96 @@
+//! The sessions the configuration starts (`channels`): each begins when its server is first seen on this process's
+//! shards (its GUILD_CREATE), so that with several processes only the one whose shards carry a channel starts it
+//! (another would claim a channel whose messages it never sees), and its first announcement goes out on a
+//! connection that is up.
+
+use super::actor::Input;
+use super::router::Router;
+use crate::core::config::Config;
+use crate::core::ids::ChannelId;
+use crate::core::session::{Command, Session};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+pub struct ConfiguredStarts {
+    /// The `start` of each configured channel not started yet.
+    waiting: Mutex<HashMap<ChannelId, Command>>,
+}
+
+impl ConfiguredStarts {
+    /// Every channel the configuration manages from start-up that has no running or paused session.
+    pub fn new(config: &Config, saved: &[Session]) -> Self {
+        let waiting = config
+            .channels
+            .iter()
+            .filter(|managed| !saved.iter().any(|s| s.channel_id == managed.channel_id && s.is_active()))
+            .map(|managed| {
+                let roster = managed.roster.iter().map(|p| p.as_str().to_owned()).collect();
+                (managed.channel_id, Command::Start { roster })
+            })
+            .collect();
+        Self { waiting: Mutex::new(waiting) }
+    }
+
+    pub fn waiting(&self) -> usize {
+        self.waiting.lock().expect("configured starts lock").len()
+    }
+
+    /// The starts of those of `channels` still waiting, each given once whatever GUILD_CREATEs follow.
+    fn take(&self, channels: impl Iterator<Item = ChannelId>) -> Vec<(ChannelId, Command)> {
+        let mut waiting = self.waiting.lock().expect("configured starts lock");
+        if waiting.is_empty() {
+            return Vec::new();
+        }
+        channels.filter_map(|channel| waiting.remove(&channel).map(|command| (channel, command))).collect()
+    }
+
+    /// Starts the sessions of those of a server's `channels` still waiting.
+    pub fn start_seen(&self, router: &Arc<Router>, channels: impl Iterator<Item = ChannelId>) {
+        for (channel, command) in self.take(channels) {
+            let router = router.clone();
+            tokio::spawn(async move {
+                let started = |reply| Input::command(command, None, Some(reply));
+                if let Some(Err(refusal)) = router.ask(channel, started).await {
+                    tracing::error!(channel = %channel, "could not start the configured session: {refusal}");
+                }
+            });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::config::ManagedChannel;
+    use crate::core::ids::PersonaId;
+    use crate::core::session::SessionStatus;
+
+    fn config(channels: &[u64]) -> Config {
+        let roster = vec![PersonaId::parse("dev").unwrap()];
+        let channels =
+            channels.iter().map(|c| ManagedChannel { channel_id: ChannelId(*c), roster: roster.clone() }).collect();
+        Config { channels, ..Config::default() }
+    }
+
+    #[test]
+    fn each_configured_channel_starts_once_when_its_server_is_seen_and_only_then() {
+        let starts = ConfiguredStarts::new(&config(&[1, 2, 3]), &[]);
+        assert!(starts.take([7, 8].map(ChannelId).into_iter()).is_empty(), "another server's channels");
+        let first = starts.take([9, 2, 1].map(ChannelId).into_iter());
+        let started: Vec<u64> = first.iter().map(|(c, _)| c.0).collect();
+        assert_eq!(started, [2, 1]);
+        assert!(matches!(&first[0].1, Command::Start { roster } if roster == &["dev".to_owned()]));
+        assert!(starts.take([1, 2].map(ChannelId).into_iter()).is_empty(), "a server seen again starts nothing again");
+        assert_eq!(starts.waiting(), 1, "channel 3's server was never seen");
+    }
+
+    #[test]
+    fn a_channel_whose_saved_session_is_paused_or_runs_is_not_started_again() {
+        let running = Session { status: SessionStatus::Paused, ..Session::new(ChannelId(1)) };
+        assert!(running.is_active(), "precondition");
+        let stopped = Session::new(ChannelId(2));
+        let starts = ConfiguredStarts::new(&config(&[1, 2]), &[running, stopped]);
+        let started: Vec<u64> = starts.take([1, 2].map(ChannelId).into_iter()).iter().map(|(c, _)| c.0).collect();
+        assert_eq!(started, [2]);
+    }
+}
