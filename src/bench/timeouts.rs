@@ -35,6 +35,8 @@ pub struct TimeoutSizes {
 pub struct TimeoutFigures {
     pub channels: usize,
     pub lateness: Option<Summary>,
+    /// When each channel's actor ended its turn (its history event's time) − the deadline: the bot's own part.
+    pub ended: Option<Summary>,
     /// The earliest deadline to the latest, as read from the saved sessions.
     pub deadline_spread: Duration,
     /// How long before the deadlines the bot had read what every channel missed (negative: after).
@@ -109,6 +111,14 @@ pub async fn run(bot: &Bot, layout: &Layout, dir: &Path, sizes: TimeoutSizes) ->
     let cpu = cpu.stop(&process);
     process.stop().await?;
     let observed = observer.finish().await;
+    let saved = scene.store.session_texts(&scene.channels).await?;
+    let ended: Vec<Duration> = deadlines
+        .iter()
+        .filter_map(|(channel, deadline)| {
+            let at = super::state::first_timeout_ms(saved.get(channel)?)?;
+            Some(Duration::from_secs_f64((at - *deadline as f64).max(0.0) / 1000.0))
+        })
+        .collect();
 
     let mut first_notice: HashMap<u64, Instant> = HashMap::new();
     for rec in observed.records.iter().filter(|r| r.kind == Kind::TimeoutNotice) {
@@ -133,6 +143,7 @@ pub async fn run(bot: &Bot, layout: &Layout, dir: &Path, sizes: TimeoutSizes) ->
     Ok(TimeoutFigures {
         channels: all,
         lateness: Summary::of(&samples),
+        ended: Summary::of(&ended),
         deadline_spread: spread,
         ready_before,
         unmeasured: all - samples.len(),
