@@ -61,8 +61,8 @@ pub enum Input {
     Command(Box<CommandInput>),
     /// A copy of the session as it is now.
     Snapshot(oneshot::Sender<Session>),
-    /// Whether a message id has been handled.
-    Handled { id: MessageId, reply: oneshot::Sender<bool> },
+    /// Whether a message id has been handled (boxed, like every part larger than a pointer: see [`INPUT_SIZE_MAX`]).
+    Handled(Box<HandledQuery>),
     /// A new gateway session began, or a lost connection is back: read everything after the last handled message
     /// before ending overdue turns.
     CatchUp,
@@ -83,6 +83,18 @@ pub enum Input {
     Flush(oneshot::Sender<()>),
     /// Finish what is in hand and stop.
     Shutdown(oneshot::Sender<()>),
+}
+
+/// The size of an [`Input`] at most: each channel's inbox takes a block of 32 of them from its start, so each 8
+/// bytes more cost 256 bytes for every channel, idle or not.
+pub const INPUT_SIZE_MAX: usize = 16;
+const _: () = assert!(std::mem::size_of::<Input>() <= INPUT_SIZE_MAX);
+
+/// Asks an actor whether a message id has been handled.
+#[derive(Debug)]
+pub struct HandledQuery {
+    pub id: MessageId,
+    pub reply: oneshot::Sender<bool>,
 }
 
 /// A page of the messages a channel missed, for its actor.
@@ -206,6 +218,9 @@ impl Actor {
     }
 
     async fn run(&mut self, retire: Retire) {
+        // A session read from disk may stay idle for long: its lists keep no room a decoder left. (Done here, not
+        // on a local of the spawning task: a local borrowed there would keep a second session's room in the task.)
+        self.session.shrink_to_fit();
         self.session.forget_delivered_announcement();
         // What was decided and saved but maybe not carried out before the process stopped comes first.
         if let Some(last) = self.session.outbox.back() {
@@ -320,7 +335,8 @@ impl Actor {
             Input::Snapshot(reply) => {
                 let _ = reply.send(self.session.clone());
             }
-            Input::Handled { id, reply } => {
+            Input::Handled(query) => {
+                let HandledQuery { id, reply } = *query;
                 let _ = reply.send(self.session.has_handled(id));
             }
             Input::CatchUp => self.start_catch_up(),
