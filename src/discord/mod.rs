@@ -33,7 +33,7 @@ use crate::core::shards::ShardRange;
 use crate::sessions::SessionStore;
 use crate::store::Store;
 use access::Access;
-use actor::{Env, Input};
+use actor::{Env, HandledQuery, Input};
 use anyhow::Context as _;
 use clock::Clock;
 use identity::Identity;
@@ -119,7 +119,7 @@ impl RunningBot {
 
     /// Whether the channel's actor has handled message `id`.
     pub async fn handled(&self, channel: ChannelId, id: MessageId) -> bool {
-        self.router.ask(channel, |reply| Input::Handled { id, reply }).await.unwrap_or(false)
+        self.router.ask(channel, |reply| Input::Handled(Box::new(HandledQuery { id, reply }))).await.unwrap_or(false)
     }
 
     /// Waits until everything the channel's actor decided so far has been carried out.

@@ -6,13 +6,14 @@
 //!
 //! [`INBOX_MESSAGES_MAX`]: super::actor::INBOX_MESSAGES_MAX
 
+use super::actor::inbox::{Inbox, InboxSender, inbox};
 use super::actor::{Actor, Backlog, Env, Input, Origin, Retire};
 use crate::core::ids::ChannelId;
 use crate::core::session::Session;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 
 /// How long a shutdown waits, in all, for the channels to finish what is in hand. A REST call may be retried for
 /// minutes (a 5xx, a rate limit); what is not done by then stays in its channel's saved outbox and is carried out at
@@ -21,7 +22,7 @@ pub const SHUTDOWN_WAIT: std::time::Duration = std::time::Duration::from_secs(5)
 
 #[derive(Clone)]
 struct Handle {
-    inbox: mpsc::UnboundedSender<Input>,
+    inbox: InboxSender,
     /// How many gateway messages wait in the inbox, shared with the actor.
     backlog: Arc<Backlog>,
     /// Tells this actor apart from a later one of the same channel.
@@ -146,7 +147,7 @@ impl Router {
             match handle.inbox.send(input) {
                 Ok(()) => return,
                 // The actor retired after we took its handle: the next one (or none) takes the input.
-                Err(mpsc::error::SendError(back)) => {
+                Err(back) => {
                     if message {
                         handle.backlog.taken();
                     }
@@ -167,7 +168,7 @@ impl Router {
         origin: Origin,
         queued: Vec<Input>,
     ) -> Handle {
-        let (inbox, receiver) = mpsc::unbounded_channel();
+        let (inbox, receiver) = inbox();
         let backlog = Arc::new(Backlog::default());
         for input in queued {
             if matches!(input, Input::Message(_)) {
@@ -189,7 +190,7 @@ impl Router {
 
     /// Removes a stopped channel's actor. Inputs that reached its inbox meanwhile go, in order, to a new actor, which
     /// reads the saved (stopped) session from disk.
-    fn retire(&self, channel: ChannelId, generation: u64, receiver: &mut mpsc::UnboundedReceiver<Input>) -> bool {
+    fn retire(&self, channel: ChannelId, generation: u64, receiver: &mut Inbox) -> bool {
         let mut actors = self.actors.lock().expect("actors lock");
         if actors.get(&channel).is_none_or(|h| h.generation != generation) {
             return true;
@@ -199,7 +200,7 @@ impl Router {
         }
         receiver.close();
         let mut leftovers = Vec::new();
-        while let Ok(input) = receiver.try_recv() {
+        while let Some(input) = receiver.try_recv() {
             leftovers.push(input);
         }
         actors.remove(&channel);

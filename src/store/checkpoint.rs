@@ -137,7 +137,25 @@ impl Commits {
     }
 }
 
+impl Commits {
+    /// Gives back the room of the tables a burst of saves grew (10,000 channels saved at start-up leave some 2.5 MB
+    /// of empty buckets): for a writer with nothing left to do. Where each channel's log ends is kept.
+    pub(super) fn shrink_to_fit(&mut self) {
+        self.unwritten.shrink_to_fit();
+        self.queue.shrink_to_fit();
+        self.written.shrink_to_fit();
+        self.log_ends.shrink_to_fit();
+    }
+}
+
 impl Store {
+    /// Shrinks the journal's tables to what they hold, once the writer has nothing left to do.
+    pub(super) fn shrink_to_fit(&self) {
+        if let Some(commits) = self.settled().as_mut() {
+            commits.shrink_to_fit();
+        }
+    }
+
     /// Writes waiting checkpoints, at most `limit` channels, oldest first. True while more wait.
     pub(super) fn write_checkpoints(&self, limit: usize) -> bool {
         match self.settled().as_mut() {

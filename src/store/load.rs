@@ -177,8 +177,10 @@ pub(super) fn read_session(path: &Path, channel: ChannelId) -> Result<Option<Ses
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e.to_string()),
     };
-    let session: Session = serde_json::from_slice(&bytes).map_err(|e| format!("invalid session JSON: {e}"))?;
+    let mut session: Session = serde_json::from_slice(&bytes).map_err(|e| format!("invalid session JSON: {e}"))?;
     check_session(&session, channel)?;
+    // Most sessions read at start-up stay idle, each holding its lists: none keeps the room the decoder left.
+    session.shrink_to_fit();
     Ok(Some(session))
 }
 

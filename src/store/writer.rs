@@ -18,6 +18,7 @@ use crate::core::session::Session;
 use crate::core::session::history::HistoryEvent;
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, TryRecvError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -134,6 +135,15 @@ pub(super) struct Queue {
     retiring: Option<JoinHandle<()>>,
 }
 
+/// Rounds of work done by every writer thread of the process (a batch, a round of checkpoints): the allocator's
+/// trimmer waits until this stops moving too, since the writer frees a burst's buffers after the channels go quiet.
+static ROUNDS: AtomicU64 = AtomicU64::new(0);
+
+/// A number that changes whenever a writer thread did some work: whether the store was busy meanwhile.
+pub fn activity() -> u64 {
+    ROUNDS.load(Ordering::Relaxed)
+}
+
 fn run(store: &Store, inbox: &Receiver<Request>, lazy_delay: Duration) {
     let mut queue = Queue::new(lazy_delay);
     let mut open = true;
@@ -141,7 +151,12 @@ fn run(store: &Store, inbox: &Receiver<Request>, lazy_delay: Duration) {
     while open {
         if !queue.anyone_waiting() && !checkpoints_waiting {
             let next = match queue.lazy_due {
-                None => inbox.recv().map_err(|_| RecvTimeoutError::Disconnected),
+                None => {
+                    // Nothing queued and nothing due: a burst is over, its tables need not keep their room.
+                    queue.shrink_to_fit();
+                    store.shrink_to_fit();
+                    inbox.recv().map_err(|_| RecvTimeoutError::Disconnected)
+                }
                 Some(due) => inbox.recv_timeout(due.saturating_duration_since(Instant::now())),
             };
             match next {
@@ -164,6 +179,8 @@ fn run(store: &Store, inbox: &Receiver<Request>, lazy_delay: Duration) {
         // Lazy saves of other channels go with this batch only when they are due (or on flush and at the end):
         // otherwise they would make the durable waiters wait for their fsyncs.
         let everything = !open || !queue.flushes.is_empty() || queue.lazy_due.is_some_and(|due| due <= Instant::now());
+        // Counted before anyone is answered, so that whoever sees this round's answer sees it counted.
+        ROUNDS.fetch_add(1, Ordering::Relaxed);
         queue.commit(store, everything);
         // Between batches, a few channels' checkpoints: a save that comes meanwhile waits for these only.
         checkpoints_waiting = store.write_checkpoints(CHECKPOINTS_PER_ROUND);
@@ -199,6 +216,17 @@ impl Queue {
             }
             Request::Flush(done) => self.flushes.push(done),
         }
+    }
+
+    /// Gives back the room of the pending table once it is empty (a burst of 10,000 saves grows it to 1 MB).
+    pub(super) fn shrink_to_fit(&mut self) {
+        self.pending.shrink_to_fit();
+        self.flushes.shrink_to_fit();
+    }
+
+    #[cfg(test)]
+    pub(super) fn capacity(&self) -> usize {
+        self.pending.capacity()
     }
 
     #[cfg(test)]

@@ -3,6 +3,7 @@
 //! Transitions live in `turns` (messages and deadlines) and `commands` (people steering). They take `now` and
 //! return a [`Transition`]; they never sleep, read the clock or do I/O.
 
+pub mod agents;
 mod commands;
 pub mod effects;
 pub mod history;
@@ -26,6 +27,7 @@ use history::HistoryEvent;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, VecDeque};
 
+pub use agents::Agents;
 pub use commands::Command;
 pub use recent::{REORDER_WINDOW, RecentIds};
 
@@ -162,7 +164,7 @@ pub struct Session {
     pub turn_announced: bool,
     pub paused_at: Option<DateTime<Utc>>,
     pub paused_remaining_ms: Option<i64>,
-    pub agents: BTreeMap<PersonaId, AgentState>,
+    pub agents: Agents,
     /// The newest message handled: where catch-up resumes reading. Older messages are still handled when they
     /// arrive late (overtaken by newer ones); `recent_ids` is what tells a repeat.
     pub last_message_id: Option<MessageId>,
@@ -348,7 +350,7 @@ impl Session {
             turn_announced: false,
             paused_at: None,
             paused_remaining_ms: None,
-            agents: BTreeMap::new(),
+            agents: Agents::default(),
             last_message_id: None,
             recent_ids: RecentIds::default(),
             turn_began_after: None,
@@ -439,7 +441,7 @@ impl Session {
             round: self.round,
             display_mode: self.display_mode,
             pause_reason: self.pause_reason.clone(),
-            benched: self.roster.iter().filter(|p| self.agents.get(*p).is_some_and(|a| a.benched)).cloned().collect(),
+            benched: self.roster.iter().filter(|p| self.agents.get(p).is_some_and(|a| a.benched)).cloned().collect(),
             progress: self.progress.clone(),
             tasks: {
                 let mut tasks: Vec<(String, TaskState)> =
@@ -455,12 +457,27 @@ impl Session {
         self.history.iter().skip(self.history.len().saturating_sub(n))
     }
 
-    /// Appends events to the bounded history kept in the session file.
+    /// Appends events to the bounded history kept in the session file. The oldest go first, so the tail never grows
+    /// past `limit` and its buffer, once that large, is never reallocated larger.
     fn record(&mut self, events: &[HistoryEvent], limit: usize) {
-        self.history.extend(events.iter().cloned());
-        while self.history.len() > limit.max(1) {
+        let limit = limit.max(1);
+        let incoming = &events[events.len().saturating_sub(limit)..];
+        while !self.history.is_empty() && self.history.len() + incoming.len() > limit {
             self.history.pop_front();
         }
+        self.history.extend(incoming.iter().cloned());
+    }
+
+    /// Gives back the spare capacity of the session's lists, for a session read from a file and then kept idle: a
+    /// decoder grows a list by doubling, so a tail of 20 events read back has room for 32 (some 1.2 KB per session
+    /// held for nothing). Changes nothing a transition sees.
+    pub fn shrink_to_fit(&mut self) {
+        self.roster.shrink_to_fit();
+        self.agents.shrink_to_fit();
+        self.editable_messages.shrink_to_fit();
+        self.out_of_turn_lately.shrink_to_fit();
+        self.outbox.shrink_to_fit();
+        self.history.shrink_to_fit();
     }
 }
 

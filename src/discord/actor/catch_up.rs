@@ -9,6 +9,7 @@
 //! refusal for good (Read Message History missing, the channel gone) ends the catch-up early, with one warning, so
 //! that the channel does not wait forever.
 
+use super::inbox::InboxSender;
 use super::{Env, Input, MissedPage};
 use crate::core::ids::{ChannelId, MessageId};
 use crate::core::session::history::EventKind;
@@ -17,7 +18,7 @@ use crate::discord::rest::{Page, RestError};
 use crate::discord::sender::retrying;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 
 /// Discord's largest page.
 const PAGE: u8 = 100;
@@ -52,7 +53,7 @@ pub(super) async fn read_missed(
     channel: ChannelId,
     mut after: MessageId,
     editable: Vec<MessageId>,
-    inbox: mpsc::UnboundedSender<Input>,
+    inbox: InboxSender,
 ) {
     let mut total = 0;
     let mut refused = None;
@@ -100,7 +101,7 @@ async fn read_edited(
     env: &Env,
     channel: ChannelId,
     editable: &[MessageId],
-    inbox: &mpsc::UnboundedSender<Input>,
+    inbox: &InboxSender,
 ) -> Result<Vec<IncomingMessage>, RestError> {
     let Some(oldest) = editable.first() else { return Ok(Vec::new()) };
     let page = read_page(env, channel, MessageId(oldest.0.saturating_sub(1)), inbox).await?;
@@ -115,12 +116,7 @@ async fn read_edited(
 
 /// One page of the messages after `after`, read however long a failure that may pass lasts; an error only for a
 /// refusal for good (or once the actor is gone).
-async fn read_page(
-    env: &Env,
-    channel: ChannelId,
-    after: MessageId,
-    inbox: &mpsc::UnboundedSender<Input>,
-) -> Result<Page, RestError> {
+async fn read_page(env: &Env, channel: ChannelId, after: MessageId, inbox: &InboxSender) -> Result<Page, RestError> {
     loop {
         // A permit per request, not per catch-up: a channel whose reads keep failing waits out its back-off without
         // one, and the other channels' catch-ups go on.

@@ -6,6 +6,7 @@
 
 mod backlog;
 mod catch_up;
+pub mod inbox;
 mod saving;
 #[cfg(test)]
 mod tests;
@@ -24,9 +25,10 @@ use crate::core::session::history::HistoryEvent;
 use crate::core::session::lost::Unreachable;
 use crate::core::session::{Command, Context, DisplayMode, IncomingMessage, Refusal, Session};
 pub use backlog::{Backlog, INBOX_MESSAGES_MAX};
+use inbox::{Inbox, InboxSender};
 use std::collections::VecDeque;
 use std::sync::Arc;
-use tokio::sync::{Semaphore, mpsc, oneshot};
+use tokio::sync::{Semaphore, oneshot};
 
 /// Live inputs held while a catch-up reads (spec 8) at the most: messages past it are left to the channel's history,
 /// read again once the catch-up is done, so a long catch-up in a busy channel does not hold without bound.
@@ -61,8 +63,8 @@ pub enum Input {
     Command(Box<CommandInput>),
     /// A copy of the session as it is now.
     Snapshot(oneshot::Sender<Session>),
-    /// Whether a message id has been handled.
-    Handled { id: MessageId, reply: oneshot::Sender<bool> },
+    /// Whether a message id has been handled (boxed, like every part larger than a pointer: see [`INPUT_SIZE_MAX`]).
+    Handled(Box<HandledQuery>),
     /// A new gateway session began, or a lost connection is back: read everything after the last handled message
     /// before ending overdue turns.
     CatchUp,
@@ -83,6 +85,18 @@ pub enum Input {
     Flush(oneshot::Sender<()>),
     /// Finish what is in hand and stop.
     Shutdown(oneshot::Sender<()>),
+}
+
+/// The size of an [`Input`] at most: an inbox keeps room for the inputs it held (at least 4 once used), for every
+/// channel, idle or not.
+pub const INPUT_SIZE_MAX: usize = 16;
+const _: () = assert!(std::mem::size_of::<Input>() <= INPUT_SIZE_MAX);
+
+/// Asks an actor whether a message id has been handled.
+#[derive(Debug)]
+pub struct HandledQuery {
+    pub id: MessageId,
+    pub reply: oneshot::Sender<bool>,
 }
 
 /// A page of the messages a channel missed, for its actor.
@@ -123,7 +137,7 @@ pub enum Origin {
 }
 
 /// Called when a stopped channel's actor retires; answers false if inputs arrived meanwhile (the actor goes on).
-pub type Retire = Box<dyn Fn(&mut mpsc::UnboundedReceiver<Input>) -> bool + Send + Sync>;
+pub type Retire = Box<dyn Fn(&mut Inbox) -> bool + Send + Sync>;
 
 pub struct Actor {
     channel: ChannelId,
@@ -131,11 +145,11 @@ pub struct Actor {
     env: Arc<Env>,
     /// Started on the first effect: an idle channel needs no sender task.
     sender: Option<Sender>,
-    inbox: mpsc::UnboundedReceiver<Input>,
+    inbox: Inbox,
     /// Counts the gateway messages waiting in the inbox, with the router.
     backlog: Arc<Backlog>,
     /// For the catch-up task, which posts its pages to this inbox.
-    myself: mpsc::UnboundedSender<Input>,
+    myself: InboxSender,
     /// Deadlines wait until the missed messages have been read (at start-up, and after each new gateway session).
     awaiting_catch_up: bool,
     catch_ups_running: u32,
@@ -166,8 +180,8 @@ impl Actor {
         channel: ChannelId,
         origin: Origin,
         env: Arc<Env>,
-        (inbox, backlog): (mpsc::UnboundedReceiver<Input>, Arc<Backlog>),
-        myself: mpsc::UnboundedSender<Input>,
+        (inbox, backlog): (Inbox, Arc<Backlog>),
+        myself: InboxSender,
         retire: Retire,
     ) {
         tokio::spawn(async move {
@@ -206,6 +220,9 @@ impl Actor {
     }
 
     async fn run(&mut self, retire: Retire) {
+        // A session read from disk may stay idle for long: its lists keep no room a decoder left. (Done here, not
+        // on a local of the spawning task: a local borrowed there would keep a second session's room in the task.)
+        self.session.shrink_to_fit();
         self.session.forget_delivered_announcement();
         // What was decided and saved but maybe not carried out before the process stopped comes first.
         if let Some(last) = self.session.outbox.back() {
@@ -255,7 +272,7 @@ impl Actor {
                 }
                 self.flush_sender().await;
                 // Take what was done out of the outbox, so a restart does not carry it out again.
-                while let Ok(input) = self.inbox.try_recv() {
+                while let Some(input) = self.inbox.try_recv() {
                     if let Input::Sent(report) = input {
                         self.on_sent(*report).await;
                     }
@@ -320,7 +337,8 @@ impl Actor {
             Input::Snapshot(reply) => {
                 let _ = reply.send(self.session.clone());
             }
-            Input::Handled { id, reply } => {
+            Input::Handled(query) => {
+                let HandledQuery { id, reply } = *query;
                 let _ = reply.send(self.session.has_handled(id));
             }
             Input::CatchUp => self.start_catch_up(),

@@ -326,3 +326,46 @@ fn dropping_every_handle_writes_what_is_queued_before_the_thread_ends() {
         assert_eq!(session_file(&store, CHANNEL), Some(session), "dropped after {pause:?}");
     }
 }
+
+#[tokio::test]
+async fn after_a_burst_of_saves_the_idle_writer_gives_back_the_room_of_its_tables() {
+    let (_dir, store) = open_store();
+    let writer = Writer::spawn_with_delay(store.clone(), NEVER);
+    let mut saves = tokio::task::JoinSet::new();
+    for id in 1..=2_000 {
+        let writer = writer.clone();
+        let (session, events) = started_in(ChannelId(id));
+        saves.spawn(async move { writer.save_durable(session, events).await });
+    }
+    saves.join_all().await.into_iter().for_each(Result::unwrap);
+    writer.flush().await;
+    // Once the first flush is answered the thread finds nothing queued and nothing due, shrinks its tables, then
+    // takes the second one: after it, the burst's room is gone.
+    writer.flush().await;
+    {
+        let commits = store.settled();
+        let commits = commits.as_ref().unwrap();
+        assert!(commits.unwritten.is_empty() && commits.queue.is_empty());
+        assert_eq!(commits.unwritten.capacity(), 0, "the checkpoints' table");
+        assert_eq!(commits.queue.capacity(), 0, "the checkpoints' order");
+        assert_eq!(commits.log_ends.len(), 2_000, "where each log ends is kept");
+        assert!(commits.log_ends.capacity() < 2 * 2_000);
+    }
+    for id in [1, 1_000, 2_000] {
+        assert_eq!(session_file(&store, ChannelId(id)), Some(started_in(ChannelId(id)).0), "channel {id}");
+    }
+}
+
+#[test]
+fn an_emptied_queue_gives_back_the_room_a_burst_grew() {
+    let (_dir, store) = open_store();
+    let mut queue = Queue::new(NEVER);
+    for id in 1..=1_000 {
+        queue.accept(lazy(&started_in(ChannelId(id)).0));
+    }
+    queue.commit(&store, true);
+    assert!(queue.is_empty());
+    assert!(queue.capacity() >= 1_000, "a commit keeps the room, for the next batch under load");
+    queue.shrink_to_fit();
+    assert_eq!(queue.capacity(), 0);
+}

@@ -195,6 +195,30 @@ fn history_in_the_session_is_bounded_by_the_configured_limit() {
 }
 
 #[test]
+fn a_history_tail_read_back_and_shrunk_keeps_its_events_and_is_never_reallocated_larger() {
+    let config = Config { history_limit: 3, ..Config::default() };
+    let mut f = Fixture::with_config(config);
+    for i in 0..3 {
+        f.command(Command::Skip, 1_000 * (i + 1)).unwrap();
+    }
+    // As a session read from its file: the decoder left spare room, which the shrink gives back.
+    let json = serde_json::to_string(&f.session).unwrap();
+    let mut read: crate::core::session::Session = serde_json::from_str(&json).unwrap();
+    read.history.reserve(29);
+    read.shrink_to_fit();
+    assert_eq!(read, f.session, "shrinking changes nothing a transition sees");
+    let capacity = read.history.capacity();
+    assert!(capacity < 32, "the spare room is given back (capacity {capacity})");
+    f.session = read;
+    for i in 3..10 {
+        f.command(Command::Skip, 1_000 * (i + 1)).unwrap();
+    }
+    assert_eq!(f.session.history.len(), 3);
+    assert_eq!(f.session.history.back().unwrap().at, Fixture::at(10_000));
+    assert_eq!(f.session.history.capacity(), capacity, "the oldest event goes before the newest comes");
+}
+
+#[test]
 fn reconcile_drops_personas_that_no_longer_exist_and_moves_the_floor_on() {
     let mut f = Fixture::new();
     f.personas = PersonaCatalog::new(vec![persona("dev", DEV, Some(120)), persona("critic", CRITIC, None)]);

@@ -70,7 +70,7 @@ fn check_invariants(session: &Session, personas: &PersonaCatalog, config: &Confi
             let holder = active.and_then(|a| session.agents.get(a));
             prop_assert!(!holder.is_some_and(|a| a.awaiting_late_reply), "the floor holder owes no late reply");
             prop_assert!(!holder.is_some_and(|a| a.benched), "a benched persona never holds the floor");
-            let playing = session.roster.iter().filter(|p| !session.agents.get(*p).is_some_and(|a| a.benched));
+            let playing = session.roster.iter().filter(|p| !session.agents.get(p).is_some_and(|a| a.benched));
             prop_assert!(playing.count() >= 1, "someone is always left in the rotation");
         }
     }
