@@ -6,13 +6,16 @@ mod postgres_support;
 
 use chrono::{DateTime, TimeDelta, Utc};
 use postgres_support::TestDatabase;
+use std::collections::HashMap;
 use std::time::Duration;
+use tokio::task::JoinSet;
 use turn_manager::core::ids::{ChannelId, GuildId, PersonaId};
 use turn_manager::core::session::history::{EventKind, HistoryEvent};
 use turn_manager::core::session::{Session, SessionStatus};
 use turn_manager::core::shards::ShardRange;
 use turn_manager::sessions::convert::{Before, convert};
 use turn_manager::sessions::location::StoreLocation;
+use turn_manager::sessions::postgres::CLAIM_PAGE;
 use turn_manager::sessions::{Claim, Saver, SessionStore};
 use turn_manager::store::Store;
 
@@ -199,6 +202,80 @@ async fn start_up_claims_only_the_sessions_of_its_shards_that_no_live_process_ho
     let everything: Vec<u64> =
         db.open(LONG, "fourth").await.load_all(None).await.unwrap().sessions.iter().map(|s| s.channel_id.0).collect();
     assert_eq!(everything, [1], "the rest is held by the third process");
+}
+
+/// Every lease row: channel, owner and epoch.
+async fn leases(db: &turn_manager::sessions::postgres::PgSessions) -> HashMap<u64, (String, i64)> {
+    let rows: Vec<(i64, String, i64)> =
+        sqlx::query_as("SELECT channel_id, owner, epoch FROM leases").fetch_all(db.pool()).await.unwrap();
+    rows.into_iter().map(|(channel, owner, epoch)| (channel as u64, (owner, epoch))).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn start_up_claims_and_restores_more_sessions_than_a_page_each_under_its_own_epoch_none_a_live_process_holds() {
+    let Some(db) = TestDatabase::create("postgres_store::pages").await else { return };
+    // Over two pages of the start-up claim, the last one partly filled.
+    let sessions = 2 * CLAIM_PAGE as u64 + 300;
+    let writer = db.open(LONG, "writer").await;
+    let mut saves = JoinSet::new();
+    for channel in 1..=sessions {
+        let writer = writer.clone();
+        saves.spawn(async move {
+            writer.claim(ChannelId(channel)).await.unwrap();
+            writer.save_durable(running(channel, None, channel as u32), vec![]).await.unwrap();
+        });
+    }
+    saves.join_all().await;
+    writer.close().await;
+    // Epochs that differ from channel to channel (each claim bumps one), so that a session restored under another
+    // channel's epoch would show.
+    for every in [3, 5] {
+        let process = db.open(LONG, "again").await;
+        for channel in (every..=sessions).step_by(every as usize) {
+            assert_eq!(process.claim(ChannelId(channel)).await.unwrap(), Claim::Held);
+        }
+        process.close().await;
+    }
+    // A live process holds every seventh channel, and the whole second page: a page with nothing to claim must not
+    // end the start-up.
+    let holder = db.open(LONG, "holder").await;
+    let page = CLAIM_PAGE as u64;
+    let held = |channel: u64| channel % 7 == 0 || (page + 1..=2 * page).contains(&channel);
+    for channel in (1..=sessions).filter(|c| held(*c)) {
+        assert_eq!(holder.claim(ChannelId(channel)).await.unwrap(), Claim::Held);
+    }
+    let before = leases(&holder).await;
+
+    let starter = db.open(LONG, "starter").await;
+    let report = starter.load_all(None).await.unwrap();
+    assert!(report.problems.is_empty(), "{:?}", report.problems);
+    let resumed: Vec<u64> = report.sessions.iter().map(|s| s.channel_id.0).collect();
+    let expected: Vec<u64> = (1..=sessions).filter(|c| !held(*c)).collect();
+    assert_eq!(resumed, expected, "every free one once, in channel order; none a live process holds");
+    assert!(report.sessions.iter().all(|s| s.round == s.channel_id.0 as u32), "each channel's own session");
+
+    let after = leases(&starter).await;
+    for channel in 1..=sessions {
+        let (owner, epoch) = &after[&channel];
+        let (old_owner, old_epoch) = &before[&channel];
+        if held(channel) {
+            assert_eq!((owner, epoch), (old_owner, old_epoch), "channel {channel}: left to its live holder");
+        } else {
+            assert_eq!(owner, starter.owner(), "channel {channel}");
+            assert_eq!(*epoch, old_epoch + 1, "channel {channel}: claimed once, its own epoch bumped");
+        }
+    }
+    assert!((1..=sessions).any(|c| before[&c].1 != before[&1].1), "the epochs differ from channel to channel");
+
+    // The process saves under the epoch each claim got (a save under any other is refused), and not the others'.
+    let mut saves = JoinSet::new();
+    for session in report.sessions {
+        let starter = starter.clone();
+        saves.spawn(async move { starter.save_durable(session, vec![]).await });
+    }
+    assert!(saves.join_all().await.into_iter().all(|saved| saved.is_ok()), "every restored session saves");
+    assert!(matches!(starter.claim(ChannelId(7)).await.unwrap(), Claim::Busy { .. }));
+    assert!(starter.save_durable(running(7, None, 1), vec![]).await.unwrap_err().is_fenced());
 }
 
 #[tokio::test]

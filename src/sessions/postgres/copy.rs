@@ -17,26 +17,25 @@ pub async fn read_all(pool: &PgPool) -> anyhow::Result<Vec<SavedChannel>> {
         .execute(&mut *tx)
         .await
         .map_err(failed("start reading"))?;
-    let sessions: Vec<(i64, serde_json::Value)> =
-        sqlx::query_as("SELECT channel_id, session FROM sessions ORDER BY channel_id")
+    let sessions: Vec<(i64, String)> =
+        sqlx::query_as("SELECT channel_id, session::text FROM sessions ORDER BY channel_id")
             .fetch_all(&mut *tx)
             .await
             .map_err(failed("read the sessions"))?;
     let mut channels = Vec::with_capacity(sessions.len());
     for (id, json) in sessions {
         let channel = ChannelId(id as u64);
-        let session = decode_session(channel, json).map_err(anyhow::Error::from)?;
-        let events: Vec<(serde_json::Value,)> =
-            sqlx::query_as("SELECT event FROM history WHERE channel_id = $1 ORDER BY n")
-                .bind(id)
-                .fetch_all(&mut *tx)
-                .await
-                .map_err(failed("read a channel's history"))?;
+        let session = decode_session(channel, &json).map_err(anyhow::Error::from)?;
+        let events: Vec<(String,)> = sqlx::query_as("SELECT event::text FROM history WHERE channel_id = $1 ORDER BY n")
+            .bind(id)
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(failed("read a channel's history"))?;
         let history = events
             .into_iter()
             .enumerate()
             .map(|(at, (json,))| {
-                decode_event(json).ok_or_else(|| {
+                decode_event(&json).ok_or_else(|| {
                     anyhow::anyhow!("event {} of channel {channel}'s history cannot be read by this build", at + 1)
                 })
             })

@@ -8,7 +8,8 @@ use super::rows::{SessionRow, session_row};
 use crate::core::ids::ChannelId;
 use crate::core::session::Session;
 use crate::store::writer::LAZY_SAVE_DELAY;
-use sqlx::PgPool;
+use sqlx::types::Json;
+use sqlx::{Connection as _, PgPool};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use tokio::sync::Notify;
@@ -89,16 +90,26 @@ impl LazySaves {
                 }
             })
             .collect();
+        let mut connection = match self.pool.acquire().await {
+            Ok(connection) => connection,
+            Err(e) => {
+                tracing::error!("the session database ({}) failed to save activity: {e}", self.database);
+                return;
+            }
+        };
         let written = sqlx::query(UPSERT_BATCH)
             .bind(rows.iter().map(|r| r.channel_id).collect::<Vec<_>>())
             .bind(rows.iter().map(|r| r.guild_id).collect::<Vec<_>>())
-            .bind(rows.iter().map(|r| r.json.clone()).collect::<Vec<_>>())
+            .bind(rows.iter().map(|r| Json(&*r.json.0)).collect::<Vec<_>>())
             .bind(rows.iter().map(|r| r.resumable).collect::<Vec<_>>())
             .bind(rows.iter().map(|r| r.epoch).collect::<Vec<_>>())
             .bind(rows.iter().map(|r| r.write).collect::<Vec<_>>())
             .bind(&self.owner)
-            .execute(&self.pool)
+            .execute(&mut *connection)
             .await;
+        // The statement went through the connection's write buffer, which keeps its largest size for good (sqlx
+        // never shrinks it): a batch of every channel's session (about 5 KB each) would stay resident per connection.
+        connection.shrink_buffers();
         match written {
             // Channels taken over meanwhile are left out: their next durable save learns it and stops.
             Ok(done) if done.rows_affected() < rows.len() as u64 => tracing::debug!(

@@ -39,6 +39,20 @@ const RENEW: &str = "
 /// is spread over a few periods instead of starting every actor at once.
 const ORPHANS_PER_ROUND: i64 = 1_000;
 
+/// Sessions claimed and read per statement at start-up: their JSON (about 5 KB each) is held as text only a page
+/// at a time, and each page's claim is short.
+pub const CLAIM_PAGE: i64 = 500;
+
+/// One page of the start-up claim ([`PgSessions::claim_page`]).
+pub(super) struct ClaimedPage {
+    /// The channels claimed, with their new epochs, by channel id.
+    pub claimed: Vec<(i64, i64)>,
+    /// Sessions of the page that another live process holds: left to it.
+    pub held_elsewhere: usize,
+    /// The channel id after which the next page starts; `None` once this was the last.
+    pub next: Option<i64>,
+}
+
 /// The condition "the session `s` is on one of these shards, or its server is not known yet", with the total, the
 /// first and the last shard as parameters `$n`, `$n+1`, `$n+2` (a NULL total: every shard).
 fn on_shards(n: usize) -> String {
@@ -84,51 +98,52 @@ impl PgSessions {
         Ok(Err(Claim::Busy { owner, expires_in: Duration::from_secs_f64(seconds.max(0.0)) }))
     }
 
-    /// At start-up: claims, in one statement, every resumable session of `shards` that no live process holds, and
-    /// reads them. Answers them (channel, epoch, session) and how many others a live process holds.
-    pub(super) async fn claim_resumable(
+    /// At start-up, one page: claims the resumable sessions of `shards` that no live process holds among the next
+    /// [`CLAIM_PAGE`] by channel id after `after`, each in the same statement that bumps its epoch. Answers the
+    /// claimed channels with their epochs (by channel id), how many of the page a live process holds, and where the
+    /// next page starts (`None` after the last).
+    pub(super) async fn claim_page(
         &self,
         shards: Option<ShardRange>,
-    ) -> Result<(Vec<(ChannelId, i64, serde_json::Value)>, i64), SessionStoreError> {
+        after: i64,
+    ) -> Result<ClaimedPage, SessionStoreError> {
         let (total, first, last) = shard_params(shards);
+        // The page is chosen from the sessions, then claimed: a row the claim leaves out (its lease is live and
+        // another's) still moves the page on, and is counted as held elsewhere.
         let claim = format!(
-            "WITH mine AS (
+            "WITH page AS (
+                SELECT s.channel_id FROM sessions s
+                WHERE s.resumable AND s.channel_id > $3 AND {}
+                ORDER BY s.channel_id LIMIT $4
+            ), mine AS (
                 INSERT INTO leases (channel_id, owner, epoch, expires_at)
-                SELECT s.channel_id, $1, 1, now() + $2 * interval '1 second' FROM sessions s
-                WHERE s.resumable AND {}
+                SELECT channel_id, $1, 1, now() + $2 * interval '1 second' FROM page ORDER BY channel_id
                 ON CONFLICT (channel_id) DO UPDATE SET
                     owner = EXCLUDED.owner, epoch = leases.epoch + 1, expires_at = EXCLUDED.expires_at
                 WHERE leases.expires_at <= now() OR leases.owner = EXCLUDED.owner
                 RETURNING channel_id, epoch
             )
-            SELECT m.channel_id, m.epoch, s.session FROM mine m JOIN sessions s USING (channel_id)
-            ORDER BY m.channel_id",
-            on_shards(3)
+            SELECT p.channel_id, m.epoch FROM page p LEFT JOIN mine m USING (channel_id) ORDER BY p.channel_id",
+            on_shards(5)
         );
-        let rows: Vec<(i64, i64, serde_json::Value)> = sqlx::query_as(&claim)
+        let rows: Vec<(i64, Option<i64>)> = sqlx::query_as(&claim)
             .bind(&self.owner)
             .bind(self.ttl_seconds())
+            .bind(after)
+            .bind(CLAIM_PAGE)
             .bind(total)
             .bind(first)
             .bind(last)
             .fetch_all(&self.pool)
             .await
             .map_err(self.failed("claim the saved sessions"))?;
-        let elsewhere = format!(
-            "SELECT count(*) FROM sessions s JOIN leases l USING (channel_id)
-             WHERE s.resumable AND l.owner <> $1 AND l.expires_at > now() AND {}",
-            on_shards(2)
-        );
-        let (held_elsewhere,): (i64,) = sqlx::query_as(&elsewhere)
-            .bind(&self.owner)
-            .bind(total)
-            .bind(first)
-            .bind(last)
-            .fetch_one(&self.pool)
-            .await
-            .map_err(self.failed("count the sessions other processes hold"))?;
-        let claimed = rows.into_iter().map(|(channel, epoch, json)| (ChannelId(channel as u64), epoch, json)).collect();
-        Ok((claimed, held_elsewhere))
+        let next = match rows.last() {
+            Some((channel, _)) if rows.len() as i64 == CLAIM_PAGE => Some(*channel),
+            _ => None,
+        };
+        let held_elsewhere = rows.iter().filter(|(_, epoch)| epoch.is_none()).count();
+        let claimed = rows.into_iter().filter_map(|(channel, epoch)| Some((channel, epoch?))).collect();
+        Ok(ClaimedPage { claimed, held_elsewhere, next })
     }
 
     /// Extends every lease this process holds; forgets (and logs) those another process has taken since.

@@ -20,6 +20,8 @@ mod lazy;
 mod lease;
 mod rows;
 
+pub use lease::CLAIM_PAGE;
+
 use super::location::PostgresUrl;
 use super::{Claim, LeaseOptions, Saver, SessionStore, SessionStoreError};
 use crate::core::ids::ChannelId;
@@ -30,6 +32,7 @@ use crate::store::LoadReport;
 use async_trait::async_trait;
 use lazy::LazySaves;
 use rows::{db_id, decode_event, decode_session, event_rows, session_row};
+use sqlx::Connection as _;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use std::collections::HashMap;
 use std::str::FromStr;
@@ -113,6 +116,63 @@ impl PgSessions {
     fn next_write(&self) -> i64 {
         self.writes.fetch_add(1, Ordering::Relaxed)
     }
+
+    /// Reads the JSON of the sessions of channels just claimed (channel id, epoch; by channel id), as text, with
+    /// each one's epoch. They are read after the claim, in a statement of their own, so that a save the previous
+    /// holder committed while the claim waited for its lease row is part of what is read.
+    async fn read_claimed(&self, claimed: &[(i64, i64)]) -> Result<Vec<(ChannelId, i64, String)>, SessionStoreError> {
+        if claimed.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ids: Vec<i64> = claimed.iter().map(|(channel, _)| *channel).collect();
+        let mut connection = self.pool.acquire().await.map_err(self.failed("read the saved sessions"))?;
+        let rows: Vec<(i64, String)> = sqlx::query_as(
+            "SELECT channel_id, session::text FROM sessions WHERE channel_id = ANY($1) ORDER BY channel_id",
+        )
+        .bind(&ids)
+        .fetch_all(&mut *connection)
+        .await
+        .map_err(self.failed("read the saved sessions"))?;
+        // The connection's read buffer grows to the largest row read and keeps that size (sqlx never shrinks it).
+        connection.shrink_buffers();
+        Ok(rows
+            .into_iter()
+            .filter_map(|(id, json)| {
+                let at = claimed.binary_search_by_key(&id, |(channel, _)| *channel).ok()?;
+                Some((ChannelId(id as u64), claimed[at].1, json))
+            })
+            .collect())
+    }
+
+    /// Holds the channels of a decoded page under their epochs, and reports those that cannot be used (left in
+    /// the database as they are, the channels not resumed).
+    fn keep(&self, page: DecodedPage, report: &mut LoadReport) {
+        for (channel, epoch, decoded) in page {
+            match decoded {
+                Ok(session) => {
+                    self.held().insert(channel, epoch);
+                    report.sessions.push(session);
+                }
+                Err(e) => {
+                    tracing::error!("{e}; it is left in the database as it is, and the channel is not resumed");
+                    report.problems.push(e.to_string());
+                }
+            }
+        }
+    }
+}
+
+/// A page of claimed channels with their epochs and their sessions, or why one cannot be used.
+type DecodedPage = Vec<(ChannelId, i64, Result<Session, SessionStoreError>)>;
+
+/// The outcome of [`decode_page`] on its thread (a panic there goes on here).
+async fn decoded(page: tokio::task::JoinHandle<DecodedPage>) -> DecodedPage {
+    page.await.unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))
+}
+
+/// Decodes a page of sessions read as text (on a blocking thread: about 20 µs each), freeing each text once read.
+fn decode_page(rows: Vec<(ChannelId, i64, String)>) -> DecodedPage {
+    rows.into_iter().map(|(channel, epoch, json)| (channel, epoch, decode_session(channel, &json))).collect()
 }
 
 /// Connects to the database and brings its tables up to date. The errors say what to check; the password is never
@@ -209,12 +269,12 @@ impl Saver for PgSessions {
     }
 
     async fn load(&self, channel: ChannelId) -> Result<Option<Session>, SessionStoreError> {
-        let row: Option<(serde_json::Value,)> = sqlx::query_as("SELECT session FROM sessions WHERE channel_id = $1")
+        let row: Option<(String,)> = sqlx::query_as("SELECT session::text FROM sessions WHERE channel_id = $1")
             .bind(db_id(channel.0)?)
             .fetch_optional(&self.pool)
             .await
             .map_err(self.failed("read a session"))?;
-        row.map(|(json,)| decode_session(channel, json)).transpose()
+        row.map(|(json,)| decode_session(channel, &json)).transpose()
     }
 
     async fn flush(&self) {
@@ -224,20 +284,28 @@ impl Saver for PgSessions {
 
 #[async_trait]
 impl SessionStore for PgSessions {
+    /// Page by page ([`lease::CLAIM_PAGE`] sessions by channel id): claims them, then reads the claimed ones' JSON as
+    /// text, decoded straight into sessions on a blocking thread while the next page is claimed and read, so that
+    /// at most two pages of JSON are held at once and the database's work overlaps the decoding.
     async fn load_all(&self, shards: Option<ShardRange>) -> Result<LoadReport, SessionStoreError> {
-        let (claimed, held_elsewhere) = self.claim_resumable(shards).await?;
         let mut report = LoadReport::default();
-        for (channel, epoch, json) in claimed {
-            match decode_session(channel, json) {
-                Ok(session) => {
-                    self.held().insert(channel, epoch);
-                    report.sessions.push(session);
-                }
-                Err(e) => {
-                    tracing::error!("{e}; it is left in the database as it is, and the channel is not resumed");
-                    report.problems.push(e.to_string());
-                }
+        let mut held_elsewhere = 0;
+        let mut after = -1;
+        let mut decoding = None;
+        loop {
+            let page = self.claim_page(shards, after).await?;
+            held_elsewhere += page.held_elsewhere;
+            let rows = self.read_claimed(&page.claimed).await?;
+            if let Some(previous) = decoding.replace(tokio::task::spawn_blocking(move || decode_page(rows))) {
+                self.keep(decoded(previous).await, &mut report);
             }
+            match page.next {
+                Some(next) => after = next,
+                None => break,
+            }
+        }
+        if let Some(last) = decoding {
+            self.keep(decoded(last).await, &mut report);
         }
         if held_elsewhere > 0 {
             tracing::info!(
@@ -249,25 +317,24 @@ impl SessionStore for PgSessions {
     }
 
     async fn history_tail(&self, channel: ChannelId, n: usize) -> Result<Vec<HistoryEvent>, SessionStoreError> {
-        let rows: Vec<(serde_json::Value,)> =
-            sqlx::query_as("SELECT event FROM history WHERE channel_id = $1 ORDER BY n DESC LIMIT $2")
+        let rows: Vec<(String,)> =
+            sqlx::query_as("SELECT event::text FROM history WHERE channel_id = $1 ORDER BY n DESC LIMIT $2")
                 .bind(db_id(channel.0)?)
                 .bind(i64::try_from(n).unwrap_or(i64::MAX))
                 .fetch_all(&self.pool)
                 .await
                 .map_err(self.failed("read a channel's history"))?;
         // Newest first from the index; an event this build cannot read is skipped, as the file log does.
-        Ok(rows.into_iter().rev().filter_map(|(json,)| decode_event(json)).collect())
+        Ok(rows.into_iter().rev().filter_map(|(json,)| decode_event(&json)).collect())
     }
 
     async fn history(&self, channel: ChannelId) -> Result<Vec<HistoryEvent>, SessionStoreError> {
-        let rows: Vec<(serde_json::Value,)> =
-            sqlx::query_as("SELECT event FROM history WHERE channel_id = $1 ORDER BY n")
-                .bind(db_id(channel.0)?)
-                .fetch_all(&self.pool)
-                .await
-                .map_err(self.failed("read a channel's history"))?;
-        Ok(rows.into_iter().filter_map(|(json,)| decode_event(json)).collect())
+        let rows: Vec<(String,)> = sqlx::query_as("SELECT event::text FROM history WHERE channel_id = $1 ORDER BY n")
+            .bind(db_id(channel.0)?)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(self.failed("read a channel's history"))?;
+        Ok(rows.into_iter().filter_map(|(json,)| decode_event(&json)).collect())
     }
 
     fn lease_period(&self) -> Option<Duration> {
