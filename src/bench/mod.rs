@@ -5,7 +5,7 @@
 //! in the same run and printed beside it.
 //!
 //! Parts:
-//! - [`floor`]: loopback round trip, durable write, parallel durable writes, tokio timer lateness.
+//! - [`floor`]: loopback round trip, durable write, parallel durable writes, tokio timer lateness, a burst of messages.
 //! - [`layout`]: where the bot keeps its sessions (`--store`) and in how many processes (`--processes`).
 //! - [`scene`]: a phase's local-discord world, the files `run` reads, and the bot's processes.
 //! - [`phase_store`], [`database`]: a phase's store (its state folder or a database of its own), filled with saved
@@ -46,7 +46,7 @@ const POLL: Duration = Duration::from_millis(5);
 /// The parts of the bench that can be run alone.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Phase {
-    /// Loopback, durable writes, timers.
+    /// Loopback, durable writes, timers, 1,000 messages asked for at one instant.
     Floor,
     /// Handoffs with 1 and with `--active` channels.
     Handoff,
