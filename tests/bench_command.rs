@@ -65,7 +65,7 @@ fn a_tiny_bench_runs_every_part_and_prints_every_figure() {
     assert_every_figure_measured(&stdout);
     assert!(stdout.contains("| figure | A (files, 1 process) |"), "the column says what it ran with:\n{stdout}");
     assert!(stdout.contains("(this build)"), "{stdout}");
-    assert!(stdout.contains("REST per turn: DELETE /channels/:id/messages/:id 1.00"), "{stdout}");
+    assert!(stdout.contains("REST per turn: DELETE /channels/{id}/messages/{id} 1.00"), "{stdout}");
     assert!(!work.path().join("bench").exists(), "the work folder is removed after a successful run");
 }
 

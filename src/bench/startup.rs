@@ -100,7 +100,7 @@ async fn boot(bot: &Bot, scene: &mut Scene, saved: Option<&SavedSessions>, patie
         .log_since(log_from)
         .iter()
         .filter(|e| match &e.kind {
-            LogKind::Rest { method, path, .. } => route_of(method, path) == "GET /channels/:id/messages",
+            LogKind::Rest { method, path, .. } => route_of(method, path) == "GET /channels/{id}/messages",
             _ => false,
         })
         .count();

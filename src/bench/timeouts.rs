@@ -92,7 +92,7 @@ pub async fn run(bot: &Bot, layout: &Layout, dir: &Path, sizes: TimeoutSizes) ->
         let log = scene.log_since(log_from);
         log.iter()
             .filter(|e| match &e.kind {
-                LogKind::Rest { method, path, .. } => route_of(method, path) == "GET /channels/:id/messages",
+                LogKind::Rest { method, path, .. } => route_of(method, path) == "GET /channels/{id}/messages",
                 _ => false,
             })
             .count()

@@ -115,24 +115,10 @@ pub fn rest_calls_in(log: &[LogEntry]) -> (usize, BTreeMap<String, usize>) {
     (total, routes)
 }
 
-/// A REST call's route with its ids and tokens blanked: `POST /webhooks/:id/:token`.
+/// A REST call's route as the server logged it (`/api/v10/...`), ids, tokens and query blanked as the bot's own
+/// metrics label it: `POST /webhooks/{id}/{token}`.
 pub fn route_of(method: &str, path: &str) -> String {
-    let path = path.strip_prefix("/api/v10").unwrap_or(path);
-    let mut out = Vec::new();
-    let mut after_webhook_id = false;
-    for segment in path.split('/').filter(|s| !s.is_empty()) {
-        let blank = if segment.bytes().all(|b| b.is_ascii_digit()) {
-            after_webhook_id = out.last() == Some(&"webhooks".to_owned());
-            ":id".to_owned()
-        } else if after_webhook_id {
-            after_webhook_id = false;
-            ":token".to_owned()
-        } else {
-            segment.to_owned()
-        };
-        out.push(blank);
-    }
-    format!("{method} /{}", out.join("/"))
+    crate::metrics::route::template(method, path.strip_prefix("/api/v10").unwrap_or(path))
 }
 
 #[cfg(test)]
@@ -141,9 +127,9 @@ mod tests {
 
     #[test]
     fn routes_are_named_without_their_ids_and_tokens() {
-        assert_eq!(route_of("POST", "/api/v10/webhooks/123/tokabc"), "POST /webhooks/:id/:token");
-        assert_eq!(route_of("DELETE", "/api/v10/channels/1/messages/2"), "DELETE /channels/:id/messages/:id");
-        assert_eq!(route_of("POST", "/api/v10/channels/99/messages"), "POST /channels/:id/messages");
+        assert_eq!(route_of("POST", "/api/v10/webhooks/123/tokabc"), "POST /webhooks/{id}/{token}");
+        assert_eq!(route_of("DELETE", "/api/v10/channels/1/messages/2"), "DELETE /channels/{id}/messages/{id}");
+        assert_eq!(route_of("GET", "/api/v10/channels/99/messages?after=1"), "GET /channels/{id}/messages");
         assert_eq!(route_of("GET", "/api/v10/users/@me"), "GET /users/@me");
     }
 }
