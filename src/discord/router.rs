@@ -57,7 +57,7 @@ impl Router {
     /// (their last words, saved just before a crash): those are carried out now, then the actor retires.
     pub fn resume(&self, sessions: Vec<Session>) {
         let mut actors = self.actors.lock().expect("actors lock");
-        for session in sessions.into_iter().filter(|s| s.is_active() || !s.outbox.is_empty()) {
+        for session in sessions.into_iter().filter(|s| s.needs_resuming()) {
             let channel = session.channel_id;
             self.spawn_locked(&mut actors, channel, Origin::Saved(Box::new(session)), Vec::new());
         }

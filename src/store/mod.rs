@@ -56,7 +56,7 @@ mod record;
 mod recover;
 mod rotation;
 mod save;
-mod validate;
+pub(crate) mod validate;
 pub mod writer;
 
 pub use load::LoadReport;

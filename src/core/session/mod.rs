@@ -386,6 +386,12 @@ impl Session {
         self.status != SessionStatus::Stopped
     }
 
+    /// Whether a process starting (or taking the channel over) must start its actor: the session runs or is
+    /// paused, or it stopped with effects left undone (its last words, saved just before a crash).
+    pub fn needs_resuming(&self) -> bool {
+        self.is_active() || !self.outbox.is_empty()
+    }
+
     /// The running turn's deadline, if any. None while the announcement that gives the holder the floor is on its
     /// way (spec 8): the turn begins when Discord accepts it, and no message, tick or command may end a turn whose
     /// holder was never told it had it.

@@ -8,8 +8,9 @@
 
 use crate::core::ids::ChannelId;
 use crate::core::session::history::HistoryEvent;
-use crate::core::session::{SESSION_FORMAT_VERSION, Session};
+use crate::core::session::Session;
 use crate::sessions::SessionStoreError;
+use crate::store::validate::check_session;
 use chrono::{DateTime, Utc};
 use serde_json::value::RawValue;
 use sqlx::Postgres;
@@ -65,7 +66,7 @@ pub(super) fn session_row(session: &Session, epoch: i64, write: i64) -> Result<S
         channel_id: db_id(channel.0)?,
         guild_id: session.guild_id.map(|g| db_id(g.0)).transpose()?,
         json: Json(json),
-        resumable: session.is_active() || !session.outbox.is_empty(),
+        resumable: session.needs_resuming(),
         epoch,
         write,
     })
@@ -96,17 +97,12 @@ pub(super) fn event_rows(
     Ok((events.iter().map(|e| e.at).collect(), json))
 }
 
-/// Reads a saved session from its JSON text (`session::text`), refusing one this build cannot use (another
-/// channel's, a newer format).
+/// Reads a saved session from its JSON text (`session::text`), refusing one this build cannot use, as a session
+/// file is refused ([`check_session`]: another channel's, a newer format, one the engine could not have written).
 pub(super) fn decode_session(channel: ChannelId, json: &str) -> Result<Session, SessionStoreError> {
     let unreadable = |reason: String| SessionStoreError::Unreadable { channel, reason };
     let session: Session = serde_json::from_str(json).map_err(|e| unreadable(format!("invalid session JSON: {e}")))?;
-    if session.channel_id != channel {
-        return Err(unreadable(format!("it holds channel {} instead", session.channel_id)));
-    }
-    if session.version > SESSION_FORMAT_VERSION {
-        return Err(unreadable(format!("format version {} is newer than this build understands", session.version)));
-    }
+    check_session(&session, channel).map_err(unreadable)?;
     Ok(session)
 }
 
@@ -114,4 +110,25 @@ pub(super) fn decode_session(channel: ChannelId, json: &str) -> Result<Session, 
 /// skipped, as a bad log line is).
 pub(super) fn decode_event(json: &str) -> Option<HistoryEvent> {
     serde_json::from_str(json).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::session::SessionStatus;
+
+    #[test]
+    fn a_row_is_refused_as_a_session_file_would_be() {
+        let channel = ChannelId(7);
+        let stopped = Session::new(channel);
+        let json = |session: &Session| serde_json::to_string(session).unwrap();
+        assert!(decode_session(channel, &json(&stopped)).is_ok());
+        let refused = |session: &Session| match decode_session(channel, &json(session)) {
+            Err(SessionStoreError::Unreadable { reason, .. }) => reason,
+            other => panic!("refused, not {other:?}"),
+        };
+        assert_eq!(refused(&Session::new(ChannelId(8))), "it holds channel 8 instead");
+        let running_without_deadline = Session { status: SessionStatus::Running, ..Session::new(channel) };
+        assert_eq!(refused(&running_without_deadline), "it is running but has no turnTimeoutAt");
+    }
 }
