@@ -35,11 +35,11 @@ async fn lease_owner(store: &turn_manager::sessions::postgres::PgSessions, chann
 }
 
 /// `turn-manager run` on the database as a separate process of machine `node`, its leases lasting three seconds,
-/// serving its metrics at `metrics`; what it logs goes to `log`.
-fn spawn_run(stage: &Stage, db: &TestDatabase, personas: &Path, node: &str, metrics: SocketAddr, log: &Path) -> Child {
+/// with `args` besides (shards, metrics); what it logs goes to `log`, its state folder is the log's.
+fn spawn_run(stage: &Stage, db: &TestDatabase, personas: &Path, node: &str, args: &[&str], log: &Path) -> Child {
     Command::new(BINARY)
         .args(["run", "--api-base", &stage.server.base_url(), "--store", &db.url, "--lease-seconds", "3"])
-        .args(["--metrics", &metrics.to_string()])
+        .args(args)
         .arg("--personas")
         .arg(personas)
         .arg("--state")
@@ -150,20 +150,8 @@ async fn a_process_killed_with_sigkill_is_taken_over_once_its_leases_expire_and_
     write_personas(&stage, personas_dir.path());
     let shard = shard_of(stage.guild);
     let log_path = state.path().join("run.log");
-    let mut child = Command::new(BINARY)
-        .args(["run", "--api-base", &stage.server.base_url(), "--store", &db.url])
-        .args(["--shards", &shard.to_string(), "--total-shards", "2", "--lease-seconds", "3"])
-        .arg("--personas")
-        .arg(personas_dir.path())
-        .arg("--state")
-        .arg(state.path())
-        .env("DISCORD_TOKEN", &stage.bot_token)
-        .env("RUST_LOG", "info,turn_manager=debug")
-        .env_remove("TM_STORE")
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log_path).unwrap())
-        .spawn()
-        .unwrap();
+    let shards = ["--shards", &shard.to_string(), "--total-shards", "2"];
+    let mut child = spawn_run(&stage, &db, personas_dir.path(), "node-a", &shards, &log_path);
     let (me, channel) = (stage.bot_user, stage.channel);
     let log = || std::fs::read_to_string(&log_path).unwrap_or_default();
     let connected = stage
@@ -222,7 +210,7 @@ async fn a_frozen_process_whose_channel_was_taken_over_wakes_to_find_its_saves_f
     let (a_log, b_log) = (a_dir.path().join("run.log"), b_dir.path().join("run.log"));
     let (me, channel) = (stage.bot_user, stage.channel);
 
-    let mut a = spawn_run(&stage, &db, personas_dir.path(), "node-a", a_metrics, &a_log);
+    let mut a = spawn_run(&stage, &db, personas_dir.path(), "node-a", &["--metrics", &a_metrics.to_string()], &a_log);
     let connected = stage.server.wait_for("a to connect", PATIENCE, |w| w.is_connected(me).then_some(())).await;
     assert!(connected.is_ok(), "a did not connect; it said:\n{}", read(&a_log));
     stage.operator_says("!turn start");
@@ -230,7 +218,7 @@ async fn a_frozen_process_whose_channel_was_taken_over_wakes_to_find_its_saves_f
 
     // Frozen (a stalled VM, a long pause): a holds the channel's lease until it expires, and renews nothing.
     signal(&a, "-STOP");
-    let mut b = spawn_run(&stage, &db, personas_dir.path(), "node-b", b_metrics, &b_log);
+    let mut b = spawn_run(&stage, &db, personas_dir.path(), "node-b", &["--metrics", &b_metrics.to_string()], &b_log);
     let took = until_metric(b_metrics, "turn_manager_lease_takeovers_total", 1.0, &b_log).await;
     let store = db.open(Duration::from_secs(3), "observer").await;
     assert!(lease_owner(&store, channel).await.starts_with("node-b/"), "b holds the channel: {}", took.text);

@@ -203,10 +203,8 @@ mod tests {
     #[test]
     fn the_burst_creates_one_message_in_every_channel_and_times_each() {
         let dir = tempfile::tempdir().unwrap();
-        let (burst, per_s) = message_burst(dir.path()).unwrap();
+        let (burst, _) = message_burst(dir.path()).unwrap();
         assert_eq!(burst.count, BURST_CHANNELS, "every message answered 200 and timed");
         assert!(burst.p50 <= burst.p99 && burst.p99 <= burst.max && burst.max > Duration::ZERO, "{burst:?}");
-        let implied = BURST_CHANNELS as f64 / burst.max.as_secs_f64();
-        assert!((per_s - implied).abs() < 1e-6 * implied, "the rate is the messages over the last one's time");
     }
 }

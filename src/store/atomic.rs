@@ -12,7 +12,7 @@
 //! renamed over the current one, the old version kept as a hard link.
 
 use std::fs::{File, OpenOptions};
-use std::io::{self, Seek, SeekFrom, Write};
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 /// The spare copy of a session file: the next save is written into it.
@@ -60,7 +60,6 @@ fn write_in_place(path: &Path, bytes: &[u8], durable: bool) -> io::Result<()> {
         Err(e) if e.kind() == io::ErrorKind::NotFound => File::create(path)?,
         Err(e) => return Err(e),
     };
-    file.seek(SeekFrom::Start(0))?;
     file.write_all(bytes)?;
     file.set_len(bytes.len() as u64)?;
     if durable {

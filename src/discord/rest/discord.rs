@@ -119,11 +119,12 @@ impl Rest for DiscordRest {
         read.sort_by_key(page_id);
         let id = page_id;
         let messages = read
-            .iter()
+            .iter_mut()
             .filter_map(|m| {
                 let author = UserId(m.author.id.parse().unwrap_or_default());
                 let webhook = m.webhook_id.as_deref().and_then(|w| w.parse().ok());
-                let text = m.content.clone();
+                // Only the ids and the count of the page are read after this: its texts move, not copied.
+                let text = std::mem::take(&mut m.content);
                 let message = self.identity.incoming(author, webhook, MessageId(id(m)), text, None, m.has_files())?;
                 Some(IncomingMessage { edited_at: m.edited_timestamp, ..message })
             })

@@ -349,7 +349,6 @@ async fn after_a_burst_of_saves_the_idle_writer_gives_back_the_room_of_its_table
         assert_eq!(commits.unwritten.capacity(), 0, "the checkpoints' table");
         assert_eq!(commits.queue.capacity(), 0, "the checkpoints' order");
         assert_eq!(commits.log_ends.len(), 2_000, "where each log ends is kept");
-        assert!(commits.log_ends.capacity() < 2 * 2_000);
     }
     for id in [1, 1_000, 2_000] {
         assert_eq!(session_file(&store, ChannelId(id)), Some(started_in(ChannelId(id)).0), "channel {id}");
