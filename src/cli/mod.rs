@@ -96,7 +96,7 @@ pub struct RunArgs {
     pub store: Option<String>,
     /// With a database: how long a process's claim on a channel lasts unless renewed (every third of it); after a
     /// crash, another process takes the channel over once it expires
-    #[arg(long, value_name = "SECONDS", env = "TM_LEASE_SECONDS", default_value_t = 30,
+    #[arg(long, value_name = "SECONDS", env = "TM_LEASE_SECONDS", default_value_t = crate::sessions::LEASE_TTL_DEFAULT.as_secs(),
           value_parser = clap::value_parser!(u64).range(3..=3600))]
     pub lease_seconds: u64,
 }

@@ -45,10 +45,6 @@ impl StoreLocation {
             _ => Ok(StoreLocation::Folder(PathBuf::from(text))),
         }
     }
-
-    pub fn is_postgres(&self) -> bool {
-        matches!(self, StoreLocation::Postgres(_))
-    }
 }
 
 impl fmt::Display for StoreLocation {
@@ -135,7 +131,7 @@ mod tests {
 
     #[test]
     fn a_store_is_a_postgres_url_or_a_folder_and_another_scheme_is_refused() {
-        assert!(StoreLocation::parse("POSTGRESQL://h/d").unwrap().is_postgres());
+        assert!(matches!(StoreLocation::parse("POSTGRESQL://h/d").unwrap(), StoreLocation::Postgres(_)));
         assert!(matches!(StoreLocation::parse("state").unwrap(), StoreLocation::Folder(p) if p.ends_with("state")));
         assert!(matches!(StoreLocation::parse("/var/lib/tm/state").unwrap(), StoreLocation::Folder(_)));
         let error = StoreLocation::parse("mysql://h/d").unwrap_err();

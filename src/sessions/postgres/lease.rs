@@ -15,14 +15,22 @@ use std::time::Duration;
 pub(super) const CHECK_FOR_SAVE: &str =
     "SELECT 1 FROM leases WHERE channel_id = $1 AND owner = $2 AND epoch = $3 FOR SHARE";
 
+/// The rule fencing rests on, for an `INSERT INTO leases` of a claim: a lease is taken over only when it has expired
+/// or is already this owner's, and every claim bumps its epoch. Every claim says it this way.
+macro_rules! take_lease {
+    () => {
+        "ON CONFLICT (channel_id) DO UPDATE SET
+            owner = EXCLUDED.owner, epoch = leases.epoch + 1, expires_at = EXCLUDED.expires_at
+        WHERE leases.expires_at <= now() OR leases.owner = EXCLUDED.owner"
+    };
+}
+
 /// Takes one channel's lease ($1 channel, $2 owner, $3 seconds) if nobody else holds it; answers its new epoch.
-const CLAIM: &str = "
-    INSERT INTO leases (channel_id, owner, epoch, expires_at)
-    VALUES ($1, $2, 1, now() + $3 * interval '1 second')
-    ON CONFLICT (channel_id) DO UPDATE SET
-        owner = EXCLUDED.owner, epoch = leases.epoch + 1, expires_at = EXCLUDED.expires_at
-    WHERE leases.expires_at <= now() OR leases.owner = EXCLUDED.owner
-    RETURNING epoch";
+const CLAIM: &str = concat!(
+    "INSERT INTO leases (channel_id, owner, epoch, expires_at) VALUES ($1, $2, 1, now() + $3 * interval '1 second') ",
+    take_lease!(),
+    " RETURNING epoch"
+);
 
 /// Who holds a lease, and for how many more seconds.
 const HOLDER: &str = "
@@ -118,13 +126,12 @@ impl PgSessions {
             ), mine AS (
                 INSERT INTO leases (channel_id, owner, epoch, expires_at)
                 SELECT channel_id, $1, 1, now() + $2 * interval '1 second' FROM page ORDER BY channel_id
-                ON CONFLICT (channel_id) DO UPDATE SET
-                    owner = EXCLUDED.owner, epoch = leases.epoch + 1, expires_at = EXCLUDED.expires_at
-                WHERE leases.expires_at <= now() OR leases.owner = EXCLUDED.owner
+                {}
                 RETURNING channel_id, epoch
             )
             SELECT p.channel_id, m.epoch FROM page p LEFT JOIN mine m USING (channel_id) ORDER BY p.channel_id",
-            on_shards(5)
+            on_shards(5),
+            take_lease!()
         );
         let rows: Vec<(i64, Option<i64>)> = sqlx::query_as(&claim)
             .bind(&self.owner)

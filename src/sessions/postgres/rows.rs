@@ -7,8 +7,8 @@
 //! them, which `malloc_trim` cannot give back (measured: 547 MB kept by malloc for 98 MB in use).
 
 use crate::core::ids::ChannelId;
-use crate::core::session::history::HistoryEvent;
 use crate::core::session::Session;
+use crate::core::session::history::HistoryEvent;
 use crate::sessions::SessionStoreError;
 use crate::store::validate::check_session;
 use chrono::{DateTime, Utc};
