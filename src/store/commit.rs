@@ -71,7 +71,7 @@ impl Commits {
             match self.prepare(store, item) {
                 Ok(save) => {
                     let record = encode_record(save.seq, save.channel, save.log_at, &save.lines, &save.session);
-                    batch.extend(journal::line(&record));
+                    journal::push_line(&mut batch, &record);
                     prepared.push(save);
                     results.push(Ok(()));
                 }

@@ -125,12 +125,20 @@ impl JournalFile {
     }
 }
 
-/// A journal line for `json`: its checksum, a space, the JSON and a newline.
+/// Appends the journal line of `json` to `out`: its checksum, a space, the JSON and a newline.
+pub(super) fn push_line(out: &mut Vec<u8>, json: &[u8]) {
+    use std::io::Write as _;
+    out.reserve(json.len() + CHECKSUM_BYTES + 1);
+    write!(out, "{:08x} ", crc32fast::hash(json)).expect("writing to a Vec never fails");
+    out.extend_from_slice(json);
+    out.push(b'\n');
+}
+
+/// The journal line of `json`, on its own.
+#[cfg(test)]
 pub(super) fn line(json: &[u8]) -> Vec<u8> {
-    let mut line = Vec::with_capacity(json.len() + CHECKSUM_BYTES + 1);
-    line.extend_from_slice(format!("{:08x} ", crc32fast::hash(json)).as_bytes());
-    line.extend_from_slice(json);
-    line.push(b'\n');
+    let mut line = Vec::new();
+    push_line(&mut line, json);
     line
 }
 

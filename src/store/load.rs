@@ -171,17 +171,23 @@ impl Store {
 }
 
 /// Reads one session file: `Ok(None)` when it does not exist, `Err` with the reason when it cannot be used.
-pub(super) fn read_session(path: &Path, channel: ChannelId) -> Result<Option<Session>, String> {
+fn read_session(path: &Path, channel: ChannelId) -> Result<Option<Session>, String> {
     let bytes = match std::fs::read(path) {
         Ok(bytes) => bytes,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e.to_string()),
     };
-    let mut session: Session = serde_json::from_slice(&bytes).map_err(|e| format!("invalid session JSON: {e}"))?;
-    check_session(&session, channel)?;
+    let mut session = parse_session(&bytes, channel)?;
     // Most sessions read at start-up stay idle, each holding its lists: none keeps the room the decoder left.
     session.shrink_to_fit();
     Ok(Some(session))
+}
+
+/// A session file's bytes as a session `channel` can use (it parses and passes validation), or why not.
+pub(super) fn parse_session(bytes: &[u8], channel: ChannelId) -> Result<Session, String> {
+    let session: Session = serde_json::from_slice(bytes).map_err(|e| format!("invalid session JSON: {e}"))?;
+    check_session(&session, channel)?;
+    Ok(session)
 }
 
 impl Store {

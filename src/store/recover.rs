@@ -25,7 +25,6 @@ use super::record::{
 use super::validate::check_session;
 use super::{Store, StoreError, io};
 use crate::core::ids::ChannelId;
-use crate::core::session::Session;
 use std::collections::BTreeMap;
 use std::fs::OpenOptions;
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -292,7 +291,6 @@ fn read_journals(journals: &[(u64, PathBuf)], replayed: &mut Replayed) -> Result
 
 /// The save number of a session file that can be used (it parses and passes validation), or why it cannot.
 fn usable_seq(bytes: &[u8], channel: ChannelId) -> Result<u64, String> {
-    let session: Session = serde_json::from_slice(bytes).map_err(|e| format!("invalid session JSON: {e}"))?;
-    check_session(&session, channel)?;
+    super::load::parse_session(bytes, channel)?;
     saved_seq(bytes).map_err(|e| e.to_string())
 }

@@ -50,7 +50,7 @@ impl Commits {
         for (&channel, unwritten) in &self.unwritten {
             let seq = first + renumbered.len() as u64;
             let record = encode_record(seq, channel, unwritten.log_at, &unwritten.lines, &unwritten.session);
-            carried.extend(journal::line(&record));
+            journal::push_line(&mut carried, &record);
             renumbered.push((channel, seq));
         }
         if !carried.is_empty() {
