@@ -19,16 +19,14 @@ use tokio::task::JoinHandle;
 /// holding a later write of the same lease (a durable save that overtook this batch) is left as it is. The lease is
 /// not locked here (a durable save does that): a batch that races a takeover at worst puts back activity that the
 /// new holder's next save replaces.
-const UPSERT_BATCH: &str = "
-    INSERT INTO sessions (channel_id, guild_id, session, resumable, lease_epoch, write_seq, updated_at)
+const UPSERT_BATCH: &str = concat!(
+    "INSERT INTO sessions (channel_id, guild_id, session, resumable, lease_epoch, write_seq, updated_at)
     SELECT b.channel_id, b.guild_id, b.session, b.resumable, b.epoch, b.write, now()
     FROM unnest($1::bigint[], $2::bigint[], $3::jsonb[], $4::bool[], $5::bigint[], $6::bigint[])
          AS b(channel_id, guild_id, session, resumable, epoch, write)
-    JOIN leases l ON l.channel_id = b.channel_id AND l.owner = $7 AND l.epoch = b.epoch
-    ON CONFLICT (channel_id) DO UPDATE SET
-        guild_id = EXCLUDED.guild_id, session = EXCLUDED.session, resumable = EXCLUDED.resumable,
-        lease_epoch = EXCLUDED.lease_epoch, write_seq = EXCLUDED.write_seq, updated_at = EXCLUDED.updated_at
-    WHERE NOT (sessions.lease_epoch = EXCLUDED.lease_epoch AND sessions.write_seq > EXCLUDED.write_seq)";
+    JOIN leases l ON l.channel_id = b.channel_id AND l.owner = $7 AND l.epoch = b.epoch ",
+    super::rows::replace_unless_later!()
+);
 
 /// The lazy saves waiting, and the task that writes them.
 pub(super) struct LazySaves {

@@ -18,14 +18,24 @@ use sqlx::postgres::PgArguments;
 use sqlx::query::Query;
 use sqlx::types::Json;
 
+/// For an `INSERT INTO sessions`: the row is replaced unless it holds a later write of the same lease (a lazy save
+/// arriving after a durable one, or the other way round). Every session write says it this way.
+macro_rules! replace_unless_later {
+    () => {
+        "ON CONFLICT (channel_id) DO UPDATE SET
+            guild_id = EXCLUDED.guild_id, session = EXCLUDED.session, resumable = EXCLUDED.resumable,
+            lease_epoch = EXCLUDED.lease_epoch, write_seq = EXCLUDED.write_seq, updated_at = EXCLUDED.updated_at
+        WHERE NOT (sessions.lease_epoch = EXCLUDED.lease_epoch AND sessions.write_seq > EXCLUDED.write_seq)"
+    };
+}
+pub(super) use replace_unless_later;
+
 /// Writes a session unless the row holds a later write of the same lease (a lazy save arriving late).
-pub(super) const UPSERT_SESSION: &str = "
-    INSERT INTO sessions (channel_id, guild_id, session, resumable, lease_epoch, write_seq, updated_at)
-    VALUES ($1, $2, $3, $4, $5, $6, now())
-    ON CONFLICT (channel_id) DO UPDATE SET
-        guild_id = EXCLUDED.guild_id, session = EXCLUDED.session, resumable = EXCLUDED.resumable,
-        lease_epoch = EXCLUDED.lease_epoch, write_seq = EXCLUDED.write_seq, updated_at = EXCLUDED.updated_at
-    WHERE NOT (sessions.lease_epoch = EXCLUDED.lease_epoch AND sessions.write_seq > EXCLUDED.write_seq)";
+pub(super) const UPSERT_SESSION: &str = concat!(
+    "INSERT INTO sessions (channel_id, guild_id, session, resumable, lease_epoch, write_seq, updated_at)
+    VALUES ($1, $2, $3, $4, $5, $6, now()) ",
+    replace_unless_later!()
+);
 
 /// Appends events after the channel's last one, numbered on from it. Only the lease holder appends, inside its
 /// fenced transaction, so two appends of one channel never run at once.
