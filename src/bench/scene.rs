@@ -11,7 +11,6 @@ use crate::core::persona::{Persona, PersonaCatalog};
 use crate::core::shards::{ShardRange, registers_commands};
 use crate::demo::stage::Stage;
 use anyhow::{Context as _, bail};
-use local_discord::permissions::Permissions;
 use local_discord::world::{LogEntry, LogKind};
 use serde_json::json;
 use std::collections::HashMap;
@@ -139,22 +138,13 @@ fn guilds_on_every_shard(stage: &Stage, shards: usize) -> Vec<u64> {
     let mut guilds = vec![None; shards];
     guilds[shard_of(stage.guild)] = Some(stage.guild);
     while guilds.iter().any(Option::is_none) {
-        // A guild's shard comes from its snowflake's millisecond: a guild of a shard already covered is left empty
-        // (the bot is not in it), and the next one is made a millisecond later.
-        let guild = stage.server.create_guild("Agents HQ, another shard", stage.operator);
+        // A guild's shard comes from its snowflake's millisecond: a guild of a shard already covered is left unused,
+        // and the next one is made a millisecond later.
+        let guild = stage.add_guild("Agents HQ, another shard");
         let slot = &mut guilds[shard_of(guild)];
         if slot.is_some() {
             std::thread::sleep(Duration::from_millis(1));
             continue;
-        }
-        let role = stage.server.create_role(
-            guild,
-            "turn-manager",
-            Permissions::from_bits(crate::discord::permissions_used().bits()),
-        );
-        stage.server.add_member(guild, stage.bot_user, &[role]);
-        for persona in &stage.personas {
-            stage.server.add_member(guild, persona.discord_user_id.0, &[]);
         }
         *slot = Some(guild);
     }

@@ -54,6 +54,18 @@ impl Stage {
         Ok(Self { server, guild, channel, operator, bot_user, bot_token, bot_role, personas })
     }
 
+    /// Another guild, set up as the stage's own (the bot with its role, every persona's account), without a
+    /// channel; answers its id.
+    pub fn add_guild(&self, name: &str) -> u64 {
+        let guild = self.server.create_guild(name, self.operator);
+        let role = self.server.create_role(guild, "turn-manager", bot_permissions());
+        self.server.add_member(guild, self.bot_user, &[role]);
+        for persona in &self.personas {
+            self.server.add_member(guild, persona.discord_user_id.0, &[]);
+        }
+        guild
+    }
+
     pub fn catalog(&self) -> PersonaCatalog {
         PersonaCatalog::new(self.personas.clone())
     }

@@ -4,7 +4,6 @@
 
 pub mod scrape;
 
-use local_discord::permissions::Permissions;
 use local_discord::world::{LogKind, SeenMessage};
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -251,22 +250,12 @@ pub fn shard_of_two(guild: u64) -> u32 {
 /// A second server like the stage's, on the other of two shards, with the operator, the bot and every persona in
 /// it; answers it and its channel.
 pub fn server_on_the_other_shard(stage: &Stage) -> (u64, u64) {
-    let server = &stage.server;
     let guild = loop {
-        let guild = server.create_guild("Second HQ", stage.operator);
+        let guild = stage.add_guild("Second HQ");
         if shard_of_two(guild) != shard_of_two(stage.guild) {
             break guild;
         }
         std::thread::sleep(Duration::from_millis(2)); // a snowflake of the next millisecond
     };
-    let role = server.create_role(
-        guild,
-        "turn-manager",
-        Permissions::from_bits(turn_manager::discord::permissions_used().bits()),
-    );
-    server.add_member(guild, stage.bot_user, &[role]);
-    for persona in &stage.personas {
-        server.add_member(guild, persona.discord_user_id.0, &[]);
-    }
-    (guild, server.create_channel(guild, "agents"))
+    (guild, stage.server.create_channel(guild, "agents"))
 }
