@@ -20,7 +20,8 @@ const TEMPLATE_WAIT: Duration = Duration::from_millis(100);
 
 /// A database of the bench's own on the server; dropped with this value.
 pub struct PhaseDatabase {
-    server: PostgresUrl,
+    /// The server it is on, as the bench was given it.
+    pub server: PostgresUrl,
     pub name: String,
     /// The database itself, for the bot's `--store` and the bench's reads.
     pub url: PostgresUrl,

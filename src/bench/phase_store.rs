@@ -61,23 +61,22 @@ impl PhaseStore {
     }
 
     /// Empties the store, or makes it a copy of `saved`, before another bot starts on it.
-    pub async fn reset(&mut self, choice: &StoreChoice, saved: Option<&SavedSessions>) -> anyhow::Result<()> {
-        match (&*self, choice) {
-            (PhaseStore::Folder(state), _) => {
-                let _ = std::fs::remove_dir_all(state);
+    pub async fn reset(&mut self, saved: Option<&SavedSessions>) -> anyhow::Result<()> {
+        match self {
+            PhaseStore::Folder(state) => {
+                let _ = std::fs::remove_dir_all(&*state);
                 if let Some(SavedSessions::Folder(saved)) = saved {
                     copy_state(saved, state)?;
                 }
             }
-            (PhaseStore::Database(_), StoreChoice::Postgres(server)) => {
+            PhaseStore::Database(db) => {
                 let template = match saved {
                     Some(SavedSessions::Database(db)) => Some(db),
                     _ => None,
                 };
                 // The old one is dropped once the new one is in its place.
-                *self = PhaseStore::Database(PhaseDatabase::create(server, template).await?);
+                *db = PhaseDatabase::create(&db.server.clone(), template).await?;
             }
-            (PhaseStore::Database(_), StoreChoice::Files) => unreachable!("a phase's store follows the choice"),
         }
         Ok(())
     }

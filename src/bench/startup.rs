@@ -79,8 +79,7 @@ pub async fn run(
 
 /// Starts the bot on a copy of `saved` (or no session), times it to IDENTIFY, and reads its memory once idle.
 async fn boot(bot: &Bot, scene: &mut Scene, saved: Option<&SavedSessions>, patience: Duration) -> anyhow::Result<Boot> {
-    let choice = scene.layout.store.clone();
-    scene.store.reset(&choice, saved).await?;
+    scene.store.reset(saved).await?;
     let scene = &*scene;
     let log_from = scene.log_len();
     let mut process = BotProcesses::spawn(bot, scene)?;
