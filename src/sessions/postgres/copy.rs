@@ -22,24 +22,29 @@ pub async fn read_all(pool: &PgPool) -> anyhow::Result<Vec<SavedChannel>> {
             .fetch_all(&mut *tx)
             .await
             .map_err(failed("read the sessions"))?;
+    // The whole history in one statement, walked beside the sessions (both in channel order): events of a channel
+    // without a session are passed over.
+    let events: Vec<(i64, String)> =
+        sqlx::query_as("SELECT channel_id, event::text FROM history ORDER BY channel_id, n")
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(failed("read the history"))?;
+    let mut events = events.into_iter().peekable();
     let mut channels = Vec::with_capacity(sessions.len());
     for (id, json) in sessions {
         let channel = ChannelId(id as u64);
         let session = decode_session(channel, &json).map_err(anyhow::Error::from)?;
-        let events: Vec<(String,)> = sqlx::query_as("SELECT event::text FROM history WHERE channel_id = $1 ORDER BY n")
-            .bind(id)
-            .fetch_all(&mut *tx)
-            .await
-            .map_err(failed("read a channel's history"))?;
-        let history = events
-            .into_iter()
-            .enumerate()
-            .map(|(at, (json,))| {
-                decode_event(&json).ok_or_else(|| {
-                    anyhow::anyhow!("event {} of channel {channel}'s history cannot be read by this build", at + 1)
-                })
-            })
-            .collect::<anyhow::Result<Vec<_>>>()?;
+        while events.next_if(|(of, _)| *of < id).is_some() {}
+        let mut history = Vec::new();
+        while let Some((_, json)) = events.next_if(|(of, _)| *of == id) {
+            let event = decode_event(&json).ok_or_else(|| {
+                anyhow::anyhow!(
+                    "event {} of channel {channel}'s history cannot be read by this build",
+                    history.len() + 1
+                )
+            })?;
+            history.push(event);
+        }
         channels.push(SavedChannel { session, history });
     }
     Ok(channels)
