@@ -118,6 +118,9 @@ impl Session {
                     // whole at the pause): it begins now, and moves again to when Discord accepts the announcement.
                     self.turn_started_at = Some(now);
                     self.turn_paused_ms = 0;
+                    if !self.turn_announced {
+                        self.floor_reaches_holder(now);
+                    }
                 }
                 self.turn_timeout_at = Some(now + chrono::TimeDelta::milliseconds(remaining_ms));
                 let fresh = called_for_people || asked_again;

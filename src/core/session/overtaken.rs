@@ -59,6 +59,11 @@ impl Session {
         if self.status != SessionStatus::Running || self.turn_began_after.is_none_or(|after| after <= signal) {
             return;
         }
+        // A holder awaited for a late reply is given the floor when the manager gives it, not when the signal was
+        // written (see `floor_reaches_holder`); having not spoken since its timeout, it has nothing to take up.
+        if self.active_agent.as_ref().and_then(|a| self.agents.get(a)).is_some_and(|a| a.awaiting_late_reply) {
+            return;
+        }
         self.turn_began_after = Some(signal);
         while let Some((holder, note)) = self.next_overtaken() {
             let Some(user) = ctx.personas.get(&holder).map(|p| p.discord_user_id) else { return };

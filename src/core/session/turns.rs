@@ -316,9 +316,9 @@ impl Session {
         }
         self.turn_progress_extended = false;
         self.signal_held = false; // what was held belonged to the turn that ends here
-        self.agents.entry(persona.clone()).or_default().awaiting_late_reply = false;
         self.active_agent = Some(persona.clone());
         self.turn_began_after = self.last_message_id;
+        self.floor_reaches_holder(now);
         self.turn_started_at = Some(now);
         self.turn_timeout_seconds = timeout;
         self.turn_extended_seconds = 0;
@@ -331,6 +331,17 @@ impl Session {
         } else {
             self.turn_timeout_at = Some(now + seconds(u64::from(timeout)));
             self.announce_turn_as(template, extra, ctx, t, now);
+        }
+    }
+
+    /// The holder is given the floor at `now` (its turn began, or began again at `resume`). A holder whose last
+    /// turn timed out and that has not spoken since may still be answering the call it timed out on: what it wrote
+    /// before `now`, before it could be told of this turn, is that late reply (spec 5, step 4), not its answer to
+    /// this turn, even when it is read only after this turn began (a catch-up, a reordered dispatch).
+    pub(super) fn floor_reaches_holder(&mut self, now: DateTime<Utc>) {
+        let Some(holder) = &self.active_agent else { return };
+        if self.agents.get(holder).is_some_and(|a| a.awaiting_late_reply) {
+            self.turn_began_after = self.turn_began_after.max(Some(MessageId::first_at(now)));
         }
     }
 

@@ -68,7 +68,14 @@ fn check_invariants(session: &Session, personas: &PersonaCatalog, config: &Confi
                 "exactly one roster member holds the floor"
             );
             let holder = active.and_then(|a| session.agents.get(a));
-            prop_assert!(!holder.is_some_and(|a| a.awaiting_late_reply), "the floor holder owes no late reply");
+            if holder.is_some_and(|a| a.awaiting_late_reply) && session.status == SessionStatus::Running {
+                // What it wrote before it was given the floor is the late reply, not this turn's answer.
+                let floor_reached_it = session.turn_started_at.map(MessageId::first_at);
+                prop_assert!(
+                    session.turn_began_after >= floor_reached_it,
+                    "a holder owing a late reply is in turn only with what it wrote once given the floor"
+                );
+            }
             prop_assert!(!holder.is_some_and(|a| a.benched), "a benched persona never holds the floor");
             let playing = session.roster.iter().filter(|p| !session.agents.get(p).is_some_and(|a| a.benched));
             prop_assert!(playing.count() >= 1, "someone is always left in the rotation");

@@ -375,3 +375,65 @@ fn a_resume_while_the_floor_announcement_is_on_its_way_starts_the_turn_when_it_i
     f.accept(301_000);
     assert_eq!(f.session.next_deadline(), Some(Fixture::at(421_000)), "not extended by the pause as well");
 }
+
+/// critic timed out (at 62 s) and has not spoken since; pm completed, and dev, whose signal gives critic the floor
+/// again, holds it.
+fn critic_timed_out_and_is_next_again() -> Fixture {
+    let mut f = Fixture::new();
+    f.say(PM, "a TURN_COMPLETE", 1_000);
+    f.say(DEV, "b TURN_COMPLETE", 2_000);
+    assert_eq!(event_names(&f.tick(62_000)), ["turn_timeout"], "critic's 60 s are up");
+    f.say(PM, "c TURN_COMPLETE", 63_000);
+    assert_eq!(f.active(), "dev");
+    f
+}
+
+#[test]
+fn a_late_reply_read_after_its_author_was_given_the_floor_again_is_late_not_the_new_turns_answer() {
+    // The bot was down from 64 s to 70 s (seed 2026112504 of the soak): dev's signal and critic's late reply to the
+    // call it timed out on are both read by the catch-up, in the order they were written.
+    let mut f = critic_timed_out_and_is_next_again();
+    assert_eq!(event_names(&f.say_written(DEV, "d TURN_COMPLETE", 64_000, 70_000)), ["turn_complete"]);
+    assert_eq!(f.active(), "critic");
+    let t = f.say_written(CRITIC, "Sorry, I was slow. TURN_COMPLETE", 65_000, 70_000);
+    assert_eq!(event_names(&t), ["late_signal"], "written before critic could know it had the floor again");
+    assert_eq!(f.active(), "critic", "its new turn is still to be answered");
+    // Its answer to the new call ends the new turn.
+    assert_eq!(event_names(&f.say(CRITIC, "My review. TURN_COMPLETE", 75_000)), ["turn_complete"]);
+    assert_eq!(f.active(), "pm");
+}
+
+#[test]
+fn a_late_reply_overtaken_by_the_signal_that_gives_its_author_the_floor_again_is_late() {
+    // Live: critic's late reply is written a millisecond after dev's signal and dispatched after it.
+    let mut f = critic_timed_out_and_is_next_again();
+    f.say_written(DEV, "d TURN_COMPLETE", 64_000, 64_002);
+    let t = f.say_written(CRITIC, "Sorry, I was slow. TURN_COMPLETE", 64_001, 64_003);
+    assert_eq!(event_names(&t), ["late_signal"]);
+    assert_eq!(f.active(), "critic");
+    // Once told, its messages are in turn, even one dispatched late.
+    assert_eq!(event_names(&f.say_written(CRITIC, "Reviewed. TURN_COMPLETE", 64_500, 64_600)), ["turn_complete"]);
+    assert_eq!(f.active(), "pm");
+}
+
+#[test]
+fn the_first_message_of_a_timed_out_persona_written_after_it_is_given_the_floor_again_is_in_turn() {
+    let mut f = critic_timed_out_and_is_next_again();
+    f.say(DEV, "d TURN_COMPLETE", 64_000);
+    assert_eq!(event_names(&f.say(CRITIC, "Here now. TURN_COMPLETE", 64_001)), ["turn_complete"]);
+    assert_eq!(f.active(), "pm");
+}
+
+#[test]
+fn a_turn_begun_during_a_pause_reaches_a_timed_out_persona_at_resume() {
+    let mut f = Fixture::new();
+    assert_eq!(event_names(&f.tick(90_000)), ["turn_timeout"]);
+    f.command(Command::Pause, 91_000).unwrap();
+    f.command(Command::Give { persona: "pm".into() }, 92_000).unwrap();
+    assert_eq!(f.active(), "pm");
+    f.command(Command::Resume, 100_000).unwrap();
+    // Written during the pause, before pm was told: the late reply to the turn it timed out on.
+    let t = f.say_written(PM, "Sorry. TURN_COMPLETE", 95_000, 100_001);
+    assert_eq!(event_names(&t), ["late_signal"]);
+    assert_eq!(event_names(&f.say(PM, "Now then. TURN_COMPLETE", 101_000)), ["turn_complete"]);
+}
