@@ -38,13 +38,14 @@ fn running_session(personas: &PersonaCatalog, config: &Config) -> (Session, Inco
     let mut ms = 1_795_000_000_000;
     let mut session = Session::new(ChannelId(1_400_000_000_000_000_000));
     session.handle_command(&Command::Start { roster: Vec::new() }, None, at(ms), ctx).unwrap();
+    // Each answer differs: the same text in a row is a loop, which pauses the session (seed 003).
     let signal_of = |session: &Session, ms: i64| {
         let holder = session.active_agent.clone().unwrap();
         let id = MessageId::first_at(at(ms));
         IncomingMessage {
             id,
             author: personas.get(&holder).unwrap().discord_user_id,
-            text: format!("{ANSWER}\n\nTURN_COMPLETE"),
+            text: format!("{ANSWER} (at {ms})\n\nTURN_COMPLETE"),
             edited: false,
             written_at: id.created_at(),
             edited_at: None,
@@ -57,6 +58,7 @@ fn running_session(personas: &PersonaCatalog, config: &Config) -> (Session, Inco
         session.handle_message(&message, at(ms), ctx);
     }
     let message = signal_of(&session, ms + 5_000);
+    assert_eq!(session.status, turn_manager::core::session::SessionStatus::Running, "not paused as a loop");
     (session, message)
 }
 
@@ -81,12 +83,33 @@ fn transition(c: &mut Criterion) {
             || session.clone(),
             |session| {
                 let t = session.handle_message(&signal, now, Context { personas: &personas, config: &config });
-                assert!(t.durable());
+                assert!(t.events.iter().any(|e| e.kind.name() == "turn_complete"));
                 t
             },
             BatchSize::SmallInput,
         )
     });
+}
+
+/// What a channel's actor does at its deadline before it waits for the save: the transition, and the copy of the
+/// session it hands the store's writer. 1,000 deadlines at one instant queue up this much work on the workers.
+fn timeout(c: &mut Criterion) {
+    let (personas, config) = (personas(), Config::default());
+    let (mut session, _) = running_session(&personas, &config);
+    session.forget_delivered_announcement(); // Discord accepted pm's floor: its deadline runs.
+    let deadline = session.wake_at(Context { personas: &personas, config: &config }).unwrap();
+    c.bench_function("transition, a deadline that times the turn out", |b| {
+        b.iter_batched_ref(
+            || session.clone(),
+            |session| {
+                let t = session.tick(deadline, Context { personas: &personas, config: &config });
+                assert!(t.events.iter().any(|e| e.kind.name() == "turn_timeout"));
+                t
+            },
+            BatchSize::SmallInput,
+        )
+    });
+    c.bench_function("a session copied for the store's writer", |b| b.iter(|| black_box(&session).clone()));
 }
 
 fn durable_save(c: &mut Criterion) {
@@ -111,5 +134,5 @@ fn timeout_at_the_sample_bound(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, signal_detection, transition, durable_save, timeout_at_the_sample_bound);
+criterion_group!(benches, signal_detection, transition, timeout, durable_save, timeout_at_the_sample_bound);
 criterion_main!(benches);
