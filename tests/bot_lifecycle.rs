@@ -1,4 +1,4 @@
-//! End to end: restarts (overdue turns, messages missed while down), sessions from the configuration, and the
+//! End to end: restarts (overdue turns, messages missed while down, a late reply among them), sessions from the configuration, and the
 //! `run`, `demo` and `invite` commands as processes.
 
 mod common;
@@ -12,6 +12,7 @@ use std::time::Duration;
 use turn_manager::core::config::{Config, ManagedChannel};
 use turn_manager::core::ids::{ChannelId, PersonaId};
 use turn_manager::core::session::DisplayMode;
+use turn_manager::core::session::history::EventKind;
 use turn_manager::demo::stage::Stage;
 
 const BINARY: &str = env!("CARGO_BIN_EXE_turn-manager");
@@ -49,6 +50,40 @@ async fn messages_posted_while_the_bot_was_down_are_handled_after_it_restarts() 
     let view = scene.until_gone(id).await;
     assert!(view.iter().any(|m| m.from_webhook && m.content == "Finished while you were away."));
     assert_eq!(scene.session().await.active_agent, Some(PersonaId::parse("dev").unwrap()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_late_reply_posted_while_the_bot_was_down_after_the_signal_giving_its_author_the_floor_stays_late() {
+    // The soak's seed 2026112504: critic's turn times out; the bot is down when dev's signal gives critic the floor
+    // again, and critic's late reply to the call it timed out on is posted after that signal.
+    let mut scene = Scene::with(Config::default(), [60, 60, 2]).await;
+    scene.start_session().await;
+    for (persona, text) in [("pm", "Plan. TURN_COMPLETE"), ("dev", "Code. TURN_COMPLETE")] {
+        let id = scene.say(persona, text);
+        scene.handled(id).await;
+    }
+    scene.until("critic's timeout", |v| v.iter().any(|m| m.content.starts_with("⏱️ critic")).then_some(())).await;
+    scene.until("pm's second floor", |v| (common::count_floor(v, "pm") == 2).then_some(())).await;
+    let id = scene.say("pm", "Plan, again. TURN_COMPLETE");
+    scene.handled(id).await;
+    scene.stop_bot().await;
+    scene.say("dev", "Code, again. TURN_COMPLETE");
+    let late = scene.say("critic", "Sorry, I was slow. TURN_COMPLETE");
+    scene.restart_bot().await;
+    scene.handled(late).await;
+
+    let late_signals: Vec<_> = scene.events("late_signal").into_iter().map(|e| e.kind).collect();
+    assert!(
+        matches!(late_signals.as_slice(), [EventKind::LateSignal { message_id, .. }] if message_id.0 == late),
+        "critic wrote it before it could know it had the floor again: {late_signals:?}"
+    );
+    assert_eq!(scene.session().await.active_agent, Some(PersonaId::parse("critic").unwrap()), "its turn is open");
+    scene.until("critic's second floor", |v| (common::count_floor(v, "critic") == 2).then_some(())).await;
+    let answer = scene.say("critic", "My review. TURN_COMPLETE");
+    scene.handled(answer).await;
+    assert_eq!(scene.session().await.active_agent, Some(PersonaId::parse("pm").unwrap()), "its answer ended it");
+    assert!(scene.events("out_of_turn").is_empty(), "critic's answer was in turn");
+    scene.assert_invariants().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
