@@ -139,6 +139,17 @@ pub enum Origin {
 /// Called when a stopped channel's actor retires; answers false if inputs arrived meanwhile (the actor goes on).
 pub type Retire = Box<dyn Fn(&mut Inbox) -> bool + Send + Sync>;
 
+/// The actor's own timers.
+#[derive(Clone, Copy, Debug)]
+enum Timer {
+    /// The turn's deadline (or the end of the holder's silence).
+    Deadline,
+    /// A failed durable save is tried again.
+    SaveRetry,
+    /// Activity not saved yet goes to the writer.
+    SaveActivity,
+}
+
 pub struct Actor {
     channel: ChannelId,
     session: Session,
@@ -172,6 +183,8 @@ pub struct Actor {
     read_again: bool,
     /// The handoff being timed, for the metrics.
     handoff: crate::metrics::Handoff,
+    /// How a stopped channel's actor leaves the router.
+    retire: Retire,
 }
 
 impl Actor {
@@ -180,46 +193,51 @@ impl Actor {
         channel: ChannelId,
         origin: Origin,
         env: Arc<Env>,
-        (inbox, backlog): (Inbox, Arc<Backlog>),
+        channels: (Inbox, Arc<Backlog>),
         myself: InboxSender,
         retire: Retire,
     ) {
-        tokio::spawn(async move {
-            // With a store shared by several processes, another one may be acting for this channel: then this one
-            // does nothing here (the store's lease watch takes the channel over if that process dies).
-            if !saving::claimed(&env, channel).await {
-                return;
-            }
-            let _counted = crate::metrics::actor_alive();
-            let (session, awaiting_catch_up) = match origin {
-                Origin::Saved(session) => (*session, true),
-                Origin::Load => (load(&env, channel).await, false),
-            };
-            let mut actor = Actor {
-                channel,
-                session,
-                env,
-                sender: None,
-                inbox,
-                backlog,
-                myself,
-                awaiting_catch_up,
-                catch_ups_running: 0,
-                commands_seen: VecDeque::new(),
-                handed: 0,
-                unsaved_events: Vec::new(),
-                save_retry: None,
-                activity_save_at: None,
-                taken_over: false,
-                held: VecDeque::new(),
-                read_again: false,
-                handoff: crate::metrics::Handoff::default(),
-            };
-            actor.run(retire).await;
-        });
+        tokio::spawn(task(channel, origin, env, channels, myself, retire));
     }
 
-    async fn run(&mut self, retire: Retire) {
+    async fn run(&mut self) {
+        // Every step but the wait itself is boxed: a future holds room for the largest of its steps for as long as it
+        // lives, and an idle channel's task lives on in the wait, so only what waiting needs stays resident.
+        Box::pin(self.begin()).await;
+        loop {
+            if self.taken_over {
+                return;
+            }
+            let timer = self.next_timer();
+            let input = tokio::select! {
+                biased;
+                input = self.inbox.recv() => input,
+                () = sleep_until(timer.map(|(at, _)| at)) => {
+                    if let Some((_, timer)) = timer {
+                        Box::pin(self.on_timer(timer)).await;
+                    }
+                    continue;
+                }
+            };
+            let Some(input) = input else {
+                self.save_activity();
+                return;
+            };
+            if matches!(input, Input::Message(_)) {
+                self.backlog.taken();
+            }
+            if let Input::Shutdown(done) = input {
+                Box::pin(self.shut_down(done)).await;
+                return;
+            }
+            if Box::pin(self.take(input)).await && (self.retire)(&mut self.inbox) {
+                return;
+            }
+        }
+    }
+
+    /// What comes before the first input: what was left undone, and the personas as they are now.
+    async fn begin(&mut self) {
         // A session read from disk may stay idle for long: its lists keep no room a decoder left. (Done here, not
         // on a local of the spawning task: a local borrowed there would keep a second session's room in the task.)
         self.session.shrink_to_fit();
@@ -234,79 +252,78 @@ impl Actor {
         // Personas may have changed while the bot was down.
         let t = self.session.reconcile(self.env.clock.now(), self.env.context());
         self.commit(t).await;
-        loop {
-            if self.taken_over {
-                return;
+    }
+
+    /// The earliest of the actor's own timers, if any is set. One timer is waited for, not one per kind: each wait
+    /// holds its room in the task for as long as the channel lives. On a tie the turn's deadline goes first, then a
+    /// failed save's retry, then the activity's save; the others are due at once in the next round.
+    fn next_timer(&self) -> Option<(tokio::time::Instant, Timer)> {
+        let timers = [
+            (self.armed_deadline(), Timer::Deadline),
+            (self.save_retry.as_ref().map(|retry| retry.at), Timer::SaveRetry),
+            (self.activity_save_at, Timer::SaveActivity),
+        ];
+        timers
+            .into_iter()
+            .filter_map(|(at, timer)| at.map(|at| (at, timer)))
+            .reduce(|first, next| if next.0 < first.0 { next } else { first })
+    }
+
+    async fn on_timer(&mut self, timer: Timer) {
+        match timer {
+            Timer::Deadline => self.on_deadline().await,
+            Timer::SaveRetry => {
+                self.save_durably().await;
             }
-            let deadline = self.armed_deadline();
-            let retry_save = self.save_retry.as_ref().map(|retry| retry.at);
-            let save_activity = self.activity_save_at;
-            let input = tokio::select! {
-                biased;
-                input = self.inbox.recv() => input,
-                () = sleep_until(deadline) => {
-                    self.on_deadline().await;
-                    continue;
-                }
-                () = sleep_until(retry_save) => {
-                    self.save_durably().await;
-                    continue;
-                }
-                () = sleep_until(save_activity) => {
-                    self.save_activity();
-                    continue;
-                }
-            };
-            let Some(input) = input else {
-                self.save_activity();
-                return;
-            };
-            if matches!(input, Input::Message(_)) {
-                self.backlog.taken();
-            }
-            if let Input::Shutdown(done) = input {
-                // The newest handled message first: a sender still busy when the process ends must not lose it.
-                self.save_activity();
-                if self.save_retry.is_some() {
-                    self.save_durably().await; // A last try, so that what was held back is not left to a restart.
-                }
-                self.flush_sender().await;
-                // Take what was done out of the outbox, so a restart does not carry it out again.
-                while let Some(input) = self.inbox.try_recv() {
-                    if let Input::Sent(report) = input {
-                        self.on_sent(*report).await;
-                    }
-                }
-                self.save_activity();
-                let _ = done.send(());
-                return;
-            }
-            if self.holding() && waits_for_catch_up(&input) {
-                if self.held.len() >= HELD_MAX && matches!(input, Input::Message(_)) {
-                    self.read_again = true; // It is in the channel's history: the next catch-up reads it.
-                } else {
-                    self.held.push_back(input);
-                }
-                continue;
-            }
-            self.handle(input).await;
-            while !self.holding() {
-                let Some(held) = self.held.pop_front() else { break };
-                self.handle(held).await;
-            }
-            if !self.session.is_active()
-                && self.catch_ups_running == 0
-                && self.session.outbox.is_empty()
-                && self.save_retry.is_none()
-            {
-                // A stopped channel needs no task: its state is on disk; what it said is sent first.
-                self.flush_sender().await;
-                self.save_activity();
-                if retire(&mut self.inbox) {
-                    return;
-                }
+            Timer::SaveActivity => self.save_activity(),
+        }
+    }
+
+    /// Finishes what is in hand before the process ends.
+    async fn shut_down(&mut self, done: oneshot::Sender<()>) {
+        // The newest handled message first: a sender still busy when the process ends must not lose it.
+        self.save_activity();
+        if self.save_retry.is_some() {
+            self.save_durably().await; // A last try, so that what was held back is not left to a restart.
+        }
+        self.flush_sender().await;
+        // Take what was done out of the outbox, so a restart does not carry it out again.
+        while let Some(input) = self.inbox.try_recv() {
+            if let Input::Sent(report) = input {
+                self.on_sent(*report).await;
             }
         }
+        self.save_activity();
+        let _ = done.send(());
+    }
+
+    /// Handles an input (or holds it while the missed messages are unread), then what was held and may go now. True
+    /// when the channel stopped with nothing left to do: its task may retire.
+    async fn take(&mut self, input: Input) -> bool {
+        if self.holding() && waits_for_catch_up(&input) {
+            if self.held.len() >= HELD_MAX && matches!(input, Input::Message(_)) {
+                self.read_again = true; // It is in the channel's history: the next catch-up reads it.
+            } else {
+                self.held.push_back(input);
+            }
+            return false;
+        }
+        self.handle(input).await;
+        while !self.holding() {
+            let Some(held) = self.held.pop_front() else { break };
+            self.handle(held).await;
+        }
+        if !self.session.is_active()
+            && self.catch_ups_running == 0
+            && self.session.outbox.is_empty()
+            && self.save_retry.is_none()
+        {
+            // A stopped channel needs no task: its state is on disk; what it said is sent first.
+            self.flush_sender().await;
+            self.save_activity();
+            return true;
+        }
+        false
     }
 
     /// Whether the missed messages are still unread (being read, or waiting for the connection to come back): spec 8
@@ -553,6 +570,53 @@ impl Actor {
         self.catch_ups_running += 1;
         let env = self.env.clone();
         tokio::spawn(catch_up::read_missed(env, self.channel, after, editable, self.myself.clone()));
+    }
+}
+
+/// The actor's whole life, as one future: it stays in memory for as long as its channel is managed, idle or not.
+/// The actor is made before the future, and the future takes it alone: what a future takes stays in it for its whole
+/// life, even once moved on, so taking the actor's parts one by one would keep a second copy of each.
+fn task(
+    channel: ChannelId,
+    origin: Origin,
+    env: Arc<Env>,
+    (inbox, backlog): (Inbox, Arc<Backlog>),
+    myself: InboxSender,
+    retire: Retire,
+) -> impl Future<Output = ()> + Send + 'static {
+    let mut actor = Actor {
+        channel,
+        session: Session::new(channel),
+        env,
+        sender: None,
+        inbox,
+        backlog,
+        myself,
+        awaiting_catch_up: false,
+        catch_ups_running: 0,
+        commands_seen: VecDeque::new(),
+        handed: 0,
+        unsaved_events: Vec::new(),
+        save_retry: None,
+        activity_save_at: None,
+        taken_over: false,
+        held: VecDeque::new(),
+        read_again: false,
+        handoff: crate::metrics::Handoff::default(),
+        retire,
+    };
+    async move {
+        // With a store shared by several processes, another one may be acting for this channel: then this one
+        // does nothing here (the store's lease watch takes the channel over if that process dies).
+        if !saving::claimed(&actor.env, actor.channel).await {
+            return;
+        }
+        let _counted = crate::metrics::actor_alive();
+        match origin {
+            Origin::Saved(session) => (actor.session, actor.awaiting_catch_up) = (*session, true),
+            Origin::Load => actor.session = load(&actor.env, actor.channel).await,
+        }
+        actor.run().await;
     }
 }
 
