@@ -105,7 +105,13 @@ async fn a_review_workflow_routes_a_task_through_critic_and_auditor_until_it_is_
         originals.push(scene.say(persona, text));
         until_floors(&scene, i + 2).await;
     }
-    let view = scene.view();
+    // An announcement does not wait for the repost and the deletion of the message that ended the turn: the last
+    // relay may still be on its way when the last floor shows.
+    let view = scene
+        .until("every original relayed and deleted", |v| {
+            v.iter().all(|m| !originals.contains(&m.id)).then(|| v.to_vec())
+        })
+        .await;
     assert_eq!(floors(&view), ["dev", "critic", "dev", "critic", "pm", "dev"], "{}", render(&view));
     for persona in ["dev", "critic", "pm"] {
         let user = scene.user(persona);
