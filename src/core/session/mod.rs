@@ -60,7 +60,8 @@ pub enum DisplayMode {
 pub struct AgentState {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_activity: Option<DateTime<Utc>>,
-    /// Its last turn ended by timeout and it has not spoken since: its next message is a late signal.
+    /// Its last turn ended by timeout and it has not spoken since: its next message is a late signal (once it holds
+    /// the floor again, only one written before the floor reached it).
     #[serde(default)]
     pub awaiting_late_reply: bool,
     #[serde(default)]
@@ -172,8 +173,9 @@ pub struct Session {
     /// overtaken just before a crash is still new to the catch-up that follows.
     #[serde(default, rename = "recentlyHandled", skip_serializing_if = "RecentIds::is_unknown")]
     pub recent_ids: RecentIds,
-    /// `last_message_id` when the current turn began: the holder's messages at or before it were written before
-    /// its turn and belong to an earlier one.
+    /// `last_message_id` when the current turn began (or, for a holder owing a late reply, the first id of the
+    /// instant the floor reached it, if later): the holder's messages at or before it were written before its turn
+    /// and belong to an earlier one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub turn_began_after: Option<MessageId>,
     /// Recent messages written in turn without a signal, which an edit adding the signal may still finish.
