@@ -193,11 +193,11 @@ impl Actor {
         channel: ChannelId,
         origin: Origin,
         env: Arc<Env>,
-        channels: (Inbox, Arc<Backlog>),
+        inbox: (Inbox, Arc<Backlog>),
         myself: InboxSender,
         retire: Retire,
     ) {
-        tokio::spawn(task(channel, origin, env, channels, myself, retire));
+        tokio::spawn(task(channel, origin, env, inbox, myself, retire));
     }
 
     async fn run(&mut self) {
