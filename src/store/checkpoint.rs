@@ -1,9 +1,10 @@
 //! Checkpoints: each channel's session file and log brought up to its journaled saves, with no sync of their own.
 //!
 //! A journaled save waits here, merged with the channel's others (its latest session, every event since its last
-//! written checkpoint), until the writer thread has a moment between batches ([`Store::write_checkpoints`], a few
-//! channels at a time, so new saves are not held up behind them), or until something in this process reads the
-//! channel (its checkpoint is written first). Under load, a channel saved several times meanwhile costs one write.
+//! written checkpoint), until the writer thread writes it between batches ([`Store::write_checkpoints`], a few
+//! channels at a time, so new saves are not held up behind them, and only once it has waited its delay, so that a
+//! busy channel is written once per delay, not once per save), or until something in this process reads the channel
+//! (its checkpoint is written first).
 //!
 //! A checkpoint that cannot be written does not fail its save (the journal holds it): it waits, flagged, is tried
 //! again with the channel's next save, on demand and when the journal is replaced, and is carried into each new
@@ -17,6 +18,7 @@ use super::{Store, io};
 use crate::core::ids::ChannelId;
 use crate::core::session::Session;
 use std::collections::hash_map::Entry;
+use std::time::{Duration, Instant};
 
 /// A channel's journaled saves whose checkpoint is not written yet.
 #[derive(Debug)]
@@ -31,6 +33,9 @@ pub(super) struct Unwritten {
     pub lines: Vec<u8>,
     /// Its last try failed: the writer's rounds leave it out until the channel is saved again.
     pub failed: bool,
+    /// When its first save not yet written was journaled (or, after a failure, its next save): its place in the
+    /// queue.
+    pub queued_at: Instant,
 }
 
 impl Commits {
@@ -47,28 +52,37 @@ impl Commits {
                 unwritten.seq = save.seq;
                 unwritten.session = save.session;
                 if std::mem::take(&mut unwritten.failed) {
-                    self.queue.push_back(save.channel);
+                    unwritten.queued_at = Instant::now();
+                    self.queue.push_back((save.channel, unwritten.queued_at));
                 }
             }
             Entry::Vacant(entry) => {
                 let Prepared { seq, session, log_at, lines, .. } = save;
-                entry.insert(Unwritten { seq, session, log_at, lines, failed: false });
-                self.queue.push_back(save.channel);
+                let queued_at = Instant::now();
+                entry.insert(Unwritten { seq, session, log_at, lines, failed: false, queued_at });
+                self.queue.push_back((save.channel, queued_at));
             }
         }
     }
 
-    /// Writes up to `limit` channels' checkpoints, oldest first. True while more wait.
-    pub(super) fn write_some(&mut self, store: &Store, limit: usize) -> bool {
+    /// Writes up to `limit` channels' checkpoints that have waited `delay`, oldest first. Answers when the next one
+    /// still waiting is due, if any.
+    pub(super) fn write_some(&mut self, store: &Store, limit: usize, delay: Duration) -> Option<Instant> {
+        let now = Instant::now();
         let mut written = 0;
-        while written < limit {
-            let Some(channel) = self.queue.pop_front() else { break };
-            if self.unwritten.get(&channel).is_some_and(|u| !u.failed) {
+        while let Some(&(channel, queued_at)) = self.queue.front() {
+            // An entry whose channel was written since (on demand) and queued again further back is stale.
+            let current = self.unwritten.get(&channel).is_some_and(|u| !u.failed && u.queued_at == queued_at);
+            if current && (written == limit || queued_at + delay > now) {
+                return Some(queued_at + delay);
+            }
+            self.queue.pop_front();
+            if current {
                 self.write_channel(store, channel);
                 written += 1;
             }
         }
-        !self.queue.is_empty()
+        None
     }
 
     /// Writes a channel's checkpoint now, if it has one waiting: the session file swapped in, the events appended to
@@ -156,12 +170,10 @@ impl Store {
         }
     }
 
-    /// Writes waiting checkpoints, at most `limit` channels, oldest first. True while more wait.
-    pub(super) fn write_checkpoints(&self, limit: usize) -> bool {
-        match self.settled().as_mut() {
-            Some(commits) => commits.write_some(self, limit),
-            None => false,
-        }
+    /// Writes waiting checkpoints that have waited `delay`, at most `limit` channels, oldest first. Answers when the
+    /// next one still waiting is due, if any.
+    pub(super) fn write_checkpoints(&self, limit: usize, delay: Duration) -> Option<Instant> {
+        self.settled().as_mut().and_then(|commits| commits.write_some(self, limit, delay))
     }
 
     /// Waits for a batch being journaled and writes `channel`'s waiting checkpoint, so that what a reader then finds

@@ -29,8 +29,9 @@ pub(super) struct Commits {
     /// Saves journaled whose checkpoint is not written yet: per channel, its latest session and every event since
     /// its last written checkpoint.
     pub(super) unwritten: HashMap<ChannelId, Unwritten>,
-    /// The channels of `unwritten` to write, oldest first (a channel written on demand may linger here; skipped).
-    pub(super) queue: VecDeque<ChannelId>,
+    /// The channels of `unwritten` to write, oldest first, with when each was queued (a channel written on demand
+    /// may linger here; skipped).
+    pub(super) queue: VecDeque<(ChannelId, Instant)>,
     /// Channels whose checkpoint was written while the current journal was: what replacing it must sync.
     pub(super) written: HashSet<ChannelId>,
     /// What recovery found that a person should know; `load_all` reports it.

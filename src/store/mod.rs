@@ -9,9 +9,10 @@
 //!   A save is durable once its line is: the checkpoints below are written after it, unsynced.
 //! - `channels/<channelId>.json`: the session, as [`Session`](crate::core::session::Session) serializes it, in
 //!   compact JSON on one line, with the number of the save it holds first (`savedSeq`). Written after its save is
-//!   journaled and answered, between the writer's batches (32 channels at a time, a channel saved meanwhile written
-//!   once), so a few milliseconds behind the journal, up to a round of every busy channel under load; a load or a
-//!   log read in this process writes its channel's first, so it never sees an answered save missing.
+//!   journaled and answered, between the writer's batches, once the channel's first save not yet written has waited
+//!   a second (saves meanwhile join it, so a busy channel's files are written once a second), 32 channels at a
+//!   time: a second or a little more behind the journal; a load or a log read in this process writes its channel's first, so
+//!   it never sees an answered save missing.
 //! - `channels/<channelId>.prev.json`: the version before the last save.
 //! - `channels/<channelId>.json.spare`: the version before that, overwritten by the next save and then swapped in
 //!   (see `atomic`): no file is created or deleted per save. Never read.
@@ -20,7 +21,7 @@
 //! - `channels/<channelId>.json.corrupt-<unix time>`, `journal-<n>.jsonl.corrupt-<unix time>`: a file that could not
 //!   be read (or a journal with a damaged line in its middle), moved aside for a person to see.
 //!
-//! A journal is replaced once it passes 8 MiB or 5 seconds: a new one is started (the checkpoints still waiting
+//! A journal is replaced once it passes 32 MiB or 5 seconds: a new one is started (the checkpoints still waiting
 //! carried into it), the checkpoints written while the old one was current are synced on a thread of their own, then
 //! the old one is deleted. A flush (a graceful stop) writes every checkpoint and leaves an empty journal. At start
 //! the journals are replayed over the checkpoints (the newer session wins by number, events the log lacks are
@@ -31,7 +32,7 @@
 //! - `record`: what a journal line and a session file hold.
 //! - `commit`: a group commit: the batch journaled, the waiters answered.
 //! - `checkpoint`: the session files and logs brought up to the journal, a few channels at a time between batches
-//!   or on demand.
+//!   once they have waited their delay, or on demand.
 //! - `rotation`: replacing the journal, and [`Store::checkpoint`].
 //! - `recover`: replaying the journals over the checkpoints at start.
 //! - `atomic`: the file system steps (the spare copy written and swapped in keeping the previous version, syncs).

@@ -23,7 +23,7 @@ impl Default for Rotation {
     /// About 2,000 saves of 4 KB: recovery reads at most that (tens of milliseconds), and a busy state folder
     /// syncs its checkpoints at most every few seconds instead of at every save.
     fn default() -> Self {
-        Rotation { bytes: 8 * 1024 * 1024, age: Duration::from_secs(5) }
+        Rotation { bytes: 32 * 1024 * 1024, age: Duration::from_secs(5) }
     }
 }
 
@@ -120,7 +120,7 @@ impl Store {
     pub fn checkpoint(&self) -> Result<(), StoreError> {
         let retired = {
             let mut commits = self.recovered()?;
-            commits.write_some(self, usize::MAX);
+            commits.write_some(self, usize::MAX, Duration::ZERO);
             commits.rotate(self)?
         };
         retired.map_or(Ok(()), Retired::finish)

@@ -3,7 +3,8 @@
 //! Channel actors hand sessions to a cheap cloneable [`Writer`] handle and never block a tokio worker on the disk.
 //! The thread takes everything queued, keeps the latest session of each channel (events concatenated in order),
 //! appends them all to the journal with ONE fdatasync (`Store::commit`) and answers the waiters. Between batches it
-//! writes the checkpoints waiting, a few channels at a time, so a new batch never waits for a whole batch of them. A
+//! writes the checkpoints that have waited [`CHECKPOINT_DELAY`], a few channels at a time, so a new batch never waits
+//! for a whole batch of them and a busy channel's files are written once per delay, not at every save. A
 //! journal grown past its bound is replaced between batches; the checkpoints it covers are synced on a thread of
 //! their own, so the batches go on meanwhile.
 //! Lazy saves (activity only: last activity, last handled message) wait up to [`LAZY_SAVE_DELAY`] so that a busy
@@ -31,6 +32,10 @@ pub const LAZY_SAVE_DELAY: Duration = Duration::from_millis(750);
 const BATCH_REQUESTS_MAX: usize = 10_000;
 /// Checkpoints written between two batches (some 30 to 100 µs each): what a save arriving meanwhile waits for.
 const CHECKPOINTS_PER_ROUND: usize = 32;
+/// How long a channel's journaled save waits before its session file and log are written (saves meanwhile join
+/// it): under load, a channel's files are written once per delay instead of once per save, and synced once per
+/// journal. With every channel busy, writing and syncing them at each save took a third of the bot's CPU.
+pub const CHECKPOINT_DELAY: Duration = Duration::from_secs(1);
 
 pub(super) type Answer = oneshot::Sender<Result<(), StoreError>>;
 
@@ -73,14 +78,18 @@ impl Writer {
 
     /// Starts the writer thread with another delay for lazy saves (tests use a short one).
     pub fn spawn_with_delay(store: Store, lazy_delay: Duration) -> Writer {
-        Self::spawn_joinable(store, lazy_delay).0
+        Self::spawn_joinable(store, lazy_delay, CHECKPOINT_DELAY).0
     }
 
-    pub(super) fn spawn_joinable(store: Store, lazy_delay: Duration) -> (Writer, JoinHandle<()>) {
+    pub(super) fn spawn_joinable(
+        store: Store,
+        lazy_delay: Duration,
+        checkpoint_delay: Duration,
+    ) -> (Writer, JoinHandle<()>) {
         let (requests, inbox) = mpsc::channel();
         let thread = std::thread::Builder::new()
             .name("store-writer".into())
-            .spawn(move || run(&store, &inbox, lazy_delay))
+            .spawn(move || run(&store, &inbox, lazy_delay, checkpoint_delay))
             .expect("the operating system refused to start the store writer thread");
         (Writer { requests }, thread)
     }
@@ -144,13 +153,14 @@ pub fn activity() -> u64 {
     ROUNDS.load(Ordering::Relaxed)
 }
 
-fn run(store: &Store, inbox: &Receiver<Request>, lazy_delay: Duration) {
+fn run(store: &Store, inbox: &Receiver<Request>, lazy_delay: Duration, checkpoint_delay: Duration) {
     let mut queue = Queue::new(lazy_delay);
     let mut open = true;
-    let mut checkpoints_waiting = false;
+    // When the oldest checkpoint still waiting is due.
+    let mut checkpoint_due: Option<Instant> = None;
     while open {
-        if !queue.anyone_waiting() && !checkpoints_waiting {
-            let next = match queue.lazy_due {
+        if !queue.anyone_waiting() && checkpoint_due.is_none_or(|due| due > Instant::now()) {
+            let next = match [queue.lazy_due, checkpoint_due].into_iter().flatten().min() {
                 None => {
                     // Nothing queued and nothing due: a burst is over, its tables need not keep their room.
                     queue.shrink_to_fit();
@@ -183,9 +193,9 @@ fn run(store: &Store, inbox: &Receiver<Request>, lazy_delay: Duration) {
         ROUNDS.fetch_add(1, Ordering::Relaxed);
         queue.commit(store, everything);
         // Between batches, a few channels' checkpoints: a save that comes meanwhile waits for these only.
-        checkpoints_waiting = store.write_checkpoints(CHECKPOINTS_PER_ROUND);
+        checkpoint_due = store.write_checkpoints(CHECKPOINTS_PER_ROUND, checkpoint_delay);
     }
-    store.write_checkpoints(usize::MAX);
+    store.write_checkpoints(usize::MAX, Duration::ZERO);
     queue.wait_for_retiring();
 }
 

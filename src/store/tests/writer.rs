@@ -3,7 +3,7 @@
 //! failing nothing, everything queued written at the end.
 
 use super::*;
-use crate::store::writer::{Queue, Request};
+use crate::store::writer::{CHECKPOINT_DELAY, Queue, Request};
 use std::time::Duration;
 use tokio::sync::oneshot;
 
@@ -243,10 +243,63 @@ fn a_channel_saved_in_several_batches_before_its_checkpoint_costs_one_checkpoint
         logged.extend(events);
     }
     let before = store.probe.checkpoints.load(std::sync::atomic::Ordering::Relaxed);
-    assert!(!store.write_checkpoints(usize::MAX), "nothing left waiting");
+    assert_eq!(store.write_checkpoints(usize::MAX, Duration::ZERO), None, "nothing left waiting");
     assert_eq!(store.probe.checkpoints.load(std::sync::atomic::Ordering::Relaxed) - before, 1);
     assert_eq!(session_file(&store, CHANNEL), Some(session));
     assert_eq!(store.read_log(CHANNEL).unwrap(), logged, "every batch's events, in order, once");
+}
+
+#[test]
+fn a_checkpoint_waits_for_its_delay_from_its_first_save_and_saves_meanwhile_join_it() {
+    let (_dir, store) = open_store();
+    let config = Config::default();
+    let mut queue = Queue::new(NEVER);
+    let (mut session, started_events) = started();
+    let before_first_save = std::time::Instant::now();
+    let (request, _answer) = durable(&session, &started_events);
+    queue.accept(request);
+    queue.commit(&store, false);
+    let checkpoints = || store.probe.checkpoints.load(std::sync::atomic::Ordering::Relaxed);
+    let written = checkpoints();
+    let due = store.write_checkpoints(usize::MAX, NEVER).expect("the save waits");
+    assert!(due >= before_first_save + NEVER, "due a delay after its save");
+    assert_eq!(checkpoints(), written, "not due: nothing written");
+    assert!(!store.session_path(CHANNEL).exists());
+    let skipped = skips(&mut session, &config, 1).remove(0);
+    let (request, _answer) = durable(&session, &skipped);
+    queue.accept(request);
+    queue.commit(&store, false);
+    assert_eq!(store.write_checkpoints(usize::MAX, NEVER), Some(due), "still due a delay after its first save");
+    assert_eq!(store.write_checkpoints(usize::MAX, Duration::ZERO), None, "due: written, nothing left");
+    assert_eq!(checkpoints() - written, 1, "two saves, one write");
+    let on_disk = std::fs::read(store.session_path(CHANNEL)).unwrap();
+    assert_eq!(serde_json::from_slice::<Session>(&on_disk).unwrap(), session);
+    assert_eq!(store.read_log(CHANNEL).unwrap(), [started_events, skipped].concat());
+}
+
+#[tokio::test]
+async fn the_writer_writes_a_checkpoint_once_its_delay_is_over_and_not_before() {
+    let (_dir, store) = open_store();
+    let on_disk = |channel| store.session_path(channel).exists();
+    // Held back: after a later batch the first channel's files are still not written; a flush writes them.
+    let (writer, _thread) = Writer::spawn_joinable(store.clone(), NEVER, NEVER);
+    let (first, events) = started_in(ChannelId(1));
+    writer.save_durable(first, events).await.unwrap();
+    let (second, events) = started_in(ChannelId(2));
+    writer.save_durable(second, events).await.unwrap();
+    assert!(!on_disk(ChannelId(1)) && !on_disk(ChannelId(2)), "in the journal only, until the delay is over");
+    writer.flush().await;
+    assert!(on_disk(ChannelId(1)) && on_disk(ChannelId(2)), "a flush writes every checkpoint");
+    // A short delay: written with no other request to wake the thread.
+    let (writer, _thread) = Writer::spawn_joinable(store.clone(), NEVER, Duration::from_millis(20));
+    let (third, events) = started_in(ChannelId(3));
+    writer.save_durable(third, events).await.unwrap();
+    let written = async {
+        while !on_disk(ChannelId(3)) {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(10), written).await.expect("the writer wakes for a checkpoint due");
 }
 
 #[test]
@@ -317,7 +370,7 @@ fn dropping_every_handle_writes_what_is_queued_before_the_thread_ends() {
     // and went back to waiting for the lazy delay.
     for pause in [Duration::ZERO, Duration::from_millis(100)] {
         let (_dir, store) = open_store();
-        let (writer, thread) = Writer::spawn_joinable(store.clone(), NEVER);
+        let (writer, thread) = Writer::spawn_joinable(store.clone(), NEVER, CHECKPOINT_DELAY);
         let (session, _) = started();
         writer.clone().save_lazy(session.clone());
         std::thread::sleep(pause);
