@@ -64,7 +64,7 @@ impl PhaseStore {
     pub async fn reset(&mut self, saved: Option<&SavedSessions>) -> anyhow::Result<()> {
         match self {
             PhaseStore::Folder(state) => {
-                let _ = std::fs::remove_dir_all(&*state);
+                set_aside(state)?;
                 if let Some(SavedSessions::Folder(saved)) = saved {
                     copy_state(saved, state)?;
                 }
@@ -112,6 +112,22 @@ impl SavedSessions {
             }
         })
     }
+}
+
+/// Moves the last bot's state folder out of the way, to be deleted with the work folder at the end of the run. Not
+/// deleted now: ext4 without a journal (the development machine's disk) does not reuse an inode for a minute or more
+/// after its file is deleted, so each file the next bot creates would first scan past the thousands just deleted; in
+/// a `perf` of `bench --only turns` that was most of the store's CPU, paid by whichever build ran second.
+fn set_aside(state: &Path) -> anyhow::Result<()> {
+    if !state.exists() {
+        return Ok(());
+    }
+    let name = state.file_name().map_or_else(Default::default, |n| n.to_string_lossy().into_owned());
+    let aside = (1..)
+        .map(|n| state.with_file_name(format!("{name}.replaced-{n}")))
+        .find(|aside| !aside.exists())
+        .expect("some name is free");
+    std::fs::rename(state, &aside).with_context(|| format!("moving {} aside", state.display()))
 }
 
 /// A channel's session file in a state folder.
