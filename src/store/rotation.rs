@@ -20,8 +20,10 @@ pub(super) struct Rotation {
 }
 
 impl Default for Rotation {
-    /// About 2,000 saves of 4 KB: recovery reads at most that (tens of milliseconds), and a busy state folder
-    /// syncs its checkpoints at most every few seconds instead of at every save.
+    /// About 8,000 saves of 4 KB, a few seconds of 1,000 busy channels: recovery after a crash reads at most that
+    /// (370 ms for a 31 MB journal over 1,000 channels on the development machine, their files written and synced;
+    /// 170 ms for 8 MB), and their checkpoints are synced once per journal, not at every save. At
+    /// 8 MiB a busy bot replaced its journal several times a second, and syncing took 13% of its CPU (`perf`).
     fn default() -> Self {
         Rotation { bytes: 32 * 1024 * 1024, age: Duration::from_secs(5) }
     }
