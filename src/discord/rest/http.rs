@@ -152,10 +152,12 @@ impl DiscordHttp {
         let answer = self
             .send(reqwest::Method::POST, &route, &format!("/channels/{channel}/messages"), Some(Payload::Json(body)))
             .await?;
-        Ok(serde_json::from_slice::<Value>(&answer)
-            .ok()
-            .and_then(|v| v["id"].as_str().map(str::to_owned))
-            .unwrap_or_default())
+        // Only the id is read: the rest of the message is skipped, not built.
+        #[derive(Deserialize)]
+        struct Created {
+            id: String,
+        }
+        Ok(serde_json::from_slice::<Created>(&answer).map(|created| created.id).unwrap_or_default())
     }
 
     pub async fn delete_message(&self, channel: u64, message: u64) -> Result<(), RestError> {
@@ -268,10 +270,10 @@ impl DiscordHttp {
         }
         let exchange = async {
             let response = request.send().await.map_err(|e| RestError::Transport(without_url(&e)))?;
-            let headers = response.headers().clone();
+            let limits = Limits::of(response.headers());
             let status = response.status().as_u16();
             let bytes = response.bytes().await.map_err(|e| RestError::Transport(without_url(&e)))?;
-            Ok::<_, RestError>((status, headers, bytes))
+            Ok::<_, RestError>((status, limits, bytes))
         };
         let started = Instant::now();
         let answer = tokio::time::timeout(REST_TIMEOUT, exchange).await;
@@ -281,31 +283,45 @@ impl DiscordHttp {
             Err(_) => Answer::Timeout,
         };
         crate::metrics::rest_call(metric, metric_answer, started.elapsed());
-        let (status, headers, bytes) = match answer {
+        let (status, limits, bytes) = match answer {
             Ok(answer) => answer?,
             Err(_) => return Err(RestError::Timeout(REST_TIMEOUT)),
         };
         let now = Instant::now();
-        let number = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<f64>().ok());
-        self.buckets.learn(
-            route,
-            now,
-            number("x-ratelimit-remaining").map(|n| n as u64),
-            number("x-ratelimit-reset-after"),
-        );
+        self.buckets.learn(route, now, limits.remaining.map(|n| n as u64), limits.reset_after);
         if (200..300).contains(&status) {
             return Ok(bytes.to_vec());
         }
         let answer: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
         let message = answer["message"].as_str().unwrap_or("no explanation").to_owned();
         let retry_after = (status == 429)
-            .then(|| answer["retry_after"].as_f64().or_else(|| number("retry-after")))
+            .then(|| answer["retry_after"].as_f64().or(limits.retry_after))
             .flatten()
             .map(|seconds| Duration::from_secs_f64(seconds.max(0.0)));
-        if status == 429 && (answer["global"].as_bool() == Some(true) || headers.contains_key("x-ratelimit-global")) {
+        if status == 429 && (answer["global"].as_bool() == Some(true) || limits.global) {
             self.buckets.pause_everything(now + retry_after.unwrap_or(Duration::from_secs(1)));
         }
         Err(RestError::Status { status, message, retry_after })
+    }
+}
+
+/// What an answer's headers say of the rate limits: read from them as they come, rather than copying them all.
+struct Limits {
+    remaining: Option<f64>,
+    reset_after: Option<f64>,
+    retry_after: Option<f64>,
+    global: bool,
+}
+
+impl Limits {
+    fn of(headers: &reqwest::header::HeaderMap) -> Self {
+        let number = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<f64>().ok());
+        Limits {
+            remaining: number("x-ratelimit-remaining"),
+            reset_after: number("x-ratelimit-reset-after"),
+            retry_after: number("retry-after"),
+            global: headers.contains_key("x-ratelimit-global"),
+        }
     }
 }
 
