@@ -489,6 +489,24 @@ mod tests {
     }
 
     #[test]
+    fn an_answers_rate_limit_headers_are_read_and_missing_ones_are_none() {
+        use reqwest::header::{HeaderMap, HeaderValue};
+        let mut headers = HeaderMap::new();
+        headers.insert("x-ratelimit-remaining", HeaderValue::from_static("4"));
+        headers.insert("x-ratelimit-reset-after", HeaderValue::from_static("1.250"));
+        let limits = Limits::of(&headers);
+        assert_eq!(
+            (limits.remaining, limits.reset_after, limits.retry_after, limits.global),
+            (Some(4.0), Some(1.25), None, false)
+        );
+        headers.insert("retry-after", HeaderValue::from_static("3"));
+        headers.insert("x-ratelimit-global", HeaderValue::from_static("true"));
+        headers.insert("x-ratelimit-remaining", HeaderValue::from_static("not a number"));
+        let limits = Limits::of(&headers);
+        assert_eq!((limits.remaining, limits.retry_after, limits.global), (None, Some(3.0), true));
+    }
+
+    #[test]
     fn emoji_are_percent_encoded_as_utf8() {
         assert_eq!(percent_encode("✅"), "%E2%9C%85");
         assert_eq!(percent_encode("ok_1"), "ok_1");
