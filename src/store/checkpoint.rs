@@ -20,6 +20,11 @@ use crate::core::session::Session;
 use std::collections::hash_map::Entry;
 use std::time::{Duration, Instant};
 
+/// At most this many channels' checkpoints wait for their delay (some 3 to 5 KB each): past it the oldest are written
+/// at once, so that a burst of saves over many channels (a start-up's catch-ups over 10,000) is not all held in memory
+/// until its delay is over.
+pub(super) const WAITING_MAX: usize = 2_000;
+
 /// A channel's journaled saves whose checkpoint is not written yet.
 #[derive(Debug)]
 pub(super) struct Unwritten {
@@ -73,8 +78,10 @@ impl Commits {
         while let Some(&(channel, queued_at)) = self.queue.front() {
             // An entry whose channel was written since (on demand) and queued again further back is stale.
             let current = self.unwritten.get(&channel).is_some_and(|u| !u.failed && u.queued_at == queued_at);
-            if current && (written == limit || queued_at + delay > now) {
-                return Some(queued_at + delay);
+            // Past the bound, the oldest go before their delay is over.
+            let due = if self.unwritten.len() > WAITING_MAX { now } else { queued_at + delay };
+            if current && (written == limit || due > now) {
+                return Some(due);
             }
             self.queue.pop_front();
             if current {

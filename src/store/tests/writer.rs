@@ -277,6 +277,24 @@ fn a_checkpoint_waits_for_its_delay_from_its_first_save_and_saves_meanwhile_join
     assert_eq!(store.read_log(CHANNEL).unwrap(), [started_events, skipped].concat());
 }
 
+#[test]
+fn past_the_bound_of_waiting_checkpoints_the_oldest_are_written_before_their_delay() {
+    use crate::store::checkpoint::WAITING_MAX;
+    let (_dir, store) = open_store();
+    let mut queue = Queue::new(NEVER);
+    let channels = (1..=WAITING_MAX as u64 + 2).map(ChannelId);
+    for channel in channels.clone() {
+        let (session, events) = started_in(channel);
+        let (request, _answer) = durable(&session, &events);
+        queue.accept(request);
+        queue.commit(&store, false);
+    }
+    let due = store.write_checkpoints(usize::MAX, NEVER).expect("the rest wait");
+    assert!(due > std::time::Instant::now(), "within the bound, the rest wait for their delay");
+    let on_disk: Vec<ChannelId> = channels.filter(|c| store.session_path(*c).exists()).collect();
+    assert_eq!(on_disk, [ChannelId(1), ChannelId(2)], "the two oldest, written to come back to the bound");
+}
+
 #[tokio::test]
 async fn the_writer_writes_a_checkpoint_once_its_delay_is_over_and_not_before() {
     let (_dir, store) = open_store();
