@@ -27,6 +27,18 @@ fn lazy(session: &Session) -> Request {
     Request::Save { session: Box::new(session.clone()), events: Vec::new(), done: None }
 }
 
+/// A durable save of `session` with `events`, journaled in a batch of its own (its answer unread).
+fn journaled(queue: &mut Queue, store: &Store, session: &Session, events: &[HistoryEvent]) {
+    let (request, _answer) = durable(session, events);
+    queue.accept(request);
+    queue.commit(store, false);
+}
+
+/// How many checkpoints the store has written so far.
+fn checkpoints_written(store: &Store) -> u64 {
+    store.probe.checkpoints.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 #[tokio::test]
 async fn a_durable_save_is_on_disk_with_its_events_when_it_resolves() {
     let (_dir, store) = open_store();
@@ -233,18 +245,14 @@ fn a_channel_saved_in_several_batches_before_its_checkpoint_costs_one_checkpoint
     let mut queue = Queue::new(NEVER);
     let (mut session, started_events) = started();
     let mut logged = started_events.clone();
-    let (request, _answer) = durable(&session, &started_events);
-    queue.accept(request);
-    queue.commit(&store, false);
+    journaled(&mut queue, &store, &session, &started_events);
     for events in skips(&mut session, &config, 3) {
-        let (request, _answer) = durable(&session, &events);
-        queue.accept(request);
-        queue.commit(&store, false);
+        journaled(&mut queue, &store, &session, &events);
         logged.extend(events);
     }
-    let before = store.probe.checkpoints.load(std::sync::atomic::Ordering::Relaxed);
+    let before = checkpoints_written(&store);
     assert_eq!(store.write_checkpoints(usize::MAX, Duration::ZERO), None, "nothing left waiting");
-    assert_eq!(store.probe.checkpoints.load(std::sync::atomic::Ordering::Relaxed) - before, 1);
+    assert_eq!(checkpoints_written(&store) - before, 1);
     assert_eq!(session_file(&store, CHANNEL), Some(session));
     assert_eq!(store.read_log(CHANNEL).unwrap(), logged, "every batch's events, in order, once");
 }
@@ -256,22 +264,17 @@ fn a_checkpoint_waits_for_its_delay_from_its_first_save_and_saves_meanwhile_join
     let mut queue = Queue::new(NEVER);
     let (mut session, started_events) = started();
     let before_first_save = std::time::Instant::now();
-    let (request, _answer) = durable(&session, &started_events);
-    queue.accept(request);
-    queue.commit(&store, false);
-    let checkpoints = || store.probe.checkpoints.load(std::sync::atomic::Ordering::Relaxed);
-    let written = checkpoints();
+    journaled(&mut queue, &store, &session, &started_events);
+    let written = checkpoints_written(&store);
     let due = store.write_checkpoints(usize::MAX, NEVER).expect("the save waits");
     assert!(due >= before_first_save + NEVER, "due a delay after its save");
-    assert_eq!(checkpoints(), written, "not due: nothing written");
+    assert_eq!(checkpoints_written(&store), written, "not due: nothing written");
     assert!(!store.session_path(CHANNEL).exists());
     let skipped = skips(&mut session, &config, 1).remove(0);
-    let (request, _answer) = durable(&session, &skipped);
-    queue.accept(request);
-    queue.commit(&store, false);
+    journaled(&mut queue, &store, &session, &skipped);
     assert_eq!(store.write_checkpoints(usize::MAX, NEVER), Some(due), "still due a delay after its first save");
     assert_eq!(store.write_checkpoints(usize::MAX, Duration::ZERO), None, "due: written, nothing left");
-    assert_eq!(checkpoints() - written, 1, "two saves, one write");
+    assert_eq!(checkpoints_written(&store) - written, 1, "two saves, one write");
     let on_disk = std::fs::read(store.session_path(CHANNEL)).unwrap();
     assert_eq!(serde_json::from_slice::<Session>(&on_disk).unwrap(), session);
     assert_eq!(store.read_log(CHANNEL).unwrap(), [started_events, skipped].concat());
@@ -285,9 +288,7 @@ fn past_the_bound_of_waiting_checkpoints_the_oldest_are_written_before_their_del
     let channels = (1..=WAITING_MAX as u64 + 2).map(ChannelId);
     for channel in channels.clone() {
         let (session, events) = started_in(channel);
-        let (request, _answer) = durable(&session, &events);
-        queue.accept(request);
-        queue.commit(&store, false);
+        journaled(&mut queue, &store, &session, &events);
     }
     let due = store.write_checkpoints(usize::MAX, NEVER).expect("the rest wait");
     assert!(due > std::time::Instant::now(), "within the bound, the rest wait for their delay");
