@@ -107,6 +107,26 @@ async fn a_signal_written_before_the_deadline_while_the_session_was_invalidated_
     scene.assert_invariants().await;
 }
 
+/// A resumed connection keeps its shard runner (and its collector); a session identified again gets a new one. After
+/// each, a burst still reaches the channel in the order the gateway sent it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_resume_and_after_identifying_again_a_burst_still_reaches_the_channel_in_order() {
+    let scene = Scene::started().await;
+    let me = scene.stage.bot_user;
+    for (resumable, identified) in [(true, 1), (false, 2)] {
+        scene.stage.server.close_gateway(me, resumable);
+        let reconnected = || scene.stage.server.is_connected(me) && frames_received(&scene, 2) == identified;
+        let deadline = Instant::now() + PATIENCE;
+        while !(reconnected() && frames_received(&scene, 6) >= 1) {
+            assert!(Instant::now() < deadline, "the bot did not connect again");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let (posted, handled) = scene.burst_out_of_turn("dev", 60).await;
+        assert_eq!(handled, posted, "handled in the order posted (resumable close: {resumable})");
+    }
+    scene.assert_invariants().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_dispatch_delivered_twice_still_ends_each_turn_once() {
     let scene = Scene::started().await;

@@ -179,6 +179,15 @@ async fn two_signals_posted_at_once_make_one_advance() {
     assert_eq!(scene.events("out_of_turn").len(), 1, "the second came when pm no longer had the floor");
 }
 
+/// Discord sends a channel's events in order on one connection; serenity runs each handler call in a task of its
+/// own, which a busy runtime may run out of order. The actor must still get them in the order they were sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_of_messages_reaches_the_channel_in_the_order_the_gateway_sent_it() {
+    let scene = Scene::started().await;
+    let (posted, handled) = scene.burst_out_of_turn("dev", 100).await;
+    assert_eq!(handled, posted, "handled in the order posted");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_signal_overtaken_by_a_newer_message_is_still_handled_by_the_time_it_was_written() {
     let scene = Scene::started().await;

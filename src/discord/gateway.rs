@@ -1,11 +1,13 @@
 //! serenity's event handler: routes each gateway event to its channel's actor, with no logic of its own. serenity
-//! runs every handler call in its own task, so nothing here waits: ordering and judging are the actors' job.
+//! runs every handler call in its own task, so nothing here waits. READY and messages are delivered in the shard's
+//! order by [`InOrder`]'s collectors; a handler call delivers only what came before its runner's collector.
 
 use super::actor::Input;
 use super::configured::ConfiguredStarts;
 use super::identity::Identity;
+use super::in_order::{self, InOrder, Taken};
 use super::router::Router;
-use crate::core::ids::{ChannelId, MessageId, UserId};
+use crate::core::ids::ChannelId;
 use crate::core::session::lost::Unreachable;
 use serenity::all as discord;
 use serenity::async_trait;
@@ -15,22 +17,26 @@ pub struct Gateway {
     router: Arc<Router>,
     identity: Arc<Identity>,
     configured: Arc<ConfiguredStarts>,
+    in_order: Arc<InOrder>,
 }
 
 impl Gateway {
     pub fn new(router: Arc<Router>, identity: Arc<Identity>, configured: Arc<ConfiguredStarts>) -> Self {
-        Self { router, identity, configured }
+        let in_order = InOrder::new(router.clone(), identity.clone());
+        Self { router, identity, configured, in_order }
     }
 }
 
 #[async_trait]
 impl discord::EventHandler for Gateway {
-    /// Every new gateway session (start-up, or a re-IDENTIFY after the old one was lost) missed what happened
-    /// meanwhile: each channel reads it back before its deadline may end a turn.
-    async fn ready(&self, _ctx: discord::Context, ready: discord::Ready) {
-        self.identity.set_user(UserId(ready.user.id.get()));
-        tracing::info!(user = %ready.user.name, guilds = ready.guilds.len(), "connected to the gateway");
-        self.router.broadcast(|| Input::CatchUp);
+    /// A new gateway session: said to every channel first, then this shard's runner gets its collector, so the
+    /// messages after it reach the channels in order (see [`InOrder`]), after the catch-up they ask for.
+    async fn ready(&self, ctx: discord::Context, ready: discord::Ready) {
+        if self.in_order.was_taken(&Taken::Ready { session: ready.session_id.clone() }) {
+            return; // This runner's collector is in place already, and delivered it in order.
+        }
+        in_order::ready(&self.router, &self.identity, &ready);
+        self.in_order.collect(&ctx.shard, ctx.shard_id.0);
     }
 
     /// A server's channels are in the cache now, so their display mode can be checked against the permissions; and
@@ -65,14 +71,10 @@ impl discord::EventHandler for Gateway {
         }
     }
 
-    async fn message(&self, _ctx: discord::Context, message: discord::Message) {
-        let webhook = message.webhook_id.map(|w| w.get());
-        let id = MessageId(message.id.get());
-        let author = UserId(message.author.id.get());
-        let has_files = carries_files(&message.attachments, &message.embeds);
-        // The message is ours (poise has its own copy): its text is moved, not copied.
-        if let Some(incoming) = self.identity.incoming(author, webhook, id, message.content, None, has_files) {
-            self.router.deliver(ChannelId(message.channel_id.get()), Input::Message(Box::new(incoming)));
+    async fn message(&self, _ctx: discord::Context, mut message: discord::Message) {
+        if !self.in_order.was_taken(&Taken::Created(message.id.get())) {
+            let text = std::mem::take(&mut message.content);
+            in_order::deliver(&self.router, in_order::created(&self.identity, &message, text));
         }
     }
 
@@ -83,19 +85,9 @@ impl discord::EventHandler for Gateway {
         _new: Option<discord::Message>,
         mut event: discord::MessageUpdateEvent,
     ) {
-        // Only a change of content matters (embeds being resolved also arrive as updates, without content).
-        let (Some(author), Some(content)) = (event.author.as_ref(), event.content.take()) else { return };
-        let webhook = event.webhook_id.flatten().map(|w| w.get());
-        let id = MessageId(event.id.get());
-        // Discord's time of the edit; the time it reached us only if Discord did not say.
-        let edited_at = event.edited_timestamp.map_or_else(chrono::Utc::now, |t| *t);
-        let has_files = carries_files(
-            event.attachments.as_deref().unwrap_or_default(),
-            event.embeds.as_deref().unwrap_or_default(),
-        );
-        let author = UserId(author.id.get());
-        if let Some(incoming) = self.identity.incoming(author, webhook, id, content, Some(edited_at), has_files) {
-            self.router.deliver(ChannelId(event.channel_id.get()), Input::Message(Box::new(incoming)));
+        if !self.in_order.was_taken(&in_order::edit_of(&event)) {
+            let text = event.content.take();
+            in_order::deliver(&self.router, in_order::edited(&self.identity, &event, text));
         }
     }
 }
@@ -103,10 +95,4 @@ impl discord::EventHandler for Gateway {
 /// A server's channels and active threads (a session may run in either).
 fn channels_of(guild: &discord::Guild) -> impl Iterator<Item = ChannelId> + '_ {
     guild.channels.keys().copied().chain(guild.threads.iter().map(|t| t.id)).map(|c| ChannelId(c.get()))
-}
-
-/// Whether a message carries what a repost must carry over: files, or embeds of its own ("rich"; link previews are
-/// made again from the reposted text).
-fn carries_files(attachments: &[discord::Attachment], embeds: &[discord::Embed]) -> bool {
-    !attachments.is_empty() || embeds.iter().any(|e| super::rest::is_own_embed(e.kind.as_deref()))
 }

@@ -18,6 +18,7 @@ mod commands;
 mod configured;
 mod gateway;
 pub mod identity;
+mod in_order;
 mod memory;
 pub mod persist;
 pub mod rest;

@@ -11,7 +11,7 @@ use turn_manager::core::config::Config;
 use turn_manager::core::ids::{ChannelId, MessageId, PersonaId, UserId};
 use turn_manager::core::persona::Persona;
 use turn_manager::core::session::Session;
-use turn_manager::core::session::history::HistoryEvent;
+use turn_manager::core::session::history::{EventKind, HistoryEvent};
 use turn_manager::demo::stage::Stage;
 use turn_manager::discord::RunningBot;
 use turn_manager::soak::invariants::{ChannelRecord, Posted, Violation, check_settled};
@@ -135,6 +135,25 @@ impl Scene {
 
     pub fn events(&self, kind: &str) -> Vec<HistoryEvent> {
         self.history().into_iter().filter(|e| e.kind.name() == kind).collect()
+    }
+
+    /// `persona`, who does not hold the floor, posts `n` messages at once (a burst the gateway sends in one go); once
+    /// each is handled, answers their ids as posted and as the channel's actor took them (each is recorded as out of
+    /// turn when handled).
+    pub async fn burst_out_of_turn(&self, persona: &str, n: usize) -> (Vec<u64>, Vec<u64>) {
+        let posted: Vec<u64> = (0..n).map(|i| self.say(persona, &format!("Me next, {i}."))).collect();
+        for id in &posted {
+            self.handled(*id).await;
+        }
+        let handled = self
+            .events("out_of_turn")
+            .iter()
+            .filter_map(|e| match &e.kind {
+                EventKind::OutOfTurn { message_id, .. } if posted.contains(&message_id.0) => Some(message_id.0),
+                _ => None,
+            })
+            .collect();
+        (posted, handled)
     }
 
     /// REST calls made so far (every REST call on the local server is the bot's: people and agents act through

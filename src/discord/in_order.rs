@@ -1,0 +1,194 @@
+//! Gateway order: a shard's messages reach the channels' actors in the order the shard received them. serenity runs
+//! every event handler call in a task of its own, and a busy runtime may run those tasks in any order (tokio's LIFO
+//! slot runs the newest first; two workers run two at once), so two messages of a channel sent in one burst could be
+//! judged newest first, and the older one then taken as overtaken. A collector callback, which serenity calls on the
+//! shard's own task for each event before it spawns the handlers, delivers them instead, and the handler calls skip
+//! what it took. A runner's collector is put in place when its READY is handled (serenity offers no earlier hook):
+//! what the shard dispatched before that still goes through the handlers, as before.
+use super::actor::Input;
+use super::identity::Identity;
+use super::router::Router;
+use crate::core::ids::{ChannelId, MessageId, UserId};
+use crate::core::session::IncomingMessage;
+use serenity::all as discord;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// An event a collector delivered, as its handler call knows it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Taken {
+    Ready {
+        session: String,
+    },
+    Created(u64),
+    /// An edit: the message, Discord's time of the edit and the text's length (one message is edited many times).
+    Edited {
+        message: u64,
+        at_ms: Option<i64>,
+        len: usize,
+    },
+}
+
+pub struct InOrder {
+    router: Arc<Router>,
+    identity: Arc<Identity>,
+    /// Per shard, the generation of the collector that delivers: the newest one put on the shard's runner.
+    current: Mutex<HashMap<u32, Arc<AtomicU64>>>,
+    generations: AtomicU64,
+    taken: TakenEvents,
+}
+
+/// Events a collector delivered, counted (Discord may send one twice), until their handler call skips them: serenity
+/// makes exactly one handler call for each event its collectors saw, so nothing stays here for long.
+#[derive(Default)]
+struct TakenEvents(Mutex<HashMap<Taken, u32>>);
+
+impl TakenEvents {
+    fn mark(&self, event: Taken) {
+        *self.0.lock().expect("taken lock").entry(event).or_default() += 1;
+    }
+
+    /// Whether the event was marked; one mark is used up.
+    fn take(&self, event: &Taken) -> bool {
+        let mut taken = self.0.lock().expect("taken lock");
+        let Some(count) = taken.get_mut(event) else { return false };
+        *count -= 1;
+        if *count == 0 {
+            taken.remove(event);
+        }
+        true
+    }
+}
+
+impl InOrder {
+    pub fn new(router: Arc<Router>, identity: Arc<Identity>) -> Arc<Self> {
+        Arc::new(Self {
+            router,
+            identity,
+            current: Mutex::default(),
+            generations: AtomicU64::new(1),
+            taken: TakenEvents::default(),
+        })
+    }
+
+    /// Puts a collector on the runner `shard` belongs to; from the next event on, it delivers in order. The one put
+    /// there before (if any) steps down: the new one is added first and made current second, so every event is
+    /// delivered by exactly one of them or, if the messenger's runner has ended, by the handlers.
+    pub fn collect(self: &Arc<Self>, shard: &discord::ShardMessenger, shard_id: u32) {
+        let generation = self.generations.fetch_add(1, Ordering::Relaxed);
+        let current = self.current.lock().expect("collectors lock").entry(shard_id).or_default().clone();
+        let me = Arc::downgrade(self);
+        let slot = current.clone();
+        shard.add_collector(discord::CollectorCallback(Box::new(move |event| {
+            let Some(me) = me.upgrade() else { return false };
+            match generation.cmp(&slot.load(Ordering::Acquire)) {
+                std::cmp::Ordering::Less => false,   // A newer collector delivers now.
+                std::cmp::Ordering::Greater => true, // Not current yet.
+                std::cmp::Ordering::Equal => {
+                    me.on_event(event);
+                    true
+                }
+            }
+        })));
+        current.store(generation, Ordering::Release);
+    }
+
+    /// Whether a collector delivered this event already; if so its handler call does nothing.
+    pub fn was_taken(&self, event: &Taken) -> bool {
+        self.taken.take(event)
+    }
+
+    fn on_event(&self, event: &discord::Event) {
+        let taken = match event {
+            discord::Event::Ready(e) => {
+                ready(&self.router, &self.identity, &e.ready);
+                Taken::Ready { session: e.ready.session_id.clone() }
+            }
+            discord::Event::MessageCreate(e) => {
+                deliver(&self.router, created(&self.identity, &e.message, e.message.content.clone()));
+                Taken::Created(e.message.id.get())
+            }
+            discord::Event::MessageUpdate(e) => {
+                deliver(&self.router, edited(&self.identity, e, e.content.clone()));
+                edit_of(e)
+            }
+            _ => return,
+        };
+        self.taken.mark(taken);
+    }
+}
+
+/// A new gateway session (start-up, or a re-IDENTIFY after the old one was lost) missed what happened meanwhile:
+/// each channel reads it back before its deadline may end a turn.
+pub fn ready(router: &Router, identity: &Identity, ready: &discord::Ready) {
+    identity.set_user(UserId(ready.user.id.get()));
+    tracing::info!(user = %ready.user.name, guilds = ready.guilds.len(), "connected to the gateway");
+    router.broadcast(|| Input::CatchUp);
+}
+
+pub fn deliver(router: &Router, message: Option<(ChannelId, IncomingMessage)>) {
+    if let Some((channel, incoming)) = message {
+        router.deliver(channel, Input::Message(Box::new(incoming)));
+    }
+}
+
+/// A new message as the engine takes it, with its channel; `None` for the bot's own.
+pub fn created(identity: &Identity, message: &discord::Message, text: String) -> Option<(ChannelId, IncomingMessage)> {
+    let webhook = message.webhook_id.map(|w| w.get());
+    let (id, author) = (MessageId(message.id.get()), UserId(message.author.id.get()));
+    let has_files = carries_files(&message.attachments, &message.embeds);
+    let incoming = identity.incoming(author, webhook, id, text, None, has_files)?;
+    Some((ChannelId(message.channel_id.get()), incoming))
+}
+
+/// An edit as the engine takes it; `None` for the bot's own, and for an update that did not change the text (embeds
+/// being resolved also arrive as updates, without content). `text` is the event's content.
+pub fn edited(
+    identity: &Identity,
+    event: &discord::MessageUpdateEvent,
+    text: Option<String>,
+) -> Option<(ChannelId, IncomingMessage)> {
+    let (author, text) = (event.author.as_ref()?, text?);
+    let webhook = event.webhook_id.flatten().map(|w| w.get());
+    // Discord's time of the edit; the time it reached us only if Discord did not say.
+    let edited_at = event.edited_timestamp.map_or_else(chrono::Utc::now, |t| *t);
+    let has_files =
+        carries_files(event.attachments.as_deref().unwrap_or_default(), event.embeds.as_deref().unwrap_or_default());
+    let id = MessageId(event.id.get());
+    let incoming = identity.incoming(UserId(author.id.get()), webhook, id, text, Some(edited_at), has_files)?;
+    Some((ChannelId(event.channel_id.get()), incoming))
+}
+
+pub fn edit_of(event: &discord::MessageUpdateEvent) -> Taken {
+    Taken::Edited {
+        message: event.id.get(),
+        at_ms: event.edited_timestamp.map(|t| t.timestamp_millis()),
+        len: event.content.as_ref().map_or(0, String::len),
+    }
+}
+
+/// Whether a message carries what a repost must carry over: files, or embeds of its own ("rich"; link previews are
+/// made again from the reposted text).
+fn carries_files(attachments: &[discord::Attachment], embeds: &[discord::Embed]) -> bool {
+    !attachments.is_empty() || embeds.iter().any(|e| super::rest::is_own_embed(e.kind.as_deref()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Taken, TakenEvents};
+
+    #[test]
+    fn an_event_delivered_twice_is_skipped_twice_and_another_edit_of_the_message_is_not() {
+        let taken = TakenEvents::default();
+        let edit = |len| Taken::Edited { message: 7, at_ms: Some(1_000), len };
+        taken.mark(Taken::Created(7));
+        taken.mark(Taken::Created(7)); // Discord sent it twice.
+        taken.mark(edit(12));
+        assert!(taken.take(&Taken::Created(7)) && taken.take(&Taken::Created(7)));
+        assert!(!taken.take(&Taken::Created(7)), "each mark is used once");
+        assert!(!taken.take(&edit(13)), "another edit of the same message at the same time");
+        assert!(taken.take(&edit(12)));
+        assert!(taken.0.lock().unwrap().is_empty(), "nothing left behind");
+    }
+}
