@@ -38,11 +38,10 @@ const DEFER_AFTER: std::time::Duration = std::time::Duration::from_millis(1500);
 /// own, and poise would read every message of every channel for a prefix; only what can carry a command passes:
 /// READY (poise's setup registers the slash commands), interactions, and messages that open with the prefix.
 ///
-/// The task itself stays, rather than the gateway handler calling poise for the few commands: serenity spawns it
-/// after the handler's task of the same event, and tokio runs the task spawned last first, so with one task per
-/// event the last message of every burst would reach its channel's actor ahead of the others. The core judges
-/// either order, but not always alike (of two signals posted at once, the first ends the turn and the second is out
-/// of turn; in reverse, the second ends it and the first is taken as said in that turn).
+/// Commands keep this task of their own: poise parses and authorises asynchronously (a permission may need a REST
+/// call), and the collector that delivers messages in the shard's order (`in_order.rs`) runs on the shard's own task,
+/// which must never wait. So a command reaches its channel's actor once poise is done with it, possibly after a
+/// message the gateway sent just after it; the core judges each by when it was written.
 pub struct CommandGate(poise::Framework<Arc<Commands>, Error>);
 
 #[poise::async_trait]
