@@ -32,6 +32,7 @@ fn assert_every_figure_measured(stdout: &str) {
     for figure in [
         "| handoff, 1 channel, p50 / p99 / max |",
         "| handoff, 2 channels active, p50 / p99 / max |",
+        "| handoff, 2 channels active, agents answering 50 ms after their mention (turns/s), p50 / p99 / max |",
         "| handoff, 3 channels active, p50 / p99 / max |",
         "| completed turns/s, 3 channels |",
         "| non-signal messages/s, 3 channels |",

@@ -48,7 +48,7 @@ pub async fn run(bot: &Bot, layout: &Layout, dir: &Path, sizes: MessageSizes) ->
     let scene = Scene::laid_out(dir, sizes.channels, TURN_SECONDS, layout).await?;
     scene.write_config(&scene.channels)?;
     // pm answers its first turn, so dev holds the floor and each channel's webhook exists before the burst.
-    let observer = Observer::start(&scene, 1);
+    let observer = Observer::start(&scene, 1, Duration::ZERO);
     let mut process = BotProcesses::spawn(bot, &scene)?;
     process.connected(&scene).await?;
     let (tally, all) = (observer.tally.clone(), sizes.channels);

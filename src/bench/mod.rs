@@ -63,6 +63,12 @@ pub enum Phase {
 pub const ALL_PHASES: [Phase; 6] =
     [Phase::Floor, Phase::Handoff, Phase::Turns, Phase::Messages, Phase::Timeouts, Phase::Startup];
 
+/// How long the agents of the paced handoff figure take to answer, on average (each answer between half and one and
+/// a half times this): the active channels then carry a load well below what the machine can (about 100 ÷ 50 ms =
+/// 2,000 turns/s for 100 channels), as busy channels whose agents think do, so the figure is the bot's handoff
+/// beside that load rather than the queue of a saturated machine.
+pub const PACED_THINK: Duration = Duration::from_millis(50);
+
 #[derive(Clone, Debug)]
 pub struct Options {
     pub binaries: Vec<PathBuf>,
@@ -89,6 +95,8 @@ pub struct Run {
     pub binary: PathBuf,
     pub one: Option<turns::TurnFigures>,
     pub active: Option<turns::TurnFigures>,
+    /// The active channels again, with agents that take [`PACED_THINK`] to answer.
+    pub paced: Option<turns::TurnFigures>,
     pub all: Option<turns::TurnFigures>,
     pub messages: Option<messages::MessageFigures>,
     pub timeouts: Option<timeouts::TimeoutFigures>,
@@ -121,8 +129,12 @@ pub fn run(options: Options) -> anyhow::Result<Report> {
     };
     let bots: Vec<Bot> =
         options.binaries.iter().map(|b| Bot { binary: b.clone(), log_filter: options.bot_log.clone() }).collect();
-    let turn_sizes = |channels| turns::TurnSizes { channels, window: options.window, patience: options.patience };
-    let turns = |bot: &Bot, dir: &Path, channels: usize| phase(turns::run(bot, layout, dir, turn_sizes(channels)));
+    let turn_sizes =
+        |channels, think| turns::TurnSizes { channels, window: options.window, patience: options.patience, think };
+    let paced = |bot: &Bot, dir: &Path, channels: usize, think| {
+        phase(turns::run(bot, layout, dir, turn_sizes(channels, think)))
+    };
+    let turns = |bot: &Bot, dir: &Path, channels: usize| paced(bot, dir, channels, Duration::ZERO);
     let (channels, patience) = (options.channels, options.patience);
     for part in [Phase::Handoff, Phase::Turns, Phase::Messages, Phase::Timeouts].into_iter().filter(|p| wants(*p)) {
         for (i, (run, bot)) in runs.iter_mut().zip(&bots).enumerate() {
@@ -132,6 +144,7 @@ pub fn run(options: Options) -> anyhow::Result<Report> {
                 Phase::Handoff => {
                     run.one = Some(turns(bot, &dir.join("one"), 1)?);
                     run.active = Some(turns(bot, &dir.join("active"), options.active)?);
+                    run.paced = Some(paced(bot, &dir.join("paced"), options.active, PACED_THINK)?);
                 }
                 Phase::Turns => run.all = Some(turns(bot, &dir.join("turns"), channels)?),
                 Phase::Messages => {

@@ -7,6 +7,7 @@ use local_discord::LocalDiscord;
 use local_discord::feed::FeedEvent;
 use local_discord::world::Author;
 use std::collections::HashMap;
+use std::hash::{Hash as _, Hasher as _};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -94,8 +95,9 @@ pub struct Observer {
 
 impl Observer {
     /// Starts watching the scene's server (call before the bot starts). Agents answer each channel's first
-    /// `answer_turns` announcements at once with a signal; 0 makes them silent.
-    pub fn start(scene: &Scene, answer_turns: u32) -> Self {
+    /// `answer_turns` announcements with a signal, `think` after the announcement (at once when zero); 0 turns makes
+    /// them silent.
+    pub fn start(scene: &Scene, answer_turns: u32, think: Duration) -> Self {
         let feed = scene.stage.server.subscribe();
         let tally = Arc::new(Tally::default());
         let answering = Arc::new(AtomicBool::new(answer_turns > 0));
@@ -109,6 +111,7 @@ impl Observer {
             tally: tally.clone(),
             answering: answering.clone(),
             answer_turns,
+            think,
             answered: HashMap::new(),
             records: Vec::new(),
             missed: 0,
@@ -132,6 +135,7 @@ struct Watcher {
     tally: Arc<Tally>,
     answering: Arc<AtomicBool>,
     answer_turns: u32,
+    think: Duration,
     answered: HashMap<u64, u32>,
     records: Vec<Rec>,
     missed: u64,
@@ -200,7 +204,7 @@ impl Watcher {
         }
     }
 
-    /// The agent the announcement pings answers at once, if it still answers in this channel.
+    /// The agent the announcement pings answers (after thinking, if it thinks), if it still answers in this channel.
     fn answer(&mut self, event: &FeedEvent) {
         if !self.answering.load(Ordering::Relaxed) {
             return;
@@ -214,8 +218,27 @@ impl Watcher {
         };
         *answered += 1;
         let text = format!("{persona}: my answer for turn {answered}.\n\n{SIGNAL}");
-        self.server.post(event.channel, user, &text);
+        if self.think.is_zero() {
+            self.server.post(event.channel, user, &text);
+            return;
+        }
+        let (server, answering, channel) = (self.server.clone(), self.answering.clone(), event.channel);
+        let think = spread(self.think, channel, *answered);
+        tokio::spawn(async move {
+            tokio::time::sleep(think).await;
+            if answering.load(Ordering::Relaxed) {
+                server.post(channel, user, &text);
+            }
+        });
     }
+}
+
+/// `think` give or take half, drawn from the channel and the turn (the same in every run): agents that think do not
+/// answer in step, as 100 channels all answering the same time after one start would.
+fn spread(think: Duration, channel: u64, turn: u32) -> Duration {
+    let mut hasher = std::hash::DefaultHasher::new();
+    (channel, turn).hash(&mut hasher);
+    think.mul_f64(0.5 + (hasher.finish() % 1_000) as f64 / 1_000.0)
 }
 
 /// Handoff times: from each agent's signal created in `window` to the next announcement created in its channel.

@@ -3,7 +3,7 @@
 //! use, REST routes, how each was measured).
 
 use super::stats::{Summary, group, ms};
-use super::{Report, Run, is_this_build, label};
+use super::{PACED_THINK, Report, Run, is_this_build, label};
 use std::fmt::Write as _;
 
 const NOT_RUN: &str = "—";
@@ -76,6 +76,18 @@ fn rows(report: &Report) -> Vec<Row> {
             cells: cells(&|r| r.active.as_ref().map(|t| three(&t.handoff))),
             floor: handoff_floor.clone(),
             target: "p99 < 10 ms",
+        },
+        Row {
+            figure: format!(
+                "handoff, {} channels active, agents answering {} ms after their mention (turns/s), p50 / p99 / max",
+                group(o.active as u64),
+                PACED_THINK.as_millis()
+            ),
+            cells: cells(&|r| {
+                r.paced.as_ref().map(|t| format!("{} ({})", three(&t.handoff), group(t.turns_per_s.round() as u64)))
+            }),
+            floor: handoff_floor.clone(),
+            target: "(the same target, if busy means agents that think)",
         },
         Row {
             figure: format!("handoff, {} channels active, p50 / p99 / max", group(o.channels as u64)),
@@ -205,7 +217,13 @@ fn details(report: &Report) -> String {
     }
     for (i, run) in report.runs.iter().enumerate() {
         let _ = writeln!(out, "- {}:", label(i));
-        for (name, turns) in [("1 channel", &run.one), ("active", &run.active), ("all channels", &run.all)] {
+        let named = [
+            ("1 channel", &run.one),
+            ("active", &run.active),
+            ("active, paced", &run.paced),
+            ("all channels", &run.all),
+        ];
+        for (name, turns) in named {
             if let Some(t) = turns {
                 let routes: Vec<String> = t.rest_routes.iter().map(|(r, n)| format!("{r} {n:.2}")).collect();
                 let _ = writeln!(

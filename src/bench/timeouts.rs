@@ -83,7 +83,7 @@ pub async fn run(bot: &Bot, layout: &Layout, dir: &Path, sizes: TimeoutSizes) ->
     scene.store.take_saved(&folder).await?;
     let deadlines = read_deadlines(&scene).await?;
 
-    let observer = Observer::start(&scene, 0);
+    let observer = Observer::start(&scene, 0, Duration::ZERO);
     let clock = WallClock::now();
     let log_from = scene.log_len();
     let mut process = BotProcesses::spawn(bot, &scene)?;

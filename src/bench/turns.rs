@@ -1,5 +1,5 @@
 //! The turn phase: N channels, each session started from the configuration at start-up, agents answering the moment
-//! they are mentioned. After a warm-up (every channel two turns in, its webhook made), a window of fixed length is
+//! they are mentioned (or a fixed time after, for a load below what the machine can carry). After a warm-up (every channel two turns in, its webhook made), a window of fixed length is
 //! timed: handoffs (agent's signal created → next announcement created, both at the server) and completed turns per
 //! second. Then the agents stop answering; once every channel is quiet, each completes exactly one more turn, and
 //! the server's log of that stretch gives the REST calls per completed turn with no turn cut by a window's edge.
@@ -27,6 +27,9 @@ pub struct TurnSizes {
     pub window: Duration,
     /// The most the warm-up, and the drain after the window, may take.
     pub patience: Duration,
+    /// How long an agent takes to answer its mention, on average (zero: at once, as many turns as the machine
+    /// carries).
+    pub think: Duration,
 }
 
 #[derive(Clone, Debug)]
@@ -48,7 +51,7 @@ pub struct TurnFigures {
 pub async fn run(bot: &Bot, layout: &Layout, dir: &Path, sizes: TurnSizes) -> anyhow::Result<TurnFigures> {
     let scene = Scene::laid_out(dir, sizes.channels, TURN_SECONDS, layout).await?;
     scene.write_config(&scene.channels)?;
-    let observer = Observer::start(&scene, u32::MAX);
+    let observer = Observer::start(&scene, u32::MAX, sizes.think);
     let mut process = BotProcesses::spawn(bot, &scene)?;
     process.connected(&scene).await?;
     let tally = observer.tally.clone();
@@ -63,6 +66,8 @@ pub async fn run(bot: &Bot, layout: &Layout, dir: &Path, sizes: TurnSizes) -> an
     let t1 = Instant::now();
     let cpu = cpu.stop(&process);
     observer.answering.store(false, Ordering::Relaxed);
+    // Answers already thinking are posted within 1.5 × `think`, unless they see that agents stopped answering.
+    tokio::time::sleep(sizes.think.mul_f64(1.5)).await;
     // Let the handoffs of the window's last signals finish.
     let quiet = |c: &Counts| c.announces > c.signals;
     wait_until(&mut process, sizes.patience, || tally.channels_where(quiet) == all).await?;
