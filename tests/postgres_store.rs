@@ -165,6 +165,42 @@ async fn a_renewed_lease_is_never_taken_and_a_released_one_is_taken_at_once() {
     assert!(holder.save_durable(running(5, None, 2), vec![]).await.unwrap_err().is_fenced());
 }
 
+/// The lease of a channel whose session stopped and whose actor retired: renewed no more and free at once, while the
+/// activity queued before it still lands; claimed again, it is held under a new epoch.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_channel_let_go_is_renewed_no_more_its_lease_is_free_at_once_and_a_later_claim_takes_a_new_epoch() {
+    let Some(db) = TestDatabase::create("postgres_store::let_go").await else { return };
+    let (holder, other) = (db.open(SHORT, "holder").await, db.open(LONG, "other").await);
+    let (channel, kept) = (ChannelId(8), ChannelId(9));
+    for c in [channel, kept] {
+        holder.claim(c).await.unwrap();
+        holder.save_durable(running(c.0, None, 1), vec![]).await.unwrap();
+    }
+    holder.save_lazy(running(8, None, 2));
+    holder.let_go(channel);
+    holder.flush().await;
+    assert_eq!(holder.load(channel).await.unwrap().unwrap().round, 2, "the activity queued before still lands");
+    let live = |c: ChannelId| {
+        sqlx::query_scalar::<_, bool>("SELECT expires_at > now() FROM leases WHERE channel_id = $1")
+            .bind(c.0 as i64)
+            .fetch_one(holder.pool())
+    };
+    let deadline = std::time::Instant::now() + LONG;
+    while live(channel).await.unwrap() {
+        assert!(std::time::Instant::now() < deadline, "the lease was never let go");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    holder.tend_leases(None).await.unwrap();
+    assert!(!live(channel).await.unwrap(), "renewed no more");
+    assert!(live(kept).await.unwrap(), "the other channel's lease is renewed as before");
+    assert!(holder.save_durable(running(8, None, 3), vec![]).await.unwrap_err().is_fenced(), "not this process's now");
+
+    assert_eq!(holder.claim(channel).await.unwrap(), Claim::Held, "started again here");
+    assert_eq!(lease_epoch(&holder, 8).await, 2, "under a new epoch");
+    holder.save_durable(running(8, None, 4), vec![]).await.unwrap();
+    assert!(matches!(other.claim(channel).await.unwrap(), Claim::Busy { .. }));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn start_up_claims_only_the_sessions_of_its_shards_that_no_live_process_holds_and_orphans_are_found() {
     let Some(db) = TestDatabase::create("postgres_store::shards").await else { return };

@@ -204,6 +204,8 @@ impl Router {
             leftovers.push(input);
         }
         actors.remove(&channel);
+        // Under the lock: a new actor for the channel (spawned under it too) claims only after this.
+        self.env.saver.let_go(channel);
         if !leftovers.is_empty() {
             self.spawn_locked(&mut actors, channel, Origin::Load, leftovers);
         }

@@ -81,6 +81,10 @@ pub trait Saver: Send + Sync + 'static {
     async fn load(&self, channel: ChannelId) -> Result<Option<Session>, SessionStoreError>;
     /// Resolves once everything saved so far is durable.
     async fn flush(&self);
+    /// This process no longer acts for `channel`: its session stopped and its actor retired. A store with leases
+    /// renews the channel's no more and lets it go at once (a later claim takes it again, under a new epoch); a
+    /// lazy save queued before still lands. Returns at once: what the database is told is done in the background.
+    fn let_go(&self, _channel: ChannelId) {}
 }
 
 /// Everything the bot asks of the place its sessions are kept.

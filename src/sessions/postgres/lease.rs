@@ -1,6 +1,7 @@
 //! Leases: which process acts for which channel. Every time is the database's (`now()`), never a process's clock.
 //! A claim takes a lease that is free, expired or already this owner's, and bumps its epoch; saves are fenced on
-//! (owner, epoch); renewals extend every lease of this process in one statement; a release expires them at once.
+//! (owner, epoch); renewals extend every lease of this process in one statement; a release expires them at once, and
+//! a channel let go (its session stopped) is expired alone and renewed no more.
 
 use super::PgSessions;
 use super::rows::db_id;
@@ -42,6 +43,11 @@ const RENEW: &str = "
     FROM unnest($3::bigint[], $4::bigint[]) AS h(channel_id, epoch)
     WHERE l.channel_id = h.channel_id AND l.epoch = h.epoch AND l.owner = $1
     RETURNING l.channel_id";
+
+/// Expires one lease ($1 channel) now, if it still is this owner's ($2) under this epoch ($3): a later claim of the
+/// channel (by this process too) has a new epoch and is left alone.
+const LET_GO: &str =
+    "UPDATE leases SET expires_at = now() WHERE channel_id = $1 AND owner = $2 AND epoch = $3 AND expires_at > now()";
 
 /// At most this many orphaned channels are taken over per renewal, so that taking over a large process's channels
 /// is spread over a few periods instead of starting every actor at once.
@@ -198,6 +204,20 @@ impl PgSessions {
             .await
             .map_err(self.failed("look for sessions no process holds"))?;
         Ok(rows.into_iter().map(|(channel,)| ChannelId(channel as u64)).collect())
+    }
+
+    /// Stops renewing `channel`'s lease and expires it in the background. Taken out of the leases held first, so a
+    /// claim that follows (the channel started again) asks the database and gets a new epoch. Activity queued for
+    /// the channel stays: its batch matches owner and epoch, which expiring leaves as they are.
+    pub(super) fn let_go_of(&self, channel: ChannelId) {
+        let Some(epoch) = self.held().remove(&channel) else { return };
+        let (pool, owner) = (self.pool.clone(), self.owner.clone());
+        tokio::spawn(async move {
+            let id = channel.0 as i64;
+            if let Err(e) = sqlx::query(LET_GO).bind(id).bind(&owner).bind(epoch).execute(&pool).await {
+                tracing::debug!(%channel, "could not let the channel's lease go (it expires by itself): {e}");
+            }
+        });
     }
 
     /// Expires every lease of this process now (at shutdown), so another process can take its channels at once.

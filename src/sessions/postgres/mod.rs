@@ -8,7 +8,7 @@
 //! process then claims them (bumping the epoch), and a save of the old owner is refused from that instant.
 //!
 //! Parts:
-//! - `lease`: claiming, renewing, releasing, and finding the channels nobody holds.
+//! - `lease`: claiming, renewing, letting go, releasing, and finding the channels nobody holds.
 //! - `lazy`: activity-only saves, batched into one statement per [`LAZY_SAVE_DELAY`].
 //! - `rows`: a session or an event as a row, and back.
 //! - [`copy`]: every session and history at once, for `convert`.
@@ -279,6 +279,10 @@ impl Saver for PgSessions {
 
     async fn flush(&self) {
         self.lazy.write_now().await;
+    }
+
+    fn let_go(&self, channel: ChannelId) {
+        self.let_go_of(channel);
     }
 }
 

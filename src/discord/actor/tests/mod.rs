@@ -172,6 +172,8 @@ struct MemorySaver {
     last_lazy: Mutex<Option<Session>>,
     /// Another process has taken every channel over (a shared store): saves are fenced, claims find them busy.
     taken_over: AtomicBool,
+    /// Claims and lets go, in order, per channel ("claim", "let go").
+    leases: Mutex<Vec<(ChannelId, &'static str)>>,
 }
 
 impl MemorySaver {
@@ -182,7 +184,8 @@ impl MemorySaver {
 
 #[async_trait]
 impl Saver for MemorySaver {
-    async fn claim(&self, _channel: ChannelId) -> Result<Claim, SessionStoreError> {
+    async fn claim(&self, channel: ChannelId) -> Result<Claim, SessionStoreError> {
+        self.leases.lock().unwrap().push((channel, "claim"));
         Ok(match self.taken_over.load(Ordering::Relaxed) {
             true => Claim::Busy { owner: "node-b/2-0123".into(), expires_in: Duration::from_secs(30) },
             false => Claim::Held,
@@ -208,6 +211,10 @@ impl Saver for MemorySaver {
     fn save_lazy(&self, session: Session) {
         self.lazy_saves.fetch_add(1, Ordering::Relaxed);
         *self.last_lazy.lock().unwrap() = Some(session);
+    }
+
+    fn let_go(&self, channel: ChannelId) {
+        self.leases.lock().unwrap().push((channel, "let go"));
     }
 
     async fn load(&self, channel: ChannelId) -> Result<Option<Session>, SessionStoreError> {
@@ -254,6 +261,7 @@ impl Harness {
             lazy_saves: AtomicU32::new(0),
             last_lazy: Mutex::default(),
             taken_over: AtomicBool::new(false),
+            leases: Mutex::default(),
         });
         let clock = Clock::starting_at(t0());
         Self::on(journal, saver, Arc::new(Stats::default()), clock, 0, Arc::default(), Arc::new(config))
@@ -567,6 +575,11 @@ async fn a_stopped_channels_actor_retires_and_a_later_command_finds_its_saved_se
         tokio::task::yield_now().await;
     }
     assert!(h.router.channels().is_empty(), "no task is left for a stopped session");
+    // Each actor of the channel claimed it when it began and let it go when it retired (the harness's last flush
+    // may come after the first retired, and start a second one that finds nothing to do).
+    let leases: Vec<&str> = h.saver.leases.lock().unwrap().iter().filter(|(c, _)| *c == A).map(|(_, l)| *l).collect();
+    assert!(!leases.is_empty() && leases.len() % 2 == 0, "{leases:?}");
+    assert!(leases.chunks(2).all(|pair| pair == ["claim", "let go"]), "{leases:?}");
     let seq_before = h.saver.saved.lock().unwrap()[&A].announcement_seq;
     h.start(A).await;
     let session = h.session(A).await;
