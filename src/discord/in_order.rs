@@ -5,6 +5,7 @@
 //! shard's own task for each event before it spawns the handlers, delivers them instead, and the handler calls skip
 //! what it took. A runner's collector is put in place when its READY is handled (serenity offers no earlier hook):
 //! what the shard dispatched before that still goes through the handlers, as before.
+
 use super::actor::Input;
 use super::identity::Identity;
 use super::router::Router;
