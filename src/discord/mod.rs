@@ -80,7 +80,7 @@ pub struct RunningBot {
     client: JoinHandle<Result<(), discord::Error>>,
     connection_watch: JoinHandle<()>,
     /// Hands memory a burst freed back to the system once the bot is quiet (see `memory`).
-    trimmer: Option<JoinHandle<()>>,
+    trimmer: JoinHandle<()>,
     /// Renews the leases and takes over the channels another process left (a shared store only).
     lease_watch: Option<JoinHandle<()>>,
 }
@@ -99,9 +99,7 @@ impl RunningBot {
     /// before its effects), write what is still queued, then close the gateway.
     pub async fn shutdown(self) {
         self.connection_watch.abort();
-        if let Some(trimmer) = &self.trimmer {
-            trimmer.abort();
-        }
+        self.trimmer.abort();
         if let Some(lease_watch) = &self.lease_watch {
             lease_watch.abort();
         }
