@@ -233,8 +233,8 @@ impl Watcher {
     }
 }
 
-/// `think` give or take half, drawn from the channel and the turn (the same in every run): agents that think do not
-/// answer in step, as 100 channels all answering the same time after one start would.
+/// `think` give or take half, drawn from the channel and the turn: agents that think do not answer in step, as 100
+/// channels started together and all answering after the same time would.
 fn spread(think: Duration, channel: u64, turn: u32) -> Duration {
     let mut hasher = std::hash::DefaultHasher::new();
     (channel, turn).hash(&mut hasher);
