@@ -6,6 +6,7 @@
 //! it walks every heap, so it runs only once the bot is quiet (half a second without work, the store's writer thread
 //! included: it goes on writing the start-up's checkpoints after the channels are quiet, and frees their buffers
 //! last), a few times per quiet spell, ever more rarely, on a blocking thread.
+
 use super::stats::Stats;
 use std::sync::Arc;
 use std::time::Duration;

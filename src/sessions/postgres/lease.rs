@@ -211,9 +211,9 @@ impl PgSessions {
     /// the channel stays: its batch matches owner and epoch, which expiring leaves as they are.
     pub(super) fn let_go_of(&self, channel: ChannelId) {
         let Some(epoch) = self.held().remove(&channel) else { return };
+        let Ok(id) = db_id(channel.0) else { return }; // never claimed, then
         let (pool, owner) = (self.pool.clone(), self.owner.clone());
         tokio::spawn(async move {
-            let id = channel.0 as i64;
             if let Err(e) = sqlx::query(LET_GO).bind(id).bind(&owner).bind(epoch).execute(&pool).await {
                 tracing::debug!(%channel, "could not let the channel's lease go (it expires by itself): {e}");
             }
