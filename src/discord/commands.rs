@@ -34,31 +34,41 @@ const HISTORY_MAX: usize = 50;
 /// and a busy channel's actor, a slow permission lookup or a slow disk can take longer.
 const DEFER_AFTER: std::time::Duration = std::time::Duration::from_millis(1500);
 
-/// poise behind a gate, as serenity's framework. serenity hands the framework every gateway event, in a task of its
-/// own, and poise would read every message of every channel for a prefix; only what can carry a command passes:
-/// READY (poise's setup registers the slash commands), interactions, and messages that open with the prefix.
-///
-/// Commands keep this task of their own: poise parses and authorises asynchronously (a permission may need a REST
-/// call), and the collector that delivers messages in the shard's order (`in_order.rs`) runs on the shard's own task,
-/// which must never wait. So a command reaches its channel's actor once poise is done with it, possibly after a
-/// message the gateway sent just after it; the core judges each by when it was written.
+/// poise, handed by the gateway handler only the events that can carry a command: READY (poise's setup registers
+/// the slash commands), interactions, and messages that open with the prefix. It is not serenity's framework: serenity
+/// would copy every event of every channel into a task of its own for it (about a twentieth of the bot's CPU, with
+/// its gate). The handler's own task runs it, so a command waits for nothing but itself; a command therefore reaches
+/// its channel's actor once poise has parsed and authorised it (a permission may need a REST call), possibly after a
+/// message the gateway sent just after it, which the shard's collector delivers at once (`in_order.rs`); the core
+/// judges each by when it was written.
 pub struct CommandGate(poise::Framework<Arc<Commands>, Error>);
 
-#[poise::async_trait]
-impl discord::Framework for CommandGate {
-    async fn init(&mut self, client: &discord::Client) {
-        self.0.init(client).await;
+impl CommandGate {
+    /// What serenity does for its framework before connecting: poise names its commands and learns the shards.
+    pub async fn init(&mut self, client: &discord::Client) {
+        discord::Framework::init(&mut self.0, client).await;
+    }
+
+    pub async fn ready(&self, ctx: discord::Context, ready: discord::Ready) {
+        self.dispatch(ctx, discord::FullEvent::Ready { data_about_bot: ready }).await;
+    }
+
+    pub async fn interaction(&self, ctx: discord::Context, interaction: discord::Interaction) {
+        self.dispatch(ctx, discord::FullEvent::InteractionCreate { interaction }).await;
+    }
+
+    /// Whether poise wants this message: it opens with the prefix.
+    pub fn wants(message: &discord::Message) -> bool {
+        message.content.starts_with(PREFIX)
+    }
+
+    /// A message that [`CommandGate::wants`].
+    pub async fn message(&self, ctx: discord::Context, message: discord::Message) {
+        self.dispatch(ctx, discord::FullEvent::Message { new_message: message }).await;
     }
 
     async fn dispatch(&self, ctx: discord::Context, event: discord::FullEvent) {
-        let passes = match &event {
-            discord::FullEvent::Message { new_message } => new_message.content.starts_with(PREFIX),
-            discord::FullEvent::Ready { .. } | discord::FullEvent::InteractionCreate { .. } => true,
-            _ => false,
-        };
-        if passes {
-            self.0.dispatch(ctx, event).await;
-        }
+        discord::Framework::dispatch(&self.0, ctx, event).await;
     }
 }
 

@@ -3,6 +3,7 @@
 //! order by [`InOrder`]'s collectors; a handler call delivers only what came before its runner's collector.
 
 use super::actor::Input;
+use super::commands::CommandGate;
 use super::configured::ConfiguredStarts;
 use super::identity::Identity;
 use super::in_order::{self, InOrder, Taken};
@@ -11,19 +12,26 @@ use crate::core::ids::ChannelId;
 use crate::core::session::lost::Unreachable;
 use serenity::all as discord;
 use serenity::async_trait;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 pub struct Gateway {
     router: Arc<Router>,
     identity: Arc<Identity>,
     configured: Arc<ConfiguredStarts>,
     in_order: Arc<InOrder>,
+    /// poise, set once the client it needs is built (before it connects).
+    commands: Arc<OnceLock<CommandGate>>,
 }
 
 impl Gateway {
-    pub fn new(router: Arc<Router>, identity: Arc<Identity>, configured: Arc<ConfiguredStarts>) -> Self {
+    pub fn new(
+        router: Arc<Router>,
+        identity: Arc<Identity>,
+        configured: Arc<ConfiguredStarts>,
+        commands: Arc<OnceLock<CommandGate>>,
+    ) -> Self {
         let in_order = InOrder::new(router.clone(), identity.clone());
-        Self { router, identity, configured, in_order }
+        Self { router, identity, configured, in_order, commands }
     }
 }
 
@@ -31,12 +39,22 @@ impl Gateway {
 impl discord::EventHandler for Gateway {
     /// A new gateway session: said to every channel first, then this shard's runner gets its collector, so the
     /// messages after it reach the channels in order (see [`InOrder`]), after the catch-up they ask for.
+    /// poise then sets itself up on it (the first time: the slash commands are registered).
     async fn ready(&self, ctx: discord::Context, ready: discord::Ready) {
-        if self.in_order.was_taken(&Taken::Ready { session: ready.session_id.clone() }) {
-            return; // This runner's collector is in place already, and delivered it in order.
+        // Unless this runner's collector is in place already, and delivered it in order.
+        if !self.in_order.was_taken(&Taken::Ready { session: ready.session_id.clone() }) {
+            in_order::ready(&self.router, &self.identity, &ready);
+            self.in_order.collect(&ctx.shard, ctx.shard_id.0);
         }
-        in_order::ready(&self.router, &self.identity, &ready);
-        self.in_order.collect(&ctx.shard, ctx.shard_id.0);
+        if let Some(commands) = self.commands.get() {
+            commands.ready(ctx, ready).await;
+        }
+    }
+
+    async fn interaction_create(&self, ctx: discord::Context, interaction: discord::Interaction) {
+        if let Some(commands) = self.commands.get() {
+            commands.interaction(ctx, interaction).await;
+        }
     }
 
     /// A server's channels are in the cache now, so their display mode can be checked against the permissions; and
@@ -71,10 +89,15 @@ impl discord::EventHandler for Gateway {
         }
     }
 
-    async fn message(&self, _ctx: discord::Context, mut message: discord::Message) {
+    /// A message opening with the prefix goes to poise too, after the channel's actor has it.
+    async fn message(&self, ctx: discord::Context, mut message: discord::Message) {
+        let command = self.commands.get().filter(|_| CommandGate::wants(&message)).map(|c| (c, message.clone()));
         if !self.in_order.was_taken(&Taken::Created(message.id.get())) {
             let text = std::mem::take(&mut message.content);
             in_order::deliver(&self.router, in_order::created(&self.identity, &message, text));
+        }
+        if let Some((commands, message)) = command {
+            commands.message(ctx, message).await;
         }
     }
 

@@ -221,11 +221,13 @@ pub async fn start(options: BotOptions) -> anyhow::Result<RunningBot> {
     // Building the client asks for the gateway's address (GET /gateway), once: that call spends from the budget
     // too. Reconnections use the address it got.
     budget.take().await;
-    let mut client = discord::ClientBuilder::new_with_http(http, intents)
-        .event_handler(gateway::Gateway::new(router.clone(), identity.clone(), configured))
-        .framework(commands::framework(commands))
-        .await
-        .context("building the Discord client")?;
+    let poise = Arc::new(std::sync::OnceLock::new());
+    let gateway = gateway::Gateway::new(router.clone(), identity.clone(), configured, poise.clone());
+    let client = discord::ClientBuilder::new_with_http(http, intents).event_handler(gateway).await;
+    let mut client = client.context("building the Discord client")?;
+    let mut gate = commands::framework(commands);
+    gate.init(&client).await;
+    let _ = poise.set(gate);
     access.connect(client.http.clone(), client.cache.clone());
     let shard_manager = client.shard_manager.clone();
     let client = tokio::spawn(async move {
