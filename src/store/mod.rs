@@ -11,8 +11,8 @@
 //!   compact JSON on one line, with the number of the save it holds first (`savedSeq`). Written after its save is
 //!   journaled and answered, between the writer's batches, once the channel's first save not yet written has waited
 //!   a second (saves meanwhile join it, so a busy channel's files are written once a second; with more than 2,000
-//!   channels waiting, the oldest at once), 32 channels at a time: a second or a little more behind the journal; a load or a log read in this process writes its channel's first, so
-//!   it never sees an answered save missing.
+//!   channels waiting, the oldest at once), 32 channels at a time: a second or a little more behind the journal. A
+//!   load or a log read in this process writes its channel's first, so it never sees an answered save missing.
 //! - `channels/<channelId>.prev.json`: the version before the last save.
 //! - `channels/<channelId>.json.spare`: the version before that, overwritten by the next save and then swapped in
 //!   (see `atomic`): no file is created or deleted per save. Never read.
