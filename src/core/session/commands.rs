@@ -76,12 +76,18 @@ impl Session {
         if !self.is_active() {
             return Err(refuse("No session is running here. Start one with `start`."));
         }
-        // A turn already past its deadline ends first: the command applies to the turn that follows.
-        self.expire_if_due(now, now, ctx, &mut t);
+        // Judged by when it was given, like a message: a turn whose deadline had passed by then ends first, and the
+        // command applies to the turn that follows; one given in time finds the turn still running, however late
+        // it is handled. Discord's clock running ahead of ours must not put it after our present.
+        let given = origin.map_or(now, |id| whole_millis(id.created_at()).min(now));
+        self.expire_if_due(given, now, ctx, &mut t);
         if !self.is_active() {
             return Ok(self.finish(t, ctx)); // That turn's end ended the session (`maxRounds`).
         }
         let active = self.active_agent.clone().expect("an active session has an active persona");
+        if let Some(refusal) = self.given_in_an_earlier_turn(command, origin, &active) {
+            return Err(refusal);
+        }
         match command {
             Command::Start { .. } => unreachable!("handled above"),
             Command::Stop => {
@@ -215,6 +221,29 @@ impl Session {
         Ok(self.finish(t, ctx))
     }
 
+    /// A command about the current turn (`skip`, `extend`) given before the floor last moved was about a turn that
+    /// is over: a signal, another command or a deadline ended it first (spec 8: racing turn ends are one, never two).
+    /// It is refused rather than applied to a turn its author had not seen begin.
+    fn given_in_an_earlier_turn(
+        &self,
+        command: &Command,
+        origin: Option<MessageId>,
+        active: &PersonaId,
+    ) -> Option<Refusal> {
+        let what = match command {
+            Command::Skip => "skip",
+            Command::Extend { .. } => "extend",
+            _ => return None,
+        };
+        let (given, moved) = (origin?, self.floor_moved_at?);
+        (given < moved).then(|| {
+            refuse(&format!(
+                "Not done: the turn that `{what}` was given in had already ended when it reached me, and {active} \
+                 has the floor now. Give it again to {what} {active}'s turn."
+            ))
+        })
+    }
+
     /// Records the channel's server, as the Discord layer found it (saved with the next save: it is found again if
     /// lost).
     pub fn set_guild(&mut self, guild: GuildId) -> Transition {
@@ -259,6 +288,7 @@ impl Session {
             Some(next) => {
                 self.roster_changed(now, ctx, &mut t);
                 if ctx.personas.get(&active).is_none() {
+                    self.floor_moves(MessageId::first_at(now));
                     self.begin_turn(next, now, ctx, &mut t);
                 }
             }
@@ -302,6 +332,7 @@ impl Session {
         self.status = SessionStatus::Running;
         self.round = 1;
         self.roster = roster.clone();
+        self.floor_moved_at = Some(begins);
         t.events.push(self.event(now, None, EventKind::SessionStarted { roster: roster.clone() }));
         let values = [("roster", join_ids(&roster)), ("round", "1".to_owned())];
         let text = ctx.config.templates.render(Template::SessionStart, &values);

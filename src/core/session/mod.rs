@@ -178,6 +178,11 @@ pub struct Session {
     /// and belong to an earlier one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub turn_began_after: Option<MessageId>,
+    /// When the floor last moved, on Discord's clock: the signal or command that ended the turn before the current
+    /// one, or the first id of the instant a deadline ended it or the session started. A command about the current
+    /// turn (`skip`, `extend`) written before it was about a turn that is over.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub floor_moved_at: Option<MessageId>,
     /// Recent messages written in turn without a signal, which an edit adding the signal may still finish.
     pub editable_messages: VecDeque<MessageId>,
     /// Recent messages taken for out of turn, judged again if a signal written before them gives their author the
@@ -356,6 +361,7 @@ impl Session {
             last_message_id: None,
             recent_ids: RecentIds::default(),
             turn_began_after: None,
+            floor_moved_at: None,
             editable_messages: VecDeque::new(),
             out_of_turn_lately: Vec::new(),
             announcement_seq: 0,

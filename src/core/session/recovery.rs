@@ -47,6 +47,7 @@ impl Session {
         self.strike(persona, now, ctx, t);
         let next = self.following(persona);
         t.events.insert(at, self.event(now, Some(persona), EventKind::AgentSignalFailure { count, next_agent: next }));
+        self.floor_moves(message.id);
         self.advance(now, ctx, t);
     }
 

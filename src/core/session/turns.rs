@@ -216,6 +216,7 @@ impl Session {
         let next = self.following(&active);
         let kind = EventKind::TurnTimeout { duration_seconds, next_agent: next };
         t.events.insert(kind_at, self.event(now, Some(&active), kind));
+        self.floor_moves(MessageId::first_at(timeout_at));
         self.advance(now, ctx, t);
     }
 
@@ -239,6 +240,13 @@ impl Session {
         let Some(active) = self.active_agent.clone() else { return };
         let after = self.turn_began_after;
         self.agents.entry(active).or_default().last_turn = Some(TurnSpan { after, until });
+        self.floor_moves(until);
+    }
+
+    /// The floor moved `at` (Discord's clock): see `floor_moved_at`. Never back: a command handled late may mark its
+    /// turn end before the current turn began.
+    pub(super) fn floor_moves(&mut self, at: MessageId) {
+        self.floor_moved_at = self.floor_moved_at.max(Some(at));
     }
 
     /// Passes the floor to the next persona; the round grows when the roster wraps around, and the session ends

@@ -24,10 +24,10 @@ enum Step {
     Wait {
         ms: i64,
     },
-    /// A command, with a snowflake of its own or not.
+    /// A command, with a snowflake of its own (given `age_ms` before it is handled) or not.
     Command {
         command: Command,
-        origin: bool,
+        origin: Option<i64>,
     },
 }
 
@@ -54,7 +54,8 @@ fn step() -> impl Strategy<Value = Step> {
         1 => (1usize..5).prop_map(|back| Step::Repeat { back }),
         1 => any::<bool>().prop_map(|signal| Step::EditLast { signal }),
         3 => (0i64..150_000).prop_map(|ms| Step::Wait { ms }),
-        2 => (command, any::<bool>()).prop_map(|(command, origin)| Step::Command { command, origin }),
+        2 => (command, prop::option::of(prop_oneof![3 => Just(0i64), 1 => 1i64..5_000]))
+            .prop_map(|(command, origin)| Step::Command { command, origin }),
     ]
 }
 
@@ -206,8 +207,11 @@ fn random_session(steps: Vec<Step>, config: Config, texts: &[&str]) -> Result<()
         started_at: MessageId(0),
     };
     let mut round = 0;
+    let mut moved_at = None;
 
     for step in steps {
+        // When the step was given: now, or a command's snowflake.
+        let mut given = MessageId::first_at(run.now);
         let transition = match step {
             Step::Say { author, text, age_ms } => {
                 let id = run.mint(run.now - TimeDelta::milliseconds(age_ms));
@@ -257,8 +261,14 @@ fn random_session(steps: Vec<Step>, config: Config, texts: &[&str]) -> Result<()
                 transition
             }
             Step::Command { command, origin } => {
-                let origin = origin.then(|| run.mint(run.now));
-                run.session.handle_command(&command, origin, run.now, ctx).unwrap_or_default()
+                let origin = origin.map(|age_ms| run.mint(run.now - TimeDelta::milliseconds(age_ms)));
+                given = origin.unwrap_or(given);
+                let moved = run.session.floor_moved_at;
+                let outcome = run.session.handle_command(&command, origin, run.now, ctx);
+                if matches!(command, Command::Skip) && origin.zip(moved).is_some_and(|(given, moved)| given < moved) {
+                    prop_assert!(outcome.is_err(), "a skip given in an earlier turn never ends a second one");
+                }
+                outcome.unwrap_or_default()
             }
         };
         run.session.enqueue(transition.effects.clone());
@@ -283,13 +293,15 @@ fn random_session(steps: Vec<Step>, config: Config, texts: &[&str]) -> Result<()
         prop_assert!(transition.changed || !transition.durable(), "whatever must be saved first is a change");
         if transition.events.iter().any(|e| e.kind.name() == "session_started") {
             let origin_or_now = run.session.last_message_id.expect("a started session begins at its start");
-            prop_assert!(origin_or_now >= MessageId::first_at(run.now), "a session begins at its start");
+            prop_assert!(origin_or_now >= given, "a session begins at its start");
             run.started_at = origin_or_now;
         }
         // Stop then start resets the round to 1; otherwise it never decreases.
         let restarted = transition.events.iter().any(|e| e.kind.name() == "session_started");
         prop_assert!(restarted || run.session.round >= round, "round went from {} to {}", round, run.session.round);
         round = run.session.round;
+        prop_assert!(restarted || run.session.floor_moved_at >= moved_at, "the floor's last move never goes back");
+        moved_at = run.session.floor_moved_at;
         check_invariants(&run.session, &personas, &config)?;
         // Whatever happened survives a save and a load unchanged.
         let saved = serde_json::to_string(&run.session).unwrap();

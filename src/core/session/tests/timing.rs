@@ -279,6 +279,59 @@ fn in_a_roster_of_one_an_older_signal_does_not_end_the_next_turn() {
     assert_eq!((f.session.round, f.session.turn_started_at), (2, Some(Fixture::at(2_000))));
 }
 
+// --- commands judged by when they were given ------------------------------------------------------------------
+
+#[test]
+fn a_skip_given_before_a_signal_but_handled_after_it_is_refused_and_the_next_turn_stands() {
+    let mut f = Fixture::new();
+    f.say_written(PM, "Done. TURN_COMPLETE", 6_000, 6_000);
+    assert_eq!(f.active(), "dev");
+    // Saved and read back in between: what the refusal rests on is in the file.
+    f.session = serde_json::from_value(serde_json::to_value(&f.session).unwrap()).unwrap();
+    let before = f.session.clone();
+    let refusal = f.command_given(Command::Skip, 5_000, 6_500).unwrap_err();
+    assert!(refusal.0.contains("had already ended") && refusal.0.contains("dev has the floor"), "{}", refusal.0);
+    assert_eq!(f.session, before, "one turn end, not two: dev keeps the floor it was just given");
+    let refusal = f.command_given(Command::Extend { seconds: 60 }, 5_500, 6_600).unwrap_err();
+    assert!(refusal.0.contains("`extend`"), "{}", refusal.0);
+    assert_eq!(f.session, before, "dev's turn is not lengthened by a request made for pm's");
+
+    // Given after the signal, it is about dev's turn.
+    assert_eq!(event_names(&f.command_given(Command::Skip, 6_100, 6_700).unwrap()), ["skipped"]);
+    assert_eq!(f.active(), "critic");
+}
+
+#[test]
+fn a_skip_given_before_the_deadline_and_handled_after_it_ends_that_turn_only() {
+    let mut f = Fixture::new();
+    let t = f.command_given(Command::Skip, 89_000, 91_000).unwrap();
+    assert_eq!(event_names(&t), ["skipped"], "pm's turn was still running when the skip was given");
+    assert_eq!(f.active(), "dev");
+    assert_eq!(f.session.agents[&id("pm")].consecutive_timeouts, 0, "no strike for a turn that did not time out");
+
+    // The deadline handled first: the skip was about the turn that timed out.
+    let mut f = Fixture::new();
+    assert_eq!(event_names(&f.tick(90_000)), ["turn_timeout"]);
+    let refusal = f.command_given(Command::Skip, 89_000, 90_500).unwrap_err();
+    assert!(refusal.0.contains("dev has the floor"), "{}", refusal.0);
+    assert_eq!(f.active(), "dev");
+
+    // Given after the deadline, it finds pm's turn over and skips the next one, as before.
+    let mut f = Fixture::new();
+    let t = f.command_given(Command::Skip, 90_500, 91_000).unwrap();
+    assert_eq!(event_names(&t), ["turn_timeout", "skipped"]);
+    assert_eq!(f.active(), "critic");
+}
+
+#[test]
+fn a_command_without_a_snowflake_is_never_taken_for_one_given_in_an_earlier_turn() {
+    let mut f = Fixture::new();
+    f.say_written(PM, "Done. TURN_COMPLETE", 6_000, 6_000);
+    // Discord's clock ahead of ours: the signal's snowflake is later than the instant the skip is run.
+    assert_eq!(event_names(&f.command(Command::Skip, 5_000).unwrap()), ["skipped"]);
+    assert_eq!(f.active(), "critic");
+}
+
 // --- catch-up ------------------------------------------------------------------------------------------------
 
 #[test]
