@@ -231,3 +231,37 @@ async fn a_slow_slash_command_is_deferred_within_discords_three_seconds_then_ans
     let done = |w: &local_discord::world::World| w.view(thread).iter().any(|m| m.content == "Done.").then_some(());
     server.wait_for("the follow-up", common::PATIENCE, done).await.unwrap();
 }
+
+/// A command typed just before the holder's signal is run before it, as the gateway carried them: poise takes longer
+/// (it parses and authorises) than the signal takes to reach the channel, and must not be overtaken.
+async fn a_pause_given_just_before_a_signal_holds_it(pause: impl FnOnce(&Scene)) {
+    let scene = Scene::started().await;
+    pause(&scene);
+    let signal = scene.say("pm", "Done. TURN_COMPLETE");
+    scene.until("the pause", |v| v.iter().any(|m| m.content.starts_with("⏸️ Paused.")).then_some(())).await;
+    scene.handled(signal).await;
+    let session = scene.session().await;
+    assert_eq!((session.status, active(&session).as_deref()), (SessionStatus::Paused, Some("pm")));
+    assert!(session.signal_held, "a signal written while paused is held, not acted on");
+    let view = scene.view();
+    assert_eq!(count_floor(&view, "dev"), 0, "the floor did not move:\n{}", common::render(&view));
+    assert!(scene.events("turn_complete").is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prefix_pause_given_just_before_the_holders_signal_runs_first() {
+    a_pause_given_just_before_a_signal_holds_it(|scene| {
+        scene.stage.operator_says("!turn pause");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slash_pause_given_just_before_the_holders_signal_runs_first() {
+    a_pause_given_just_before_a_signal_holds_it(|scene| {
+        let pause = json!([{"type": 1, "name": "pause", "options": []}]);
+        let (stage, app) = (&scene.stage, scene.stage.bot_user);
+        stage.server.invoke_command(stage.channel, stage.operator, app, "turn", pause);
+    })
+    .await;
+}

@@ -27,6 +27,8 @@ pub struct Commands {
 
 /// The prefix of text commands: `!turn ...`.
 pub const PREFIX: &str = "!";
+/// The one top-level command; the rest are its subcommands.
+pub const COMMAND_NAME: &str = "turn";
 /// Events `history` shows when no number is given, and at most.
 const HISTORY_DEFAULT: usize = 10;
 const HISTORY_MAX: usize = 50;
@@ -37,10 +39,10 @@ const DEFER_AFTER: std::time::Duration = std::time::Duration::from_millis(1500);
 /// poise, handed by the gateway handler only the events that can carry a command: READY (poise's setup registers
 /// the slash commands), interactions, and messages that open with the prefix. It is not serenity's framework: serenity
 /// would copy every event of every channel into a task of its own for it (without that task the bot's CPU per
-/// message fell 16-22% in `bench`, README). The handler's own task runs it, so a command waits for nothing but itself; a command therefore reaches
-/// its channel's actor once poise has parsed and authorised it (a permission may need a REST call), possibly after a
-/// message the gateway sent just after it, which the shard's collector delivers at once (`in_order.rs`); the core
-/// judges each by when it was written.
+/// message fell 16-22% in `bench`, README). The handler's own task runs it, so a command waits for nothing but
+/// itself. It reaches its channel's actor once poise has parsed and authorised it (a permission may need a REST call),
+/// later than the messages the gateway sent after it, which the shard's collector delivers at once (`in_order.rs`):
+/// the collector also tells the actor the command is coming, and those wait for it (`actor/awaited.rs`).
 pub struct CommandGate(poise::Framework<Arc<Commands>, Error>);
 
 impl CommandGate {
@@ -109,6 +111,11 @@ pub fn framework(data: Arc<Commands>) -> CommandGate {
         })
         .build();
     CommandGate(framework)
+}
+
+/// Whether poise may take `message` for a command: it opens with the prefix, and may run one ([`command_prefix`]).
+pub fn may_run_command(message: &discord::Message, bot: discord::UserId) -> bool {
+    command_prefix(message, bot).is_some()
 }
 
 /// The `!` that opens a command in `msg`, or `None` when `msg` may not run one: a webhook's message (our reposts
@@ -208,6 +215,7 @@ async fn remove(ctx: Ctx<'_>, #[description = "persona id"] persona: String) -> 
 /// Who has the floor, the time left, the roster, the round, paused or not.
 #[poise::command(prefix_command, slash_command, guild_only)]
 async fn status(ctx: Ctx<'_>) -> Result<(), Error> {
+    let_go(ctx); // It changes nothing: what the channel got after it need not wait.
     let text = in_time(ctx, false, async {
         if let Err(reason) = authorize(ctx, false).await {
             return reason;
@@ -225,6 +233,7 @@ async fn status(ctx: Ctx<'_>) -> Result<(), Error> {
 /// The last n events of this channel's session.
 #[poise::command(prefix_command, slash_command, guild_only)]
 async fn history(ctx: Ctx<'_>, #[description = "how many events (default 10)"] n: Option<u32>) -> Result<(), Error> {
+    let_go(ctx); // It changes nothing: what the channel got after it need not wait.
     let text = in_time(ctx, false, async {
         if let Err(reason) = authorize(ctx, false).await {
             return Ok(reason);
@@ -259,20 +268,32 @@ async fn change(ctx: Ctx<'_>, command: Command) -> Result<(), Error> {
 async fn run(ctx: Ctx<'_>, command: Command) -> Result<(), String> {
     if let Err(reason) = authorize(ctx, true).await {
         tracing::debug!(channel = %ctx.channel_id(), "refused: {reason}");
+        let_go(ctx);
         return Err(reason);
     }
-    // The command's own snowflake: it marks when the command was given, and lets one delivered twice run once.
-    let origin = match ctx {
-        poise::Context::Prefix(prefix) => MessageId(prefix.msg.id.get()),
-        poise::Context::Application(application) => MessageId(application.interaction.id.get()),
-    };
     let channel = ChannelId(ctx.channel_id().get());
-    let outcome = ctx.data().router.ask(channel, |reply| Input::command(command, Some(origin), Some(reply))).await;
+    let origin = Some(origin(ctx));
+    let outcome = ctx.data().router.ask(channel, |reply| Input::command(command, origin, Some(reply))).await;
     match outcome {
         Some(Ok(())) => Ok(()),
         Some(Err(refusal)) => Err(refusal.0),
         None => Err("I am shutting down; try again in a moment.".into()),
     }
+}
+
+/// The command's own snowflake (its message's or interaction's): it marks when the command was given, lets one
+/// delivered twice run once, and names it to the channel's actor, which may be awaiting it.
+fn origin(ctx: Ctx<'_>) -> MessageId {
+    match ctx {
+        poise::Context::Prefix(prefix) => MessageId(prefix.msg.id.get()),
+        poise::Context::Application(application) => MessageId(application.interaction.id.get()),
+    }
+}
+
+/// Tells the channel's actor that this command will not be handed over, so that what the gateway sent after it goes
+/// on now rather than after the reply (see `actor/awaited.rs`). Harmless if nothing awaits it.
+fn let_go(ctx: Ctx<'_>) {
+    ctx.data().router.deliver(ChannelId(ctx.channel_id().get()), Input::CommandGone(origin(ctx)));
 }
 
 /// Waits for `answer`. A slash command not answered within [`DEFER_AFTER`] is deferred first (Discord shows "thinking"
@@ -344,6 +365,9 @@ fn usage(command: &poise::Command<Arc<Commands>, Error>) -> String {
 }
 
 async fn on_error(error: poise::FrameworkError<'_, Arc<Commands>, Error>) {
+    if let Some(ctx) = error.ctx() {
+        let_go(ctx); // Before the reply: nothing of this command reaches the channel's actor any more.
+    }
     let outcome = match error {
         poise::FrameworkError::ArgumentParse { error, input, ctx, .. } => {
             let what = input.map(|i| format!("`{i}`: ")).unwrap_or_default();

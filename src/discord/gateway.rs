@@ -6,7 +6,7 @@ use super::actor::Input;
 use super::commands::CommandGate;
 use super::configured::ConfiguredStarts;
 use super::identity::Identity;
-use super::in_order::{self, InOrder, Taken};
+use super::in_order::{self, CommandSettles, InOrder, Taken};
 use super::router::Router;
 use crate::core::ids::ChannelId;
 use crate::core::session::lost::Unreachable;
@@ -53,6 +53,8 @@ impl discord::EventHandler for Gateway {
 
     async fn interaction_create(&self, ctx: discord::Context, interaction: discord::Interaction) {
         if let Some(commands) = self.commands.get() {
+            let settles = interaction.as_command().map(|c| (c.channel_id.get(), c.id.get()));
+            let _settles = settles.map(|(channel, id)| CommandSettles::new(self.router.clone(), channel, id));
             commands.interaction(ctx, interaction).await;
         }
     }
@@ -97,6 +99,7 @@ impl discord::EventHandler for Gateway {
             in_order::deliver(&self.router, in_order::created(&self.identity, &message, text));
         }
         if let Some((commands, message)) = command {
+            let _settles = CommandSettles::new(self.router.clone(), message.channel_id.get(), message.id.get());
             commands.message(ctx, message).await;
         }
     }

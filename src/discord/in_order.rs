@@ -4,9 +4,13 @@
 //! judged newest first, and the older one then taken as overtaken. A collector callback, which serenity calls on the
 //! shard's own task for each event before it spawns the handlers, delivers them instead, and the handler calls skip
 //! what it took. A runner's collector is put in place when its READY is handled (serenity offers no earlier hook):
-//! what the shard dispatched before that still goes through the handlers, as before.
+//! what the shard dispatched before that still goes through the handlers, as before. A command (a `!turn` message,
+//! a `/turn` interaction) is parsed and authorised by poise in its handler task; the collector tells the channel it
+//! is coming, so that what follows it waits for it (`actor/awaited.rs`), and [`CommandSettles`] says when poise is
+//! done with it.
 
 use super::actor::Input;
+use super::commands::{COMMAND_NAME, CommandGate, may_run_command};
 use super::identity::Identity;
 use super::router::Router;
 use crate::core::ids::{ChannelId, MessageId, UserId};
@@ -107,16 +111,52 @@ impl InOrder {
                 Taken::Ready { session: e.ready.session_id.clone() }
             }
             discord::Event::MessageCreate(e) => {
-                deliver(&self.router, created(&self.identity, &e.message, e.message.content.clone()));
-                Taken::Created(e.message.id.get())
+                let message = &e.message;
+                deliver(&self.router, created(&self.identity, message, message.content.clone()));
+                let bot = || self.identity.user().map(|user| discord::UserId::new(user.0));
+                if CommandGate::wants(message) && bot().is_some_and(|bot| may_run_command(message, bot)) {
+                    let channel = ChannelId(message.channel_id.get());
+                    self.router.deliver(channel, Input::CommandComing(MessageId(message.id.get())));
+                }
+                Taken::Created(message.id.get())
             }
             discord::Event::MessageUpdate(e) => {
                 deliver(&self.router, edited(&self.identity, e, e.content.clone()));
                 edit_of(e)
             }
+            discord::Event::InteractionCreate(e) => {
+                if let discord::Interaction::Command(command) = &e.interaction {
+                    if command.data.name == COMMAND_NAME {
+                        let (channel, id) = (ChannelId(command.channel_id.get()), MessageId(command.id.get()));
+                        self.router.deliver(channel, Input::CommandComing(id));
+                    }
+                }
+                return;
+            }
             _ => return,
         };
         self.taken.mark(taken);
+    }
+}
+
+/// Tells the command's channel, when dropped, that poise is done with the command however it ended (handed over,
+/// refused, not a command at all, or a panic), so that nothing waits behind it any longer.
+pub struct CommandSettles {
+    router: Arc<Router>,
+    channel: ChannelId,
+    command: MessageId,
+}
+
+impl CommandSettles {
+    /// For a command given by a message or an interaction, by its id.
+    pub fn new(router: Arc<Router>, channel: u64, command: u64) -> Self {
+        Self { router, channel: ChannelId(channel), command: MessageId(command) }
+    }
+}
+
+impl Drop for CommandSettles {
+    fn drop(&mut self) {
+        self.router.deliver(self.channel, Input::CommandGone(self.command));
     }
 }
 

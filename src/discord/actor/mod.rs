@@ -4,6 +4,7 @@
 //! when the turn or the settings changed), then hands the effects to the channel's [`Sender`]. No lock is shared
 //! with another task, and nothing it waits for belongs to another channel.
 
+mod awaited;
 mod backlog;
 mod catch_up;
 pub mod inbox;
@@ -61,6 +62,11 @@ pub enum Input {
     Message(Box<IncomingMessage>),
     /// A command from a person.
     Command(Box<CommandInput>),
+    /// The gateway carried a command (a `!turn` message or a `/turn` interaction, by its id): what the channel gets
+    /// after it waits for it (see `awaited.rs`).
+    CommandComing(MessageId),
+    /// poise will not hand that command over (refused, read-only, not a command at all), or has handed it over.
+    CommandGone(MessageId),
     /// A copy of the session as it is now.
     Snapshot(oneshot::Sender<Session>),
     /// Whether a message id has been handled (boxed, like every part larger than a pointer: see [`INPUT_SIZE_MAX`]).
@@ -148,6 +154,8 @@ enum Timer {
     SaveRetry,
     /// Activity not saved yet goes to the writer.
     SaveActivity,
+    /// A command awaited too long is given up on.
+    CommandWait,
 }
 
 pub struct Actor {
@@ -181,6 +189,8 @@ pub struct Actor {
     held: VecDeque<Input>,
     /// Live messages were left to the history (the held queue was full): read it again after this catch-up.
     read_again: bool,
+    /// Commands the gateway carried that poise has not handed over yet, each with its place in `held`.
+    awaited: awaited::Awaited,
     /// The handoff being timed, for the metrics.
     handoff: crate::metrics::Handoff,
     /// How a stopped channel's actor leaves the router.
@@ -262,6 +272,7 @@ impl Actor {
             (self.armed_deadline(), Timer::Deadline),
             (self.save_retry.as_ref().map(|retry| retry.at), Timer::SaveRetry),
             (self.activity_save_at, Timer::SaveActivity),
+            (self.awaited.give_up_at(), Timer::CommandWait),
         ];
         timers
             .into_iter()
@@ -276,6 +287,10 @@ impl Actor {
                 self.save_durably().await;
             }
             Timer::SaveActivity => self.save_activity(),
+            Timer::CommandWait => {
+                self.give_up_overdue_commands();
+                Box::pin(self.handle_held()).await;
+            }
         }
     }
 
@@ -297,26 +312,24 @@ impl Actor {
         let _ = done.send(());
     }
 
-    /// Handles an input (or holds it while the missed messages are unread), then what was held and may go now. True
-    /// when the channel stopped with nothing left to do: its task may retire.
+    /// Handles an input (or holds it while the missed messages are unread, or behind a command on its way), then
+    /// what was held and may go now. True when the channel stopped with nothing left to do: its task may retire.
     async fn take(&mut self, input: Input) -> bool {
-        if self.holding() && waits_for_catch_up(&input) {
-            if self.held.len() >= HELD_MAX && matches!(input, Input::Message(_)) {
-                self.read_again = true; // It is in the channel's history: the next catch-up reads it.
-            } else {
-                self.held.push_back(input);
+        match input {
+            Input::CommandComing(id) => self.await_command(id),
+            Input::CommandGone(id) => self.command_gone(id),
+            input => {
+                if let Some(input) = self.place_awaited(input) {
+                    self.take_live(input).await;
+                }
             }
-            return false;
         }
-        self.handle(input).await;
-        while !self.holding() {
-            let Some(held) = self.held.pop_front() else { break };
-            self.handle(held).await;
-        }
+        self.handle_held().await;
         if !self.session.is_active()
             && self.catch_ups_running == 0
             && self.session.outbox.is_empty()
             && self.save_retry.is_none()
+            && self.held.is_empty()
         {
             // A stopped channel needs no task: its state is on disk; what it said is sent first.
             self.flush_sender().await;
@@ -324,6 +337,32 @@ impl Actor {
             return true;
         }
         false
+    }
+
+    async fn take_live(&mut self, input: Input) {
+        if (self.holding() || self.awaited.any()) && waits_for_catch_up(&input) {
+            if self.held.len() >= HELD_MAX && matches!(input, Input::Message(_)) {
+                self.read_again = true; // It is in the channel's history: the next catch-up reads it.
+            } else {
+                self.held.push_back(input);
+            }
+            return;
+        }
+        self.handle(input).await;
+    }
+
+    /// Handles what was held, in order, up to a command still on its way; once nothing holds the channel, live
+    /// messages left to the history meanwhile are read from there.
+    async fn handle_held(&mut self) {
+        while !self.holding() && !self.next_held_is_awaited() {
+            let Some(held) = self.held.pop_front() else { break };
+            self.handle(held).await;
+        }
+        let free = self.session.is_active() && !self.holding() && !self.awaited.any() && self.catch_ups_running == 0;
+        if self.read_again && free {
+            self.read_again = false;
+            self.start_catch_up();
+        }
     }
 
     /// Whether the missed messages are still unread (being read, or waiting for the connection to come back): spec 8
@@ -335,8 +374,8 @@ impl Actor {
     /// The instant to wake for the turn's deadline, unless deadlines wait for the missed messages (spec 8). The core
     /// itself runs no deadline whose floor announcement Discord has not accepted yet.
     fn armed_deadline(&self) -> Option<tokio::time::Instant> {
-        if self.holding() {
-            return None;
+        if self.holding() || self.awaited.any() {
+            return None; // A command on its way (or a message behind it) may end the turn first.
         }
         self.session.wake_at(self.env.context()).map(|deadline| self.env.clock.instant_at(deadline))
     }
@@ -402,6 +441,7 @@ impl Actor {
                 let _ = done.send(());
             }
             Input::Shutdown(_) => unreachable!("handled by the loop"),
+            Input::CommandComing(_) | Input::CommandGone(_) => unreachable!("taken by `take`"),
         }
     }
 
@@ -602,6 +642,7 @@ fn task(
         taken_over: false,
         held: VecDeque::new(),
         read_again: false,
+        awaited: awaited::Awaited::default(),
         handoff: crate::metrics::Handoff::default(),
         retire,
     };

@@ -1,6 +1,7 @@
 //! Commands are all or nothing, and a session begins at its start.
 
 use super::*;
+use crate::discord::actor::awaited::COMMAND_WAIT;
 
 // --- all or nothing: a refused command changes nothing ------------------------------------------------------------
 
@@ -98,4 +99,88 @@ async fn a_stopped_sessions_outbox_left_by_a_crash_is_carried_out_at_start_up_an
     };
     assert_eq!(stopped_lines(&restarted.journal), 2, "tried before the crash, posted at start-up");
     assert!(restarted.router.channels().is_empty(), "then the stopped channel's actor retires");
+}
+
+// --- commands in gateway order -------------------------------------------------------------------------------------
+
+#[tokio::test(start_paused = true)]
+async fn what_the_gateway_sent_after_a_command_waits_for_it_and_a_signal_after_a_pause_is_held() {
+    let h = Harness::new();
+    h.start(A).await;
+    h.settle(A).await;
+    tokio::time::advance(Duration::from_secs(5)).await;
+    // `!turn pause`, then pm's signal: the collector passes both on at once, poise hands the pause over later.
+    let pause = h.id_at(h.clock.now());
+    h.router.deliver(A, Input::CommandComing(pause));
+    h.deliver(A, &h.written(PM, "Done. TURN_COMPLETE", 5_001));
+    h.settle(A).await;
+    assert_eq!(h.holder(A).await.as_deref(), Some("pm"), "the signal waits for the command before it");
+    assert_eq!(h.events(A, "turn_complete"), 0);
+    let outcome = h.router.ask(A, |reply| Input::command(Command::Pause, Some(pause), Some(reply))).await;
+    assert!(outcome.unwrap().is_ok());
+    h.settle(A).await;
+    let session = h.session(A).await;
+    assert_eq!(session.status, crate::core::session::SessionStatus::Paused);
+    assert!(session.signal_held, "a signal written while paused is held, not acted on");
+    assert_eq!((h.events(A, "turn_complete"), h.floors(A, "dev")), (0, 0));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_command_poise_lets_go_of_releases_what_waited_behind_it_at_once() {
+    let h = Harness::new();
+    h.start(A).await;
+    h.settle(A).await;
+    let status = h.id_at(h.clock.now());
+    h.router.deliver(A, Input::CommandComing(status));
+    h.deliver(A, &h.written(PM, "Done. TURN_COMPLETE", 1));
+    h.settle(A).await;
+    assert_eq!(h.holder(A).await.as_deref(), Some("pm"));
+    // A second notice of the same command (poise says it is done after it answered) changes nothing.
+    h.router.deliver(A, Input::CommandGone(status));
+    h.router.deliver(A, Input::CommandGone(status));
+    h.settle(A).await;
+    assert_eq!(h.holder(A).await.as_deref(), Some("dev"));
+    assert_eq!(h.events(A, "turn_complete"), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_command_that_never_comes_holds_the_channel_and_its_deadline_for_the_wait_and_no_longer() {
+    let h = Harness::new();
+    h.start(A).await;
+    h.settle(A).await;
+    // Given a second before pm's deadline; poise never says anything of it.
+    let deadline = Duration::from_secs(u64::from(TURN_SECONDS));
+    tokio::time::advance(deadline - Duration::from_secs(1)).await;
+    h.router.deliver(A, Input::CommandComing(h.id_at(h.clock.now())));
+    h.settle(A).await;
+    tokio::time::advance(COMMAND_WAIT - Duration::from_millis(1)).await;
+    h.settle(A).await;
+    assert_eq!(h.events(A, "turn_timeout"), 0, "the command may end the turn first: the deadline waits for it");
+    tokio::time::advance(Duration::from_millis(2)).await;
+    h.settle(A).await;
+    assert_eq!(h.events(A, "turn_timeout"), 1, "given up on: the deadline runs");
+    assert_eq!(h.holder(A).await.as_deref(), Some("dev"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn commands_handed_over_out_of_order_run_in_the_order_the_gateway_carried_them() {
+    let h = Harness::new();
+    h.start(A).await;
+    h.settle(A).await;
+    tokio::time::advance(Duration::from_secs(5)).await;
+    let (skip, give) = (h.id_at(h.clock.now()), h.id_at(h.clock.now()));
+    h.router.deliver(A, Input::CommandComing(skip));
+    h.router.deliver(A, Input::CommandComing(give));
+    // `give pm` is authorised first: it waits for the skip given before it.
+    let (give_reply, give_answer) = tokio::sync::oneshot::channel();
+    let give_pm = Command::Give { persona: "pm".into() };
+    h.router.deliver(A, Input::command(give_pm, Some(give), Some(give_reply)));
+    h.settle(A).await;
+    assert_eq!(h.events(A, "floor_given"), 0);
+    let skipped = h.router.ask(A, |reply| Input::command(Command::Skip, Some(skip), Some(reply))).await;
+    assert!(skipped.unwrap().is_ok());
+    assert!(give_answer.await.unwrap().is_ok(), "pm was given the floor back after the skip, not refused");
+    h.settle(A).await;
+    assert_eq!((h.events(A, "skipped"), h.events(A, "floor_given")), (1, 1));
+    assert_eq!(h.holder(A).await.as_deref(), Some("pm"));
 }
