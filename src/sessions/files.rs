@@ -123,7 +123,9 @@ impl Saver for FileSessions {
 impl SessionStore for FileSessions {
     /// Every session of the folder: the bot keeps those of its shards.
     async fn load_all(&self, _shards: Option<ShardRange>) -> Result<LoadReport, SessionStoreError> {
-        self.read(Store::load_all).await
+        let report = self.read(Store::load_all).await?;
+        self.writer.look_ahead();
+        Ok(report)
     }
 
     async fn history_tail(&self, channel: ChannelId, n: usize) -> Result<Vec<HistoryEvent>, SessionStoreError> {

@@ -166,6 +166,8 @@ impl Commits {
         self.queue.shrink_to_fit();
         self.written.shrink_to_fit();
         self.log_ends.shrink_to_fit();
+        self.to_look.shrink_to_fit();
+        self.looked.shrink_to_fit();
     }
 }
 

@@ -4,6 +4,7 @@
 
 use super::checkpoint::Unwritten;
 use super::journal::{self, JournalFile};
+use super::log::LogLook;
 use super::record::{encode_events, encode_record, encode_session};
 use super::{Store, StoreError, io};
 use crate::core::ids::ChannelId;
@@ -36,6 +37,11 @@ pub(super) struct Commits {
     pub(super) written: HashSet<ChannelId>,
     /// What recovery found that a person should know; `load_all` reports it.
     pub problems: Vec<String>,
+    /// Channels loaded at start whose log is read ahead, between batches, so that their first save (a burst of
+    /// deadlines falling together after a restart) does not read it on the hot path.
+    pub(super) to_look: VecDeque<ChannelId>,
+    /// What reading ahead found, until the channel's first save takes it.
+    pub(super) looked: HashMap<ChannelId, LogLook>,
 }
 
 /// One channel's save, encoded and numbered, for the journal and then the checkpoint.
@@ -60,6 +66,8 @@ impl Commits {
             queue: VecDeque::new(),
             written: HashSet::new(),
             problems,
+            to_look: VecDeque::new(),
+            looked: HashMap::new(),
         }
     }
 
@@ -123,7 +131,11 @@ impl Commits {
             // Nothing for the log: it is looked at with the channel's first events.
             None if lines.is_empty() => 0,
             None => {
-                let look = store.first_look(item.session, item.events)?;
+                let log = match self.looked.remove(&channel) {
+                    Some(read_ahead) => read_ahead,
+                    None => store.look_at_log(channel)?,
+                };
+                let look = log.first_look(item.session, item.events)?;
                 if !look.missing.is_empty() {
                     lines = [look.missing, lines].concat();
                 }

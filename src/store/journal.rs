@@ -42,6 +42,8 @@ pub(super) struct Probe {
     pub syncs: AtomicU64,
     /// Checkpoints written (a session file swapped in, its events appended).
     pub checkpoints: AtomicU64,
+    /// History logs read before this process first appends to them (ahead, or at a channel's first save).
+    pub log_looks: AtomicU64,
     /// The next this many appends fail (tests only).
     #[cfg(test)]
     pub failing_appends: std::sync::atomic::AtomicU32,

@@ -75,6 +75,8 @@ impl Store {
             all.problems.extend(report.problems);
             all.lost.extend(report.lost);
         }
+        // Their logs are read ahead by the writer: a running session's next save likely adds events.
+        commits.to_look.extend(all.sessions.iter().filter(|s| s.is_active()).map(|s| s.channel_id));
         Ok(all)
     }
 

@@ -23,8 +23,28 @@ pub(super) enum LastLogged {
     /// The log is empty or was just created.
     Nothing,
     Event(Box<HistoryEvent>),
+    /// The event, kept as a hash of its JSON while it waits (read ahead for a channel that may not save for long).
+    Hashed(u64),
     /// Its last line cannot be read: better not to guess.
     Unknown,
+}
+
+impl LastLogged {
+    /// The same, in the room of a hash.
+    fn compact(self) -> Self {
+        match self {
+            LastLogged::Event(event) => LastLogged::Hashed(hash_of(&event)),
+            other => other,
+        }
+    }
+}
+
+/// A hash of the event's JSON: equal events, equal hashes (an event has no floats and no maps).
+fn hash_of(event: &HistoryEvent) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    serde_json::to_vec(event).unwrap_or_default().hash(&mut hasher);
+    hasher.finish()
 }
 
 /// The events a crash (or a failed save) kept out of the log although the session file holds them: the events of
@@ -46,6 +66,10 @@ pub(super) fn missing_from_log(
             Some(at) => at + 1,
             None => return Vec::new(),
         },
+        LastLogged::Hashed(hash) => match older.iter().rposition(|e| hash_of(e) == *hash) {
+            Some(at) => at + 1,
+            None => return Vec::new(),
+        },
         LastLogged::Unknown => return Vec::new(),
     };
     older[from..].iter().map(|&e| e.clone()).collect()
@@ -56,6 +80,32 @@ pub(super) fn missing_from_log(
 pub(super) struct FirstLook {
     pub len: u64,
     pub missing: Vec<u8>,
+}
+
+/// What reading a channel's log found: its length (a torn last line cut) and its newest event. Read ahead for the
+/// channels loaded at start (`Store::look_ahead`), or at the channel's first save.
+#[derive(Debug)]
+pub(super) struct LogLook {
+    len: u64,
+    last: LastLogged,
+}
+
+impl LogLook {
+    /// The first look of a save of `session` adding `new` events: the events its session holds that the log lacks
+    /// go before them.
+    pub(super) fn first_look(self, session: &Session, new: &[HistoryEvent]) -> Result<FirstLook, StoreError> {
+        let channel = session.channel_id;
+        let missing = missing_from_log(&session.history, new, &self.last);
+        if !missing.is_empty() {
+            tracing::warn!(
+                %channel,
+                events = missing.len(),
+                "the history log lacks events its session file holds (a crash or a failed save between the two); \
+                 appending them first"
+            );
+        }
+        Ok(FirstLook { len: self.len, missing: encode_events(channel, &missing)? })
+    }
 }
 
 /// Appends `lines` to the log at `path`, which should end at `at` bytes. What an append that failed partway left
@@ -95,11 +145,11 @@ pub(super) fn append_log_at(path: &Path, at: u64, lines: &[u8]) -> std::io::Resu
 }
 
 impl Store {
-    /// Looks at a channel's log before this process first appends `new` events of `session` to it: cuts a torn
-    /// last line (a crash mid-append, before the journal) and finds the events the session holds that the log lacks
-    /// (a crash, or a failed save, between the two before the journal): they go first.
-    pub(super) fn first_look(&self, session: &Session, new: &[HistoryEvent]) -> Result<FirstLook, StoreError> {
-        let channel = session.channel_id;
+    /// Reads a channel's log before this process first appends to it: cuts a torn last line (a crash mid-append,
+    /// before the journal) and finds its newest event, from which [`LogLook::first_look`] tells the events the
+    /// session holds that the log lacks (a crash, or a failed save, between the two before the journal).
+    pub(super) fn look_at_log(&self, channel: ChannelId) -> Result<LogLook, StoreError> {
+        self.probe.log_looks.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let path = self.log_path(channel);
         let (len, last) = match OpenOptions::new().read(true).append(true).open(&path) {
             Ok(mut file) => {
@@ -110,16 +160,27 @@ impl Store {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => (0, LastLogged::Nothing),
             Err(e) => return Err(io("open the history log", &path)(e)),
         };
-        let missing = missing_from_log(&session.history, new, &last);
-        if !missing.is_empty() {
-            tracing::warn!(
-                %channel,
-                events = missing.len(),
-                "the history log lacks events its session file holds (a crash or a failed save between the two); \
-                 appending them first"
-            );
+        Ok(LogLook { len, last })
+    }
+
+    /// Reads ahead the logs of at most `limit` channels loaded at start (see `Commits::to_look`); answers whether
+    /// some are left. A log that cannot be read now is read again at its channel's first save.
+    pub(super) fn look_ahead(&self, limit: usize) -> bool {
+        let mut settled = self.settled();
+        let Some(commits) = settled.as_mut() else { return false };
+        for _ in 0..limit {
+            let Some(channel) = commits.to_look.pop_front() else { break };
+            if commits.log_ends.contains_key(&channel) || commits.looked.contains_key(&channel) {
+                continue; // Saved already, or listed twice.
+            }
+            match self.look_at_log(channel) {
+                Ok(LogLook { len, last }) => {
+                    commits.looked.insert(channel, LogLook { len, last: last.compact() });
+                }
+                Err(e) => tracing::debug!(%channel, "could not read the history log ahead; its first save will: {e}"),
+            }
         }
-        Ok(FirstLook { len, missing: encode_events(channel, &missing)? })
+        !commits.to_look.is_empty()
     }
 
     /// Every event ever recorded for a channel, oldest first. A torn last line (a crash mid-append) is skipped.

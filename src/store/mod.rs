@@ -38,8 +38,9 @@
 //! - `atomic`: the file system steps (the spare copy written and swapped in keeping the previous version, syncs).
 //! - `save`: saving from the calling thread ([`Store::save`], [`Store::save_many`]).
 //! - [`writer`]: the thread that does every write of the running bot, batching saves ([`Writer`]).
-//! - `log`: the JSON-lines log: appending (a torn tail cut first, events a crash lost caught up), reading it whole
-//!   or its last events.
+//! - `log`: the JSON-lines log: appending (a torn tail cut first, events a crash lost caught up; the end of a
+//!   running session's log read ahead after a start, so that its first save need not), reading it whole or its
+//!   last events.
 //! - `load`: reading the sessions back at start ([`Store::load_all`], [`Store::load_one`]).
 //! - `validate`: what a session file must hold to be used.
 //! - `parallel`: work spread over a few threads.

@@ -113,6 +113,39 @@ fn events_a_crash_kept_out_of_the_log_are_appended_before_the_next_ones() {
 }
 
 #[test]
+fn logs_read_ahead_after_a_start_are_not_read_again_by_the_first_saves_and_still_get_lost_events_and_torn_tails_right()
+{
+    let (dir, store) = open_store();
+    let config = Config::default();
+    let (mut session, started_events) = started();
+    store.save(&session, &started_events).unwrap();
+    let lost = skips(&mut session, &config, 1).remove(0);
+    store.save(&session, &[]).unwrap(); // A crash kept the skip out of the log...
+    let log = dir.path().join("channels/42.history.jsonl");
+    let good = std::fs::read_to_string(&log).unwrap();
+    std::fs::write(&log, format!("{good}{{\"at\":\"2026-03-01T10:0")).unwrap(); // ...and tore its last line.
+    let (stopped, stopped_events) = started_in(ChannelId(43));
+    store.save(&stopped, &stopped_events).unwrap();
+    let personas = catalog();
+    let ctx = Context { personas: &personas, config: &config };
+    let mut stopped = stopped;
+    let stop = stopped.handle_command(&Command::Stop, None, t0() + TimeDelta::seconds(1), ctx).unwrap().events;
+    store.save(&stopped, &stop).unwrap();
+
+    let store = open_at(dir.path());
+    let mut session = store.load_all().unwrap().sessions.remove(0);
+    let looks = || store.probe.log_looks.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(!store.look_ahead(1), "nothing left to read ahead");
+    assert_eq!(looks(), 1, "only the running session's log: a stopped one adds no events until it starts again");
+    let next = skips(&mut session, &config, 1).remove(0);
+    store.save(&session, &next).unwrap();
+    assert_eq!(looks(), 1, "the first save used what was read ahead");
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.lines().all(|line| serde_json::from_str::<HistoryEvent>(line).is_ok()), "no glued line: {text}");
+    assert_eq!(store.read_log(CHANNEL).unwrap(), [started_events, lost, next].concat());
+}
+
+#[test]
 fn a_log_ahead_of_the_last_good_copy_gets_no_event_twice() {
     let (dir, store) = open_store();
     let config = Config::default();

@@ -440,3 +440,20 @@ fn an_emptied_queue_gives_back_the_room_a_burst_grew() {
     queue.shrink_to_fit();
     assert_eq!(queue.capacity(), 0);
 }
+
+#[test]
+fn the_writer_reads_ahead_the_logs_of_the_running_sessions_loaded_when_asked() {
+    let (dir, store) = open_store();
+    for id in 1..=12 {
+        let (session, events) = started_in(ChannelId(id));
+        store.save(&session, &events).unwrap();
+    }
+    let store = open_at(dir.path());
+    let (writer, thread) = Writer::spawn_joinable(store.clone(), NEVER, CHECKPOINT_DELAY);
+    assert_eq!(store.load_all().unwrap().sessions.len(), 12);
+    writer.look_ahead();
+    // However soon the thread sees the end, the round after the request reads up to 16 logs.
+    drop(writer);
+    thread.join().unwrap();
+    assert_eq!(store.probe.log_looks.load(std::sync::atomic::Ordering::Relaxed), 12);
+}
