@@ -147,24 +147,30 @@ fn logs_read_ahead_after_a_start_are_not_read_again_by_the_first_saves_and_still
 
 #[test]
 fn a_log_ahead_of_the_last_good_copy_gets_no_event_twice() {
-    let (dir, store) = open_store();
-    let config = Config::default();
-    let (mut session, started_events) = started();
-    store.save(&session, &started_events).unwrap();
-    let skipped = skips(&mut session, &config, 1).remove(0);
-    store.save(&session, &skipped).unwrap();
-    // With the journal emptied (a graceful stop), the last good copy is all that is left of the session.
-    store.checkpoint().unwrap();
-    std::fs::write(dir.path().join("channels/42.json"), "{\"torn").unwrap();
+    // Its end read at the first save, or ahead of it (kept as a hash).
+    for ahead in [false, true] {
+        let (dir, store) = open_store();
+        let config = Config::default();
+        let (mut session, started_events) = started();
+        store.save(&session, &started_events).unwrap();
+        let skipped = skips(&mut session, &config, 1).remove(0);
+        store.save(&session, &skipped).unwrap();
+        // With the journal emptied (a graceful stop), the last good copy is all that is left of the session.
+        store.checkpoint().unwrap();
+        std::fs::write(dir.path().join("channels/42.json"), "{\"torn").unwrap();
 
-    let store = open_at(dir.path());
-    let mut session = store.load_all().unwrap().sessions.remove(0);
-    assert_eq!(session.history.len(), 1, "the last good copy is from before the skip");
-    let personas = catalog();
-    let ctx = Context { personas: &personas, config: &config };
-    let again = session.handle_command(&Command::Skip, None, t0() + TimeDelta::seconds(9), ctx).unwrap().events;
-    store.save(&session, &again).unwrap();
-    assert_eq!(store.read_log(CHANNEL).unwrap(), [started_events, skipped, again].concat());
+        let store = open_at(dir.path());
+        let mut session = store.load_all().unwrap().sessions.remove(0);
+        if ahead {
+            store.look_ahead(usize::MAX);
+        }
+        assert_eq!(session.history.len(), 1, "the last good copy is from before the skip");
+        let personas = catalog();
+        let ctx = Context { personas: &personas, config: &config };
+        let again = session.handle_command(&Command::Skip, None, t0() + TimeDelta::seconds(9), ctx).unwrap().events;
+        store.save(&session, &again).unwrap();
+        assert_eq!(store.read_log(CHANNEL).unwrap(), [started_events, skipped, again].concat(), "ahead: {ahead}");
+    }
 }
 
 #[test]
