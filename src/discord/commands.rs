@@ -324,9 +324,31 @@ async fn authorize(ctx: Ctx<'_>, changing: bool) -> Result<(), String> {
     if !changing {
         return Ok(());
     }
-    data.access.budget().take().await; // the member may have to be read over REST
-    let member = ctx.author_member().await.ok_or("I could not look up your membership in this server.")?;
-    data.access.may_manage(ChannelId(ctx.channel_id().get()), member.into_owned()).await
+    let member = match member_carried(ctx) {
+        Some(member) => member,
+        None => {
+            data.access.budget().take().await; // the member may have to be read over REST
+            let member = ctx.author_member().await.ok_or("I could not look up your membership in this server.")?;
+            member.into_owned()
+        }
+    };
+    data.access.may_manage(ChannelId(ctx.channel_id().get()), member).await
+}
+
+/// The author's membership as the command carries it (a message's or an interaction's, as it was when given): no
+/// REST read, so no wait behind the REST budget while the channel's messages wait for the command
+/// (`actor/awaited.rs`).
+fn member_carried(ctx: Ctx<'_>) -> Option<discord::Member> {
+    match ctx {
+        poise::Context::Application(application) => application.interaction.member.as_deref().cloned(),
+        poise::Context::Prefix(prefix) => {
+            let (partial, guild) = (prefix.msg.member.as_deref()?, prefix.msg.guild_id?);
+            let mut member = discord::Member::from(partial.clone());
+            member.user = prefix.msg.author.clone();
+            member.guild_id = guild;
+            Some(member)
+        }
+    }
 }
 
 async fn reply(ctx: Ctx<'_>, text: &str) -> Result<(), Error> {
