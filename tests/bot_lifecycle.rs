@@ -302,3 +302,24 @@ async fn a_server_outage_ends_nothing_but_being_removed_from_the_server_ends_its
     assert!(format!("{:?}", ended[0].kind).contains("removed from this server"), "{:?}", ended[0].kind);
     assert_eq!(scene.view().iter().filter(|m| m.author == "turn-manager").count(), said, "nothing more is posted");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_restart_each_running_channel_reads_what_it_missed_once() {
+    let mut scene = Scene::started().await;
+    // pm's message without the signal may still be edited to add it: the catch-up looks at it again, on its page.
+    let thinking = scene.say("pm", "Still thinking.");
+    scene.handled(thinking).await;
+    scene.stop_bot().await;
+    let before = scene.rest_calls().len();
+    scene.restart_bot().await;
+    let marker = scene.stage.operator_says("marker");
+    scene.handled(marker).await;
+    // Long enough for the connection watch (every 100 ms) to have asked for a second catch-up, if it were to.
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    let reads: Vec<String> = scene.rest_calls()[before..]
+        .iter()
+        .filter(|call| call.starts_with(&format!("GET /api/v10/channels/{}/messages", scene.stage.channel)))
+        .cloned()
+        .collect();
+    assert_eq!(reads.len(), 1, "{reads:#?}");
+}

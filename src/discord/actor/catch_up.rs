@@ -1,8 +1,9 @@
 //! Reading what a channel missed (spec 5.6, 8): after a new gateway session (process start, re-IDENTIFY), a task pages
 //! through every message after the last one handled and posts each page to the channel's actor, which judges each by
-//! when it was written, before its deadline may end the turn. Edits are not in those pages: the messages an edit may
-//! still finish (seen without a signal) are read again, once, so that a signal added while the bot could not see is
-//! not lost; each is judged by the time Discord gives for its last edit.
+//! when it was written, before its deadline may end the turn. Edits are not in those pages as edits: the messages an
+//! edit may still finish (seen without a signal) are looked at again, as the pages show them or, older than the
+//! pages, on one more page, so that a signal added while the bot could not see is not lost; each is judged by the
+//! time Discord gives for its last edit.
 //!
 //! A failure that may pass is retried by the senders' policy, and after it gives up, again later: the channel waits
 //! (its deadline held) until the range is read, since skipping it would end turns whose signals are on it. Only a
@@ -57,6 +58,8 @@ pub(super) async fn read_missed(
 ) {
     let mut total = 0;
     let mut refused = None;
+    // Every message after `after` is on the pages: the editable ones among them are read there, not again.
+    let (read_from, mut editable_read) = (after, Vec::new());
     loop {
         let page = match read_page(&env, channel, after, &inbox).await {
             Ok(page) => page,
@@ -70,6 +73,7 @@ pub(super) async fn read_missed(
         if let Some(newest) = page.newest {
             after = newest;
         }
+        editable_read.extend(page.messages.iter().filter(|m| editable.contains(&m.id)).cloned());
         let (handled, page_handled) = oneshot::channel();
         let page = MissedPage { messages: page.messages, done: false, handled: Some(handled) };
         if inbox.send(Input::Missed(Box::new(page))).is_err() || page_handled.await.is_err() {
@@ -85,7 +89,11 @@ pub(super) async fn read_missed(
     }
     let edited = match refused {
         Some(e) => Err(e),
-        None => read_edited(&env, channel, &editable, &inbox).await,
+        None => {
+            // Older than the pages: read from the oldest of those (one not on the pages after it was deleted).
+            let older: Vec<MessageId> = editable.iter().copied().filter(|id| *id <= read_from).collect();
+            read_edited(&env, channel, &older, editable_read, &inbox).await
+        }
     };
     let edited = edited.unwrap_or_else(|e| {
         tracing::warn!(channel = %channel, "could not read the messages missed while away, so overdue turns end now: {e}");
@@ -94,22 +102,24 @@ pub(super) async fn read_missed(
     let _ = inbox.send(Input::Missed(Box::new(MissedPage { messages: edited, done: true, handled: None })));
 }
 
-/// The `editable` messages as they read now, each as an edit judged by Discord's time of its last edit (by now only
-/// if the page does not say); the actor keeps only those that gained a signal. One page from the oldest covers them:
-/// they are recent.
+/// The editable messages as they read now (`read` on the pages already, `older` still to read), each as an edit
+/// judged by Discord's time of its last edit (by now only if the page does not say); the actor keeps only those that
+/// gained a signal. One page from the oldest covers the older ones: they are recent.
 async fn read_edited(
     env: &Env,
     channel: ChannelId,
-    editable: &[MessageId],
+    older: &[MessageId],
+    mut read: Vec<IncomingMessage>,
     inbox: &InboxSender,
 ) -> Result<Vec<IncomingMessage>, RestError> {
-    let Some(oldest) = editable.first() else { return Ok(Vec::new()) };
-    let page = read_page(env, channel, MessageId(oldest.0.saturating_sub(1)), inbox).await?;
+    if let Some(oldest) = older.first() {
+        let page = read_page(env, channel, MessageId(oldest.0.saturating_sub(1)), inbox).await?;
+        read.extend(page.messages.into_iter().filter(|m| older.contains(&m.id)));
+    }
+    read.sort_by_key(|m| m.id);
     let now = env.clock.now();
-    Ok(page
-        .messages
+    Ok(read
         .into_iter()
-        .filter(|m| editable.contains(&m.id))
         .map(|m| IncomingMessage { edited: true, written_at: m.edited_at.unwrap_or(now), ..m })
         .collect())
 }

@@ -724,6 +724,35 @@ async fn a_signal_added_by_an_edit_the_bot_could_not_see_is_found_by_the_next_ca
     let lines = h.journal.of(A);
     assert!(lines.iter().any(|l| l == &format!("repost {A} PM: Draft, done. -> ok")), "{lines:#?}");
     assert!(lines.iter().any(|l| l == &format!("delete {A} {} -> ok", draft.id)), "{lines:#?}");
+    let reads = lines.iter().filter(|l| l.starts_with(&format!("read {A} "))).count();
+    assert_eq!(reads, 1, "the draft is on the page of missed messages: it is not read a second time");
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_editable_message_older_than_the_missed_pages_is_read_once_more_and_its_edit_found() {
+    let h = Harness::new();
+    h.start(A).await;
+    let draft = h.written(PM, "Draft", 1_000);
+    h.deliver(A, &draft);
+    // A person spoke 20 s later: the catch-up reads from 10 s before that, after the draft.
+    let later = h.written(UserId(900), "Any news?", 21_000);
+    h.deliver(A, &later);
+    h.settle(A).await;
+    let finished = IncomingMessage { text: "Draft, done. TURN_COMPLETE".into(), ..draft.clone() };
+    h.rest.history.lock().unwrap().insert(A, vec![finished, later]);
+    tokio::time::advance(Duration::from_secs(25)).await;
+    h.router.broadcast(|| Input::CatchUp);
+    for _ in 0..10 {
+        h.settle(A).await;
+        if h.holder(A).await.as_deref() == Some("dev") {
+            break;
+        }
+    }
+    assert_eq!(h.holder(A).await.as_deref(), Some("dev"), "the edit ended pm's turn");
+    let lines = h.journal.of(A);
+    let reads: Vec<&String> = lines.iter().filter(|l| l.starts_with(&format!("read {A} "))).collect();
+    assert_eq!(reads.len(), 2, "the missed messages, then from the draft: {lines:#?}");
+    assert_eq!(*reads[1], format!("read {A} after {} -> ok", MessageId(draft.id.0 - 1)));
 }
 
 #[tokio::test(start_paused = true)]
