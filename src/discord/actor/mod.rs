@@ -339,6 +339,7 @@ impl Actor {
         false
     }
 
+    /// Handles a live input now, or holds it behind the missed messages or a command on its way.
     async fn take_live(&mut self, input: Input) {
         if (self.holding() || self.awaited.any()) && waits_for_catch_up(&input) {
             if self.held.len() >= HELD_MAX && matches!(input, Input::Message(_)) {
