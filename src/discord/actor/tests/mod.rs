@@ -358,6 +358,16 @@ impl Harness {
         self.session(channel).await.active_agent.map(|a| a.to_string())
     }
 
+    /// Lets a catch-up's pages and what they decide be carried out until `persona` holds the floor (or 10 rounds).
+    async fn settle_until_holder(&self, channel: ChannelId, persona: &str) {
+        for _ in 0..10 {
+            self.settle(channel).await;
+            if self.holder(channel).await.as_deref() == Some(persona) {
+                return;
+            }
+        }
+    }
+
     fn events(&self, channel: ChannelId, name: &str) -> usize {
         self.journal.of(channel).iter().filter(|l| l.starts_with("save") && l.contains(name)).count()
     }
@@ -713,12 +723,7 @@ async fn a_signal_added_by_an_edit_the_bot_could_not_see_is_found_by_the_next_ca
     h.rest.history.lock().unwrap().insert(A, vec![finished]);
     tokio::time::advance(Duration::from_secs(5)).await;
     h.router.broadcast(|| Input::CatchUp);
-    for _ in 0..10 {
-        h.settle(A).await;
-        if h.holder(A).await.as_deref() == Some("dev") {
-            break;
-        }
-    }
+    h.settle_until_holder(A, "dev").await;
     assert_eq!(h.holder(A).await.as_deref(), Some("dev"), "the edit ended pm's turn");
     assert_eq!(h.events(A, "turn_complete"), 1);
     let lines = h.journal.of(A);
@@ -742,12 +747,7 @@ async fn an_editable_message_older_than_the_missed_pages_is_read_once_more_and_i
     h.rest.history.lock().unwrap().insert(A, vec![finished, later]);
     tokio::time::advance(Duration::from_secs(25)).await;
     h.router.broadcast(|| Input::CatchUp);
-    for _ in 0..10 {
-        h.settle(A).await;
-        if h.holder(A).await.as_deref() == Some("dev") {
-            break;
-        }
-    }
+    h.settle_until_holder(A, "dev").await;
     assert_eq!(h.holder(A).await.as_deref(), Some("dev"), "the edit ended pm's turn");
     let lines = h.journal.of(A);
     let reads: Vec<&String> = lines.iter().filter(|l| l.starts_with(&format!("read {A} "))).collect();
@@ -769,12 +769,7 @@ async fn a_deadline_falling_due_while_disconnected_waits_for_the_catch_up_and_a_
     assert_eq!(h.stats.snapshot().timeouts, 0, "no turn ends blind while disconnected");
 
     h.router.broadcast(|| Input::CatchUp);
-    for _ in 0..10 {
-        h.settle(A).await;
-        if h.holder(A).await.as_deref() == Some("dev") {
-            break;
-        }
-    }
+    h.settle_until_holder(A, "dev").await;
     assert_eq!(h.events(A, "turn_complete"), 1, "written before the deadline: it completes the turn");
     assert_eq!(h.events(A, "turn_timeout") + h.events(A, "late_signal"), 0);
     assert_eq!(h.holder(A).await.as_deref(), Some("dev"));
