@@ -59,11 +59,18 @@ fn texts(out: &Output) -> (String, String) {
 #[test]
 fn a_tiny_bench_runs_every_part_and_prints_every_figure() {
     let work = tempfile::tempdir().unwrap();
-    let out =
-        Command::new(BINARY).args(TINY).args(["300", "--work-dir"]).arg(work.path().join("bench")).output().unwrap();
+    let out = Command::new(BINARY)
+        .args(TINY)
+        .args(["300", "--timeout-rounds", "2", "--work-dir"])
+        .arg(work.path().join("bench"))
+        .output()
+        .unwrap();
     let (stdout, stderr) = texts(&out);
     assert!(out.status.success(), "{stdout}\n{stderr}");
     assert_every_figure_measured(&stdout);
+    let rounds = stdout.lines().find(|l| l.contains("- timeouts: 2 rounds, notice p99 ")).expect("the rounds' p99s");
+    assert_eq!(rounds.matches(" ms").count(), 1, "one list, in ms: {rounds}");
+    assert_eq!(rounds.split(", ").count(), 2 + 1, "two rounds (and the clause after): {rounds}");
     assert!(stdout.contains("| figure | A (files, 1 process) |"), "the column says what it ran with:\n{stdout}");
     assert!(stdout.contains("(this build)"), "{stdout}");
     assert!(stdout.contains("REST per turn: DELETE /channels/{id}/messages/{id} 1.00"), "{stdout}");

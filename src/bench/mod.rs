@@ -80,6 +80,8 @@ pub struct Options {
     pub sessions: usize,
     pub messages_per_channel: usize,
     pub turn_seconds: u32,
+    /// Times the timeouts phase runs for each binary (see [`Run::timeout_rounds`]).
+    pub timeout_rounds: usize,
     pub window: Duration,
     /// The most any wait of a phase may take.
     pub patience: Duration,
@@ -99,7 +101,10 @@ pub struct Run {
     pub paced: Option<turns::TurnFigures>,
     pub all: Option<turns::TurnFigures>,
     pub messages: Option<messages::MessageFigures>,
+    /// The round of the timeouts phase whose notice p99 is the median of [`Run::timeout_rounds`].
     pub timeouts: Option<timeouts::TimeoutFigures>,
+    /// Every round of the timeouts phase, in the order run.
+    pub timeout_rounds: Vec<timeouts::TimeoutFigures>,
     pub startup: Option<startup::StartupFigures>,
 }
 
@@ -136,7 +141,9 @@ pub fn run(options: Options) -> anyhow::Result<Report> {
     };
     let turns = |bot: &Bot, dir: &Path, channels: usize| paced(bot, dir, channels, Duration::ZERO);
     let (channels, patience) = (options.channels, options.patience);
-    for part in [Phase::Handoff, Phase::Turns, Phase::Messages, Phase::Timeouts].into_iter().filter(|p| wants(*p)) {
+    let rounds = |part| if part == Phase::Timeouts { options.timeout_rounds } else { 1 };
+    let phases = [Phase::Handoff, Phase::Turns, Phase::Messages, Phase::Timeouts].into_iter().filter(|p| wants(*p));
+    for (part, round) in phases.flat_map(|part| (0..rounds(part)).map(move |round| (part, round))) {
         for (i, (run, bot)) in runs.iter_mut().zip(&bots).enumerate() {
             let dir = dir.join(format!("bot-{i}"));
             eprintln!("bench: [{}] {part:?}", label(i));
@@ -154,7 +161,9 @@ pub fn run(options: Options) -> anyhow::Result<Report> {
                 }
                 Phase::Timeouts => {
                     let sizes = timeouts::TimeoutSizes { channels, turn_seconds: options.turn_seconds, patience };
-                    run.timeouts = Some(phase(timeouts::run(bot, layout, &dir.join("timeouts"), sizes))?);
+                    let dir = dir.join(if round == 0 { "timeouts".to_owned() } else { format!("timeouts-{round}") });
+                    run.timeout_rounds.push(phase(timeouts::run(bot, layout, &dir, sizes))?);
+                    run.timeouts = timeouts::median_round(&run.timeout_rounds).cloned();
                 }
                 Phase::Floor | Phase::Startup => unreachable!("not in this loop"),
             }

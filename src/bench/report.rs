@@ -255,6 +255,16 @@ fn details(report: &Report) -> String {
                 warn(m.missed as usize, "messages the observer missed"),
             );
         }
+        if run.timeout_rounds.len() > 1 {
+            let p99s: Vec<String> =
+                run.timeout_rounds.iter().map(|r| r.lateness.as_ref().map_or("none".into(), |l| ms(l.p99))).collect();
+            let _ = writeln!(
+                out,
+                "  - timeouts: {} rounds, notice p99 {} ms in the order run; the median round is shown",
+                run.timeout_rounds.len(),
+                p99s.join(", ")
+            );
+        }
         if let Some(t) = &run.timeouts {
             let ready = match t.ready_before {
                 Some(ms) if ms >= 0.0 => format!("the bot had read every channel's missed messages {ms:.0} ms before"),

@@ -153,8 +153,45 @@ pub async fn run(bot: &Bot, layout: &Layout, dir: &Path, sizes: TimeoutSizes) ->
     })
 }
 
+/// The round whose notice p99 is the median (the lower middle of an even count); rounds with no notice come last.
+pub fn median_round(rounds: &[TimeoutFigures]) -> Option<&TimeoutFigures> {
+    let mut sorted: Vec<&TimeoutFigures> = rounds.iter().collect();
+    sorted.sort_by_key(|round| round.lateness.as_ref().map_or(Duration::MAX, |l| l.p99));
+    sorted.get(rounds.len().saturating_sub(1) / 2).copied()
+}
+
 /// Each channel's deadline in Unix milliseconds, from the saved sessions.
 async fn read_deadlines(scene: &Scene) -> anyhow::Result<HashMap<u64, i64>> {
     let saved = scene.store.session_texts(&scene.channels).await?;
     Ok(saved.iter().filter_map(|(channel, text)| Some((*channel, super::state::turn_timeout_at_ms(text)?))).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn round(p99_ms: Option<u64>) -> TimeoutFigures {
+        let at = |ms| Duration::from_millis(ms);
+        TimeoutFigures {
+            channels: 1,
+            lateness: p99_ms.map(|ms| Summary { count: 1, p50: at(ms), p99: at(ms), max: at(ms) }),
+            ended: None,
+            deadline_spread: Duration::ZERO,
+            ready_before: None,
+            unmeasured: 0,
+            early: 0,
+            cpu: CpuShare::default(),
+            missed: 0,
+        }
+    }
+
+    #[test]
+    fn the_round_shown_is_the_median_by_notice_p99_and_a_round_without_notices_counts_as_the_worst() {
+        let p99 = |rounds: &[TimeoutFigures]| median_round(rounds).and_then(|r| r.lateness.as_ref()).map(|l| l.p99);
+        let ms = |ms| Some(Duration::from_millis(ms));
+        assert_eq!(p99(&[round(Some(90)), round(Some(50)), round(Some(70))]), ms(70));
+        assert_eq!(p99(&[round(Some(90)), round(Some(50))]), ms(50), "the lower middle of two");
+        assert_eq!(p99(&[round(None), round(Some(50)), round(Some(70))]), ms(70));
+        assert!(median_round(&[]).is_none());
+    }
 }

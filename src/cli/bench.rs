@@ -31,6 +31,11 @@ pub struct BenchArgs {
     /// Messages without the signal each channel's agent posts in the messages part [default: 50; --quick 20]
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1_000))]
     pub messages: Option<u32>,
+    /// Times the timeouts part is run for each binary, the binaries taking turns; the round with the median notice p99
+    /// is shown, every round's p99 in the details (one burst of deadlines is one sample of the machine's mood: one
+    /// binary against itself differed by up to 44 ms at p99) [default: 3; --quick 1]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=20))]
+    pub timeout_rounds: Option<u32>,
     /// Turn length of the timeouts part, in seconds
     #[arg(long, value_name = "S", default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=60))]
     pub turn_seconds: u32,
@@ -108,6 +113,7 @@ fn options(args: &BenchArgs) -> anyhow::Result<Options> {
         sessions: pick(args.sessions, 10_000, 1_000),
         messages_per_channel: pick(args.messages, 50, 20),
         turn_seconds: args.turn_seconds,
+        timeout_rounds: pick(args.timeout_rounds, 3, 1),
         window: Duration::from_millis(args.window_ms.unwrap_or(if args.quick { 1000 } else { 3000 })),
         patience: Duration::from_secs(if args.quick { 30 } else { 120 }),
         floor: if args.quick {
