@@ -22,21 +22,11 @@ const LAST_EVENT_BLOCK_BYTES: usize = 1024;
 pub(super) enum LastLogged {
     /// The log is empty or was just created.
     Nothing,
-    Event(Box<HistoryEvent>),
-    /// The event, kept as a hash of its JSON while it waits (read ahead for a channel that may not save for long).
-    Hashed(u64),
+    /// A hash of the event's JSON: small enough to keep while it waits (read ahead for a channel that may not save
+    /// for long).
+    Event(u64),
     /// Its last line cannot be read: better not to guess.
     Unknown,
-}
-
-impl LastLogged {
-    /// The same, in the room of a hash.
-    fn compact(self) -> Self {
-        match self {
-            LastLogged::Event(event) => LastLogged::Hashed(hash_of(&event)),
-            other => other,
-        }
-    }
 }
 
 /// A hash of the event's JSON: equal events, equal hashes (an event has no floats and no maps).
@@ -62,11 +52,7 @@ pub(super) fn missing_from_log(
     let older: Vec<&HistoryEvent> = history.iter().take(older).collect();
     let from = match last {
         LastLogged::Nothing => 0,
-        LastLogged::Event(event) => match older.iter().rposition(|e| *e == &**event) {
-            Some(at) => at + 1,
-            None => return Vec::new(),
-        },
-        LastLogged::Hashed(hash) => match older.iter().rposition(|e| hash_of(e) == *hash) {
+        LastLogged::Event(hash) => match older.iter().rposition(|e| hash_of(e) == *hash) {
             Some(at) => at + 1,
             None => return Vec::new(),
         },
@@ -174,8 +160,8 @@ impl Store {
                 continue; // Saved already, or listed twice.
             }
             match self.look_at_log(channel) {
-                Ok(LogLook { len, last }) => {
-                    commits.looked.insert(channel, LogLook { len, last: last.compact() });
+                Ok(look) => {
+                    commits.looked.insert(channel, look);
                 }
                 Err(e) => tracing::debug!(%channel, "could not read the history log ahead; its first save will: {e}"),
             }
@@ -261,7 +247,7 @@ fn last_logged(file: &mut File) -> std::io::Result<LastLogged> {
         if line.is_empty() {
             return true;
         }
-        last = serde_json::from_slice(line).map_or(LastLogged::Unknown, |e| LastLogged::Event(Box::new(e)));
+        last = serde_json::from_slice(line).map_or(LastLogged::Unknown, |e| LastLogged::Event(hash_of(&e)));
         false
     })?;
     Ok(last)
