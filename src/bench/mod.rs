@@ -101,11 +101,16 @@ pub struct Run {
     pub paced: Option<turns::TurnFigures>,
     pub all: Option<turns::TurnFigures>,
     pub messages: Option<messages::MessageFigures>,
-    /// The round of the timeouts phase whose notice p99 is the median of [`Run::timeout_rounds`].
-    pub timeouts: Option<timeouts::TimeoutFigures>,
     /// Every round of the timeouts phase, in the order run.
     pub timeout_rounds: Vec<timeouts::TimeoutFigures>,
     pub startup: Option<startup::StartupFigures>,
+}
+
+impl Run {
+    /// The round of the timeouts phase shown: the one whose notice p99 is the median.
+    pub fn timeouts(&self) -> Option<&timeouts::TimeoutFigures> {
+        timeouts::median_round(&self.timeout_rounds)
+    }
 }
 
 pub struct Report {
@@ -146,7 +151,9 @@ pub fn run(options: Options) -> anyhow::Result<Report> {
     for (part, round) in phases.flat_map(|part| (0..rounds(part)).map(move |round| (part, round))) {
         for (i, (run, bot)) in runs.iter_mut().zip(&bots).enumerate() {
             let dir = dir.join(format!("bot-{i}"));
-            eprintln!("bench: [{}] {part:?}", label(i));
+            let of_rounds =
+                if rounds(part) > 1 { format!(", round {} of {}", round + 1, rounds(part)) } else { String::new() };
+            eprintln!("bench: [{}] {part:?}{of_rounds}", label(i));
             match part {
                 Phase::Handoff => {
                     run.one = Some(turns(bot, &dir.join("one"), 1)?);
@@ -163,7 +170,6 @@ pub fn run(options: Options) -> anyhow::Result<Report> {
                     let sizes = timeouts::TimeoutSizes { channels, turn_seconds: options.turn_seconds, patience };
                     let dir = dir.join(if round == 0 { "timeouts".to_owned() } else { format!("timeouts-{round}") });
                     run.timeout_rounds.push(phase(timeouts::run(bot, layout, &dir, sizes))?);
-                    run.timeouts = timeouts::median_round(&run.timeout_rounds).cloned();
                 }
                 Phase::Floor | Phase::Startup => unreachable!("not in this loop"),
             }

@@ -114,7 +114,7 @@ fn rows(report: &Report) -> Vec<Row> {
                 "timeout lateness, {} channels (notice created), p50 / p99 / max",
                 group(o.channels as u64)
             ),
-            cells: cells(&|r| r.timeouts.as_ref().map(|t| three(&t.lateness))),
+            cells: cells(&|r| r.timeouts().map(|t| three(&t.lateness))),
             floor: floor.map_or(NOT_RUN.into(), |f| {
                 format!("tokio timers {}; 1,000 messages asked at once, created {}", f.timers.three(), f.burst.three())
             }),
@@ -122,7 +122,7 @@ fn rows(report: &Report) -> Vec<Row> {
         },
         Row {
             figure: "timeout lateness, same deadlines (turn ended: the bot's history time), p50 / p99 / max".into(),
-            cells: cells(&|r| r.timeouts.as_ref().map(|t| three(&t.ended))),
+            cells: cells(&|r| r.timeouts().map(|t| three(&t.ended))),
             floor: floor.map_or(NOT_RUN.into(), |f| format!("tokio timers {}", f.timers.three())),
             target: "",
         },
@@ -265,7 +265,7 @@ fn details(report: &Report) -> String {
                 p99s.join(", ")
             );
         }
-        if let Some(t) = &run.timeouts {
+        if let Some(t) = run.timeouts() {
             let ready = match t.ready_before {
                 Some(ms) if ms >= 0.0 => format!("the bot had read every channel's missed messages {ms:.0} ms before"),
                 Some(ms) => format!("WARNING: the bot was still reading missed messages {:.0} ms after", -ms),
