@@ -1,8 +1,9 @@
 //! The turn phase: N channels, each session started from the configuration at start-up, agents answering the moment
 //! they are mentioned (or after thinking for a while, for a load below what the machine can carry). After a warm-up
 //! (every channel two turns in, its webhook made), a window of fixed length is timed: handoffs (agent's signal
-//! created → next announcement created, both at the server) and completed turns per second. Then the agents stop answering; once every channel is quiet, each completes exactly one more turn, and
-//! the server's log of that stretch gives the REST calls per completed turn with no turn cut by a window's edge.
+//! created → next announcement created, both at the server) and completed turns per second. Then the agents stop
+//! answering; once every channel is quiet, each completes exactly one more turn, and the server's log of that
+//! stretch gives the REST calls per completed turn with no turn cut by a window's edge.
 
 use super::layout::Layout;
 use super::observer::{Counts, Observer, completed, handoffs};
