@@ -271,8 +271,13 @@ async fn losing_manage_messages_mid_session_switches_to_observe_once_and_nothing
     assert_eq!(view.iter().filter(|m| m.content.contains("Manage Messages")).count(), 1, "one notice");
     let kept = view.iter().find(|m| m.id == id).expect("observe mode leaves the message");
     assert_eq!(kept.reactions, vec![("✅".to_owned(), 1)]);
+    // Usually pm's relay meets the refusal (a 403 on deleting its message) and the bot switches then. Under a heavy
+    // load the server's arrival (GUILD_CREATE, whose handler checks the permissions) can be handled only after the
+    // permission was taken away: the bot then falls back before pm's signal, which it never tries to delete. Either
+    // way: one switch, one notice, a refusal never retried, and nothing deleted in observe mode.
     let refused = calls(&scene, "DELETE", "/messages/").iter().filter(|(s, _)| *s == 403).count();
-    assert_eq!(refused, 1, "a refusal is never retried, and observe mode deletes nothing");
+    assert!(refused <= 1, "a refusal is never retried: {refused} refused deletes");
+    assert!(calls(&scene, "DELETE", &format!("/messages/{id}")).is_empty(), "observe mode deletes nothing");
     assert_eq!(scene.events("display_mode_changed").len(), 1);
     let found = scene.violations(channel, Some(lost_at)).await;
     assert!(found.is_empty(), "{}", list(&found));
