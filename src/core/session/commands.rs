@@ -101,7 +101,11 @@ impl Session {
                 if self.status == SessionStatus::Paused {
                     return Err(refuse("The session is already paused. Use `resume` to go on."));
                 }
-                self.freeze(now, String::new(), ctx);
+                // The turn stopped running when the pause was given, not when it was handled (possibly past the
+                // deadline); a turn begun after that was paused from its start (not from a start ahead of our
+                // clock, when Discord's runs ahead).
+                let paused_from = given.max(self.turn_started_at.unwrap_or(given)).min(now);
+                self.freeze(paused_from, String::new(), ctx);
                 self.pause_reason = None;
                 self.announce_about(&mut t, ctx, Template::Paused, &active, now, &[]);
                 let kind = EventKind::Paused { remaining_seconds: self.remaining_seconds(now) };

@@ -324,6 +324,24 @@ fn a_skip_given_before_the_deadline_and_handled_after_it_ends_that_turn_only() {
 }
 
 #[test]
+fn a_pause_given_before_the_deadline_and_handled_after_it_keeps_the_time_left_when_it_was_given() {
+    let mut f = Fixture::new();
+    f.command_given(Command::Pause, 85_000, 91_000).unwrap();
+    assert_eq!(f.active(), "pm", "pm's turn was still running when the pause was given");
+    assert_eq!(f.session.paused_remaining_ms, Some(5_000), "pm had 5 s left when the pause was given");
+    f.command(Command::Resume, 200_000).unwrap();
+    assert_eq!(f.tick(204_999).events, []);
+    assert_eq!(event_names(&f.tick(205_000)), ["turn_timeout"]);
+
+    // The deadline handled first: the pause finds dev's turn, which has had none of its time yet.
+    let mut f = Fixture::new();
+    assert_eq!(event_names(&f.tick(90_000)), ["turn_timeout"]);
+    f.command_given(Command::Pause, 85_000, 90_500).unwrap();
+    assert_eq!(f.active(), "dev");
+    assert_eq!(f.session.paused_remaining_ms, Some(120_000), "dev's whole turn, not more: it began after the pause");
+}
+
+#[test]
 fn a_command_without_a_snowflake_is_never_taken_for_one_given_in_an_earlier_turn() {
     let mut f = Fixture::new();
     f.say_written(PM, "Done. TURN_COMPLETE", 6_000, 6_000);
