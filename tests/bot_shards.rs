@@ -1,15 +1,20 @@
 //! Two processes of the bot on Discord's sharding (spec 12), against the local server: each runs one of two shards
 //! over its own state folder, gets only the events of the servers on its shard, manages only their channels, and
-//! only the one running shard 0 registers the slash commands.
+//! only the one running shard 0 registers the slash commands. And one process running both shards, which connects
+//! them 5 s apart: each channel waits for its own shard.
 
 mod common;
 
-use common::{PATIENCE, count_floor, is_floor, personas, server_on_the_other_shard, shard_of_two};
-use local_discord::world::LogKind;
+use common::{PATIENCE, count_floor, is_floor, personas, render, server_on_the_other_shard, shard_of_two};
+use local_discord::world::{LogEntry, LogKind};
+use std::sync::Arc;
+use std::time::Duration;
 use turn_manager::core::config::{Config, ManagedChannel};
 use turn_manager::core::ids::ChannelId;
 use turn_manager::core::shards::ShardRange;
 use turn_manager::demo::stage::Stage;
+use turn_manager::discord::BotOptions;
+use turn_manager::sessions::files::FileSessions;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_processes_split_two_servers_by_shard_and_each_manages_only_its_own() {
@@ -111,4 +116,73 @@ async fn a_configured_channel_is_started_only_by_the_process_whose_shard_carries
     for bot in bots {
         bot.shutdown().await;
     }
+}
+
+/// One process running both shards: serenity connects the second some 5 s after the first (Discord asks that long
+/// between IDENTIFYs). A channel on the second shard sees none of its messages before then, so its deadline waits for
+/// that shard's catch-up instead of running from the first shard's READY; and every channel reads its history once,
+/// at its own shard's READY, not at each shard's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_channel_on_a_shard_not_connected_yet_ends_no_turn_blind_and_each_channel_reads_its_history_once() {
+    let stage = Stage::new(&personas([4, 60, 60])).await.expect("local server");
+    let (_, other_channel) = server_on_the_other_shard(&stage);
+    let (early, late) =
+        if shard_of_two(stage.guild) == 0 { (stage.channel, other_channel) } else { (other_channel, stage.channel) };
+    let state = tempfile::tempdir().unwrap();
+    let both = Some(ShardRange::parse("0-1", 2).unwrap());
+    let bot = stage.start_bot_on(Config::default(), state.path(), both).await.unwrap();
+    for channel in [early, late] {
+        stage.server.post(channel, stage.operator, "!turn start");
+        floor_in(&stage, channel, "pm").await;
+    }
+    bot.shutdown().await;
+
+    // pm's 4 s began when its announcement was accepted: they run out while the restarted process has shard 0 only.
+    let log_from = stage.server.log().len();
+    let options = BotOptions {
+        token: stage.bot_token.clone(),
+        api_base: Some(stage.server.base_url()),
+        config: Config::default(),
+        personas: stage.catalog(),
+        store: Arc::new(FileSessions::open(state.path()).unwrap()),
+        shards: both,
+        metrics: None,
+    };
+    let bot = turn_manager::discord::start(options).await.unwrap();
+    let reads_of = |channel: u64| {
+        let history = format!("/api/v10/channels/{channel}/messages");
+        let log = stage.server.log();
+        let is_read = |e: &LogEntry| matches!(&e.kind, LogKind::Rest { method, path, .. } if method == "GET" && path.starts_with(&history));
+        log[log_from..].iter().filter(|e| is_read(e)).count()
+    };
+    // The signal comes once shard 0's catch-ups have read the history (a read after it would see it): shard 0's
+    // channel's read shows they began, and 300 ms is ample for the other channel's, if it were to read then too.
+    let shard_0_caught_up = async || {
+        while reads_of(early) == 0 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    };
+    tokio::time::timeout(PATIENCE, shard_0_caught_up()).await.expect("shard 0's channel catches up");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let me = stage.bot_user;
+    assert!(!stage.server.with(|w| w.is_connected_on(me, [1, 2])), "the test needs shard 1 still to come");
+    stage.server.post(late, stage.user_of("pm"), "Done here. TURN_COMPLETE");
+    stage.server.wait_for("shard 1", PATIENCE, |w| w.is_connected_on(me, [1, 2]).then_some(())).await.unwrap();
+    floor_in(&stage, late, "dev").await;
+    let view = stage.server.view(late);
+    let timeouts = view.iter().filter(|m| m.content.starts_with("⏱️")).count();
+    assert_eq!(timeouts, 0, "pm signalled in time, though on a shard not connected yet:\n{}", render(&view));
+    // The connection watch (every 100 ms) has had time to ask for more catch-ups, if it were to.
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    assert_eq!((reads_of(early), reads_of(late)), (1, 1), "each channel reads its history once, at its shard's READY");
+    bot.shutdown().await;
+}
+
+async fn floor_in(stage: &Stage, channel: u64, persona: &str) {
+    let what = format!("{persona}'s floor in channel {channel}");
+    stage
+        .server
+        .wait_for(&what, PATIENCE, |w| w.view(channel).iter().any(|m| is_floor(m, persona)).then_some(()))
+        .await
+        .unwrap();
 }

@@ -4,6 +4,20 @@
 use super::ids::GuildId;
 use std::fmt;
 
+/// One gateway shard: `id` of `total`. What a connection's READY (or its loss) concerns: the servers it carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shard {
+    pub id: u32,
+    pub total: u32,
+}
+
+impl Shard {
+    /// Whether this shard carries the events of `guild`.
+    pub fn carries(&self, guild: GuildId) -> bool {
+        ShardRange { first: self.id, last: self.id, total: self.total }.owns(guild)
+    }
+}
+
 /// The shards one process runs: `first..=last` of `total`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ShardRange {
@@ -99,5 +113,7 @@ mod tests {
         assert!(ShardRange::whole(1).owns(guild), "one shard has every server");
         assert!(!registers_commands(Some(range)) && registers_commands(Some(ShardRange::parse("0-1", 4).unwrap())));
         assert!(registers_commands(None), "one connection registers them");
+        let shard = |id| Shard { id, total: 4 };
+        assert!(shard(1).carries(on(1)) && !shard(1).carries(on(2)) && shard(3).carries(on(3)));
     }
 }

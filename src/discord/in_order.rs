@@ -15,6 +15,7 @@ use super::identity::Identity;
 use super::router::Router;
 use crate::core::ids::{ChannelId, MessageId, UserId};
 use crate::core::session::IncomingMessage;
+use crate::core::shards::Shard;
 use serenity::all as discord;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -161,11 +162,14 @@ impl Drop for CommandSettles {
 }
 
 /// A new gateway session (start-up, or a re-IDENTIFY after the old one was lost) missed what happened meanwhile:
-/// each channel reads it back before its deadline may end a turn.
+/// each channel of its shard's servers reads it back before its deadline may end a turn. The channels of the
+/// process's other shards wait for their own shard's READY: serenity connects one shard every 5 s.
 pub fn ready(router: &Router, identity: &Identity, ready: &discord::Ready) {
     identity.set_user(UserId(ready.user.id.get()));
-    tracing::info!(user = %ready.user.name, guilds = ready.guilds.len(), "connected to the gateway");
-    router.broadcast(|| Input::CatchUp);
+    let shard = ready.shard.map(|info| Shard { id: info.id.0, total: info.total });
+    let shard_id = shard.map(|s| s.id);
+    tracing::info!(user = %ready.user.name, guilds = ready.guilds.len(), shard = ?shard_id, "connected to the gateway");
+    router.broadcast(|| Input::CatchUp(shard));
 }
 
 pub fn deliver(router: &Router, message: Option<(ChannelId, IncomingMessage)>) {

@@ -30,7 +30,7 @@ use crate::core::config::Config;
 use crate::core::ids::{ChannelId, MessageId};
 use crate::core::persona::PersonaCatalog;
 use crate::core::session::Session;
-use crate::core::shards::ShardRange;
+use crate::core::shards::{Shard, ShardRange};
 use crate::sessions::SessionStore;
 use crate::store::Store;
 use access::Access;
@@ -44,6 +44,7 @@ use rest::http::DiscordHttp;
 use router::Router;
 use serenity::all as discord;
 use stats::{Stats, StatsSnapshot};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Semaphore;
@@ -238,7 +239,8 @@ pub async fn start(options: BotOptions) -> anyhow::Result<RunningBot> {
         }
     });
     let trimmer = memory::trim_when_quiet(stats.clone());
-    let connection_watch = tokio::spawn(watch_connection(shard_manager.clone(), router.clone(), identity));
+    let total_shards = options.shards.map_or(1, |range| range.total);
+    let connection_watch = tokio::spawn(watch_connection(shard_manager.clone(), router.clone(), total_shards));
     let lease_watch = store
         .lease_period()
         .map(|period| tokio::spawn(tend_leases(store.clone(), router.clone(), options.shards, period)));
@@ -259,7 +261,7 @@ async fn tend_leases(store: Arc<dyn SessionStore>, router: Arc<Router>, shards: 
                 }
                 for channel in orphans {
                     crate::metrics::lease_taken_over();
-                    router.deliver_or_start(channel, Input::CatchUp);
+                    router.deliver_or_start(channel, Input::CatchUp(None));
                 }
             }
             Err(e) => tracing::warn!("could not renew the leases (trying again in {period:?}): {e}"),
@@ -267,28 +269,47 @@ async fn tend_leases(store: Arc<dyn SessionStore>, router: Arc<Router>, shards: 
     }
 }
 
-/// Tells every channel when the gateway connection is lost (a close, a session Discord invalidated), so that its
-/// deadlines wait instead of ending turns while signals go unseen, and when it is back, so that it reads what it
-/// missed (the catch-up) and arms its deadline again. Until the first READY the bot is starting, not lost: the
-/// channels restored from disk wait for that READY's catch-up anyway.
-async fn watch_connection(shard_manager: Arc<discord::ShardManager>, router: Arc<Router>, identity: Arc<Identity>) {
-    let mut lost = false;
+/// Tells the channels of a shard when its gateway connection is lost (a close, a session Discord invalidated), so
+/// that their deadlines wait instead of ending turns while signals go unseen, and when it is back, so that they read
+/// what they missed (the catch-up) and arm their deadlines again. Until a shard's first READY it is starting, not
+/// lost: the channels of its servers, restored from disk, wait for that READY's catch-up anyway. The channels of the
+/// other shards go on.
+async fn watch_connection(shard_manager: Arc<discord::ShardManager>, router: Arc<Router>, total: u32) {
+    // Shards connected at least once, and whether each is lost now.
+    let mut lost: HashMap<u32, bool> = HashMap::new();
     let mut shard_gauges = crate::metrics::Shards::default();
     loop {
         tokio::time::sleep(CONNECTION_POLL).await;
         let runners = shard_manager.runners.lock().await;
-        // Every shard: a channel's server is on one of them, and the router does not know which.
-        let connected = !runners.is_empty() && runners.values().all(|r| r.stage == discord::ConnectionStage::Connected);
+        let mut stages: HashMap<u32, bool> =
+            runners.iter().map(|(id, r)| (id.0, r.stage == discord::ConnectionStage::Connected)).collect();
         shard_gauges
             .observe(runners.iter().map(|(id, r)| (id.0, r.stage == discord::ConnectionStage::Connected, r.latency)));
         drop(runners);
-        if !connected && !lost && identity.user().is_some() {
-            tracing::info!("the gateway connection was lost; deadlines wait for the catch-up after reconnecting");
-            router.broadcast(|| Input::Disconnected);
-            lost = true;
-        } else if connected && lost {
-            router.broadcast(|| Input::CatchUp);
-            lost = false;
+        // A shard being restarted has no runner for a while: it is not connected.
+        for id in lost.keys() {
+            stages.entry(*id).or_insert(false);
+        }
+        for (id, connected) in stages {
+            let shard = Some(Shard { id, total });
+            match (lost.get(&id).copied(), connected) {
+                (None, true) => {
+                    lost.insert(id, false);
+                }
+                (Some(false), false) => {
+                    tracing::info!(
+                        shard = id,
+                        "the gateway connection was lost; its channels' deadlines wait for the catch-up after reconnecting"
+                    );
+                    router.broadcast(|| Input::Disconnected(shard));
+                    lost.insert(id, true);
+                }
+                (Some(true), true) => {
+                    router.broadcast(|| Input::CatchUp(shard));
+                    lost.insert(id, false);
+                }
+                _ => {}
+            }
         }
     }
 }

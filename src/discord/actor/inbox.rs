@@ -158,7 +158,7 @@ mod tests {
 
     fn sent(inbox: &InboxSender, n: usize) {
         for _ in 0..n {
-            inbox.send(Input::CatchUp).unwrap();
+            inbox.send(Input::CatchUp(None)).unwrap();
         }
     }
 
@@ -166,11 +166,11 @@ mod tests {
     async fn inputs_come_out_in_the_order_sent_by_every_sender() {
         let (first, mut inbox) = inbox();
         let second = first.clone();
-        first.send(Input::CatchUp).unwrap();
-        second.send(Input::Disconnected).unwrap();
+        first.send(Input::CatchUp(None)).unwrap();
+        second.send(Input::Disconnected(None)).unwrap();
         first.send(Input::ReadAgain).unwrap();
-        assert!(matches!(inbox.recv().await, Some(Input::CatchUp)));
-        assert!(matches!(inbox.recv().await, Some(Input::Disconnected)));
+        assert!(matches!(inbox.recv().await, Some(Input::CatchUp(None))));
+        assert!(matches!(inbox.recv().await, Some(Input::Disconnected(None))));
         assert!(matches!(inbox.try_recv(), Some(Input::ReadAgain)));
         assert!(inbox.try_recv().is_none());
         assert!(inbox.is_empty());
@@ -181,10 +181,10 @@ mod tests {
         let (sender, mut inbox) = inbox();
         let later = tokio::spawn(async move {
             tokio::time::sleep(std::time::Duration::from_secs(1)).await;
-            sender.send(Input::CatchUp).unwrap();
+            sender.send(Input::CatchUp(None)).unwrap();
             sender
         });
-        assert!(matches!(inbox.recv().await, Some(Input::CatchUp)));
+        assert!(matches!(inbox.recv().await, Some(Input::CatchUp(None))));
         drop(later.await.unwrap());
         assert!(inbox.recv().await.is_none(), "every sender is gone and nothing is left");
     }

@@ -25,6 +25,7 @@ use crate::core::session::effects::Effect;
 use crate::core::session::history::HistoryEvent;
 use crate::core::session::lost::Unreachable;
 use crate::core::session::{Command, Context, DisplayMode, IncomingMessage, Refusal, Session};
+use crate::core::shards::Shard;
 pub use backlog::{Backlog, INBOX_MESSAGES_MAX};
 use inbox::{Inbox, InboxSender};
 use std::collections::VecDeque;
@@ -72,11 +73,12 @@ pub enum Input {
     /// Whether a message id has been handled (boxed, like every part larger than a pointer: see [`INPUT_SIZE_MAX`]).
     Handled(Box<HandledQuery>),
     /// A new gateway session began, or a lost connection is back: read everything after the last handled message
-    /// before ending overdue turns.
-    CatchUp,
-    /// The gateway connection was lost: signals may be arriving unseen, so deadlines wait for the next catch-up
-    /// instead of ending turns blind (spec 8).
-    Disconnected,
+    /// before ending overdue turns. For the channels of that shard's servers only (`None`: every channel): one
+    /// running on another shard, perhaps not connected yet, cannot have seen its messages either way.
+    CatchUp(Option<Shard>),
+    /// The gateway connection of a shard (`None`: of every shard) was lost: signals may be arriving unseen on it, so
+    /// the deadlines of its channels wait for its next catch-up instead of ending turns blind (spec 8).
+    Disconnected(Option<Shard>),
     /// A page of missed messages, oldest first.
     Missed(Box<MissedPage>),
     /// The inbox was full: gateway messages were left in the channel's history, to be read from there.
@@ -398,7 +400,8 @@ impl Actor {
                 let HandledQuery { id, reply } = *query;
                 let _ = reply.send(self.session.has_handled(id));
             }
-            Input::CatchUp => self.start_catch_up(),
+            Input::CatchUp(shard) if self.is_on(shard) => self.start_catch_up(),
+            Input::CatchUp(_) => {}
             Input::ReadAgain => {
                 self.backlog.reading_again();
                 if self.awaiting_catch_up {
@@ -409,7 +412,8 @@ impl Actor {
                     self.start_catch_up();
                 }
             }
-            Input::Disconnected => self.awaiting_catch_up = true,
+            Input::Disconnected(shard) if self.is_on(shard) => self.awaiting_catch_up = true,
+            Input::Disconnected(_) => {}
             Input::Missed(page) => {
                 let MissedPage { messages, done, handled } = *page;
                 for message in messages {
@@ -598,6 +602,15 @@ impl Actor {
     async fn flush_sender(&self) {
         if let Some(sender) = &self.sender {
             sender.flush().await;
+        }
+    }
+
+    /// Whether the channel's server is on `shard` (`None`: any shard). A session that has not recorded its server
+    /// (saved by an older build) takes every shard's catch-up, as before servers were recorded.
+    fn is_on(&self, shard: Option<Shard>) -> bool {
+        match (shard, self.session.guild_id) {
+            (Some(shard), Some(guild)) => shard.carries(guild),
+            _ => true,
         }
     }
 

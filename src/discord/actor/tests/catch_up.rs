@@ -1,6 +1,8 @@
 //! Catching up: what was missed is read first (held live inputs, failing reads, the reorder window, one page at a time).
 
 use super::*;
+use crate::core::ids::GuildId;
+use crate::core::shards::Shard;
 
 #[tokio::test(start_paused = true)]
 async fn a_signal_overtaken_by_a_newer_message_just_before_a_crash_is_read_by_the_catch_up_after_it() {
@@ -21,7 +23,7 @@ async fn a_signal_overtaken_by_a_newer_message_just_before_a_crash_is_read_by_th
     restarted.rest.history.lock().unwrap().insert(A, vec![signal.clone(), newer.clone()]);
     let saved: Session = serde_json::from_str(&serde_json::to_string(&saved).unwrap()).unwrap();
     restarted.router.resume(vec![saved]);
-    restarted.router.broadcast(|| Input::CatchUp);
+    restarted.router.broadcast(|| Input::CatchUp(None));
     restarted.settle(A).await;
     assert_eq!(restarted.events(A, "turn_complete"), 1, "the overtaken signal ended pm's turn");
     assert_eq!(restarted.events(A, "turn_timeout"), 0);
@@ -36,7 +38,7 @@ async fn a_signal_overtaken_by_a_newer_message_just_before_a_crash_is_read_by_th
 async fn signal_missed_while_disconnected(h: &Harness) -> IncomingMessage {
     h.start(A).await;
     h.settle(A).await;
-    h.router.broadcast(|| Input::Disconnected);
+    h.router.broadcast(|| Input::Disconnected(None));
     let signal = h.written(PM, "Done while you were away. TURN_COMPLETE", 30_000);
     h.rest.history.lock().unwrap().insert(A, vec![signal.clone()]);
     tokio::time::advance(Duration::from_secs(90)).await;
@@ -49,7 +51,7 @@ async fn a_catch_up_whose_reads_fail_for_a_while_holds_the_deadline_until_the_pa
     let signal = signal_missed_while_disconnected(&h).await;
     // Discord answers 503 to the history reads for about 15 s (backing off 0.5, 1, 2, 4, 8 s).
     h.rest.fail(A, "read", vec![status(503); 5]);
-    h.router.broadcast(|| Input::CatchUp);
+    h.router.broadcast(|| Input::CatchUp(None));
     tokio::time::sleep(Duration::from_secs(10)).await;
     h.router.ask(A, Input::Snapshot).await;
     assert_eq!(h.stats.snapshot().timeouts, 0, "the deadline waits while the missed range is unread");
@@ -67,7 +69,7 @@ async fn a_catch_up_failing_longer_than_the_retry_policy_tries_again_later_and_n
     signal_missed_while_disconnected(&h).await;
     // Discord is down for the history reads for well over the 10 minutes one call is retried.
     h.rest.fail(A, "read", vec![status(502); 40]);
-    h.router.broadcast(|| Input::CatchUp);
+    h.router.broadcast(|| Input::CatchUp(None));
     tokio::time::sleep(Duration::from_secs(15 * 60)).await;
     h.router.ask(A, Input::Snapshot).await;
     assert_eq!(h.stats.snapshot().timeouts, 0, "still waiting for the range");
@@ -88,7 +90,7 @@ async fn a_catch_up_refused_for_good_ends_and_lets_the_deadline_run() {
     signal_missed_while_disconnected(&h).await;
     // Read Message History was taken away: waiting would hold the channel forever.
     h.rest.fail(A, "read", vec![status(403); 3]);
-    h.router.broadcast(|| Input::CatchUp);
+    h.router.broadcast(|| Input::CatchUp(None));
     tokio::time::sleep(Duration::from_secs(1)).await;
     h.settle(A).await;
     let reads = h.journal.of(A).iter().filter(|l| l.starts_with("read")).count();
@@ -104,7 +106,7 @@ async fn a_live_message_after_the_deadline_waits_for_the_catch_up_whose_page_hol
     let h = Harness::new();
     signal_missed_while_disconnected(&h).await;
     *h.rest.read_delay.lock().unwrap() = Duration::from_secs(5);
-    h.router.broadcast(|| Input::CatchUp);
+    h.router.broadcast(|| Input::CatchUp(None));
     // While the page is being read, someone writes (after pm's deadline), and it is delivered live.
     tokio::time::advance(Duration::from_secs(1)).await;
     h.deliver(A, &h.written(HUMAN, "anyone there?", 91_000));
@@ -122,7 +124,7 @@ async fn a_live_message_delivered_before_the_catch_up_began_waits_for_it_too() {
     // The connection is back (a RESUME replays what was sent meanwhile) before the catch-up is asked for.
     h.deliver(A, &h.written(HUMAN, "anyone there?", 89_000));
     h.router.ask(A, Input::Snapshot).await;
-    h.router.broadcast(|| Input::CatchUp);
+    h.router.broadcast(|| Input::CatchUp(None));
     tokio::time::sleep(Duration::from_secs(1)).await;
     h.settle(A).await;
     assert_eq!(h.events(A, "turn_complete"), 1, "{:#?}", h.journal.of(A));
@@ -135,7 +137,7 @@ async fn a_command_given_during_the_catch_up_applies_after_the_missed_messages()
     let h = Harness::new();
     signal_missed_while_disconnected(&h).await;
     *h.rest.read_delay.lock().unwrap() = Duration::from_secs(5);
-    h.router.broadcast(|| Input::CatchUp);
+    h.router.broadcast(|| Input::CatchUp(None));
     tokio::time::advance(Duration::from_secs(1)).await;
     // The operator skips while the page is read: the skip is answered once the catch-up is done.
     h.command(A, Command::Skip).await;
@@ -153,14 +155,14 @@ async fn an_edit_found_by_the_catch_up_is_judged_by_discords_edit_time_not_by_wh
     let draft = h.written(PM, "Draft", 1_000);
     h.deliver(A, &draft);
     h.settle(A).await;
-    h.router.broadcast(|| Input::Disconnected);
+    h.router.broadcast(|| Input::Disconnected(None));
     // pm finished its message by an edit at 30 s, before its 60 s deadline, while the bot could not see; the bot
     // reads it at 90 s.
     let edited_at = Some(t0() + TimeDelta::seconds(30));
     let finished = IncomingMessage { text: "Draft, done. TURN_COMPLETE".into(), edited_at, ..draft.clone() };
     h.rest.history.lock().unwrap().insert(A, vec![finished]);
     tokio::time::advance(Duration::from_secs(90)).await;
-    h.router.broadcast(|| Input::CatchUp);
+    h.router.broadcast(|| Input::CatchUp(None));
     tokio::time::sleep(Duration::from_secs(1)).await;
     h.settle(A).await;
     assert_eq!(h.events(A, "turn_complete"), 1, "{:#?}", h.journal.of(A));
@@ -180,10 +182,10 @@ async fn channels_whose_history_reads_keep_failing_do_not_starve_another_channel
     let signal = signal_missed_while_disconnected(&h).await;
     // The failing channels begin reading first.
     for &channel in &failing {
-        h.router.deliver(channel, Input::CatchUp);
+        h.router.deliver(channel, Input::CatchUp(None));
     }
     tokio::time::sleep(Duration::from_millis(100)).await;
-    h.router.deliver(A, Input::CatchUp);
+    h.router.deliver(A, Input::CatchUp(None));
     tokio::time::sleep(Duration::from_secs(5)).await;
     h.settle(A).await;
     assert_eq!(h.events(A, "turn_complete"), 1, "A read its missed page while the others back off");
@@ -195,11 +197,11 @@ async fn a_long_catch_up_hands_its_actor_one_page_at_a_time() {
     let h = Harness::new();
     h.start(A).await;
     h.settle(A).await;
-    h.router.broadcast(|| Input::Disconnected);
+    h.router.broadcast(|| Input::Disconnected(None));
     // dev talked out of turn 250 times while the bot could not see: each is saved as handled (out_of_turn).
     let missed: Vec<IncomingMessage> = (0..250).map(|n| h.written(DEV, "me next?", 1_000 + n)).collect();
     h.rest.history.lock().unwrap().insert(A, missed);
-    h.router.broadcast(|| Input::CatchUp);
+    h.router.broadcast(|| Input::CatchUp(None));
     h.settle(A).await;
     // Reads and saves in the order they happened: each page is read only once the one before it was handled.
     let order: String = h
@@ -221,7 +223,7 @@ async fn a_busy_channel_during_a_slow_catch_up_holds_at_most_its_bound_and_reads
     let h = Harness::new();
     let signal = signal_missed_while_disconnected(&h).await;
     *h.rest.read_delay.lock().unwrap() = Duration::from_secs(5);
-    h.router.broadcast(|| Input::CatchUp);
+    h.router.broadcast(|| Input::CatchUp(None));
     tokio::time::advance(Duration::from_secs(1)).await;
     // 1,500 messages arrive live while the first page is read; the channel's history has them too.
     let live: Vec<IncomingMessage> = (0..1_500).map(|n| h.written(HUMAN, "busy", 91_000 + n)).collect();
@@ -262,4 +264,52 @@ async fn a_flood_past_the_inbox_bound_is_left_in_the_history_and_read_from_there
     assert_eq!(h.events(A, "turn_timeout"), 0);
     let reads = h.journal.of(A).iter().filter(|l| l.starts_with("read")).count();
     assert!(reads >= 4, "the 401 messages past the bound were read from the history: {reads} reads");
+}
+
+// --- several shards in one process: each READY, and each lost connection, is its own shard's servers' ------------
+
+#[tokio::test(start_paused = true)]
+async fn a_channel_takes_only_its_own_shards_catch_up_and_loss() {
+    let (shard_0, shard_1) = (Shard { id: 0, total: 2 }, Shard { id: 1, total: 2 });
+    let h = Harness::new();
+    h.start(A).await;
+    h.settle(A).await;
+    // pm signalled at 30 s while the bot was down; the bot comes back at 90 s, past pm's deadline (60 s).
+    let signal = h.written(PM, "Done while you were away. TURN_COMPLETE", 30_000);
+    let mut saved = h.saver.saved.lock().unwrap()[&A].clone();
+    saved.guild_id = Some(GuildId(3 << 22)); // on shard 1 of 2
+    h.router.shutdown().await;
+    tokio::time::advance(Duration::from_secs(90)).await;
+    let restarted = h.restarted();
+    restarted.rest.history.lock().unwrap().insert(A, vec![signal]);
+    restarted.router.resume(vec![saved]);
+    let reads = || restarted.journal.of(A).iter().filter(|line| line.starts_with("read")).count();
+    let reads_before = reads();
+
+    restarted.router.broadcast(|| Input::CatchUp(Some(shard_0)));
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    restarted.router.ask(A, Input::Snapshot).await;
+    assert_eq!(reads(), reads_before, "shard 0's READY is not this channel's: nothing read");
+    assert_eq!(restarted.stats.snapshot().timeouts, 0, "the deadline waits for shard 1, which carries the signal");
+
+    restarted.router.broadcast(|| Input::CatchUp(Some(shard_1)));
+    restarted.settle(A).await;
+    assert_eq!(reads(), reads_before + 1);
+    assert_eq!(restarted.events(A, "turn_complete"), 1, "{:#?}", restarted.journal.of(A));
+    assert_eq!(restarted.events(A, "turn_timeout"), 0);
+    assert_eq!(restarted.holder(A).await.as_deref(), Some("dev"));
+
+    // Shard 0 lost: dev's deadline runs on. Shard 1 lost: it waits for shard 1's catch-up.
+    restarted.router.broadcast(|| Input::Disconnected(Some(shard_0)));
+    tokio::time::sleep(Duration::from_secs(TURN_SECONDS.into()) + Duration::from_secs(1)).await;
+    restarted.settle(A).await;
+    assert_eq!(restarted.events(A, "turn_timeout"), 1, "dev's turn timed out: its shard was never lost");
+    restarted.router.broadcast(|| Input::Disconnected(Some(shard_1)));
+    tokio::time::sleep(Duration::from_secs(600)).await;
+    restarted.router.ask(A, Input::Snapshot).await;
+    assert_eq!(restarted.events(A, "turn_timeout"), 1, "critic's deadline waits while shard 1 is lost");
+    restarted.router.broadcast(|| Input::CatchUp(Some(shard_1)));
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    restarted.settle(A).await;
+    assert_eq!(restarted.events(A, "turn_timeout"), 2, "and runs once shard 1 has caught up");
 }

@@ -65,7 +65,7 @@ async fn a_catch_up_after_a_restart_reads_from_the_start_not_from_the_old_sessio
     let origin = h.id_at(h.clock.now());
     let start = Command::Start { roster: vec![] };
     h.router.ask(A, |reply| Input::command(start, Some(origin), Some(reply))).await.unwrap().unwrap();
-    h.router.broadcast(|| Input::CatchUp);
+    h.router.broadcast(|| Input::CatchUp(None));
     h.settle(A).await;
     h.settle(A).await;
     let lines = h.journal.of(A);
@@ -90,7 +90,7 @@ async fn a_stopped_sessions_outbox_left_by_a_crash_is_carried_out_at_start_up_an
 
     let restarted = h.restarted();
     restarted.router.resume(vec![crashed]);
-    restarted.router.broadcast(|| Input::CatchUp);
+    restarted.router.broadcast(|| Input::CatchUp(None));
     for _ in 0..20 {
         tokio::task::yield_now().await;
     }

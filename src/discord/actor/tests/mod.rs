@@ -567,7 +567,7 @@ async fn after_a_restart_deadlines_wait_for_the_missed_messages_which_are_judged
     restarted.router.resume(vec![saved]);
     assert!(restarted.session(A).await.is_active());
     assert_eq!(restarted.stats.snapshot().timeouts, 0, "no turn ends blind before the catch-up");
-    restarted.router.broadcast(|| Input::CatchUp);
+    restarted.router.broadcast(|| Input::CatchUp(None));
     restarted.settle(A).await;
     assert_eq!(restarted.events(A, "turn_complete"), 1);
     assert_eq!(restarted.events(A, "turn_timeout"), 0);
@@ -664,7 +664,7 @@ async fn effects_left_undone_by_a_crash_are_carried_out_at_restart_without_a_sec
 
     let restarted = h.restarted();
     restarted.router.resume(vec![crashed]);
-    restarted.router.broadcast(|| Input::CatchUp);
+    restarted.router.broadcast(|| Input::CatchUp(None));
     restarted.settle(A).await;
     let lines = restarted.journal.of(A);
     assert_eq!(lines.iter().filter(|l| l.starts_with("repost") && l.ends_with("-> ok")).count(), 1, "{lines:#?}");
@@ -722,7 +722,7 @@ async fn a_signal_added_by_an_edit_the_bot_could_not_see_is_found_by_the_next_ca
     let finished = IncomingMessage { text: "Draft, done. TURN_COMPLETE".into(), ..draft.clone() };
     h.rest.history.lock().unwrap().insert(A, vec![finished]);
     tokio::time::advance(Duration::from_secs(5)).await;
-    h.router.broadcast(|| Input::CatchUp);
+    h.router.broadcast(|| Input::CatchUp(None));
     h.settle_until_holder(A, "dev").await;
     assert_eq!(h.holder(A).await.as_deref(), Some("dev"), "the edit ended pm's turn");
     assert_eq!(h.events(A, "turn_complete"), 1);
@@ -746,7 +746,7 @@ async fn an_editable_message_older_than_the_missed_pages_is_read_once_more_and_i
     let finished = IncomingMessage { text: "Draft, done. TURN_COMPLETE".into(), ..draft.clone() };
     h.rest.history.lock().unwrap().insert(A, vec![finished, later]);
     tokio::time::advance(Duration::from_secs(25)).await;
-    h.router.broadcast(|| Input::CatchUp);
+    h.router.broadcast(|| Input::CatchUp(None));
     h.settle_until_holder(A, "dev").await;
     assert_eq!(h.holder(A).await.as_deref(), Some("dev"), "the edit ended pm's turn");
     let lines = h.journal.of(A);
@@ -760,7 +760,7 @@ async fn a_deadline_falling_due_while_disconnected_waits_for_the_catch_up_and_a_
     let h = Harness::new();
     h.start(A).await;
     h.settle(A).await;
-    h.router.broadcast(|| Input::Disconnected);
+    h.router.broadcast(|| Input::Disconnected(None));
     // pm signals at 30 s, before its 60 s deadline, while the bot cannot see; it reconnects at 90 s.
     let signal = h.written(PM, "Done while you were reconnecting. TURN_COMPLETE", 30_000);
     h.rest.history.lock().unwrap().insert(A, vec![signal.clone()]);
@@ -768,7 +768,7 @@ async fn a_deadline_falling_due_while_disconnected_waits_for_the_catch_up_and_a_
     h.router.ask(A, Input::Snapshot).await;
     assert_eq!(h.stats.snapshot().timeouts, 0, "no turn ends blind while disconnected");
 
-    h.router.broadcast(|| Input::CatchUp);
+    h.router.broadcast(|| Input::CatchUp(None));
     h.settle_until_holder(A, "dev").await;
     assert_eq!(h.events(A, "turn_complete"), 1, "written before the deadline: it completes the turn");
     assert_eq!(h.events(A, "turn_timeout") + h.events(A, "late_signal"), 0);
@@ -789,7 +789,7 @@ async fn an_announcement_replayed_after_a_crash_does_not_move_the_deadline_by_th
 
     let restarted = h.restarted();
     restarted.router.resume(vec![crashed]);
-    restarted.router.broadcast(|| Input::CatchUp);
+    restarted.router.broadcast(|| Input::CatchUp(None));
     restarted.settle(A).await;
     let lines = restarted.journal.of(A);
     assert_eq!(lines.iter().filter(|l| l.ends_with("-> deduplicated")).count(), 2, "{lines:#?}");
