@@ -1,10 +1,10 @@
 //! Checkpoints: each channel's session file and log brought up to its journaled saves, with no sync of their own.
 //!
 //! A journaled save waits here, merged with the channel's others (its latest session, every event since its last
-//! written checkpoint), until the writer thread writes it between batches ([`Store::write_checkpoints`], a few
-//! channels at a time, so new saves are not held up behind them, and only once it has waited its delay, so that a
-//! busy channel is written once per delay, not once per save), or until something in this process reads the channel
-//! (its checkpoint is written first).
+//! written checkpoint), until the writer thread writes it between batches ([`Store::write_checkpoints`], about a
+//! millisecond's worth at a time, so new saves are not held up behind them, and only once it has waited its delay,
+//! so that a busy channel is written once per delay, not once per save), or until something in this process reads
+//! the channel (its checkpoint is written first).
 //!
 //! A checkpoint that cannot be written does not fail its save (the journal holds it): it waits, flagged, is tried
 //! again with the channel's next save, on demand and when the journal is replaced, and is carried into each new
@@ -70,17 +70,20 @@ impl Commits {
         }
     }
 
-    /// Writes up to `limit` channels' checkpoints that have waited `delay`, oldest first. Answers when the next one
-    /// still waiting is due, if any.
-    pub(super) fn write_some(&mut self, store: &Store, limit: usize, delay: Duration) -> Option<Instant> {
+    /// Writes the checkpoints that have waited `delay`, oldest first, for about `budget` of the writer's time: at
+    /// least one, and past [`WAITING_MAX`] waiting, the oldest whatever the time. Answers when the next one still
+    /// waiting is due, if any (already, when the budget ran out first).
+    pub(super) fn write_some(&mut self, store: &Store, budget: Duration, delay: Duration) -> Option<Instant> {
         let now = Instant::now();
         let mut written = 0;
         while let Some(&(channel, queued_at)) = self.queue.front() {
             // An entry whose channel was written since (on demand) and queued again further back is stale.
             let current = self.unwritten.get(&channel).is_some_and(|u| !u.failed && u.queued_at == queued_at);
             // Past the bound, the oldest go before their delay is over.
-            let due = if self.unwritten.len() > WAITING_MAX { now } else { queued_at + delay };
-            if current && (written == limit || due > now) {
+            let over_bound = self.unwritten.len() > WAITING_MAX;
+            let due = if over_bound { now } else { queued_at + delay };
+            let spent = written > 0 && !over_bound && now.elapsed() >= budget;
+            if current && (due > now || spent) {
                 return Some(due);
             }
             self.queue.pop_front();
@@ -179,10 +182,10 @@ impl Store {
         }
     }
 
-    /// Writes waiting checkpoints that have waited `delay`, at most `limit` channels, oldest first. Answers when the
-    /// next one still waiting is due, if any.
-    pub(super) fn write_checkpoints(&self, limit: usize, delay: Duration) -> Option<Instant> {
-        self.settled().as_mut().and_then(|commits| commits.write_some(self, limit, delay))
+    /// Writes waiting checkpoints that have waited `delay`, oldest first, for about `budget` (see
+    /// [`Commits::write_some`]). Answers when the next one still waiting is due, if any.
+    pub(super) fn write_checkpoints(&self, budget: Duration, delay: Duration) -> Option<Instant> {
+        self.settled().as_mut().and_then(|commits| commits.write_some(self, budget, delay))
     }
 
     /// Waits for a batch being journaled and writes `channel`'s waiting checkpoint, so that what a reader then finds

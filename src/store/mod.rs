@@ -31,7 +31,7 @@
 //! - `journal`: the journal file: appending a batch with one fdatasync, reading it back up to its torn tail.
 //! - `record`: what a journal line and a session file hold.
 //! - `commit`: a group commit: the batch journaled, the waiters answered.
-//! - `checkpoint`: the session files and logs brought up to the journal, a few channels at a time between batches
+//! - `checkpoint`: the session files and logs brought up to the journal, about a millisecond's worth between batches
 //!   once they have waited their delay, or on demand.
 //! - `rotation`: replacing the journal, and [`Store::checkpoint`].
 //! - `recover`: replaying the journals over the checkpoints at start.

@@ -122,7 +122,7 @@ impl Store {
     pub fn checkpoint(&self) -> Result<(), StoreError> {
         let retired = {
             let mut commits = self.recovered()?;
-            commits.write_some(self, usize::MAX, Duration::ZERO);
+            commits.write_some(self, Duration::MAX, Duration::ZERO);
             commits.rotate(self)?
         };
         retired.map_or(Ok(()), Retired::finish)

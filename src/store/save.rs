@@ -26,7 +26,7 @@ impl Store {
     fn save_items(&self, items: &[SaveItem<'_>]) -> Result<(), StoreError> {
         let mut outcome = Ok(());
         self.commit(items, |results| outcome = results.into_iter().collect());
-        self.write_checkpoints(usize::MAX, std::time::Duration::ZERO);
+        self.write_checkpoints(std::time::Duration::MAX, std::time::Duration::ZERO);
         if let Some(retired) = self.rotate_if_due() {
             if let Err(e) = retired.finish() {
                 tracing::error!("could not make the checkpoints durable; their journal is kept: {e}");

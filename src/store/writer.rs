@@ -3,10 +3,10 @@
 //! Channel actors hand sessions to a cheap cloneable [`Writer`] handle and never block a tokio worker on the disk.
 //! The thread takes everything queued, keeps the latest session of each channel (events concatenated in order),
 //! appends them all to the journal with ONE fdatasync (`Store::commit`) and answers the waiters. Between batches it
-//! writes the checkpoints that have waited [`CHECKPOINT_DELAY`], a few channels at a time, so a new batch never waits
-//! for a whole batch of them and a busy channel's files are written once per delay, not at every save. A
-//! journal grown past its bound is replaced between batches; the checkpoints it covers are synced on a thread of
-//! their own, so the batches go on meanwhile.
+//! writes the checkpoints that have waited [`CHECKPOINT_DELAY`], for about [`CHECKPOINT_ROUND`] at a time, so a new
+//! batch never waits for a whole batch of them and a busy channel's files are written once per delay, not at every
+//! save. A journal grown past its bound is replaced between batches; the checkpoints it covers are synced on a thread
+//! of their own, so the batches go on meanwhile.
 //! Lazy saves (activity only: last activity, last handled message) wait up to [`LAZY_SAVE_DELAY`] so that a busy
 //! channel costs at most one write per delay, not one fsync per message; a durable save of the same channel carries
 //! them sooner. They go through the journal like the others (a batch of lazy saves alone costs one fdatasync too,
@@ -30,8 +30,11 @@ use tokio::sync::oneshot;
 pub const LAZY_SAVE_DELAY: Duration = Duration::from_millis(750);
 /// At most this many queued requests join one batch, so a flood of lazy saves cannot hold back the answers.
 const BATCH_REQUESTS_MAX: usize = 10_000;
-/// Checkpoints written between two batches (some 30 to 100 µs each): what a save arriving meanwhile waits for.
-const CHECKPOINTS_PER_ROUND: usize = 32;
+/// The writer's time spent on checkpoints between two batches (at least one checkpoint): about what a save arriving
+/// meanwhile waits for. A checkpoint takes 30 µs to over 1 ms (replacing the session file, appending to the log);
+/// rounds of 32 took 6 to 38 ms when 100 busy channels came due together, once a second, and held up every handoff
+/// in flight (`bench --only handoff`, the paced row).
+const CHECKPOINT_ROUND: Duration = Duration::from_millis(1);
 /// History logs read ahead between two batches, after a start (some 25 µs each): what a save then waits for.
 const LOOKS_PER_ROUND: usize = 16;
 /// How long a channel's journaled save waits before its session file and log are written (saves meanwhile join
@@ -210,10 +213,10 @@ fn run(store: &Store, inbox: &Receiver<Request>, lazy_delay: Duration, checkpoin
         queue.commit(store, everything);
         // Between batches, a few channels' checkpoints and logs read ahead: a save that comes meanwhile waits for
         // these only.
-        checkpoint_due = store.write_checkpoints(CHECKPOINTS_PER_ROUND, checkpoint_delay);
+        checkpoint_due = store.write_checkpoints(CHECKPOINT_ROUND, checkpoint_delay);
         looking = (looking || std::mem::take(&mut queue.look_ahead)) && store.look_ahead(LOOKS_PER_ROUND);
     }
-    store.write_checkpoints(usize::MAX, Duration::ZERO);
+    store.write_checkpoints(Duration::MAX, Duration::ZERO);
     queue.wait_for_retiring();
 }
 

@@ -251,7 +251,7 @@ fn a_channel_saved_in_several_batches_before_its_checkpoint_costs_one_checkpoint
         logged.extend(events);
     }
     let before = checkpoints_written(&store);
-    assert_eq!(store.write_checkpoints(usize::MAX, Duration::ZERO), None, "nothing left waiting");
+    assert_eq!(store.write_checkpoints(Duration::MAX, Duration::ZERO), None, "nothing left waiting");
     assert_eq!(checkpoints_written(&store) - before, 1);
     assert_eq!(session_file(&store, CHANNEL), Some(session));
     assert_eq!(store.read_log(CHANNEL).unwrap(), logged, "every batch's events, in order, once");
@@ -266,18 +266,35 @@ fn a_checkpoint_waits_for_its_delay_from_its_first_save_and_saves_meanwhile_join
     let before_first_save = std::time::Instant::now();
     journaled(&mut queue, &store, &session, &started_events);
     let written = checkpoints_written(&store);
-    let due = store.write_checkpoints(usize::MAX, NEVER).expect("the save waits");
+    let due = store.write_checkpoints(Duration::MAX, NEVER).expect("the save waits");
     assert!(due >= before_first_save + NEVER, "due a delay after its save");
     assert_eq!(checkpoints_written(&store), written, "not due: nothing written");
     assert!(!store.session_path(CHANNEL).exists());
     let skipped = skips(&mut session, &config, 1).remove(0);
     journaled(&mut queue, &store, &session, &skipped);
-    assert_eq!(store.write_checkpoints(usize::MAX, NEVER), Some(due), "still due a delay after its first save");
-    assert_eq!(store.write_checkpoints(usize::MAX, Duration::ZERO), None, "due: written, nothing left");
+    assert_eq!(store.write_checkpoints(Duration::MAX, NEVER), Some(due), "still due a delay after its first save");
+    assert_eq!(store.write_checkpoints(Duration::MAX, Duration::ZERO), None, "due: written, nothing left");
     assert_eq!(checkpoints_written(&store) - written, 1, "two saves, one write");
     let on_disk = std::fs::read(store.session_path(CHANNEL)).unwrap();
     assert_eq!(serde_json::from_slice::<Session>(&on_disk).unwrap(), session);
     assert_eq!(store.read_log(CHANNEL).unwrap(), [started_events, skipped].concat());
+}
+
+#[test]
+fn a_round_of_checkpoints_stops_once_its_time_is_spent_having_written_at_least_one() {
+    let (_dir, store) = open_store();
+    let mut queue = Queue::new(NEVER);
+    for channel in (1..=3).map(ChannelId) {
+        let (session, events) = started_in(channel);
+        journaled(&mut queue, &store, &session, &events);
+    }
+    let before = checkpoints_written(&store);
+    let due = store.write_checkpoints(Duration::ZERO, Duration::ZERO).expect("two still wait");
+    assert!(due <= std::time::Instant::now(), "already due: the writer comes back for them at once");
+    assert_eq!(checkpoints_written(&store) - before, 1, "a round with no time left writes one, the oldest");
+    assert!(store.session_path(ChannelId(1)).exists() && !store.session_path(ChannelId(2)).exists());
+    assert_eq!(store.write_checkpoints(Duration::MAX, Duration::ZERO), None, "nothing left waiting");
+    assert_eq!(checkpoints_written(&store) - before, 3);
 }
 
 #[test]
@@ -290,7 +307,8 @@ fn past_the_bound_of_waiting_checkpoints_the_oldest_are_written_before_their_del
         let (session, events) = started_in(channel);
         journaled(&mut queue, &store, &session, &events);
     }
-    let due = store.write_checkpoints(usize::MAX, NEVER).expect("the rest wait");
+    // A round with no time to spend writes them all the same.
+    let due = store.write_checkpoints(Duration::ZERO, NEVER).expect("the rest wait");
     assert!(due > std::time::Instant::now(), "within the bound, the rest wait for their delay");
     let on_disk: Vec<ChannelId> = channels.filter(|c| store.session_path(*c).exists()).collect();
     assert_eq!(on_disk, [ChannelId(1), ChannelId(2)], "the two oldest, written to come back to the bound");
