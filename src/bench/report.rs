@@ -285,8 +285,9 @@ fn details(report: &Report) -> String {
         if let Some(s) = &run.startup {
             let _ = writeln!(
                 out,
-                "  - start-up: {} of {} saved sessions resumed (channels whose missed messages it read); RSS just after \
-                 IDENTIFY {} / {} MiB (0 / {} sessions){}{}",
+                "  - start-up: {} history reads for {} saved sessions (each resumed channel reads what it missed, and one \
+                 page more if it has a message an edit may still finish older than that); RSS just after IDENTIFY {} / \
+                 {} MiB (0 / {} sessions){}{}",
                 group(s.full.catch_up_reads as u64),
                 group(s.sessions as u64),
                 mib(s.empty.rss_at_identify_kib),

@@ -38,7 +38,7 @@ pub struct Boot {
     pub rss_kib: Option<u64>,
     /// The bot was still busy when memory was read.
     pub busy: bool,
-    /// Channels whose missed messages it read (one per session it resumed).
+    /// Pages of channel history it read (at least one per session it resumed: what it missed).
     pub catch_up_reads: usize,
 }
 
