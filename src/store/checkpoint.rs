@@ -21,8 +21,8 @@ use std::collections::hash_map::Entry;
 use std::time::{Duration, Instant};
 
 /// At most this many channels' checkpoints wait for their delay (some 3 to 5 KB each): past it the oldest are written
-/// at once, so that a burst of saves over many channels (a start-up's catch-ups over 10,000) is not all held in memory
-/// until its delay is over.
+/// without waiting for it, round after round between batches, so that a burst of saves over many channels (a
+/// start-up's catch-ups over 10,000) is not all held in memory until its delay is over.
 pub(super) const WAITING_MAX: usize = 2_000;
 
 /// A channel's journaled saves whose checkpoint is not written yet.
@@ -70,9 +70,9 @@ impl Commits {
         }
     }
 
-    /// Writes the checkpoints that have waited `delay`, oldest first, for about `budget` of the writer's time: at
-    /// least one, and past [`WAITING_MAX`] waiting, the oldest whatever the time. Answers when the next one still
-    /// waiting is due, if any (already, when the budget ran out first).
+    /// Writes the checkpoints that have waited `delay`, oldest first, for about `budget` of the writer's time (at
+    /// least one); past [`WAITING_MAX`] waiting, the oldest are due at once. Answers when the next one still waiting
+    /// is due, if any (already, when the budget ran out first: the writer comes back between two batches).
     pub(super) fn write_some(&mut self, store: &Store, budget: Duration, delay: Duration) -> Option<Instant> {
         let now = Instant::now();
         let mut written = 0;
@@ -80,9 +80,8 @@ impl Commits {
             // An entry whose channel was written since (on demand) and queued again further back is stale.
             let current = self.unwritten.get(&channel).is_some_and(|u| !u.failed && u.queued_at == queued_at);
             // Past the bound, the oldest go before their delay is over.
-            let over_bound = self.unwritten.len() > WAITING_MAX;
-            let due = if over_bound { now } else { queued_at + delay };
-            let spent = written > 0 && !over_bound && now.elapsed() >= budget;
+            let due = if self.unwritten.len() > WAITING_MAX { now } else { queued_at + delay };
+            let spent = written > 0 && now.elapsed() >= budget;
             if current && (due > now || spent) {
                 return Some(due);
             }
