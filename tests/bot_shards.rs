@@ -10,7 +10,7 @@ use local_discord::world::{LogEntry, LogKind};
 use std::sync::Arc;
 use std::time::Duration;
 use turn_manager::core::config::{Config, ManagedChannel};
-use turn_manager::core::ids::ChannelId;
+use turn_manager::core::ids::{ChannelId, MessageId};
 use turn_manager::core::shards::ShardRange;
 use turn_manager::demo::stage::Stage;
 use turn_manager::discord::BotOptions;
@@ -166,7 +166,12 @@ async fn a_channel_on_a_shard_not_connected_yet_ends_no_turn_blind_and_each_chan
     tokio::time::sleep(Duration::from_millis(300)).await;
     let me = stage.bot_user;
     assert!(!stage.server.with(|w| w.is_connected_on(me, [1, 2])), "the test needs shard 1 still to come");
-    stage.server.post(late, stage.user_of("pm"), "Done here. TURN_COMPLETE");
+    let signal = MessageId(stage.server.post(late, stage.user_of("pm"), "Done here. TURN_COMPLETE"));
+    let deadline = bot.session(ChannelId(late)).await.and_then(|s| s.next_deadline()).expect("pm's deadline");
+    assert!(
+        signal.created_at() < deadline,
+        "the test needs pm's signal before its deadline: the restart took too long"
+    );
     stage.server.wait_for("shard 1", PATIENCE, |w| w.is_connected_on(me, [1, 2]).then_some(())).await.unwrap();
     floor_in(&stage, late, "dev").await;
     let view = stage.server.view(late);

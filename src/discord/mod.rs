@@ -24,13 +24,14 @@ pub mod persist;
 pub mod rest;
 pub mod router;
 pub mod sender;
+pub mod shards_up;
 pub mod stats;
 
 use crate::core::config::Config;
 use crate::core::ids::{ChannelId, MessageId};
 use crate::core::persona::PersonaCatalog;
 use crate::core::session::Session;
-use crate::core::shards::{Shard, ShardRange};
+use crate::core::shards::ShardRange;
 use crate::sessions::SessionStore;
 use crate::store::Store;
 use access::Access;
@@ -43,8 +44,9 @@ use rest::discord::DiscordRest;
 use rest::http::DiscordHttp;
 use router::Router;
 use serenity::all as discord;
+use shards_up::ShardsUp;
 use stats::{Stats, StatsSnapshot};
-use std::collections::HashMap;
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Semaphore;
@@ -196,6 +198,7 @@ pub async fn start(options: BotOptions) -> anyhow::Result<RunningBot> {
         clock: Clock::system(),
         stats: stats.clone(),
         catch_up_permits: Arc::new(Semaphore::new(CATCH_UP_CONCURRENCY)),
+        shards: Arc::new(ShardsUp::starting(options.shards.unwrap_or(ShardRange::whole(1)))),
     });
     tell_lost_sessions(&env, report.lost);
     let router = Router::new(env);
@@ -239,8 +242,7 @@ pub async fn start(options: BotOptions) -> anyhow::Result<RunningBot> {
         }
     });
     let trimmer = memory::trim_when_quiet(stats.clone());
-    let total_shards = options.shards.map_or(1, |range| range.total);
-    let connection_watch = tokio::spawn(watch_connection(shard_manager.clone(), router.clone(), total_shards));
+    let connection_watch = tokio::spawn(watch_connection(shard_manager.clone(), router.clone()));
     let lease_watch = store
         .lease_period()
         .map(|period| tokio::spawn(tend_leases(store.clone(), router.clone(), options.shards, period)));
@@ -271,44 +273,39 @@ async fn tend_leases(store: Arc<dyn SessionStore>, router: Arc<Router>, shards: 
 
 /// Tells the channels of a shard when its gateway connection is lost (a close, a session Discord invalidated), so
 /// that their deadlines wait instead of ending turns while signals go unseen, and when it is back, so that they read
-/// what they missed (the catch-up) and arm their deadlines again. Until a shard's first READY it is starting, not
-/// lost: the channels of its servers, restored from disk, wait for that READY's catch-up anyway. The channels of the
-/// other shards go on.
-async fn watch_connection(shard_manager: Arc<discord::ShardManager>, router: Arc<Router>, total: u32) {
-    // Shards connected at least once, and whether each is lost now.
-    let mut lost: HashMap<u32, bool> = HashMap::new();
+/// what they missed (the catch-up) and arm their deadlines again. A shard not connected yet is starting, not lost:
+/// its READY marks it up and brings its channels' catch-up (`in_order::ready`). The other shards' channels go on.
+async fn watch_connection(shard_manager: Arc<discord::ShardManager>, router: Arc<Router>) {
+    let shards = router.env().shards.clone();
+    // Shards this watch found lost and has not seen back yet.
+    let mut lost: HashSet<u32> = HashSet::new();
     let mut shard_gauges = crate::metrics::Shards::default();
     loop {
         tokio::time::sleep(CONNECTION_POLL).await;
         let runners = shard_manager.runners.lock().await;
-        let mut stages: HashMap<u32, bool> =
-            runners.iter().map(|(id, r)| (id.0, r.stage == discord::ConnectionStage::Connected)).collect();
+        // A shard being restarted has no runner for a while: it is not connected.
+        let connected: HashSet<u32> = runners
+            .iter()
+            .filter(|(_, r)| r.stage == discord::ConnectionStage::Connected)
+            .map(|(id, _)| id.0)
+            .collect();
         shard_gauges
             .observe(runners.iter().map(|(id, r)| (id.0, r.stage == discord::ConnectionStage::Connected, r.latency)));
         drop(runners);
-        // A shard being restarted has no runner for a while: it is not connected.
-        for id in lost.keys() {
-            stages.entry(*id).or_insert(false);
-        }
-        for (id, connected) in stages {
-            let shard = Some(Shard { id, total });
-            match (lost.get(&id).copied(), connected) {
-                (None, true) => {
-                    lost.insert(id, false);
-                }
-                (Some(false), false) => {
-                    tracing::info!(
-                        shard = id,
-                        "the gateway connection was lost; its channels' deadlines wait for the catch-up after reconnecting"
-                    );
-                    router.broadcast(|| Input::Disconnected(shard));
-                    lost.insert(id, true);
-                }
-                (Some(true), true) => {
+        for id in shards.ids() {
+            let shard = Some(shards.shard(id));
+            if connected.contains(&id) {
+                if lost.remove(&id) {
+                    shards.mark_up(id);
                     router.broadcast(|| Input::CatchUp(shard));
-                    lost.insert(id, false);
                 }
-                _ => {}
+            } else if shards.is_up(id) && shards.mark_down(id) {
+                tracing::info!(
+                    shard = id,
+                    "the gateway connection was lost; its channels' deadlines wait for the catch-up after reconnecting"
+                );
+                lost.insert(id);
+                router.broadcast(|| Input::Disconnected(shard));
             }
         }
     }

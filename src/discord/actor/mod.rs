@@ -17,6 +17,7 @@ use super::clock::Clock;
 use super::persist::Saver;
 use super::rest::{Rest, RestError};
 use super::sender::{Outcome, Report, Sender, Tools};
+use super::shards_up::ShardsUp;
 use super::stats::Stats;
 use crate::core::config::{Config, DisplayModeSetting};
 use crate::core::ids::{ChannelId, MessageId};
@@ -48,6 +49,8 @@ pub struct Env {
     pub stats: Arc<Stats>,
     /// Bounds how many channels read their missed messages at once.
     pub catch_up_permits: Arc<Semaphore>,
+    /// Which of the process's shards are connected: a channel on one that is not waits for its catch-up.
+    pub shards: Arc<ShardsUp>,
 }
 
 impl Env {
@@ -400,7 +403,7 @@ impl Actor {
                 let HandledQuery { id, reply } = *query;
                 let _ = reply.send(self.session.has_handled(id));
             }
-            Input::CatchUp(shard) if self.is_on(shard) => self.start_catch_up(),
+            Input::CatchUp(shard) if self.is_on(shard) => self.catch_up_once_connected(),
             Input::CatchUp(_) => {}
             Input::ReadAgain => {
                 self.backlog.reading_again();
@@ -547,6 +550,11 @@ impl Actor {
             Ok(Some(guild)) => {
                 let t = self.session.set_guild(guild);
                 self.commit(t).await;
+                // Waiting for a catch-up while its server was not known, the channel took every shard's loss for
+                // its own; from now on only its shard's return is meant for it, which may have come already.
+                if self.awaiting_catch_up && self.env.shards.carries_up(guild) {
+                    self.start_catch_up();
+                }
             }
             Ok(None) => {}
             Err(e) => tracing::debug!(channel = %self.channel, "the channel's server is not known yet: {e}"),
@@ -611,6 +619,15 @@ impl Actor {
         match (shard, self.session.guild_id) {
             (Some(shard), Some(guild)) => shard.carries(guild),
             _ => true,
+        }
+    }
+
+    /// Reads what the channel missed, unless its server's shard is not connected (a lease taken over while the shard
+    /// starts, or is lost): then the deadline waits for that shard's catch-up, which comes once it is back.
+    fn catch_up_once_connected(&mut self) {
+        match self.session.guild_id {
+            Some(guild) if !self.env.shards.carries_up(guild) => self.awaiting_catch_up = true,
+            _ => self.start_catch_up(),
         }
     }
 

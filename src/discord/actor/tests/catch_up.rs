@@ -2,7 +2,8 @@
 
 use super::*;
 use crate::core::ids::GuildId;
-use crate::core::shards::Shard;
+use crate::core::shards::{Shard, ShardRange};
+use crate::discord::shards_up::ShardsUp;
 
 #[tokio::test(start_paused = true)]
 async fn a_signal_overtaken_by_a_newer_message_just_before_a_crash_is_read_by_the_catch_up_after_it() {
@@ -312,4 +313,64 @@ async fn a_channel_takes_only_its_own_shards_catch_up_and_loss() {
     tokio::time::sleep(Duration::from_secs(1)).await;
     restarted.settle(A).await;
     assert_eq!(restarted.events(A, "turn_timeout"), 2, "and runs once shard 1 has caught up");
+}
+
+/// Started, pm holding the floor, in a server on shard 1 of 2; the bot stops and pm signals at 30 s while it is down.
+/// Answers the signal and the saved session, for a process that takes the channel over.
+async fn on_shard_1_and_signalled_while_down(h: &Harness) -> (IncomingMessage, Session) {
+    h.start(A).await;
+    h.settle(A).await;
+    let signal = h.written(PM, "Done while you were away. TURN_COMPLETE", 30_000);
+    h.saver.saved.lock().unwrap().get_mut(&A).unwrap().guild_id = Some(GuildId(3 << 22));
+    let saved = h.saver.saved.lock().unwrap()[&A].clone();
+    h.router.shutdown().await;
+    (signal, saved)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_channel_taken_over_while_its_shard_is_not_connected_waits_for_that_shards_catch_up() {
+    let h = Harness::new();
+    let (signal, _) = on_shard_1_and_signalled_while_down(&h).await;
+    let restarted = h.restarted_on(ShardsUp::starting(ShardRange::parse("0-1", 2).unwrap()));
+    restarted.rest.history.lock().unwrap().insert(A, vec![signal]);
+    let shards = restarted.router.env().shards.clone();
+    shards.mark_up(0);
+    let reads = || restarted.journal.of(A).iter().filter(|line| line.starts_with("read")).count();
+    let reads_before = reads();
+    // The lease watch takes the channel over (as `tend_leases` does) while shard 1 still connects.
+    restarted.router.deliver_or_start(A, Input::CatchUp(None));
+    tokio::time::sleep(Duration::from_secs(90)).await;
+    restarted.router.ask(A, Input::Snapshot).await;
+    assert_eq!(reads(), reads_before, "nothing read while the channel's shard is down");
+    assert_eq!(restarted.stats.snapshot().timeouts, 0, "pm's deadline waits: its signal is not seen yet");
+
+    shards.mark_up(1);
+    restarted.router.broadcast(|| Input::CatchUp(Some(shards.shard(1))));
+    restarted.settle(A).await;
+    assert_eq!(restarted.events(A, "turn_complete"), 1, "{:#?}", restarted.journal.of(A));
+    assert_eq!(restarted.events(A, "turn_timeout"), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_channel_that_learns_its_server_while_waiting_for_another_shards_catch_up_reads_at_once() {
+    let h = Harness::new();
+    let (signal, mut saved) = on_shard_1_and_signalled_while_down(&h).await;
+    saved.guild_id = None; // saved before sessions recorded their server
+    let restarted = h.restarted_on(ShardsUp::starting(ShardRange::parse("0-1", 2).unwrap()));
+    let shards = restarted.router.env().shards.clone();
+    shards.mark_up(0);
+    shards.mark_up(1);
+    restarted.router.resume(vec![saved]);
+    restarted.router.broadcast(|| Input::CatchUp(Some(shards.shard(0))));
+    restarted.settle(A).await;
+    // Shard 0 is lost: not knowing its server, the channel takes that for its own.
+    shards.mark_down(0);
+    restarted.router.broadcast(|| Input::Disconnected(Some(shards.shard(0))));
+    restarted.rest.history.lock().unwrap().insert(A, vec![signal]);
+    *restarted.rest.guild.lock().unwrap() = Some(GuildId(3 << 22));
+    restarted.router.deliver(A, Input::CheckDisplayMode);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    restarted.settle(A).await;
+    assert_eq!(restarted.session(A).await.guild_id, Some(GuildId(3 << 22)));
+    assert_eq!(restarted.events(A, "turn_complete"), 1, "read at once: its shard, 1, is connected");
 }

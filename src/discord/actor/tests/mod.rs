@@ -7,10 +7,11 @@ use super::super::clock::Clock;
 use super::super::persist::Saver;
 use super::super::rest::{Carried, Page, Rest, RestError, Voice};
 use super::super::router::Router;
+use super::super::shards_up::ShardsUp;
 use super::super::stats::Stats;
 use super::{Env, Input};
 use crate::core::config::Config;
-use crate::core::ids::{ChannelId, MessageId, PersonaId, UserId};
+use crate::core::ids::{ChannelId, GuildId, MessageId, PersonaId, UserId};
 use crate::core::persona::{Persona, PersonaCatalog};
 use crate::core::session::effects::Announcement;
 use crate::core::session::history::HistoryEvent;
@@ -76,6 +77,8 @@ struct FakeRest {
     posted: Arc<Mutex<HashMap<String, MessageId>>>,
     /// The relay permissions the bot lacks in every channel.
     missing: Mutex<Vec<&'static str>>,
+    /// The server every channel is in, once known.
+    guild: Mutex<Option<GuildId>>,
     clock: Clock,
 }
 
@@ -158,6 +161,10 @@ impl Rest for FakeRest {
 
     async fn relay_permissions_missing(&self, _channel: ChannelId) -> Result<Vec<&'static str>, RestError> {
         Ok(self.missing.lock().unwrap().clone())
+    }
+
+    async fn guild_of(&self, _channel: ChannelId) -> Result<Option<GuildId>, RestError> {
+        Ok(*self.guild.lock().unwrap())
     }
 }
 
@@ -264,15 +271,21 @@ impl Harness {
             leases: Mutex::default(),
         });
         let clock = Clock::starting_at(t0());
-        Self::on(journal, saver, Arc::new(Stats::default()), clock, 0, Arc::default(), Arc::new(config))
+        let shards = Arc::new(ShardsUp::default());
+        Self::on(journal, saver, Arc::new(Stats::default()), clock, 0, Arc::default(), (Arc::new(config), shards))
     }
 
     /// The bot started again after a crash: a new router and network, the same disk, journal and figures.
     fn restarted(&self) -> Self {
+        self.restarted_on(ShardsUp::default())
+    }
+
+    /// [`Harness::restarted`], running these shards.
+    fn restarted_on(&self, shards: ShardsUp) -> Self {
         let next_id = self.next_id.load(Ordering::Relaxed) + 1000;
         let posted = self.rest.posted.clone();
-        let config = self.router.env().config.clone();
-        Self::on(self.journal.clone(), self.saver.clone(), self.stats.clone(), self.clock, next_id, posted, config)
+        let setup = (self.router.env().config.clone(), Arc::new(shards));
+        Self::on(self.journal.clone(), self.saver.clone(), self.stats.clone(), self.clock, next_id, posted, setup)
     }
 
     fn on(
@@ -282,7 +295,7 @@ impl Harness {
         clock: Clock,
         next_id: u64,
         posted: Arc<Mutex<HashMap<String, MessageId>>>,
-        config: Arc<Config>,
+        (config, shards): (Arc<Config>, Arc<ShardsUp>),
     ) -> Self {
         let rest = Arc::new(FakeRest {
             journal: journal.clone(),
@@ -294,6 +307,7 @@ impl Harness {
             read_delay: Mutex::new(Duration::ZERO),
             posted,
             missing: Mutex::default(),
+            guild: Mutex::default(),
             clock,
         });
         let env = Arc::new(Env {
@@ -304,6 +318,7 @@ impl Harness {
             clock,
             stats: stats.clone(),
             catch_up_permits: Arc::new(Semaphore::new(8)),
+            shards,
         });
         Self { router: Router::new(env), rest, saver, journal, stats, clock, next_id: AtomicU64::new(next_id) }
     }
