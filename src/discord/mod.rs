@@ -299,7 +299,7 @@ async fn watch_connection(shard_manager: Arc<discord::ShardManager>, router: Arc
                     shards.mark_up(id);
                     router.broadcast(|| Input::CatchUp(shard));
                 }
-            } else if shards.is_up(id) && shards.mark_down(id) {
+            } else if shards.mark_down(id) {
                 tracing::info!(
                     shard = id,
                     "the gateway connection was lost; its channels' deadlines wait for the catch-up after reconnecting"
