@@ -87,6 +87,7 @@ async fn a_signal_written_before_the_deadline_while_the_session_was_invalidated_
     scene.bot().settle(channel).await;
     let deadline = scene.session().await.turn_timeout_at.expect("pm's deadline");
     let me = scene.stage.bot_user;
+    let calls_before = scene.rest_calls().len();
     scene.stage.server.close_gateway(me, false);
     let signal = scene.say("pm", "Finished just in time. TURN_COMPLETE");
 
@@ -100,6 +101,11 @@ async fn a_signal_written_before_the_deadline_while_the_session_was_invalidated_
     assert_eq!(frames_received(&scene, 6), 1, "the bot tried to resume");
     assert_eq!(frames_sent(&scene, 9), 1, "and was told INVALID_SESSION");
     assert_eq!(frames_received(&scene, 2), 2, "so it identified again: a new session");
+    // The connection watch (every 100 ms) has had time to ask for another read after the READY's, if it were to.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let history = format!("GET /api/v10/channels/{}/messages", scene.stage.channel);
+    let reads = scene.rest_calls()[calls_before..].iter().filter(|call| call.starts_with(&history)).count();
+    assert_eq!(reads, 1, "the channel read what it missed once, at the new session's READY");
     assert_eq!(scene.events("turn_complete").len(), 1, "written before the deadline: it completes the turn");
     assert!(scene.events("turn_timeout").is_empty(), "no blind timeout while disconnected");
     assert!(scene.events("late_signal").is_empty());

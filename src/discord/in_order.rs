@@ -169,9 +169,8 @@ pub fn ready(router: &Router, identity: &Identity, ready: &discord::Ready) {
     let shard = ready.shard.map(|info| Shard { id: info.id.0, total: info.total });
     let shard_id = shard.map_or(0, |s| s.id);
     tracing::info!(user = %ready.user.name, guilds = ready.guilds.len(), shard = shard_id, "connected to the gateway");
-    // Up before the broadcast: a channel that finds it down after this is sure to get the broadcast.
-    router.env().shards.mark_up(shard_id);
-    router.broadcast(|| Input::CatchUp(shard));
+    // Marked up as the channels are told: a channel that finds it down after this is sure to hear of it.
+    router.env().shards.came_up(shard_id, || router.broadcast(|| Input::CatchUp(shard)));
 }
 
 pub fn deliver(router: &Router, message: Option<(ChannelId, IncomingMessage)>) {

@@ -296,16 +296,14 @@ async fn watch_connection(shard_manager: Arc<discord::ShardManager>, router: Arc
             let shard = Some(shards.shard(id));
             if connected.contains(&id) {
                 if lost.remove(&id) {
-                    shards.mark_up(id);
-                    router.broadcast(|| Input::CatchUp(shard));
+                    shards.back(id, || router.broadcast(|| Input::CatchUp(shard)));
                 }
-            } else if shards.mark_down(id) {
+            } else if shards.went_down(id, || router.broadcast(|| Input::Disconnected(shard))) {
                 tracing::info!(
                     shard = id,
                     "the gateway connection was lost; its channels' deadlines wait for the catch-up after reconnecting"
                 );
                 lost.insert(id);
-                router.broadcast(|| Input::Disconnected(shard));
             }
         }
     }

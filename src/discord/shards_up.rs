@@ -34,16 +34,35 @@ impl ShardsUp {
         self.range.first..=self.range.last
     }
 
-    pub fn mark_up(&self, shard: u32) {
-        self.down.lock().expect("shards lock").remove(&shard);
+    /// A READY: marks `shard` up and tells its channels (`tell`, a broadcast), with no other change of the shards in
+    /// between. A loss told before it is thus heard before this; one told after it is the watch's to answer.
+    pub fn came_up(&self, shard: u32, tell: impl FnOnce()) {
+        let mut down = self.down.lock().expect("shards lock");
+        down.remove(&shard);
+        tell();
     }
 
-    /// Marks `shard` down; false if it already was (not connected yet, or already lost).
-    pub fn mark_down(&self, shard: u32) -> bool {
-        self.down.lock().expect("shards lock").insert(shard)
+    /// The watch sees a shard it found lost connected again: marks it up and tells its channels, unless a READY
+    /// already did since the loss was told (a new gateway session: its channels need not read twice).
+    pub fn back(&self, shard: u32, tell: impl FnOnce()) {
+        let mut down = self.down.lock().expect("shards lock");
+        if down.remove(&shard) {
+            tell();
+        }
     }
 
-    pub fn is_up(&self, shard: u32) -> bool {
+    /// Marks `shard` down and tells its channels, unless it already was (not connected yet, or already lost).
+    /// Answers whether it told them.
+    pub fn went_down(&self, shard: u32, tell: impl FnOnce()) -> bool {
+        let mut down = self.down.lock().expect("shards lock");
+        let was_up = down.insert(shard);
+        if was_up {
+            tell();
+        }
+        was_up
+    }
+
+    fn is_up(&self, shard: u32) -> bool {
         !self.down.lock().expect("shards lock").contains(&shard)
     }
 
@@ -67,10 +86,27 @@ mod tests {
         let shards = ShardsUp::starting(ShardRange::parse("0-1", 2).unwrap());
         let on = |shard: u64| GuildId((shard + 2 * 1_000) << 22);
         assert!(!shards.carries_up(on(0)) && !shards.carries_up(on(1)));
-        shards.mark_up(1);
+        shards.came_up(1, || {});
         assert!(!shards.carries_up(on(0)) && shards.carries_up(on(1)));
-        assert!(shards.mark_down(1), "it was up");
-        assert!(!shards.mark_down(1), "already down");
         assert!(ShardsUp::default().carries_up(on(1)), "one shard, up");
+    }
+
+    #[test]
+    fn a_loss_is_told_once_and_a_return_once_whether_a_ready_or_the_watch_sees_it_first() {
+        let shards = ShardsUp::starting(ShardRange::whole(1));
+        let told = std::cell::RefCell::new(Vec::new());
+        let told = &told;
+        let tell = |what: &'static str| move || told.borrow_mut().push(what);
+        assert!(!shards.went_down(0, tell("down")), "starting: not lost");
+        shards.came_up(0, tell("ready"));
+        assert!(shards.went_down(0, tell("down")));
+        assert!(!shards.went_down(0, tell("down")), "already told");
+        shards.back(0, tell("back"));
+        shards.back(0, tell("back"));
+        // A new session: its READY tells the channels; the watch, seeing it connected after, does not again.
+        assert!(shards.went_down(0, tell("down")));
+        shards.came_up(0, tell("ready"));
+        shards.back(0, tell("back"));
+        assert_eq!(*told.borrow(), ["ready", "down", "back", "down", "ready"]);
     }
 }

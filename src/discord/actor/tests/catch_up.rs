@@ -334,7 +334,7 @@ async fn a_channel_taken_over_while_its_shard_is_not_connected_waits_for_that_sh
     let restarted = h.restarted_on(ShardsUp::starting(ShardRange::parse("0-1", 2).unwrap()));
     restarted.rest.history.lock().unwrap().insert(A, vec![signal]);
     let shards = restarted.router.env().shards.clone();
-    shards.mark_up(0);
+    shards.came_up(0, || {});
     let reads = || restarted.journal.of(A).iter().filter(|line| line.starts_with("read")).count();
     let reads_before = reads();
     // The lease watch takes the channel over (as `tend_leases` does) while shard 1 still connects.
@@ -344,7 +344,7 @@ async fn a_channel_taken_over_while_its_shard_is_not_connected_waits_for_that_sh
     assert_eq!(reads(), reads_before, "nothing read while the channel's shard is down");
     assert_eq!(restarted.stats.snapshot().timeouts, 0, "pm's deadline waits: its signal is not seen yet");
 
-    shards.mark_up(1);
+    shards.came_up(1, || {});
     restarted.router.broadcast(|| Input::CatchUp(Some(shards.shard(1))));
     restarted.settle(A).await;
     assert_eq!(restarted.events(A, "turn_complete"), 1, "{:#?}", restarted.journal.of(A));
@@ -358,13 +358,13 @@ async fn a_channel_that_learns_its_server_while_waiting_for_another_shards_catch
     saved.guild_id = None; // saved before sessions recorded their server
     let restarted = h.restarted_on(ShardsUp::starting(ShardRange::parse("0-1", 2).unwrap()));
     let shards = restarted.router.env().shards.clone();
-    shards.mark_up(0);
-    shards.mark_up(1);
+    shards.came_up(0, || {});
+    shards.came_up(1, || {});
     restarted.router.resume(vec![saved]);
     restarted.router.broadcast(|| Input::CatchUp(Some(shards.shard(0))));
     restarted.settle(A).await;
     // Shard 0 is lost: not knowing its server, the channel takes that for its own.
-    shards.mark_down(0);
+    shards.went_down(0, || {});
     restarted.router.broadcast(|| Input::Disconnected(Some(shards.shard(0))));
     restarted.rest.history.lock().unwrap().insert(A, vec![signal]);
     *restarted.rest.guild.lock().unwrap() = Some(GuildId(3 << 22));
