@@ -552,8 +552,8 @@ impl Actor {
                 self.commit(t).await;
                 // Waiting for a catch-up while its server was not known, the channel took every shard's loss for
                 // its own; from now on only its shard's return is meant for it, which may have come already.
-                if self.awaiting_catch_up && self.env.shards.carries_up(guild) {
-                    self.start_catch_up();
+                if self.awaiting_catch_up {
+                    self.catch_up_once_connected();
                 }
             }
             Ok(None) => {}
