@@ -3,6 +3,7 @@
 use clap::Parser;
 use std::process::ExitCode;
 use tracing_subscriber::EnvFilter;
+use tracing_subscriber::prelude::*;
 use turn_manager::cli::{Cli, CliCommand};
 
 /// mimalloc rather than glibc's malloc: in a profile of `turn-manager bench`'s turns phase the bot spent about a
@@ -20,10 +21,11 @@ fn main() -> ExitCode {
         CliCommand::Demo(_) => "warn,serenity=error",
         _ => "info,serenity=warn",
     };
-    tracing_subscriber::fmt()
-        .with_env_filter(log_filter(std::env::var("RUST_LOG").ok(), default))
+    let log = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
-        .init();
+        .with_filter(log_filter(std::env::var("RUST_LOG").ok(), default));
+    // Not a log: how the bot sees serenity begin to resume a connection, whatever RUST_LOG says.
+    tracing_subscriber::registry().with(log).with(turn_manager::discord::resuming::layer()).init();
     turn_manager::cli::run(cli)
 }
 

@@ -113,6 +113,52 @@ async fn a_signal_written_before_the_deadline_while_the_session_was_invalidated_
     scene.assert_invariants().await;
 }
 
+/// A connection resumed slowly: RESUMED (which Discord sends after the replay) comes 1.5 s after pm's deadline, and
+/// pm's signal, written before the deadline, reaches the bot after it, while the bot is still resuming. The deadline
+/// waits for RESUMED, the signal completes the turn, and the bot reads no history: Discord's replay carried it all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_resume_holds_the_deadline_until_resumed_and_reads_no_history() {
+    let scene = Scene::with(Config::default(), [2, 60, 60]).await;
+    scene.start_session().await;
+    let channel = ChannelId(scene.stage.channel);
+    scene.bot().settle(channel).await;
+    let deadline = scene.session().await.turn_timeout_at.expect("pm's deadline");
+    let until_deadline = || (deadline - Utc::now()).to_std().unwrap_or_default();
+    let me = scene.stage.bot_user;
+    let calls_before = scene.rest_calls().len();
+    let resumed_late = until_deadline() + Duration::from_millis(1_500);
+    scene.stage.server.faults(|f| f.on_dispatch(Some("RESUMED"), DispatchAction::Delay(resumed_late), 1));
+    scene.stage.server.close_gateway(me, true);
+    let patience = Instant::now() + PATIENCE;
+    while !(scene.stage.server.is_connected(me) && frames_received(&scene, 6) == 1) {
+        assert!(Instant::now() < patience, "the bot did not resume");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // Resuming: the signal is written now, before the deadline, and delivered half a second after it.
+    let late = until_deadline() + Duration::from_millis(500);
+    scene.stage.server.faults(|f| f.on_dispatch(Some("MESSAGE_CREATE"), DispatchAction::Delay(late), 1));
+    let signal = scene.say("pm", "Finished just in time. TURN_COMPLETE");
+    assert!(Utc::now() < deadline, "precondition: the signal was written before the deadline (the start was slow)");
+    scene.until("dev's floor", |v| v.iter().any(|m| is_floor(m, "dev")).then_some(())).await;
+    scene.handled(signal).await;
+
+    assert_eq!(frames_received(&scene, 2), 1, "the bot did not identify again");
+    let kinds: Vec<String> = scene.session().await.history.iter().map(|e| format!("{:?}", e.kind)).collect();
+    assert_eq!(
+        scene.events("turn_complete").len(),
+        1,
+        "written before the deadline: it completes the turn: {kinds:#?}"
+    );
+    assert!(scene.events("turn_timeout").is_empty(), "no blind timeout while resuming");
+    assert!(scene.events("late_signal").is_empty());
+    // The connection watch (every 100 ms) has had time to ask for a read after RESUMED, if it were to.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let history = format!("GET /api/v10/channels/{}/messages", scene.stage.channel);
+    let reads = scene.rest_calls()[calls_before..].iter().filter(|call| call.starts_with(&history)).count();
+    assert_eq!(reads, 0, "the replay carried what was missed: no history read");
+    scene.assert_invariants().await;
+}
+
 /// A resumed connection keeps its shard runner (and its collector); a session identified again gets a new one. After
 /// each, a burst still reaches the channel in the order the gateway sent it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

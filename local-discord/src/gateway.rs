@@ -365,6 +365,8 @@ fn resume(world: &mut World, d: &Value, tx: &UnboundedSender<Outgoing>) -> Optio
         let _ = tx.send(Outgoing::Frame(frame));
         world.record(LogKind::GatewaySent { user: Some(user), op: 0, event: Some(event), seq: Some(seq) });
     }
-    world.send_dispatch(&session_id, "RESUMED", json!({}), None);
+    // A fault on RESUMED (a delay) stands for a slow replay: the client stays resuming until it comes.
+    let action = world.faults.take_dispatch_action("RESUMED");
+    world.send_dispatch(&session_id, "RESUMED", json!({}), action);
     Some(session_id)
 }

@@ -7,7 +7,8 @@
 //! what the shard dispatched before that still goes through the handlers, as before. A command (a `!turn` message,
 //! a `/turn` interaction) is parsed and authorised by poise in its handler task; the collector tells the channel it
 //! is coming, so that what follows it waits for it (`actor/awaited.rs`), and [`CommandSettles`] says when poise is
-//! done with it.
+//! done with it. A resumed connection keeps its runner, so RESUMED, which Discord sends after the replay, reaches the
+//! actors after every replayed message: it lets their held deadlines run again.
 
 use super::actor::Input;
 use super::commands::{COMMAND_NAME, CommandGate, may_run_command};
@@ -18,7 +19,7 @@ use crate::core::session::IncomingMessage;
 use crate::core::shards::Shard;
 use serenity::all as discord;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// An event a collector delivered, as its handler call knows it.
@@ -86,13 +87,18 @@ impl InOrder {
         let current = self.current.lock().expect("collectors lock").entry(shard_id).or_default().clone();
         let me = Arc::downgrade(self);
         let slot = current.clone();
+        let noted = AtomicBool::new(false);
         shard.add_collector(discord::CollectorCallback(Box::new(move |event| {
             let Some(me) = me.upgrade() else { return false };
             match generation.cmp(&slot.load(Ordering::Acquire)) {
                 std::cmp::Ordering::Less => false,   // A newer collector delivers now.
                 std::cmp::Ordering::Greater => true, // Not current yet.
                 std::cmp::Ordering::Equal => {
-                    me.on_event(event);
+                    // Only a current collector, which will see RESUMED, lets a resume hold the shard's deadlines.
+                    if !noted.swap(true, Ordering::Relaxed) {
+                        super::resuming::note_runner(&me, shard_id);
+                    }
+                    me.on_event(event, shard_id);
                     true
                 }
             }
@@ -105,7 +111,18 @@ impl InOrder {
         self.taken.take(event)
     }
 
-    fn on_event(&self, event: &discord::Event) {
+    /// serenity began to resume the shard's connection (see `resuming.rs`), on the shard's task: its channels'
+    /// deadlines wait for RESUMED (or, should the resume fail, the new session's READY) instead of ending turns while
+    /// their signals may be waiting in Discord's replay.
+    pub fn resuming(&self, shard_id: u32) {
+        let shards = &self.router.env().shards;
+        let shard = Some(shards.shard(shard_id));
+        if shards.went_down(shard_id, || self.router.broadcast(|| Input::Disconnected(shard))) {
+            tracing::info!(shard = shard_id, "the gateway connection was lost and is being resumed; deadlines wait");
+        }
+    }
+
+    fn on_event(&self, event: &discord::Event, shard_id: u32) {
         let taken = match event {
             discord::Event::Ready(e) => {
                 ready(&self.router, &self.identity, &e.ready);
@@ -124,6 +141,10 @@ impl InOrder {
             discord::Event::MessageUpdate(e) => {
                 deliver(&self.router, edited(&self.identity, e, e.content.clone()));
                 edit_of(e)
+            }
+            discord::Event::Resumed(_) => {
+                resumed(&self.router, shard_id);
+                return;
             }
             discord::Event::InteractionCreate(e) => {
                 if let discord::Interaction::Command(command) = &e.interaction {
@@ -171,6 +192,17 @@ pub fn ready(router: &Router, identity: &Identity, ready: &discord::Ready) {
     tracing::info!(user = %ready.user.name, guilds = ready.guilds.len(), shard = shard_id, "connected to the gateway");
     // Marked up as the channels are told: a channel that finds it down after this is sure to hear of it.
     router.env().shards.came_up(shard_id, || router.broadcast(|| Input::CatchUp(shard)));
+}
+
+/// RESUMED: Discord has replayed what the shard missed, and this collector has delivered it, so the shard's channels
+/// may let their deadlines run again without reading. They are told if the shard was marked lost (by
+/// [`InOrder::resuming`], or by the connection watch), unless the watch saw it back first and asked them to read
+/// (possible only without the `resuming` layer): one of the two tells them, never both.
+fn resumed(router: &Router, shard_id: u32) {
+    let shards = &router.env().shards;
+    let shard = Some(shards.shard(shard_id));
+    shards.back(shard_id, || router.broadcast(|| Input::Resumed(shard)));
+    tracing::info!(shard = shard_id, "the gateway connection was resumed: Discord replayed what it carried meanwhile");
 }
 
 pub fn deliver(router: &Router, message: Option<(ChannelId, IncomingMessage)>) {

@@ -22,6 +22,7 @@ mod in_order;
 mod memory;
 pub mod persist;
 pub mod rest;
+pub mod resuming;
 pub mod router;
 pub mod sender;
 pub mod shards_up;

@@ -3,7 +3,8 @@
 //! to be asked to read what it missed (a lease taken over, its server learned late).
 //!
 //! A shard is marked up or down and its channels are told in one step, under one lock: a channel that finds its shard
-//! down is then sure to hear when it is back, and the watch does not ask again for a read a READY already asked for.
+//! down is then sure to hear when it is back, and the watch does not ask again for a read a READY already asked for,
+//! nor for one a RESUMED made needless.
 //! (An actor asking meanwhile waits for the broadcast: a few ms with 10,000 channels, at a READY or a loss only.)
 
 use crate::core::ids::GuildId;
@@ -43,8 +44,9 @@ impl ShardsUp {
         tell();
     }
 
-    /// The watch sees a shard it found lost connected again: marks it up and tells its channels, unless a READY
-    /// already did since the loss was told (a new gateway session: its channels need not read twice).
+    /// A shard found lost is connected again, as the watch sees it or as its RESUMED says: marks it up and tells its
+    /// channels, unless a READY or the other of the two already did since the loss was told (its channels need not
+    /// be told twice).
     pub fn back(&self, shard: u32, tell: impl FnOnce()) {
         let mut down = self.down.lock().expect("shards lock");
         if down.remove(&shard) {

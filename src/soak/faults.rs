@@ -94,10 +94,17 @@ pub fn maybe_inject(soak: &SoakStage, groups: &[FaultGroup], rng: &mut fastrand:
     let server = &soak.stage.server;
     let bot = soak.stage.bot_user;
     let what = match group {
-        FaultGroup::Gateway => match rng.u8(0..3) {
+        FaultGroup::Gateway => match rng.u8(0..4) {
             0 => {
                 server.close_gateway(bot, true);
                 "resumable close"
+            }
+            3 => {
+                // RESUMED comes late: deadlines falling due meanwhile wait for it, and the replay before it.
+                let delay = Duration::from_millis(rng.u64(200..=2_000));
+                server.faults(|f| f.on_dispatch(Some("RESUMED"), DispatchAction::Delay(delay), 1));
+                server.close_gateway(bot, true);
+                "resumable close, slow resume"
             }
             1 => {
                 server.close_gateway(bot, false);

@@ -56,6 +56,7 @@ impl Scene {
 
     /// A scene whose configuration depends on the stage (its channel ids...).
     pub async fn build(timeouts: [u32; 3], config: impl FnOnce(&Stage) -> Config) -> Self {
+        logs();
         let stage = Stage::new(&personas(timeouts)).await.expect("local server");
         let config = config(&stage);
         let state = tempfile::tempdir().expect("state folder");
@@ -239,12 +240,13 @@ pub fn list(violations: &[Violation]) -> String {
     violations.iter().map(|v| format!("  {v}")).collect::<Vec<_>>().join("\n")
 }
 
-/// Logs to the test's output when RUST_LOG is set.
+/// Logs to the test's output when RUST_LOG is set; and lets the bots see serenity resume (as `main` does).
 pub fn logs() {
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+    use tracing_subscriber::prelude::*;
+    let log = tracing_subscriber::fmt::layer()
         .with_test_writer()
-        .try_init();
+        .with_filter(tracing_subscriber::EnvFilter::from_default_env());
+    let _ = tracing_subscriber::registry().with(log).with(turn_manager::discord::resuming::layer()).try_init();
 }
 
 /// Writes the stage's personas (with their local accounts) as persona files, for the bot run as a process.

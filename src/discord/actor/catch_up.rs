@@ -21,6 +21,20 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::oneshot;
 
+/// What a channel's deadlines wait for before they may end turns again (spec 8), if anything.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) enum Awaiting {
+    #[default]
+    Nothing,
+    /// Its shard's lost connection. A RESUME replays what the gateway carried meanwhile, before RESUMED, so the
+    /// deadlines go on at RESUMED without a read (on Discord, a read per channel after every RESUME would cost
+    /// 10,000 channels some 200 s of the bot's REST budget); a new gateway session (READY) reads.
+    Connection,
+    /// A read of the channel's history, once its shard is connected: what it owes is in no replay (the bot started,
+    /// the channel was taken over from another process, live messages were left to the history).
+    Read,
+}
+
 /// Discord's largest page.
 const PAGE: u8 = 100;
 /// How long to wait before reading a page again once the retry policy gave up on it (Discord down for minutes).

@@ -28,6 +28,7 @@ use crate::core::session::lost::Unreachable;
 use crate::core::session::{Command, Context, DisplayMode, IncomingMessage, Refusal, Session};
 use crate::core::shards::Shard;
 pub use backlog::{Backlog, INBOX_MESSAGES_MAX};
+use catch_up::Awaiting;
 use inbox::{Inbox, InboxSender};
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -80,8 +81,12 @@ pub enum Input {
     /// running on another shard, perhaps not connected yet, cannot have seen its messages either way.
     CatchUp(Option<Shard>),
     /// The gateway connection of a shard (`None`: of every shard) was lost: signals may be arriving unseen on it, so
-    /// the deadlines of its channels wait for its next catch-up instead of ending turns blind (spec 8).
+    /// the deadlines of its channels wait for its next catch-up or resume instead of ending turns blind (spec 8).
     Disconnected(Option<Shard>),
+    /// A lost connection of a shard was resumed, and Discord has replayed what it carried meanwhile (RESUMED comes
+    /// after the replay, and reaches the actors after the replayed messages): the deadlines go on without reading
+    /// the history, unless the channel owes a read for another reason (see [`Awaiting`]).
+    Resumed(Option<Shard>),
     /// A page of missed messages, oldest first.
     Missed(Box<MissedPage>),
     /// The inbox was full: gateway messages were left in the channel's history, to be read from there.
@@ -174,8 +179,8 @@ pub struct Actor {
     backlog: Arc<Backlog>,
     /// For the catch-up task, which posts its pages to this inbox.
     myself: InboxSender,
-    /// Deadlines wait until the missed messages have been read (at start-up, and after each new gateway session).
-    awaiting_catch_up: bool,
+    /// What the deadlines wait for before they may end turns: the connection's return, or a read of the history.
+    awaiting: Awaiting,
     catch_ups_running: u32,
     commands_seen: VecDeque<MessageId>,
     /// The newest outbox entry handed to the sender: the entries after it wait for a durable save that works.
@@ -374,7 +379,7 @@ impl Actor {
     /// Whether the missed messages are still unread (being read, or waiting for the connection to come back): spec 8
     /// reads them before anything may end a turn.
     fn holding(&self) -> bool {
-        self.session.is_active() && (self.awaiting_catch_up || self.catch_ups_running > 0)
+        self.session.is_active() && (self.awaiting != Awaiting::Nothing || self.catch_ups_running > 0)
     }
 
     /// The instant to wake for the turn's deadline, unless deadlines wait for the missed messages (spec 8). The core
@@ -407,16 +412,27 @@ impl Actor {
             Input::CatchUp(_) => {}
             Input::ReadAgain => {
                 self.backlog.reading_again();
-                if self.awaiting_catch_up {
-                    // The catch-up that the reconnection brings reads them.
+                if self.awaiting != Awaiting::Nothing {
+                    // Read once the connection is back, even if a RESUME replays the rest: these are not replayed.
+                    self.awaiting = Awaiting::Read;
                 } else if self.catch_ups_running > 0 {
                     self.read_again = true; // This catch-up may have read past them already: the next reads them.
                 } else {
                     self.start_catch_up();
                 }
             }
-            Input::Disconnected(shard) if self.is_on(shard) => self.awaiting_catch_up = true,
+            Input::Disconnected(shard) if self.is_on(shard) => {
+                if self.awaiting == Awaiting::Nothing {
+                    self.awaiting = Awaiting::Connection;
+                }
+            }
             Input::Disconnected(_) => {}
+            Input::Resumed(shard) if self.is_on(shard) => match self.awaiting {
+                Awaiting::Connection => self.awaiting = Awaiting::Nothing,
+                Awaiting::Read => self.catch_up_once_connected(),
+                Awaiting::Nothing => {}
+            },
+            Input::Resumed(_) => {}
             Input::Missed(page) => {
                 let MissedPage { messages, done, handled } = *page;
                 for message in messages {
@@ -552,7 +568,7 @@ impl Actor {
                 self.commit(t).await;
                 // Waiting for a catch-up while its server was not known, the channel took every shard's loss for
                 // its own; from now on only its shard's return is meant for it, which may have come already.
-                if self.awaiting_catch_up {
+                if self.awaiting != Awaiting::Nothing {
                     self.catch_up_once_connected();
                 }
             }
@@ -626,13 +642,13 @@ impl Actor {
     /// starts, or is lost): then the deadline waits for that shard's catch-up, which comes once it is back.
     fn catch_up_once_connected(&mut self) {
         match self.session.guild_id {
-            Some(guild) if !self.env.shards.carries_up(guild) => self.awaiting_catch_up = true,
+            Some(guild) if !self.env.shards.carries_up(guild) => self.awaiting = Awaiting::Read,
             _ => self.start_catch_up(),
         }
     }
 
     fn start_catch_up(&mut self) {
-        self.awaiting_catch_up = false;
+        self.awaiting = Awaiting::Nothing;
         if !self.session.is_active() {
             return;
         }
@@ -663,7 +679,7 @@ fn task(
         inbox,
         backlog,
         myself,
-        awaiting_catch_up: false,
+        awaiting: Awaiting::Nothing,
         catch_ups_running: 0,
         commands_seen: VecDeque::new(),
         handed: 0,
@@ -685,7 +701,7 @@ fn task(
         }
         let _counted = crate::metrics::actor_alive();
         match origin {
-            Origin::Saved(session) => (actor.session, actor.awaiting_catch_up) = (*session, true),
+            Origin::Saved(session) => (actor.session, actor.awaiting) = (*session, Awaiting::Read),
             Origin::Load => actor.session = load(&actor.env, actor.channel).await,
         }
         actor.run().await;

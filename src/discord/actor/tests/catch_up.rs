@@ -374,3 +374,132 @@ async fn a_channel_that_learns_its_server_while_waiting_for_another_shards_catch
     assert_eq!(restarted.session(A).await.guild_id, Some(GuildId(3 << 22)));
     assert_eq!(restarted.events(A, "turn_complete"), 1, "read at once: its shard, 1, is connected");
 }
+
+// --- a resumed connection: Discord replays what it carried meanwhile, before RESUMED -----------------------------
+
+fn reads(h: &Harness, channel: ChannelId) -> usize {
+    h.journal.of(channel).iter().filter(|line| line.starts_with("read")).count()
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_resumed_connection_lets_the_held_deadline_run_after_the_replayed_messages_without_reading() {
+    let h = Harness::new();
+    h.start(A).await;
+    h.settle(A).await;
+    h.router.broadcast(|| Input::Disconnected(None));
+    // The connection is resumed at 90 s, past pm's 60 s deadline; the replay carries pm's signal, written at 30 s.
+    tokio::time::advance(Duration::from_secs(90)).await;
+    h.deliver(A, &h.written(PM, "Done while you were away. TURN_COMPLETE", 30_000));
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    h.router.ask(A, Input::Snapshot).await;
+    assert_eq!(h.stats.snapshot().timeouts, 0, "held until RESUMED");
+    assert_eq!(h.events(A, "turn_complete"), 0, "held until RESUMED");
+    h.router.broadcast(|| Input::Resumed(None));
+    h.settle(A).await;
+    assert_eq!(h.events(A, "turn_complete"), 1, "{:#?}", h.journal.of(A));
+    assert_eq!(h.events(A, "turn_timeout") + h.events(A, "late_signal"), 0);
+    assert_eq!(h.holder(A).await.as_deref(), Some("dev"));
+    assert_eq!(reads(&h, A), 0, "the replay carried what was missed: nothing read");
+
+    // Lost again while dev holds the floor, resumed past dev's deadline with nothing replayed: the turn ends then.
+    h.router.broadcast(|| Input::Disconnected(None));
+    tokio::time::sleep(Duration::from_secs(TURN_SECONDS.into()) * 2).await;
+    h.router.ask(A, Input::Snapshot).await;
+    assert_eq!(h.events(A, "turn_timeout"), 0, "dev's deadline waits while the connection is lost");
+    h.router.broadcast(|| Input::Resumed(None));
+    h.settle(A).await;
+    assert_eq!(h.events(A, "turn_timeout"), 1, "and ends dev's turn at RESUMED");
+    assert_eq!(reads(&h, A), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn messages_left_to_the_history_while_the_connection_was_lost_are_read_at_the_resume() {
+    let h = Harness::new();
+    h.start(A).await;
+    h.settle(A).await;
+    h.router.broadcast(|| Input::Disconnected(None));
+    tokio::time::advance(Duration::from_secs(90)).await;
+    // The replay overflowed the channel's inbox: pm's signal, written at 30 s, was left to the history.
+    h.rest.history.lock().unwrap().insert(A, vec![h.written(PM, "Done. TURN_COMPLETE", 30_000)]);
+    h.router.deliver(A, Input::ReadAgain);
+    h.router.broadcast(|| Input::Resumed(None));
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    h.settle(A).await;
+    assert_eq!(reads(&h, A), 1, "read: the replay that reached the channel did not hold everything");
+    assert_eq!(h.events(A, "turn_complete"), 1, "{:#?}", h.journal.of(A));
+    assert_eq!(h.events(A, "turn_timeout") + h.events(A, "late_signal"), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_channel_taken_over_while_its_shard_was_lost_reads_at_that_shards_resume() {
+    let h = Harness::new();
+    let (signal, _) = on_shard_1_and_signalled_while_down(&h).await;
+    let restarted = h.restarted_on(ShardsUp::starting(ShardRange::parse("0-1", 2).unwrap()));
+    restarted.rest.history.lock().unwrap().insert(A, vec![signal]);
+    let shards = restarted.router.env().shards.clone();
+    // Shard 1 was up, then lost; the lease watch takes the channel over meanwhile.
+    shards.came_up(1, || {});
+    shards.went_down(1, || {});
+    restarted.router.deliver_or_start(A, Input::CatchUp(None));
+    tokio::time::sleep(Duration::from_secs(90)).await;
+    let reads_before = reads(&restarted, A);
+    restarted.router.broadcast(|| Input::Resumed(Some(shards.shard(0))));
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    restarted.router.ask(A, Input::Snapshot).await;
+    assert_eq!(restarted.stats.snapshot().timeouts, 0, "shard 0's resume is not this channel's");
+
+    // Shard 1 resumes: its replay covers this process's gap only, not the dead process's, so the channel reads.
+    shards.back(1, || restarted.router.broadcast(|| Input::Resumed(Some(shards.shard(1)))));
+    restarted.settle(A).await;
+    assert_eq!(reads(&restarted, A), reads_before + 1);
+    assert_eq!(restarted.events(A, "turn_complete"), 1, "{:#?}", restarted.journal.of(A));
+    assert_eq!(restarted.events(A, "turn_timeout"), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn serenity_beginning_to_resume_on_a_shard_runners_task_holds_that_shards_channels_only() {
+    use crate::discord::identity::Identity;
+    use crate::discord::in_order::InOrder;
+    use crate::discord::resuming;
+    use tracing_subscriber::prelude::*;
+    let _subscriber = tracing::subscriber::set_default(tracing_subscriber::registry().with(resuming::layer()));
+    let h = Harness::new();
+    h.start(A).await;
+    h.settle(A).await;
+    let signal = h.written(PM, "Done while you were away. TURN_COMPLETE", 30_000);
+    h.saver.saved.lock().unwrap().get_mut(&A).unwrap().guild_id = Some(GuildId(3 << 22)); // on shard 1 of 2
+    let saved = h.saver.saved.lock().unwrap()[&A].clone();
+    h.router.shutdown().await;
+    let restarted = h.restarted_on(ShardsUp::starting(ShardRange::parse("0-1", 2).unwrap()));
+    let shards = restarted.router.env().shards.clone();
+    shards.came_up(0, || {});
+    shards.came_up(1, || {});
+    restarted.router.resume(vec![saved]);
+    restarted.router.broadcast(|| Input::CatchUp(None));
+    restarted.settle(A).await;
+    let in_order = InOrder::new(restarted.router.clone(), Arc::new(Identity::default()));
+    // Each shard's runner is a task of its own, on which its collector runs and serenity's `resume` opens its span.
+    let runner = |shard: u32, resumes: bool| {
+        let in_order = in_order.clone();
+        tokio::spawn(async move {
+            resuming::note_runner(&in_order, shard);
+            if resumes {
+                let _span = tracing::info_span!(target: "serenity::gateway::shard", "resume").entered();
+            }
+        })
+    };
+    runner(0, false).await.unwrap();
+    runner(1, true).await.unwrap();
+    assert!(shards.carries_up(GuildId(2 << 22)), "shard 0 is not resuming");
+    assert!(!shards.carries_up(GuildId(3 << 22)), "shard 1 is");
+
+    // pm's deadline (60 s) passes while shard 1 resumes; the replay carries pm's signal, then RESUMED.
+    tokio::time::sleep(Duration::from_secs(90)).await;
+    restarted.router.ask(A, Input::Snapshot).await;
+    assert_eq!(restarted.stats.snapshot().timeouts, 0, "pm's deadline waits for shard 1's RESUMED");
+    restarted.deliver(A, &signal);
+    shards.back(1, || restarted.router.broadcast(|| Input::Resumed(Some(shards.shard(1)))));
+    restarted.settle(A).await;
+    assert_eq!(restarted.events(A, "turn_complete"), 1, "{:#?}", restarted.journal.of(A));
+    assert_eq!(restarted.events(A, "turn_timeout"), 0);
+}
