@@ -44,7 +44,8 @@ impl Session {
     /// written before it stay in turn however late they are handled. `None` marks the end at `now`. A command
     /// delivered twice is the Discord layer's to drop: the core runs what it is given.
     ///
-    /// All or nothing: the command runs on a copy, kept only if it is accepted. A refusal may come after the
+    /// All or nothing: the command runs on a copy, kept only if it is accepted (a refused `pause` or `resume` is
+    /// still noted as given, see `pause_or_resume_given_at`). A refusal may come after the
     /// command has begun (an overdue turn is timed out first, then a typo is found), and a session changed by a
     /// refused command would be neither saved nor announced: a timeout nobody hears of, a deadline never armed.
     pub fn handle_command(
@@ -55,9 +56,16 @@ impl Session {
         ctx: Context,
     ) -> Result<Transition, Refusal> {
         let mut next = self.clone();
-        let t = next.apply_command(command, origin, now, ctx)?;
-        *self = next;
-        Ok(t)
+        let outcome = next.apply_command(command, origin, now, ctx);
+        if outcome.is_ok() {
+            *self = next;
+        }
+        if matches!(command, Command::Pause | Command::Resume) {
+            // Refused too: a `resume` refused as the session was not paused yet still outranks the `pause` given
+            // before it that is handled after it.
+            self.pause_or_resume_given_at = self.pause_or_resume_given_at.max(origin);
+        }
+        outcome
     }
 
     fn apply_command(
@@ -86,6 +94,9 @@ impl Session {
         }
         let active = self.active_agent.clone().expect("an active session has an active persona");
         if let Some(refusal) = self.given_in_an_earlier_turn(command, origin, &active) {
+            return Err(refusal);
+        }
+        if let Some(refusal) = self.overtaken_by_a_later_pause_or_resume(command, origin) {
             return Err(refusal);
         }
         match command {
@@ -244,6 +255,25 @@ impl Session {
             refuse(&format!(
                 "Not done: the turn that `{what}` was given in had already ended when it reached me, and {active} \
                  has the floor now. Give it again to {what} {active}'s turn."
+            ))
+        })
+    }
+
+    /// A `pause` or `resume` given before the newest one given was overtaken on its way (poise took longer over it
+    /// than the actor waits, 3 s): it is refused, so that the session is left as the later command, which its author
+    /// saw answered, left it. Applied late, a `pause` would pause a session that its `resume` set going again, and
+    /// freeze the time left as it was before that `resume`.
+    fn overtaken_by_a_later_pause_or_resume(&self, command: &Command, origin: Option<MessageId>) -> Option<Refusal> {
+        let what = match command {
+            Command::Pause => "pause",
+            Command::Resume => "resume",
+            _ => return None,
+        };
+        let (given, newest) = (origin?, self.pause_or_resume_given_at?);
+        let state = if self.status == SessionStatus::Paused { "paused" } else { "running" };
+        (given < newest).then(|| {
+            refuse(&format!(
+                "Not done: a `pause` or `resume` given after this `{what}` reached me first, and the session is                  {state}. Give `{what}` again if you still want it."
             ))
         })
     }

@@ -183,6 +183,10 @@ pub struct Session {
     /// turn (`skip`, `extend`) written before it was about a turn that is over.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub floor_moved_at: Option<MessageId>,
+    /// The newest `pause` or `resume` given, on Discord's clock, whether it was run or refused: one given before it
+    /// but handled after it is refused, so the session ends as the last of them left it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pause_or_resume_given_at: Option<MessageId>,
     /// Recent messages written in turn without a signal, which an edit adding the signal may still finish.
     pub editable_messages: VecDeque<MessageId>,
     /// Recent messages taken for out of turn, judged again if a signal written before them gives their author the
@@ -362,6 +366,7 @@ impl Session {
             recent_ids: RecentIds::default(),
             turn_began_after: None,
             floor_moved_at: None,
+            pause_or_resume_given_at: None,
             editable_messages: VecDeque::new(),
             out_of_turn_lately: Vec::new(),
             announcement_seq: 0,

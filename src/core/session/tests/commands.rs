@@ -267,6 +267,11 @@ fn a_refused_command_leaves_an_overdue_session_exactly_as_it_was() {
         let before = f.session.clone();
         let refusal = f.command_given(command.clone(), 95_000, 95_000);
         assert!(refusal.is_err(), "{command:?} is refused");
+        if command == Command::Resume {
+            // All it leaves is the note of when it was given, which a `pause` given before it must not overtake.
+            let noted = f.session.pause_or_resume_given_at.take().expect("a refused resume is noted as given");
+            assert_eq!(noted.created_at(), Fixture::at(95_000));
+        }
         assert_eq!(f.session, before, "{command:?} changed the session although it was refused");
         assert_eq!(f.session.history, before.history, "{command:?}");
         // The timeout is still there to happen, once, and announced.

@@ -342,6 +342,32 @@ fn a_pause_given_before_the_deadline_and_handled_after_it_keeps_the_time_left_wh
 }
 
 #[test]
+fn a_pause_or_resume_overtaken_by_a_later_one_is_refused_and_the_session_is_left_as_the_later_one_left_it() {
+    // Running: a pause given at 10 s takes poise longer than the actor waits; the resume given at 12 s comes first.
+    let mut f = Fixture::new();
+    assert!(f.command_given(Command::Resume, 12_000, 12_100).is_err(), "not paused (yet)");
+    let Refusal(why) = f.command_given(Command::Pause, 10_000, 14_000).unwrap_err();
+    assert!(why.contains("given after this `pause` reached me first") && why.contains("running"), "{why}");
+    assert_eq!(f.session.status, SessionStatus::Running, "the session runs, as the resume, given last, asked");
+    assert_eq!(event_names(&f.tick(90_000)), ["turn_timeout"], "pm's deadline untouched");
+
+    // Paused: the resume given at 30 s comes before a pause given at 25 s. Run, that pause would pause the session
+    // again, and from 25 s: with the 5 s before the resume given back to pm.
+    let mut f = Fixture::new();
+    f.command_given(Command::Pause, 10_000, 10_000).unwrap();
+    f.command_given(Command::Resume, 30_000, 30_000).unwrap();
+    assert_eq!(f.session.turn_timeout_at, Some(Fixture::at(110_000)), "80 s left from 30 s");
+    assert!(f.command_given(Command::Pause, 25_000, 33_000).is_err());
+    assert_eq!(f.session.status, SessionStatus::Running);
+    assert_eq!(f.session.turn_timeout_at, Some(Fixture::at(110_000)));
+    // A pause given after the resume is run, and a command without a snowflake is never taken for an old one.
+    f.command_given(Command::Pause, 40_000, 40_000).unwrap();
+    assert_eq!(f.session.paused_remaining_ms, Some(70_000));
+    f.command(Command::Resume, 41_000).unwrap();
+    assert_eq!(f.session.status, SessionStatus::Running);
+}
+
+#[test]
 fn a_command_without_a_snowflake_is_never_taken_for_one_given_in_an_earlier_turn() {
     let mut f = Fixture::new();
     f.say_written(PM, "Done. TURN_COMPLETE", 6_000, 6_000);

@@ -409,13 +409,14 @@ fn inputs_stay_small_since_every_channel_keeps_a_block_of_them() {
 #[tokio::test]
 async fn an_actors_task_stays_small_since_every_managed_channel_keeps_one_idle_or_not() {
     // tokio puts a task's future in a cell of some 100 bytes more, in steps of 128 bytes: 1,280 bytes at this size,
-    // against 1,664 when every step of the actor was part of its resident future.
+    // against 1,664 when every step of the actor was part of its resident future. (1,152 bytes until the session
+    // noted its newest pause or resume, 16 bytes, in the same 1,280-byte cell.)
     let h = Harness::new();
     let (myself, inbox) = super::inbox::inbox();
     let env = h.router.env().clone();
     let task = super::task(A, super::Origin::Load, env, (inbox, Arc::default()), myself, Box::new(|_| true));
     let size = std::mem::size_of_val(&task);
-    assert!(size <= 1_152, "the task's future is {size} bytes");
+    assert!(size <= 1_168, "the task's future is {size} bytes");
 }
 
 #[tokio::test(start_paused = true)]
