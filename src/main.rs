@@ -24,8 +24,8 @@ fn main() -> ExitCode {
     let log = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_filter(log_filter(std::env::var("RUST_LOG").ok(), default));
-    // Not a log: how the bot sees serenity begin to resume a connection, whatever RUST_LOG says.
-    tracing_subscriber::registry().with(log).with(turn_manager::discord::resuming::layer()).init();
+    // Not a log: how the bot sees serenity begin to reconnect a shard, whatever RUST_LOG says.
+    tracing_subscriber::registry().with(log).with(turn_manager::discord::reconnecting::layer()).init();
     turn_manager::cli::run(cli)
 }
 

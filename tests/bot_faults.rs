@@ -113,6 +113,37 @@ async fn a_signal_written_before_the_deadline_while_the_session_was_invalidated_
     scene.assert_invariants().await;
 }
 
+/// Discord invalidates the session on a live connection (INVALID_SESSION, not resumable): serenity's runner asks for a
+/// restart, and its shard manager goes on showing the shard connected for the 5 s it waits before identifying again.
+/// pm's deadline falls in that wait. Its signal, written before the deadline while the bot had no session, is read by
+/// the catch-up after the new READY and completes the turn.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_invalidated_on_a_live_connection_holds_the_deadline_until_the_new_sessions_catch_up() {
+    let scene = Scene::with(Config::default(), [2, 60, 60]).await;
+    scene.start_session().await;
+    let channel = ChannelId(scene.stage.channel);
+    scene.bot().settle(channel).await;
+    let deadline = scene.session().await.turn_timeout_at.expect("pm's deadline");
+    let me = scene.stage.bot_user;
+    scene.stage.server.invalidate_session(me);
+    let signal = scene.say("pm", "Finished just in time. TURN_COMPLETE");
+    assert!(Utc::now() < deadline, "precondition: the signal was written before the deadline (the start was slow)");
+    while Utc::now() < deadline + chrono::TimeDelta::milliseconds(100) {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(frames_received(&scene, 2), 1, "precondition: not identified again before the deadline");
+    scene.until("dev's floor", |v| v.iter().any(|m| is_floor(m, "dev")).then_some(())).await;
+    scene.handled(signal).await;
+
+    assert_eq!(frames_sent(&scene, 9), 1, "the bot was told INVALID_SESSION");
+    assert_eq!(frames_received(&scene, 2), 2, "and identified again");
+    assert_eq!(scene.events("turn_complete").len(), 1, "written before the deadline: it completes the turn");
+    assert!(scene.events("turn_timeout").is_empty(), "no blind timeout while serenity waited to identify again");
+    assert!(scene.events("late_signal").is_empty());
+    assert!(scene.view().iter().all(|m| !m.content.starts_with("⏱️")));
+    scene.assert_invariants().await;
+}
+
 /// A connection resumed slowly: RESUMED (which Discord sends after the replay) comes 1.5 s after pm's deadline, and
 /// pm's signal, written before the deadline, reaches the bot after it, while the bot is still resuming. The deadline
 /// waits for RESUMED, the signal completes the turn, and the bot reads no history: Discord's replay carried it all.

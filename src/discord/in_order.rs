@@ -96,7 +96,7 @@ impl InOrder {
                 std::cmp::Ordering::Equal => {
                     // Only a current collector, which will see RESUMED, lets a resume hold the shard's deadlines.
                     if !noted.swap(true, Ordering::Relaxed) {
-                        super::resuming::note_runner(&me, shard_id);
+                        super::reconnecting::note_runner(&me, shard_id);
                     }
                     me.on_event(event, shard_id);
                     true
@@ -111,14 +111,16 @@ impl InOrder {
         self.taken.take(event)
     }
 
-    /// serenity began to resume the shard's connection (see `resuming.rs`), on the shard's task: its channels'
-    /// deadlines wait for RESUMED (or, should the resume fail, the new session's READY) instead of ending turns while
-    /// their signals may be waiting in Discord's replay.
-    pub fn resuming(&self, shard_id: u32) {
+    /// serenity began to reconnect the shard (see `reconnecting.rs`), on the shard's task: its channels' deadlines
+    /// wait for RESUMED, or a new session's READY, instead of ending turns while their signals cannot be seen.
+    pub fn reconnecting(&self, shard_id: u32) {
         let shards = &self.router.env().shards;
         let shard = Some(shards.shard(shard_id));
         if shards.went_down(shard_id, || self.router.broadcast(|| Input::Disconnected(shard))) {
-            tracing::info!(shard = shard_id, "the gateway connection was lost and is being resumed; deadlines wait");
+            tracing::info!(
+                shard = shard_id,
+                "the gateway connection was lost and is being re-established; deadlines wait"
+            );
         }
     }
 
@@ -196,8 +198,8 @@ pub fn ready(router: &Router, identity: &Identity, ready: &discord::Ready) {
 
 /// RESUMED: Discord has replayed what the shard missed, and this collector has delivered it, so the shard's channels
 /// may let their deadlines run again without reading. They are told if the shard was marked lost (by
-/// [`InOrder::resuming`], or by the connection watch), unless the watch saw it back first and asked them to read
-/// (possible only without the `resuming` layer): one of the two tells them, never both.
+/// [`InOrder::reconnecting`], or by the connection watch), unless the watch saw it back first and asked them to read
+/// (possible only without the `reconnecting` layer): one of the two tells them, never both.
 fn resumed(router: &Router, shard_id: u32) {
     let shards = &router.env().shards;
     let shard = Some(shards.shard(shard_id));

@@ -240,13 +240,13 @@ pub fn list(violations: &[Violation]) -> String {
     violations.iter().map(|v| format!("  {v}")).collect::<Vec<_>>().join("\n")
 }
 
-/// Logs to the test's output when RUST_LOG is set; and lets the bots see serenity resume (as `main` does).
+/// Logs to the test's output when RUST_LOG is set; and lets the bots see serenity reconnect (as `main` does).
 pub fn logs() {
     use tracing_subscriber::prelude::*;
     let log = tracing_subscriber::fmt::layer()
         .with_test_writer()
         .with_filter(tracing_subscriber::EnvFilter::from_default_env());
-    let _ = tracing_subscriber::registry().with(log).with(turn_manager::discord::resuming::layer()).try_init();
+    let _ = tracing_subscriber::registry().with(log).with(turn_manager::discord::reconnecting::layer()).try_init();
 }
 
 /// Writes the stage's personas (with their local accounts) as persona files, for the bot run as a process.

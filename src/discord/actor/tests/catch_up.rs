@@ -457,12 +457,12 @@ async fn a_channel_taken_over_while_its_shard_was_lost_reads_at_that_shards_resu
 }
 
 #[tokio::test(start_paused = true)]
-async fn serenity_beginning_to_resume_on_a_shard_runners_task_holds_that_shards_channels_only() {
+async fn serenity_beginning_to_reconnect_on_a_shard_runners_task_holds_that_shards_channels_only() {
     use crate::discord::identity::Identity;
     use crate::discord::in_order::InOrder;
-    use crate::discord::resuming;
+    use crate::discord::reconnecting;
     use tracing_subscriber::prelude::*;
-    let _subscriber = tracing::subscriber::set_default(tracing_subscriber::registry().with(resuming::layer()));
+    let _subscriber = tracing::subscriber::set_default(tracing_subscriber::registry().with(reconnecting::layer()));
     let h = Harness::new();
     h.start(A).await;
     h.settle(A).await;
@@ -478,18 +478,28 @@ async fn serenity_beginning_to_resume_on_a_shard_runners_task_holds_that_shards_
     restarted.router.broadcast(|| Input::CatchUp(None));
     restarted.settle(A).await;
     let in_order = InOrder::new(restarted.router.clone(), Arc::new(Identity::default()));
-    // Each shard's runner is a task of its own, on which its collector runs and serenity's `resume` opens its span.
-    let runner = |shard: u32, resumes: bool| {
+    // Each shard's runner is a task of its own, on which its collector runs and serenity opens its spans.
+    enum Then {
+        Runs,
+        Resumes,
+        Restarts,
+    }
+    let runner = |shard: u32, then: Then| {
         let in_order = in_order.clone();
         tokio::spawn(async move {
-            resuming::note_runner(&in_order, shard);
-            if resumes {
-                let _span = tracing::info_span!(target: "serenity::gateway::shard", "resume").entered();
+            reconnecting::note_runner(&in_order, shard);
+            let _span = match then {
+                Then::Runs => return,
+                Then::Resumes => tracing::info_span!(target: "serenity::gateway::shard", "resume"),
+                Then::Restarts => {
+                    tracing::info_span!(target: "serenity::gateway::bridge::shard_runner", "request_restart")
+                }
             }
+            .entered();
         })
     };
-    runner(0, false).await.unwrap();
-    runner(1, true).await.unwrap();
+    runner(0, Then::Runs).await.unwrap();
+    runner(1, Then::Resumes).await.unwrap();
     assert!(shards.carries_up(GuildId(2 << 22)), "shard 0 is not resuming");
     assert!(!shards.carries_up(GuildId(3 << 22)), "shard 1 is");
 
@@ -502,4 +512,8 @@ async fn serenity_beginning_to_resume_on_a_shard_runners_task_holds_that_shards_
     restarted.settle(A).await;
     assert_eq!(restarted.events(A, "turn_complete"), 1, "{:#?}", restarted.journal.of(A));
     assert_eq!(restarted.events(A, "turn_timeout"), 0);
+
+    // A session invalidated on shard 0's live connection: its runner asks for a restart.
+    runner(0, Then::Restarts).await.unwrap();
+    assert!(!shards.carries_up(GuildId(2 << 22)), "shard 0 is reconnecting");
 }
