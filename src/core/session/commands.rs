@@ -45,7 +45,7 @@ impl Session {
     /// delivered twice is the Discord layer's to drop: the core runs what it is given.
     ///
     /// All or nothing: the command runs on a copy, kept only if it is accepted (a refused `pause` or `resume` is
-    /// still noted as given, see `pause_or_resume_given_at`). A refusal may come after the
+    /// still noted as given, see `pause_toggled_at`). A refusal may come after the
     /// command has begun (an overdue turn is timed out first, then a typo is found), and a session changed by a
     /// refused command would be neither saved nor announced: a timeout nobody hears of, a deadline never armed.
     pub fn handle_command(
@@ -63,7 +63,7 @@ impl Session {
         if matches!(command, Command::Pause | Command::Resume) {
             // Refused too: a `resume` refused as the session was not paused yet still outranks the `pause` given
             // before it that is handled after it.
-            self.pause_or_resume_given_at = self.pause_or_resume_given_at.max(origin);
+            self.pause_toggled_at = self.pause_toggled_at.max(origin);
         }
         outcome
     }
@@ -259,21 +259,23 @@ impl Session {
         })
     }
 
-    /// A `pause` or `resume` given before the newest one given was overtaken on its way (poise took longer over it
-    /// than the actor waits, 3 s): it is refused, so that the session is left as the later command, which its author
-    /// saw answered, left it. Applied late, a `pause` would pause a session that its `resume` set going again, and
-    /// freeze the time left as it was before that `resume`.
+    /// A `pause` or `resume` given before the session was last paused or resumed, or before another `pause` or
+    /// `resume` was given, was overtaken on its way (poise took longer over it than the actor waits, 3 s): it is
+    /// refused, so that the session is left as the later change left it. Applied late, a `pause` would pause a
+    /// session that the `resume` given after it set going, with the time left from before that `resume`; a `resume`
+    /// would end an escalation's pause that its author had not seen.
     fn overtaken_by_a_later_pause_or_resume(&self, command: &Command, origin: Option<MessageId>) -> Option<Refusal> {
         let what = match command {
             Command::Pause => "pause",
             Command::Resume => "resume",
             _ => return None,
         };
-        let (given, newest) = (origin?, self.pause_or_resume_given_at?);
+        let (given, newest) = (origin?, self.pause_toggled_at?);
         let state = if self.status == SessionStatus::Paused { "paused" } else { "running" };
         (given < newest).then(|| {
             refuse(&format!(
-                "Not done: a `pause` or `resume` given after this `{what}` reached me first, and the session is                  {state}. Give `{what}` again if you still want it."
+                "Not done: the session was paused or resumed after this `{what}` was given, and it is {state} now. \
+                 Give `{what}` again if you still want it."
             ))
         })
     }
@@ -367,6 +369,7 @@ impl Session {
         self.round = 1;
         self.roster = roster.clone();
         self.floor_moved_at = Some(begins);
+        self.pause_toggled_at = Some(begins);
         t.events.push(self.event(now, None, EventKind::SessionStarted { roster: roster.clone() }));
         let values = [("roster", join_ids(&roster)), ("round", "1".to_owned())];
         let text = ctx.config.templates.render(Template::SessionStart, &values);

@@ -183,10 +183,12 @@ pub struct Session {
     /// turn (`skip`, `extend`) written before it was about a turn that is over.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub floor_moved_at: Option<MessageId>,
-    /// The newest `pause` or `resume` given, on Discord's clock, whether it was run or refused: one given before it
-    /// but handled after it is refused, so the session ends as the last of them left it.
+    /// The newest change, or asked-for change, of whether the session is paused, on Discord's clock: its start, a
+    /// `pause` or `resume` given (run or refused), the instant something else paused it (an escalation, a recovery
+    /// rule, a lost permission). A `pause` or `resume` given before it but handled after it is refused: it was not
+    /// about the session as it is now.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pause_or_resume_given_at: Option<MessageId>,
+    pub pause_toggled_at: Option<MessageId>,
     /// Recent messages written in turn without a signal, which an edit adding the signal may still finish.
     pub editable_messages: VecDeque<MessageId>,
     /// Recent messages taken for out of turn, judged again if a signal written before them gives their author the
@@ -366,7 +368,7 @@ impl Session {
             recent_ids: RecentIds::default(),
             turn_began_after: None,
             floor_moved_at: None,
-            pause_or_resume_given_at: None,
+            pause_toggled_at: None,
             editable_messages: VecDeque::new(),
             out_of_turn_lately: Vec::new(),
             announcement_seq: 0,

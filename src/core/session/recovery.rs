@@ -161,5 +161,6 @@ impl Session {
             self.turn_timeout_at = None;
         }
         self.pause_reason = Some(reason);
+        self.pause_toggled_at = self.pause_toggled_at.max(Some(MessageId::first_at(now)));
     }
 }

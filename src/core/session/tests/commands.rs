@@ -269,8 +269,9 @@ fn a_refused_command_leaves_an_overdue_session_exactly_as_it_was() {
         assert!(refusal.is_err(), "{command:?} is refused");
         if command == Command::Resume {
             // All it leaves is the note of when it was given, which a `pause` given before it must not overtake.
-            let noted = f.session.pause_or_resume_given_at.take().expect("a refused resume is noted as given");
+            let noted = f.session.pause_toggled_at.expect("a refused resume is noted as given");
             assert_eq!(noted.created_at(), Fixture::at(95_000));
+            f.session.pause_toggled_at = before.pause_toggled_at;
         }
         assert_eq!(f.session, before, "{command:?} changed the session although it was refused");
         assert_eq!(f.session.history, before.history, "{command:?}");

@@ -194,6 +194,20 @@ fn escalate_pauses_calls_the_managers_and_resume_gives_a_fresh_turn() {
 }
 
 #[test]
+fn a_resume_given_before_an_escalation_and_handled_after_it_does_not_end_that_pause() {
+    let mut f = grammar();
+    // A resume given at 25 s, while the session ran, takes poise longer than the actor waits and is handled after
+    // pm's escalation at 30 s: it was not about that pause, which its author had not seen.
+    f.say(PM, "I cannot reach the database.\nBLOCKED: need credentials", 30_000);
+    assert_eq!(f.session.status, SessionStatus::Paused);
+    let Refusal(why) = f.command_given(Command::Resume, 25_000, 34_000).unwrap_err();
+    assert!(why.contains("paused now"), "{why}");
+    assert!(f.session.pause_reason.is_some(), "still paused for the escalation");
+    f.command_given(Command::Resume, 40_000, 40_000).unwrap();
+    assert_eq!(f.session.status, SessionStatus::Running, "a resume given after it goes on");
+}
+
+#[test]
 fn record_only_records_and_the_turn_goes_on() {
     let mut f = grammar();
     let t = f.say(PM, "CHECKPOINT: step-3\nStill going.", 1_000);

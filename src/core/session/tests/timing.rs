@@ -347,7 +347,7 @@ fn a_pause_or_resume_overtaken_by_a_later_one_is_refused_and_the_session_is_left
     let mut f = Fixture::new();
     assert!(f.command_given(Command::Resume, 12_000, 12_100).is_err(), "not paused (yet)");
     let Refusal(why) = f.command_given(Command::Pause, 10_000, 14_000).unwrap_err();
-    assert!(why.contains("given after this `pause` reached me first") && why.contains("running"), "{why}");
+    assert!(why.contains("resumed after this `pause` was given") && why.contains("running now"), "{why}");
     assert_eq!(f.session.status, SessionStatus::Running, "the session runs, as the resume, given last, asked");
     assert_eq!(event_names(&f.tick(90_000)), ["turn_timeout"], "pm's deadline untouched");
 
