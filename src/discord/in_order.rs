@@ -116,7 +116,7 @@ impl InOrder {
     pub fn reconnecting(&self, shard_id: u32) {
         let shards = &self.router.env().shards;
         let shard = Some(shards.shard(shard_id));
-        if shards.went_down(shard_id, || self.router.broadcast(|| Input::Disconnected(shard))) {
+        if shards.reconnecting(shard_id, || self.router.broadcast(|| Input::Disconnected(shard))) {
             tracing::info!(
                 shard = shard_id,
                 "the gateway connection was lost and is being re-established; deadlines wait"
@@ -198,12 +198,11 @@ pub fn ready(router: &Router, identity: &Identity, ready: &discord::Ready) {
 
 /// RESUMED: Discord has replayed what the shard missed, and this collector has delivered it, so the shard's channels
 /// may let their deadlines run again without reading. They are told if the shard was marked lost (by
-/// [`InOrder::reconnecting`], or by the connection watch), unless the watch saw it back first and asked them to read
-/// (possible only without the `reconnecting` layer): one of the two tells them, never both.
+/// [`InOrder::reconnecting`], or by the connection watch) and nothing brought it back since.
 fn resumed(router: &Router, shard_id: u32) {
     let shards = &router.env().shards;
     let shard = Some(shards.shard(shard_id));
-    shards.back(shard_id, || router.broadcast(|| Input::Resumed(shard)));
+    shards.resumed(shard_id, || router.broadcast(|| Input::Resumed(shard)));
     tracing::info!(shard = shard_id, "the gateway connection was resumed: Discord replayed what it carried meanwhile");
 }
 

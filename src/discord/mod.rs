@@ -276,10 +276,10 @@ async fn tend_leases(store: Arc<dyn SessionStore>, router: Arc<Router>, shards: 
 /// that their deadlines wait instead of ending turns while signals go unseen, and when it is back, so that they read
 /// what they missed (the catch-up) and arm their deadlines again. A shard not connected yet is starting, not lost:
 /// its READY marks it up and brings its channels' catch-up (`in_order::ready`). The other shards' channels go on.
+/// serenity's own reconnections (a resume, a restart its runner asks for) are seen sooner, and without the manager's
+/// stale "connected" during a resume, by `reconnecting.rs`.
 async fn watch_connection(shard_manager: Arc<discord::ShardManager>, router: Arc<Router>) {
     let shards = router.env().shards.clone();
-    // Shards this watch found lost and has not seen back yet.
-    let mut lost: HashSet<u32> = HashSet::new();
     let mut shard_gauges = crate::metrics::Shards::default();
     loop {
         tokio::time::sleep(CONNECTION_POLL).await;
@@ -296,15 +296,12 @@ async fn watch_connection(shard_manager: Arc<discord::ShardManager>, router: Arc
         for id in shards.ids() {
             let shard = Some(shards.shard(id));
             if connected.contains(&id) {
-                if lost.remove(&id) {
-                    shards.back(id, || router.broadcast(|| Input::CatchUp(shard)));
-                }
+                shards.seen_connected(id, || router.broadcast(|| Input::CatchUp(shard)));
             } else if shards.went_down(id, || router.broadcast(|| Input::Disconnected(shard))) {
                 tracing::info!(
                     shard = id,
                     "the gateway connection was lost; its channels' deadlines wait for the catch-up after reconnecting"
                 );
-                lost.insert(id);
             }
         }
     }

@@ -1,34 +1,47 @@
 //! Which of this process's gateway shards are connected now. A channel whose server is on a shard that is not (still
-//! starting, or lost) cannot see its messages: its deadline waits for that shard's catch-up, however the channel came
-//! to be asked to read what it missed (a lease taken over, its server learned late).
+//! starting, or lost) cannot see its messages: its deadline waits for that shard's catch-up or resume, however the
+//! channel came to be asked to read what it missed (a lease taken over, its server learned late).
 //!
 //! A shard is marked up or down and its channels are told in one step, under one lock: a channel that finds its shard
-//! down is then sure to hear when it is back, and the watch does not ask again for a read a READY already asked for,
-//! nor for one a RESUMED made needless.
-//! (An actor asking meanwhile waits for the broadcast: a few ms with 10,000 channels, at a READY or a loss only.)
+//! down is then sure to hear when it is back. What marked a shard down decides what brings it back: a shard lost as
+//! the connection watch saw it is back when the watch sees it connected again (unless a READY came first), but one
+//! that serenity is reconnecting waits for RESUMED or READY, since serenity's shard manager goes on saying
+//! "connected" during a resume. So the watch never asks for a read that a READY already asked for, nor for one that
+//! a RESUMED makes needless. (An actor asking meanwhile waits for the broadcast: a few ms with 10,000 channels.)
 
 use crate::core::ids::GuildId;
 use crate::core::shards::{Shard, ShardRange};
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::sync::Mutex;
+
+/// Why a shard is down.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Down {
+    /// Not connected yet: its first READY brings it up.
+    Starting,
+    /// The connection watch saw it lost (its runner gone).
+    Lost,
+    /// serenity is resuming it, or identifying again (`reconnecting.rs`).
+    Reconnecting,
+}
 
 #[derive(Debug)]
 pub struct ShardsUp {
     range: ShardRange,
-    down: Mutex<HashSet<u32>>,
+    down: Mutex<HashMap<u32, Down>>,
 }
 
 impl Default for ShardsUp {
     /// One shard, up: what the actors' unit tests run with.
     fn default() -> Self {
-        Self { range: ShardRange::whole(1), down: Mutex::new(HashSet::new()) }
+        Self { range: ShardRange::whole(1), down: Mutex::new(HashMap::new()) }
     }
 }
 
 impl ShardsUp {
     /// The shards a process runs, none connected yet.
     pub fn starting(range: ShardRange) -> Self {
-        Self { range, down: Mutex::new((range.first..=range.last).collect()) }
+        Self { range, down: Mutex::new((range.first..=range.last).map(|id| (id, Down::Starting)).collect()) }
     }
 
     /// The shards this process runs.
@@ -44,29 +57,60 @@ impl ShardsUp {
         tell();
     }
 
-    /// A shard found lost is connected again, as the watch sees it or as its RESUMED says: marks it up and tells its
-    /// channels, unless a READY or the other of the two already did since the loss was told (its channels need not
-    /// be told twice).
-    pub fn back(&self, shard: u32, tell: impl FnOnce()) {
+    /// RESUMED: marks `shard` up and tells its channels, if it was down (it is not if nothing saw it lost).
+    pub fn resumed(&self, shard: u32, tell: impl FnOnce()) {
         let mut down = self.down.lock().expect("shards lock");
-        if down.remove(&shard) {
+        if down.remove(&shard).is_some() {
             tell();
         }
     }
 
-    /// Marks `shard` down and tells its channels, unless it already was (not connected yet, or already lost).
-    /// Answers whether it told them.
-    pub fn went_down(&self, shard: u32, tell: impl FnOnce()) -> bool {
+    /// The watch sees `shard` connected: marks it up and tells its channels if the watch itself had found it lost,
+    /// and nothing brought it back since (a READY, a RESUMED), nor began to reconnect it.
+    pub fn seen_connected(&self, shard: u32, tell: impl FnOnce()) {
         let mut down = self.down.lock().expect("shards lock");
-        let was_up = down.insert(shard);
-        if was_up {
+        if down.get(&shard) == Some(&Down::Lost) {
+            down.remove(&shard);
             tell();
         }
-        was_up
+    }
+
+    /// The watch sees `shard` not connected: marks it down and tells its channels, unless it already was (not
+    /// connected yet, already lost, or reconnecting). Answers whether it told them.
+    pub fn went_down(&self, shard: u32, tell: impl FnOnce()) -> bool {
+        self.mark_down(shard, Down::Lost, tell)
+    }
+
+    /// serenity began to reconnect `shard`: marks it down until RESUMED or READY, and tells its channels unless it
+    /// was down already. Answers whether it told them.
+    pub fn reconnecting(&self, shard: u32, tell: impl FnOnce()) -> bool {
+        self.mark_down(shard, Down::Reconnecting, tell)
+    }
+
+    fn mark_down(&self, shard: u32, why: Down, tell: impl FnOnce()) -> bool {
+        let mut down = self.down.lock().expect("shards lock");
+        match down.get(&shard).copied() {
+            None => {
+                down.insert(shard, why);
+                tell();
+                true
+            }
+            // Lost as the watch saw it, then reconnecting: only RESUMED or READY brings it back now.
+            Some(Down::Lost) if why == Down::Reconnecting => {
+                down.insert(shard, why);
+                false
+            }
+            Some(_) => false,
+        }
     }
 
     fn is_up(&self, shard: u32) -> bool {
-        !self.down.lock().expect("shards lock").contains(&shard)
+        !self.down.lock().expect("shards lock").contains_key(&shard)
+    }
+
+    /// Whether every shard of this process is connected.
+    pub fn all_up(&self) -> bool {
+        self.down.lock().expect("shards lock").is_empty()
     }
 
     /// Whether the shard carrying `guild` is connected.
@@ -101,15 +145,38 @@ mod tests {
         let told = &told;
         let tell = |what: &'static str| move || told.borrow_mut().push(what);
         assert!(!shards.went_down(0, tell("down")), "starting: not lost");
+        shards.seen_connected(0, tell("back"));
         shards.came_up(0, tell("ready"));
         assert!(shards.went_down(0, tell("down")));
         assert!(!shards.went_down(0, tell("down")), "already told");
-        shards.back(0, tell("back"));
-        shards.back(0, tell("back"));
+        shards.seen_connected(0, tell("back"));
+        shards.seen_connected(0, tell("back"));
         // A new session: its READY tells the channels; the watch, seeing it connected after, does not again.
         assert!(shards.went_down(0, tell("down")));
         shards.came_up(0, tell("ready"));
-        shards.back(0, tell("back"));
+        shards.seen_connected(0, tell("back"));
         assert_eq!(*told.borrow(), ["ready", "down", "back", "down", "ready"]);
+    }
+
+    #[test]
+    fn a_shard_serenity_reconnects_comes_back_at_resumed_or_ready_whatever_the_watch_sees() {
+        let shards = ShardsUp::starting(ShardRange::whole(1));
+        let told = std::cell::RefCell::new(Vec::new());
+        let told = &told;
+        let tell = |what: &'static str| move || told.borrow_mut().push(what);
+        shards.came_up(0, tell("ready"));
+        assert!(shards.reconnecting(0, tell("down")));
+        assert!(!shards.went_down(0, tell("down")), "already told");
+        shards.seen_connected(0, tell("back")); // serenity's manager still says "connected" during a resume
+        assert!(!shards.all_up());
+        shards.resumed(0, tell("resumed"));
+        assert!(shards.all_up());
+        shards.resumed(0, tell("resumed")); // nothing saw it lost
+        // Lost as the watch saw it, then a resume begins: the watch's next look does not bring it back either.
+        assert!(shards.went_down(0, tell("down")));
+        assert!(!shards.reconnecting(0, tell("down")));
+        shards.seen_connected(0, tell("back"));
+        shards.came_up(0, tell("ready"));
+        assert_eq!(*told.borrow(), ["ready", "down", "resumed", "down", "ready"]);
     }
 }

@@ -428,9 +428,12 @@ impl Actor {
             }
             Input::Disconnected(_) => {}
             Input::Resumed(shard) if self.is_on(shard) => match self.awaiting {
-                Awaiting::Connection => self.awaiting = Awaiting::Nothing,
+                // A session that has not recorded its server took every shard's loss: it waits for all of them.
+                Awaiting::Connection if self.session.guild_id.is_some() || self.env.shards.all_up() => {
+                    self.awaiting = Awaiting::Nothing
+                }
+                Awaiting::Connection | Awaiting::Nothing => {}
                 Awaiting::Read => self.catch_up_once_connected(),
-                Awaiting::Nothing => {}
             },
             Input::Resumed(_) => {}
             Input::Missed(page) => {
@@ -643,12 +646,16 @@ impl Actor {
     fn catch_up_once_connected(&mut self) {
         match self.session.guild_id {
             Some(guild) if !self.env.shards.carries_up(guild) => self.awaiting = Awaiting::Read,
-            _ => self.start_catch_up(),
+            _ => {
+                self.awaiting = Awaiting::Nothing; // Connected: the read covers whatever was owed.
+                self.start_catch_up();
+            }
         }
     }
 
+    /// Reads the history after the last handled message. What the deadlines wait for stays as it is: a read asked
+    /// for again (messages left to the history) while the connection is lost still waits for its return.
     fn start_catch_up(&mut self) {
-        self.awaiting = Awaiting::Nothing;
         if !self.session.is_active() {
             return;
         }
@@ -702,7 +709,13 @@ fn task(
         let _counted = crate::metrics::actor_alive();
         match origin {
             Origin::Saved(session) => (actor.session, actor.awaiting) = (*session, Awaiting::Read),
-            Origin::Load => actor.session = load(&actor.env, actor.channel).await,
+            Origin::Load => {
+                actor.session = load(&actor.env, actor.channel).await;
+                // Started while its shard is reconnecting (a command in a resume's replay): its deadline waits too.
+                if actor.session.guild_id.is_some_and(|guild| !actor.env.shards.carries_up(guild)) {
+                    actor.awaiting = Awaiting::Connection;
+                }
+            }
         }
         actor.run().await;
     }

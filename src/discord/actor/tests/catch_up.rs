@@ -449,7 +449,7 @@ async fn a_channel_taken_over_while_its_shard_was_lost_reads_at_that_shards_resu
     assert_eq!(restarted.stats.snapshot().timeouts, 0, "shard 0's resume is not this channel's");
 
     // Shard 1 resumes: its replay covers this process's gap only, not the dead process's, so the channel reads.
-    shards.back(1, || restarted.router.broadcast(|| Input::Resumed(Some(shards.shard(1)))));
+    shards.resumed(1, || restarted.router.broadcast(|| Input::Resumed(Some(shards.shard(1)))));
     restarted.settle(A).await;
     assert_eq!(reads(&restarted, A), reads_before + 1);
     assert_eq!(restarted.events(A, "turn_complete"), 1, "{:#?}", restarted.journal.of(A));
@@ -508,7 +508,7 @@ async fn serenity_beginning_to_reconnect_on_a_shard_runners_task_holds_that_shar
     restarted.router.ask(A, Input::Snapshot).await;
     assert_eq!(restarted.stats.snapshot().timeouts, 0, "pm's deadline waits for shard 1's RESUMED");
     restarted.deliver(A, &signal);
-    shards.back(1, || restarted.router.broadcast(|| Input::Resumed(Some(shards.shard(1)))));
+    shards.resumed(1, || restarted.router.broadcast(|| Input::Resumed(Some(shards.shard(1)))));
     restarted.settle(A).await;
     assert_eq!(restarted.events(A, "turn_complete"), 1, "{:#?}", restarted.journal.of(A));
     assert_eq!(restarted.events(A, "turn_timeout"), 0);
@@ -516,4 +516,78 @@ async fn serenity_beginning_to_reconnect_on_a_shard_runners_task_holds_that_shar
     // A session invalidated on shard 0's live connection: its runner asks for a restart.
     runner(0, Then::Restarts).await.unwrap();
     assert!(!shards.carries_up(GuildId(2 << 22)), "shard 0 is reconnecting");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_read_asked_for_again_after_the_connection_was_lost_still_waits_for_its_return() {
+    let h = Harness::new();
+    h.start(A).await;
+    h.settle(A).await;
+    *h.rest.read_delay.lock().unwrap() = Duration::from_secs(5);
+    // Messages left to the history (a full inbox): a read begins; more are left during it, so another read follows.
+    h.router.deliver(A, Input::ReadAgain);
+    tokio::time::advance(Duration::from_secs(1)).await;
+    h.router.deliver(A, Input::ReadAgain);
+    // Then the shard is lost, before the first read is done.
+    h.router.broadcast(|| Input::Disconnected(None));
+    tokio::time::sleep(Duration::from_secs(120)).await;
+    h.router.ask(A, Input::Snapshot).await;
+    assert_eq!(reads(&h, A), 2, "both reads are done");
+    assert_eq!(h.stats.snapshot().timeouts, 0, "pm's deadline (60 s) still waits for the connection");
+    h.router.broadcast(|| Input::Resumed(None));
+    h.settle(A).await;
+    assert_eq!(h.events(A, "turn_timeout"), 1, "and runs at RESUMED");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_session_without_its_server_recorded_waits_for_every_lost_shard_to_resume() {
+    let h = Harness::new();
+    h.start(A).await;
+    h.settle(A).await;
+    let mut saved = h.saver.saved.lock().unwrap()[&A].clone();
+    saved.guild_id = None; // saved before sessions recorded their server
+    h.router.shutdown().await;
+    let restarted = h.restarted_on(ShardsUp::starting(ShardRange::parse("0-1", 2).unwrap()));
+    let shards = restarted.router.env().shards.clone();
+    shards.came_up(0, || {});
+    shards.came_up(1, || {});
+    restarted.router.resume(vec![saved]);
+    restarted.router.broadcast(|| Input::CatchUp(None));
+    restarted.settle(A).await;
+    // Both shards are resuming; pm's deadline passes meanwhile.
+    for id in [0, 1] {
+        shards.reconnecting(id, || restarted.router.broadcast(|| Input::Disconnected(Some(shards.shard(id)))));
+    }
+    tokio::time::sleep(Duration::from_secs(90)).await;
+    shards.resumed(1, || restarted.router.broadcast(|| Input::Resumed(Some(shards.shard(1)))));
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    restarted.router.ask(A, Input::Snapshot).await;
+    assert_eq!(restarted.stats.snapshot().timeouts, 0, "shard 0, which may carry its server, is still resuming");
+    shards.resumed(0, || restarted.router.broadcast(|| Input::Resumed(Some(shards.shard(0)))));
+    restarted.settle(A).await;
+    assert_eq!(restarted.events(A, "turn_timeout"), 1, "both resumed: pm's overdue turn ends");
+    assert_eq!(reads(&restarted, A), 1, "the start's read only");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_session_started_while_its_shard_is_resuming_waits_for_resumed() {
+    let h = Harness::new();
+    h.start(A).await;
+    h.command(A, Command::Stop).await;
+    h.settle(A).await;
+    h.saver.saved.lock().unwrap().get_mut(&A).unwrap().guild_id = Some(GuildId(3 << 22)); // on shard 1 of 2
+    h.router.shutdown().await;
+    let restarted = h.restarted_on(ShardsUp::starting(ShardRange::parse("0-1", 2).unwrap()));
+    let shards = restarted.router.env().shards.clone();
+    shards.came_up(0, || {});
+    shards.came_up(1, || {});
+    shards.reconnecting(1, || restarted.router.broadcast(|| Input::Disconnected(Some(shards.shard(1)))));
+    // A `start` in shard 1's replay: the channel's actor starts now, from its saved (stopped) session.
+    restarted.start(A).await;
+    tokio::time::sleep(Duration::from_secs(90)).await;
+    restarted.router.ask(A, Input::Snapshot).await;
+    assert_eq!(restarted.stats.snapshot().timeouts, 0, "pm's deadline waits for shard 1's RESUMED");
+    shards.resumed(1, || restarted.router.broadcast(|| Input::Resumed(Some(shards.shard(1)))));
+    restarted.settle(A).await;
+    assert_eq!(restarted.events(A, "turn_timeout"), 1);
 }
