@@ -283,6 +283,8 @@ async fn watch_connection(shard_manager: Arc<discord::ShardManager>, router: Arc
     let mut shard_gauges = crate::metrics::Shards::default();
     loop {
         tokio::time::sleep(CONNECTION_POLL).await;
+        // Taken before the snapshot: a shard marked after it (RESUMED, READY) is judged at the next poll.
+        let changes: Vec<u64> = shards.ids().map(|id| shards.changes(id)).collect();
         let runners = shard_manager.runners.lock().await;
         // A shard being restarted has no runner for a while: it is not connected.
         let connected: HashSet<u32> = runners
@@ -293,11 +295,11 @@ async fn watch_connection(shard_manager: Arc<discord::ShardManager>, router: Arc
         shard_gauges
             .observe(runners.iter().map(|(id, r)| (id.0, r.stage == discord::ConnectionStage::Connected, r.latency)));
         drop(runners);
-        for id in shards.ids() {
+        for (id, seen) in shards.ids().zip(changes) {
             let shard = Some(shards.shard(id));
             if connected.contains(&id) {
                 shards.seen_connected(id, || router.broadcast(|| Input::CatchUp(shard)));
-            } else if shards.went_down(id, || router.broadcast(|| Input::Disconnected(shard))) {
+            } else if shards.went_down(id, seen, || router.broadcast(|| Input::Disconnected(shard))) {
                 tracing::info!(
                     shard = id,
                     "the gateway connection was lost; its channels' deadlines wait for the catch-up after reconnecting"

@@ -28,20 +28,48 @@ enum Down {
 #[derive(Debug)]
 pub struct ShardsUp {
     range: ShardRange,
-    down: Mutex<HashMap<u32, Down>>,
+    state: Mutex<State>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    down: HashMap<u32, Down>,
+    /// Per shard, how many times it was marked up or down: the watch judges a snapshot of serenity's shards only if
+    /// nothing marked them since it was taken.
+    changes: HashMap<u32, u64>,
+}
+
+impl State {
+    fn set(&mut self, shard: u32, down: Option<Down>) {
+        match down {
+            Some(why) => self.down.insert(shard, why),
+            None => self.down.remove(&shard),
+        };
+        *self.changes.entry(shard).or_default() += 1;
+    }
 }
 
 impl Default for ShardsUp {
     /// One shard, up: what the actors' unit tests run with.
     fn default() -> Self {
-        Self { range: ShardRange::whole(1), down: Mutex::new(HashMap::new()) }
+        Self { range: ShardRange::whole(1), state: Mutex::default() }
     }
 }
 
 impl ShardsUp {
     /// The shards a process runs, none connected yet.
     pub fn starting(range: ShardRange) -> Self {
-        Self { range, down: Mutex::new((range.first..=range.last).map(|id| (id, Down::Starting)).collect()) }
+        let down = (range.first..=range.last).map(|id| (id, Down::Starting)).collect();
+        Self { range, state: Mutex::new(State { down, changes: HashMap::new() }) }
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().expect("shards lock")
+    }
+
+    /// How many times `shard` was marked up or down so far (see [`ShardsUp::went_down`]).
+    pub fn changes(&self, shard: u32) -> u64 {
+        self.state().changes.get(&shard).copied().unwrap_or_default()
     }
 
     /// The shards this process runs.
@@ -52,15 +80,16 @@ impl ShardsUp {
     /// A READY: marks `shard` up and tells its channels (`tell`, a broadcast), with no other change of the shards in
     /// between. A loss told before it is thus heard before this; one told after it is the watch's to answer.
     pub fn came_up(&self, shard: u32, tell: impl FnOnce()) {
-        let mut down = self.down.lock().expect("shards lock");
-        down.remove(&shard);
+        let mut state = self.state();
+        state.set(shard, None);
         tell();
     }
 
     /// RESUMED: marks `shard` up and tells its channels, if it was down (it is not if nothing saw it lost).
     pub fn resumed(&self, shard: u32, tell: impl FnOnce()) {
-        let mut down = self.down.lock().expect("shards lock");
-        if down.remove(&shard).is_some() {
+        let mut state = self.state();
+        if state.down.contains_key(&shard) {
+            state.set(shard, None);
             tell();
         }
     }
@@ -68,36 +97,39 @@ impl ShardsUp {
     /// The watch sees `shard` connected: marks it up and tells its channels if the watch itself had found it lost,
     /// and nothing brought it back since (a READY, a RESUMED), nor began to reconnect it.
     pub fn seen_connected(&self, shard: u32, tell: impl FnOnce()) {
-        let mut down = self.down.lock().expect("shards lock");
-        if down.get(&shard) == Some(&Down::Lost) {
-            down.remove(&shard);
+        let mut state = self.state();
+        if state.down.get(&shard) == Some(&Down::Lost) {
+            state.set(shard, None);
             tell();
         }
     }
 
-    /// The watch sees `shard` not connected: marks it down and tells its channels, unless it already was (not
-    /// connected yet, already lost, or reconnecting). Answers whether it told them.
-    pub fn went_down(&self, shard: u32, tell: impl FnOnce()) -> bool {
-        self.mark_down(shard, Down::Lost, tell)
+    /// The watch saw `shard` not connected, in a snapshot taken when its [`ShardsUp::changes`] were `seen`: marks it
+    /// down and tells its channels, unless it already was (not connected yet, already lost, or reconnecting), or was
+    /// marked since (a RESUMED or READY handled meanwhile: the snapshot is stale). Answers whether it told them.
+    pub fn went_down(&self, shard: u32, seen: u64, tell: impl FnOnce()) -> bool {
+        let mut state = self.state();
+        if state.changes.get(&shard).copied().unwrap_or_default() != seen || state.down.contains_key(&shard) {
+            return false;
+        }
+        state.set(shard, Some(Down::Lost));
+        tell();
+        true
     }
 
     /// serenity began to reconnect `shard`: marks it down until RESUMED or READY, and tells its channels unless it
     /// was down already. Answers whether it told them.
     pub fn reconnecting(&self, shard: u32, tell: impl FnOnce()) -> bool {
-        self.mark_down(shard, Down::Reconnecting, tell)
-    }
-
-    fn mark_down(&self, shard: u32, why: Down, tell: impl FnOnce()) -> bool {
-        let mut down = self.down.lock().expect("shards lock");
-        match down.get(&shard).copied() {
+        let mut state = self.state();
+        match state.down.get(&shard).copied() {
             None => {
-                down.insert(shard, why);
+                state.set(shard, Some(Down::Reconnecting));
                 tell();
                 true
             }
             // Lost as the watch saw it, then reconnecting: only RESUMED or READY brings it back now.
-            Some(Down::Lost) if why == Down::Reconnecting => {
-                down.insert(shard, why);
+            Some(Down::Lost) => {
+                state.set(shard, Some(Down::Reconnecting));
                 false
             }
             Some(_) => false,
@@ -105,12 +137,12 @@ impl ShardsUp {
     }
 
     fn is_up(&self, shard: u32) -> bool {
-        !self.down.lock().expect("shards lock").contains_key(&shard)
+        !self.state().down.contains_key(&shard)
     }
 
     /// Whether every shard of this process is connected.
     pub fn all_up(&self) -> bool {
-        self.down.lock().expect("shards lock").is_empty()
+        self.state().down.is_empty()
     }
 
     /// Whether the shard carrying `guild` is connected.
@@ -144,15 +176,15 @@ mod tests {
         let told = std::cell::RefCell::new(Vec::new());
         let told = &told;
         let tell = |what: &'static str| move || told.borrow_mut().push(what);
-        assert!(!shards.went_down(0, tell("down")), "starting: not lost");
+        assert!(!shards.went_down(0, shards.changes(0), tell("down")), "starting: not lost");
         shards.seen_connected(0, tell("back"));
         shards.came_up(0, tell("ready"));
-        assert!(shards.went_down(0, tell("down")));
-        assert!(!shards.went_down(0, tell("down")), "already told");
+        assert!(shards.went_down(0, shards.changes(0), tell("down")));
+        assert!(!shards.went_down(0, shards.changes(0), tell("down")), "already told");
         shards.seen_connected(0, tell("back"));
         shards.seen_connected(0, tell("back"));
         // A new session: its READY tells the channels; the watch, seeing it connected after, does not again.
-        assert!(shards.went_down(0, tell("down")));
+        assert!(shards.went_down(0, shards.changes(0), tell("down")));
         shards.came_up(0, tell("ready"));
         shards.seen_connected(0, tell("back"));
         assert_eq!(*told.borrow(), ["ready", "down", "back", "down", "ready"]);
@@ -166,17 +198,29 @@ mod tests {
         let tell = |what: &'static str| move || told.borrow_mut().push(what);
         shards.came_up(0, tell("ready"));
         assert!(shards.reconnecting(0, tell("down")));
-        assert!(!shards.went_down(0, tell("down")), "already told");
+        assert!(!shards.went_down(0, shards.changes(0), tell("down")), "already told");
         shards.seen_connected(0, tell("back")); // serenity's manager still says "connected" during a resume
         assert!(!shards.all_up());
         shards.resumed(0, tell("resumed"));
         assert!(shards.all_up());
         shards.resumed(0, tell("resumed")); // nothing saw it lost
         // Lost as the watch saw it, then a resume begins: the watch's next look does not bring it back either.
-        assert!(shards.went_down(0, tell("down")));
+        assert!(shards.went_down(0, shards.changes(0), tell("down")));
         assert!(!shards.reconnecting(0, tell("down")));
         shards.seen_connected(0, tell("back"));
         shards.came_up(0, tell("ready"));
         assert_eq!(*told.borrow(), ["ready", "down", "resumed", "down", "ready"]);
+    }
+
+    #[test]
+    fn the_watch_does_not_mark_a_shard_lost_from_a_snapshot_older_than_its_resumed() {
+        let shards = ShardsUp::starting(ShardRange::whole(1));
+        shards.came_up(0, || {});
+        shards.reconnecting(0, || {});
+        let seen = shards.changes(0); // the watch's snapshot: serenity's manager shows the shard resuming
+        shards.resumed(0, || {});
+        assert!(!shards.went_down(0, seen, || panic!("told from a stale snapshot")));
+        assert!(shards.all_up());
+        assert!(shards.went_down(0, shards.changes(0), || {}), "a fresh snapshot is judged");
     }
 }

@@ -415,9 +415,8 @@ impl Actor {
                 if self.awaiting != Awaiting::Nothing {
                     // Read once the connection is back, even if a RESUME replays the rest: these are not replayed.
                     self.awaiting = Awaiting::Read;
-                } else if self.catch_ups_running > 0 {
-                    self.read_again = true; // This catch-up may have read past them already: the next reads them.
                 } else {
+                    // After the running catch-up, if any: it may have read past them already.
                     self.start_catch_up();
                 }
             }
@@ -569,10 +568,16 @@ impl Actor {
             Ok(Some(guild)) => {
                 let t = self.session.set_guild(guild);
                 self.commit(t).await;
-                // Waiting for a catch-up while its server was not known, the channel took every shard's loss for
-                // its own; from now on only its shard's return is meant for it, which may have come already.
-                if self.awaiting != Awaiting::Nothing {
-                    self.catch_up_once_connected();
+                // Not knowing its server, the channel took every shard's loss and return for its own; from now on
+                // only its own shard's are meant for it.
+                let shard_up = self.env.shards.carries_up(guild);
+                match self.awaiting {
+                    // A new session whose shard is reconnecting (a start in the replay): it waits for it.
+                    Awaiting::Nothing if !shard_up => self.awaiting = Awaiting::Connection,
+                    // Its own shard is connected (it was never lost, or RESUMED has brought its replay).
+                    Awaiting::Connection if shard_up => self.awaiting = Awaiting::Nothing,
+                    Awaiting::Read => self.catch_up_once_connected(),
+                    Awaiting::Nothing | Awaiting::Connection => {}
                 }
             }
             Ok(None) => {}
@@ -642,21 +647,30 @@ impl Actor {
     }
 
     /// Reads what the channel missed, unless its server's shard is not connected (a lease taken over while the shard
-    /// starts, or is lost): then the deadline waits for that shard's catch-up, which comes once it is back.
+    /// starts, or is lost): then the deadline waits for that shard's catch-up, which comes once it is back. A
+    /// session that has not recorded its server waits for every shard, any of which may carry it.
     fn catch_up_once_connected(&mut self) {
-        match self.session.guild_id {
-            Some(guild) if !self.env.shards.carries_up(guild) => self.awaiting = Awaiting::Read,
-            _ => {
-                self.awaiting = Awaiting::Nothing; // Connected: the read covers whatever was owed.
-                self.start_catch_up();
-            }
+        let connected = match self.session.guild_id {
+            Some(guild) => self.env.shards.carries_up(guild),
+            None => self.env.shards.all_up(),
+        };
+        if connected {
+            self.awaiting = Awaiting::Nothing; // The read covers whatever was owed.
+            self.start_catch_up();
+        } else {
+            self.awaiting = Awaiting::Read;
         }
     }
 
-    /// Reads the history after the last handled message. What the deadlines wait for stays as it is: a read asked
-    /// for again (messages left to the history) while the connection is lost still waits for its return.
+    /// Reads the history after the last handled message; if a read is running, once it is done (two reads at once
+    /// would page the same range twice). What the deadlines wait for stays as it is: a read asked for again
+    /// (messages left to the history) while the connection is lost still waits for its return.
     fn start_catch_up(&mut self) {
         if !self.session.is_active() {
+            return;
+        }
+        if self.catch_ups_running > 0 {
+            self.read_again = true;
             return;
         }
         let Some(after) = catch_up::read_from(&self.session) else { return };

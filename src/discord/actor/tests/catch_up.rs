@@ -352,9 +352,9 @@ async fn a_channel_taken_over_while_its_shard_is_not_connected_waits_for_that_sh
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_channel_that_learns_its_server_while_waiting_for_another_shards_catch_up_reads_at_once() {
+async fn a_channel_that_learns_its_server_while_waiting_for_another_shard_stops_waiting() {
     let h = Harness::new();
-    let (signal, mut saved) = on_shard_1_and_signalled_while_down(&h).await;
+    let (_, mut saved) = on_shard_1_and_signalled_while_down(&h).await;
     saved.guild_id = None; // saved before sessions recorded their server
     let restarted = h.restarted_on(ShardsUp::starting(ShardRange::parse("0-1", 2).unwrap()));
     let shards = restarted.router.env().shards.clone();
@@ -363,16 +363,20 @@ async fn a_channel_that_learns_its_server_while_waiting_for_another_shards_catch
     restarted.router.resume(vec![saved]);
     restarted.router.broadcast(|| Input::CatchUp(Some(shards.shard(0))));
     restarted.settle(A).await;
+    let reads_before = reads(&restarted, A);
     // Shard 0 is lost: not knowing its server, the channel takes that for its own.
-    shards.went_down(0, || {});
+    shards.went_down(0, shards.changes(0), || {});
     restarted.router.broadcast(|| Input::Disconnected(Some(shards.shard(0))));
-    restarted.rest.history.lock().unwrap().insert(A, vec![signal]);
+    tokio::time::sleep(Duration::from_secs(90)).await;
+    restarted.router.ask(A, Input::Snapshot).await;
+    assert_eq!(restarted.stats.snapshot().timeouts, 0, "pm's deadline waits for shard 0, which may carry it");
     *restarted.rest.guild.lock().unwrap() = Some(GuildId(3 << 22));
     restarted.router.deliver(A, Input::CheckDisplayMode);
     tokio::time::sleep(Duration::from_secs(1)).await;
     restarted.settle(A).await;
     assert_eq!(restarted.session(A).await.guild_id, Some(GuildId(3 << 22)));
-    assert_eq!(restarted.events(A, "turn_complete"), 1, "read at once: its shard, 1, is connected");
+    assert_eq!(restarted.events(A, "turn_timeout"), 1, "its own shard, 1, was connected throughout: it runs");
+    assert_eq!(reads(&restarted, A), reads_before, "nothing of shard 1 was missed: nothing read");
 }
 
 // --- a resumed connection: Discord replays what it carried meanwhile, before RESUMED -----------------------------
@@ -439,7 +443,7 @@ async fn a_channel_taken_over_while_its_shard_was_lost_reads_at_that_shards_resu
     let shards = restarted.router.env().shards.clone();
     // Shard 1 was up, then lost; the lease watch takes the channel over meanwhile.
     shards.came_up(1, || {});
-    shards.went_down(1, || {});
+    shards.went_down(1, shards.changes(1), || {});
     restarted.router.deliver_or_start(A, Input::CatchUp(None));
     tokio::time::sleep(Duration::from_secs(90)).await;
     let reads_before = reads(&restarted, A);
@@ -590,4 +594,72 @@ async fn a_session_started_while_its_shard_is_resuming_waits_for_resumed() {
     shards.resumed(1, || restarted.router.broadcast(|| Input::Resumed(Some(shards.shard(1)))));
     restarted.settle(A).await;
     assert_eq!(restarted.events(A, "turn_timeout"), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_new_session_whose_server_is_on_a_resuming_shard_waits_for_resumed() {
+    let h = Harness::new().restarted_on(ShardsUp::starting(ShardRange::parse("0-1", 2).unwrap()));
+    let shards = h.router.env().shards.clone();
+    shards.came_up(0, || {});
+    shards.came_up(1, || {});
+    shards.reconnecting(1, || h.router.broadcast(|| Input::Disconnected(Some(shards.shard(1)))));
+    // A `start` in shard 1's replay, in a channel never managed: its server is learned as it starts.
+    *h.rest.guild.lock().unwrap() = Some(GuildId(3 << 22));
+    h.start(A).await;
+    assert_eq!(h.session(A).await.guild_id, Some(GuildId(3 << 22)));
+    tokio::time::sleep(Duration::from_secs(90)).await;
+    h.router.ask(A, Input::Snapshot).await;
+    assert_eq!(h.stats.snapshot().timeouts, 0, "pm's deadline waits for shard 1's RESUMED");
+    shards.resumed(1, || h.router.broadcast(|| Input::Resumed(Some(shards.shard(1)))));
+    h.settle(A).await;
+    assert_eq!(h.events(A, "turn_timeout"), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_session_without_its_server_recorded_reads_only_once_every_shard_is_back() {
+    let h = Harness::new();
+    h.start(A).await;
+    h.settle(A).await;
+    let mut saved = h.saver.saved.lock().unwrap()[&A].clone();
+    saved.guild_id = None; // saved before sessions recorded their server
+    h.router.shutdown().await;
+    let restarted = h.restarted_on(ShardsUp::starting(ShardRange::parse("0-1", 2).unwrap()));
+    let shards = restarted.router.env().shards.clone();
+    shards.came_up(0, || {});
+    shards.came_up(1, || {});
+    restarted.router.resume(vec![saved]);
+    restarted.router.broadcast(|| Input::CatchUp(None));
+    restarted.settle(A).await;
+    let reads_before = reads(&restarted, A);
+    for id in [0, 1] {
+        shards.reconnecting(id, || restarted.router.broadcast(|| Input::Disconnected(Some(shards.shard(id)))));
+    }
+    // Shard 1's resume fails and it identifies again (READY); shard 0 is still resuming; pm's deadline passes.
+    shards.came_up(1, || restarted.router.broadcast(|| Input::CatchUp(Some(shards.shard(1)))));
+    tokio::time::sleep(Duration::from_secs(90)).await;
+    restarted.router.ask(A, Input::Snapshot).await;
+    assert_eq!(reads(&restarted, A), reads_before, "not read while shard 0, which may carry it, resumes");
+    assert_eq!(restarted.stats.snapshot().timeouts, 0);
+    shards.resumed(0, || restarted.router.broadcast(|| Input::Resumed(Some(shards.shard(0)))));
+    restarted.settle(A).await;
+    assert_eq!(reads(&restarted, A), reads_before + 1, "read once every shard is back (shard 1's READY owed it)");
+    assert_eq!(restarted.events(A, "turn_timeout"), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_catch_up_asked_for_while_one_runs_follows_it_instead_of_reading_beside_it() {
+    let h = Harness::new();
+    h.start(A).await;
+    h.settle(A).await;
+    *h.rest.read_delay.lock().unwrap() = Duration::from_secs(5);
+    // The connection watch and a READY both ask (a new session seen by both).
+    h.router.broadcast(|| Input::CatchUp(None));
+    h.router.broadcast(|| Input::CatchUp(None));
+    // Each page takes 5 s to read: the first is done at 5 s, the second, begun then, at 10 s.
+    tokio::time::sleep(Duration::from_secs(7)).await;
+    h.router.ask(A, Input::Snapshot).await;
+    assert_eq!(reads(&h, A), 1, "one read at a time");
+    tokio::time::sleep(Duration::from_secs(20)).await;
+    h.router.ask(A, Input::Snapshot).await;
+    assert_eq!(reads(&h, A), 2, "the second after the first, from where it stopped");
 }
