@@ -5,7 +5,7 @@
 
 mod common;
 
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use common::{PATIENCE, Scene, count_floor, is_floor, list};
 use local_discord::faults::{DispatchAction, RouteAction};
 use local_discord::permissions::Permissions;
@@ -75,25 +75,55 @@ async fn one_round_from_dev(scene: &Scene) {
     }
 }
 
+/// A started session whose holder, pm, has 2 s, its deadline armed; and that deadline.
+async fn pm_on_a_two_second_turn() -> (Scene, DateTime<Utc>) {
+    let scene = Scene::with(Config::default(), [2, 60, 60]).await;
+    scene.start_session().await;
+    scene.bot().settle(ChannelId(scene.stage.channel)).await;
+    let deadline = scene.session().await.turn_timeout_at.expect("pm's deadline");
+    (scene, deadline)
+}
+
+async fn just_past(deadline: DateTime<Utc>) {
+    while Utc::now() < deadline + chrono::TimeDelta::milliseconds(100) {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Reads of the channel's history among the REST calls after the first `calls_before`.
+fn history_reads_since(scene: &Scene, calls_before: usize) -> usize {
+    let history = format!("GET /api/v10/channels/{}/messages", scene.stage.channel);
+    scene.rest_calls()[calls_before..].iter().filter(|call| call.starts_with(&history)).count()
+}
+
+/// pm's signal, written before its deadline though the bot could not see it then, completed the turn: no blind
+/// timeout, no late signal; and the soak's invariants hold.
+async fn the_signal_completed_the_turn(scene: &Scene) {
+    let kinds: Vec<String> = scene.session().await.history.iter().map(|e| format!("{:?}", e.kind)).collect();
+    assert_eq!(
+        scene.events("turn_complete").len(),
+        1,
+        "written before the deadline, it completes the turn: {kinds:#?}"
+    );
+    assert!(scene.events("turn_timeout").is_empty(), "no blind timeout");
+    assert!(scene.events("late_signal").is_empty());
+    assert!(scene.view().iter().all(|m| !m.content.starts_with("⏱️")));
+    scene.assert_invariants().await;
+}
+
 /// The gateway connection drops and Discord has forgotten the session: serenity's RESUME is answered INVALID_SESSION
 /// and it identifies again (serenity waits ~5 s first). pm's signal, written before its deadline while the bot could
 /// not see, is read by the catch-up after the new READY and must complete the turn, not be judged late after a blind
 /// timeout.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_signal_written_before_the_deadline_while_the_session_was_invalidated_completes_the_turn() {
-    let scene = Scene::with(Config::default(), [2, 60, 60]).await;
-    scene.start_session().await;
-    let channel = ChannelId(scene.stage.channel);
-    scene.bot().settle(channel).await;
-    let deadline = scene.session().await.turn_timeout_at.expect("pm's deadline");
+    let (scene, deadline) = pm_on_a_two_second_turn().await;
     let me = scene.stage.bot_user;
     let calls_before = scene.rest_calls().len();
     scene.stage.server.close_gateway(me, false);
     let signal = scene.say("pm", "Finished just in time. TURN_COMPLETE");
 
-    while Utc::now() < deadline + chrono::TimeDelta::milliseconds(100) {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    just_past(deadline).await;
     assert!(!scene.stage.server.is_connected(me), "precondition: still disconnected after the deadline");
     scene.until("dev's floor", |v| v.iter().any(|m| is_floor(m, "dev")).then_some(())).await;
     scene.handled(signal).await;
@@ -103,14 +133,8 @@ async fn a_signal_written_before_the_deadline_while_the_session_was_invalidated_
     assert_eq!(frames_received(&scene, 2), 2, "so it identified again: a new session");
     // The connection watch (every 100 ms) has had time to ask for another read after the READY's, if it were to.
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let history = format!("GET /api/v10/channels/{}/messages", scene.stage.channel);
-    let reads = scene.rest_calls()[calls_before..].iter().filter(|call| call.starts_with(&history)).count();
-    assert_eq!(reads, 1, "the channel read what it missed once, at the new session's READY");
-    assert_eq!(scene.events("turn_complete").len(), 1, "written before the deadline: it completes the turn");
-    assert!(scene.events("turn_timeout").is_empty(), "no blind timeout while disconnected");
-    assert!(scene.events("late_signal").is_empty());
-    assert!(scene.view().iter().all(|m| !m.content.starts_with("⏱️")));
-    scene.assert_invariants().await;
+    assert_eq!(history_reads_since(&scene, calls_before), 1, "read once, at the new session's READY");
+    the_signal_completed_the_turn(&scene).await;
 }
 
 /// Discord invalidates the session on a live connection (INVALID_SESSION, not resumable): serenity's runner asks for a
@@ -119,29 +143,19 @@ async fn a_signal_written_before_the_deadline_while_the_session_was_invalidated_
 /// the catch-up after the new READY and completes the turn.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_invalidated_on_a_live_connection_holds_the_deadline_until_the_new_sessions_catch_up() {
-    let scene = Scene::with(Config::default(), [2, 60, 60]).await;
-    scene.start_session().await;
-    let channel = ChannelId(scene.stage.channel);
-    scene.bot().settle(channel).await;
-    let deadline = scene.session().await.turn_timeout_at.expect("pm's deadline");
+    let (scene, deadline) = pm_on_a_two_second_turn().await;
     let me = scene.stage.bot_user;
     scene.stage.server.invalidate_session(me);
     let signal = scene.say("pm", "Finished just in time. TURN_COMPLETE");
     assert!(Utc::now() < deadline, "precondition: the signal was written before the deadline (the start was slow)");
-    while Utc::now() < deadline + chrono::TimeDelta::milliseconds(100) {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    just_past(deadline).await;
     assert_eq!(frames_received(&scene, 2), 1, "precondition: not identified again before the deadline");
     scene.until("dev's floor", |v| v.iter().any(|m| is_floor(m, "dev")).then_some(())).await;
     scene.handled(signal).await;
 
     assert_eq!(frames_sent(&scene, 9), 1, "the bot was told INVALID_SESSION");
     assert_eq!(frames_received(&scene, 2), 2, "and identified again");
-    assert_eq!(scene.events("turn_complete").len(), 1, "written before the deadline: it completes the turn");
-    assert!(scene.events("turn_timeout").is_empty(), "no blind timeout while serenity waited to identify again");
-    assert!(scene.events("late_signal").is_empty());
-    assert!(scene.view().iter().all(|m| !m.content.starts_with("⏱️")));
-    scene.assert_invariants().await;
+    the_signal_completed_the_turn(&scene).await;
 }
 
 /// A connection resumed slowly: RESUMED (which Discord sends after the replay) comes 1.5 s after pm's deadline, and
@@ -149,11 +163,7 @@ async fn a_session_invalidated_on_a_live_connection_holds_the_deadline_until_the
 /// waits for RESUMED, the signal completes the turn, and the bot reads no history: Discord's replay carried it all.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_slow_resume_holds_the_deadline_until_resumed_and_reads_no_history() {
-    let scene = Scene::with(Config::default(), [2, 60, 60]).await;
-    scene.start_session().await;
-    let channel = ChannelId(scene.stage.channel);
-    scene.bot().settle(channel).await;
-    let deadline = scene.session().await.turn_timeout_at.expect("pm's deadline");
+    let (scene, deadline) = pm_on_a_two_second_turn().await;
     let until_deadline = || (deadline - Utc::now()).to_std().unwrap_or_default();
     let me = scene.stage.bot_user;
     let calls_before = scene.rest_calls().len();
@@ -174,20 +184,10 @@ async fn a_slow_resume_holds_the_deadline_until_resumed_and_reads_no_history() {
     scene.handled(signal).await;
 
     assert_eq!(frames_received(&scene, 2), 1, "the bot did not identify again");
-    let kinds: Vec<String> = scene.session().await.history.iter().map(|e| format!("{:?}", e.kind)).collect();
-    assert_eq!(
-        scene.events("turn_complete").len(),
-        1,
-        "written before the deadline: it completes the turn: {kinds:#?}"
-    );
-    assert!(scene.events("turn_timeout").is_empty(), "no blind timeout while resuming");
-    assert!(scene.events("late_signal").is_empty());
     // The connection watch (every 100 ms) has had time to ask for a read after RESUMED, if it were to.
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let history = format!("GET /api/v10/channels/{}/messages", scene.stage.channel);
-    let reads = scene.rest_calls()[calls_before..].iter().filter(|call| call.starts_with(&history)).count();
-    assert_eq!(reads, 0, "the replay carried what was missed: no history read");
-    scene.assert_invariants().await;
+    assert_eq!(history_reads_since(&scene, calls_before), 0, "the replay carried what was missed: nothing read");
+    the_signal_completed_the_turn(&scene).await;
 }
 
 /// A resumed connection keeps its shard runner (and its collector); a session identified again gets a new one. After

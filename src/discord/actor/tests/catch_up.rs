@@ -327,21 +327,27 @@ async fn on_shard_1_and_signalled_while_down(h: &Harness) -> (IncomingMessage, S
     (signal, saved)
 }
 
-#[tokio::test(start_paused = true)]
-async fn a_channel_taken_over_while_its_shard_is_not_connected_waits_for_that_shards_catch_up() {
+/// Another process, running shards 0 and 1 (neither connected yet), that may take channel A over: A's history holds
+/// pm's signal, written while the first process was down.
+async fn to_take_over_on_two_shards() -> (Harness, Arc<ShardsUp>) {
     let h = Harness::new();
     let (signal, _) = on_shard_1_and_signalled_while_down(&h).await;
     let restarted = h.restarted_on(ShardsUp::starting(ShardRange::parse("0-1", 2).unwrap()));
     restarted.rest.history.lock().unwrap().insert(A, vec![signal]);
     let shards = restarted.router.env().shards.clone();
+    (restarted, shards)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_channel_taken_over_while_its_shard_is_not_connected_waits_for_that_shards_catch_up() {
+    let (restarted, shards) = to_take_over_on_two_shards().await;
     shards.came_up(0, || {});
-    let reads = || restarted.journal.of(A).iter().filter(|line| line.starts_with("read")).count();
-    let reads_before = reads();
+    let reads_before = reads(&restarted, A);
     // The lease watch takes the channel over (as `tend_leases` does) while shard 1 still connects.
     restarted.router.deliver_or_start(A, Input::CatchUp(None));
     tokio::time::sleep(Duration::from_secs(90)).await;
     restarted.router.ask(A, Input::Snapshot).await;
-    assert_eq!(reads(), reads_before, "nothing read while the channel's shard is down");
+    assert_eq!(reads(&restarted, A), reads_before, "nothing read while the channel's shard is down");
     assert_eq!(restarted.stats.snapshot().timeouts, 0, "pm's deadline waits: its signal is not seen yet");
 
     shards.came_up(1, || {});
@@ -436,11 +442,7 @@ async fn messages_left_to_the_history_while_the_connection_was_lost_are_read_at_
 
 #[tokio::test(start_paused = true)]
 async fn a_channel_taken_over_while_its_shard_was_lost_reads_at_that_shards_resume() {
-    let h = Harness::new();
-    let (signal, _) = on_shard_1_and_signalled_while_down(&h).await;
-    let restarted = h.restarted_on(ShardsUp::starting(ShardRange::parse("0-1", 2).unwrap()));
-    restarted.rest.history.lock().unwrap().insert(A, vec![signal]);
-    let shards = restarted.router.env().shards.clone();
+    let (restarted, shards) = to_take_over_on_two_shards().await;
     // Shard 1 was up, then lost; the lease watch takes the channel over meanwhile.
     shards.came_up(1, || {});
     shards.went_down(1, shards.changes(1), || {});
@@ -543,13 +545,14 @@ async fn a_read_asked_for_again_after_the_connection_was_lost_still_waits_for_it
     assert_eq!(h.events(A, "turn_timeout"), 1, "and runs at RESUMED");
 }
 
-#[tokio::test(start_paused = true)]
-async fn a_session_without_its_server_recorded_waits_for_every_lost_shard_to_resume() {
+/// pm's turn in a session saved before sessions recorded their server, restarted by a process running shards 0 and 1
+/// (both connected), its missed messages read.
+async fn without_its_server_on_two_shards() -> (Harness, Arc<ShardsUp>) {
     let h = Harness::new();
     h.start(A).await;
     h.settle(A).await;
     let mut saved = h.saver.saved.lock().unwrap()[&A].clone();
-    saved.guild_id = None; // saved before sessions recorded their server
+    saved.guild_id = None;
     h.router.shutdown().await;
     let restarted = h.restarted_on(ShardsUp::starting(ShardRange::parse("0-1", 2).unwrap()));
     let shards = restarted.router.env().shards.clone();
@@ -558,6 +561,12 @@ async fn a_session_without_its_server_recorded_waits_for_every_lost_shard_to_res
     restarted.router.resume(vec![saved]);
     restarted.router.broadcast(|| Input::CatchUp(None));
     restarted.settle(A).await;
+    (restarted, shards)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_session_without_its_server_recorded_waits_for_every_lost_shard_to_resume() {
+    let (restarted, shards) = without_its_server_on_two_shards().await;
     // Both shards are resuming; pm's deadline passes meanwhile.
     for id in [0, 1] {
         shards.reconnecting(id, || restarted.router.broadcast(|| Input::Disconnected(Some(shards.shard(id)))));
@@ -582,31 +591,23 @@ async fn a_session_started_while_its_shard_is_resuming_waits_for_resumed() {
     h.saver.saved.lock().unwrap().get_mut(&A).unwrap().guild_id = Some(GuildId(3 << 22)); // on shard 1 of 2
     h.router.shutdown().await;
     let restarted = h.restarted_on(ShardsUp::starting(ShardRange::parse("0-1", 2).unwrap()));
-    let shards = restarted.router.env().shards.clone();
-    shards.came_up(0, || {});
-    shards.came_up(1, || {});
-    shards.reconnecting(1, || restarted.router.broadcast(|| Input::Disconnected(Some(shards.shard(1)))));
+    let shards = shard_1_resuming(&restarted);
     // A `start` in shard 1's replay: the channel's actor starts now, from its saved (stopped) session.
     restarted.start(A).await;
-    tokio::time::sleep(Duration::from_secs(90)).await;
-    restarted.router.ask(A, Input::Snapshot).await;
-    assert_eq!(restarted.stats.snapshot().timeouts, 0, "pm's deadline waits for shard 1's RESUMED");
-    shards.resumed(1, || restarted.router.broadcast(|| Input::Resumed(Some(shards.shard(1)))));
-    restarted.settle(A).await;
-    assert_eq!(restarted.events(A, "turn_timeout"), 1);
+    waits_for_shard_1s_resumed(&restarted, &shards).await;
 }
 
-#[tokio::test(start_paused = true)]
-async fn a_new_session_whose_server_is_on_a_resuming_shard_waits_for_resumed() {
-    let h = Harness::new().restarted_on(ShardsUp::starting(ShardRange::parse("0-1", 2).unwrap()));
+/// A process running shards 0 and 1, both connected, then shard 1 resuming.
+fn shard_1_resuming(h: &Harness) -> Arc<ShardsUp> {
     let shards = h.router.env().shards.clone();
     shards.came_up(0, || {});
     shards.came_up(1, || {});
     shards.reconnecting(1, || h.router.broadcast(|| Input::Disconnected(Some(shards.shard(1)))));
-    // A `start` in shard 1's replay, in a channel never managed: its server is learned as it starts.
-    *h.rest.guild.lock().unwrap() = Some(GuildId(3 << 22));
-    h.start(A).await;
-    assert_eq!(h.session(A).await.guild_id, Some(GuildId(3 << 22)));
+    shards
+}
+
+/// pm's deadline passes while shard 1 resumes: it waits for shard 1's RESUMED, then ends pm's turn.
+async fn waits_for_shard_1s_resumed(h: &Harness, shards: &ShardsUp) {
     tokio::time::sleep(Duration::from_secs(90)).await;
     h.router.ask(A, Input::Snapshot).await;
     assert_eq!(h.stats.snapshot().timeouts, 0, "pm's deadline waits for shard 1's RESUMED");
@@ -616,20 +617,19 @@ async fn a_new_session_whose_server_is_on_a_resuming_shard_waits_for_resumed() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_session_without_its_server_recorded_reads_only_once_every_shard_is_back() {
-    let h = Harness::new();
+async fn a_new_session_whose_server_is_on_a_resuming_shard_waits_for_resumed() {
+    let h = Harness::new().restarted_on(ShardsUp::starting(ShardRange::parse("0-1", 2).unwrap()));
+    let shards = shard_1_resuming(&h);
+    // A `start` in shard 1's replay, in a channel never managed: its server is learned as it starts.
+    *h.rest.guild.lock().unwrap() = Some(GuildId(3 << 22));
     h.start(A).await;
-    h.settle(A).await;
-    let mut saved = h.saver.saved.lock().unwrap()[&A].clone();
-    saved.guild_id = None; // saved before sessions recorded their server
-    h.router.shutdown().await;
-    let restarted = h.restarted_on(ShardsUp::starting(ShardRange::parse("0-1", 2).unwrap()));
-    let shards = restarted.router.env().shards.clone();
-    shards.came_up(0, || {});
-    shards.came_up(1, || {});
-    restarted.router.resume(vec![saved]);
-    restarted.router.broadcast(|| Input::CatchUp(None));
-    restarted.settle(A).await;
+    assert_eq!(h.session(A).await.guild_id, Some(GuildId(3 << 22)));
+    waits_for_shard_1s_resumed(&h, &shards).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_session_without_its_server_recorded_reads_only_once_every_shard_is_back() {
+    let (restarted, shards) = without_its_server_on_two_shards().await;
     let reads_before = reads(&restarted, A);
     for id in [0, 1] {
         shards.reconnecting(id, || restarted.router.broadcast(|| Input::Disconnected(Some(shards.shard(id)))));
