@@ -42,10 +42,9 @@ fn is_reconnecting(metadata: &Metadata<'_>) -> bool {
 struct ReconnectingSeen;
 
 impl<S: Subscriber> Layer<S> for ReconnectingSeen {
-    fn on_new_span(&self, attributes: &Attributes<'_>, _id: &Id, _context: Context<'_, S>) {
-        if is_reconnecting(attributes.metadata()) {
-            reconnecting_here();
-        }
+    /// Only serenity's reconnection spans get here: [`layer`]'s filter lets nothing else through.
+    fn on_new_span(&self, _attributes: &Attributes<'_>, _id: &Id, _context: Context<'_, S>) {
+        reconnecting_here();
     }
 }
 

@@ -427,10 +427,7 @@ impl Actor {
             }
             Input::Disconnected(_) => {}
             Input::Resumed(shard) if self.is_on(shard) => match self.awaiting {
-                // A session that has not recorded its server took every shard's loss: it waits for all of them.
-                Awaiting::Connection if self.session.guild_id.is_some() || self.env.shards.all_up() => {
-                    self.awaiting = Awaiting::Nothing
-                }
+                Awaiting::Connection if self.its_shard_is_up() => self.awaiting = Awaiting::Nothing,
                 Awaiting::Connection | Awaiting::Nothing => {}
                 Awaiting::Read => self.catch_up_once_connected(),
             },
@@ -570,7 +567,7 @@ impl Actor {
                 self.commit(t).await;
                 // Not knowing its server, the channel took every shard's loss and return for its own; from now on
                 // only its own shard's are meant for it.
-                let shard_up = self.env.shards.carries_up(guild);
+                let shard_up = self.its_shard_is_up();
                 match self.awaiting {
                     // A new session whose shard is reconnecting (a start in the replay): it waits for it.
                     Awaiting::Nothing if !shard_up => self.awaiting = Awaiting::Connection,
@@ -646,15 +643,19 @@ impl Actor {
         }
     }
 
-    /// Reads what the channel missed, unless its server's shard is not connected (a lease taken over while the shard
-    /// starts, or is lost): then the deadline waits for that shard's catch-up, which comes once it is back. A
-    /// session that has not recorded its server waits for every shard, any of which may carry it.
-    fn catch_up_once_connected(&mut self) {
-        let connected = match self.session.guild_id {
+    /// Whether the shard carrying the channel's server is connected. A session that has not recorded its server took
+    /// every shard's loss for its own: it needs every shard connected.
+    fn its_shard_is_up(&self) -> bool {
+        match self.session.guild_id {
             Some(guild) => self.env.shards.carries_up(guild),
             None => self.env.shards.all_up(),
-        };
-        if connected {
+        }
+    }
+
+    /// Reads what the channel missed, unless its server's shard is not connected (a lease taken over while the shard
+    /// starts, or is lost): then the deadline waits for that shard's catch-up, which comes once it is back.
+    fn catch_up_once_connected(&mut self) {
+        if self.its_shard_is_up() {
             self.awaiting = Awaiting::Nothing; // The read covers whatever was owed.
             self.start_catch_up();
         } else {
@@ -726,7 +727,7 @@ fn task(
             Origin::Load => {
                 actor.session = load(&actor.env, actor.channel).await;
                 // Started while its shard is reconnecting (a command in a resume's replay): its deadline waits too.
-                if actor.session.guild_id.is_some_and(|guild| !actor.env.shards.carries_up(guild)) {
+                if actor.session.guild_id.is_some() && !actor.its_shard_is_up() {
                     actor.awaiting = Awaiting::Connection;
                 }
             }

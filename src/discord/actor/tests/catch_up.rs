@@ -5,6 +5,11 @@ use crate::core::ids::GuildId;
 use crate::core::shards::{Shard, ShardRange};
 use crate::discord::shards_up::ShardsUp;
 
+/// The history reads the channel made (each page, as the fake network journals it).
+fn reads(h: &Harness, channel: ChannelId) -> usize {
+    h.journal.of(channel).iter().filter(|line| line.starts_with("read")).count()
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_signal_overtaken_by_a_newer_message_just_before_a_crash_is_read_by_the_catch_up_after_it() {
     let h = Harness::new();
@@ -76,7 +81,7 @@ async fn a_catch_up_failing_longer_than_the_retry_policy_tries_again_later_and_n
     assert_eq!(h.stats.snapshot().timeouts, 0, "still waiting for the range");
     tokio::time::sleep(Duration::from_secs(15 * 60)).await;
     h.settle(A).await;
-    let reads = h.journal.of(A).iter().filter(|l| l.starts_with("read")).count();
+    let reads = reads(&h, A);
     assert!(reads > 40, "read until it worked: {reads} reads");
     // The later turns (nobody speaks) time out; pm's, whose signal was on the page, completed.
     let saves: Vec<String> = h.journal.of(A).into_iter().filter(|l| l.starts_with("save")).collect();
@@ -94,7 +99,7 @@ async fn a_catch_up_refused_for_good_ends_and_lets_the_deadline_run() {
     h.router.broadcast(|| Input::CatchUp(None));
     tokio::time::sleep(Duration::from_secs(1)).await;
     h.settle(A).await;
-    let reads = h.journal.of(A).iter().filter(|l| l.starts_with("read")).count();
+    let reads = reads(&h, A);
     assert_eq!(reads, 1, "a refusal is not retried, nor the edited messages read after it");
     assert_eq!(h.events(A, "turn_timeout"), 1, "the overdue turn ends");
     assert_eq!(h.holder(A).await.as_deref(), Some("dev"));
@@ -239,7 +244,7 @@ async fn a_busy_channel_during_a_slow_catch_up_holds_at_most_its_bound_and_reads
     assert!(session.has_handled(signal.id));
     assert_eq!(h.events(A, "turn_complete"), 1);
     // The first catch-up read 16 pages; a second one, asked for when the held queue was full, read them again.
-    let reads = h.journal.of(A).iter().filter(|l| l.starts_with("read")).count();
+    let reads = reads(&h, A);
     assert!(reads > 16, "a second catch-up read what was not held: {reads} reads");
 }
 
@@ -263,7 +268,7 @@ async fn a_flood_past_the_inbox_bound_is_left_in_the_history_and_read_from_there
     assert!(flood.iter().all(|m| session.has_handled(m.id)), "every message was handled, live or read again");
     assert_eq!(h.events(A, "turn_complete"), 1, "pm's signal, left in the history, ended its turn");
     assert_eq!(h.events(A, "turn_timeout"), 0);
-    let reads = h.journal.of(A).iter().filter(|l| l.starts_with("read")).count();
+    let reads = reads(&h, A);
     assert!(reads >= 4, "the 401 messages past the bound were read from the history: {reads} reads");
 }
 
@@ -284,18 +289,17 @@ async fn a_channel_takes_only_its_own_shards_catch_up_and_loss() {
     let restarted = h.restarted();
     restarted.rest.history.lock().unwrap().insert(A, vec![signal]);
     restarted.router.resume(vec![saved]);
-    let reads = || restarted.journal.of(A).iter().filter(|line| line.starts_with("read")).count();
-    let reads_before = reads();
+    let reads_before = reads(&restarted, A);
 
     restarted.router.broadcast(|| Input::CatchUp(Some(shard_0)));
     tokio::time::sleep(Duration::from_secs(5)).await;
     restarted.router.ask(A, Input::Snapshot).await;
-    assert_eq!(reads(), reads_before, "shard 0's READY is not this channel's: nothing read");
+    assert_eq!(reads(&restarted, A), reads_before, "shard 0's READY is not this channel's: nothing read");
     assert_eq!(restarted.stats.snapshot().timeouts, 0, "the deadline waits for shard 1, which carries the signal");
 
     restarted.router.broadcast(|| Input::CatchUp(Some(shard_1)));
     restarted.settle(A).await;
-    assert_eq!(reads(), reads_before + 1);
+    assert_eq!(reads(&restarted, A), reads_before + 1);
     assert_eq!(restarted.events(A, "turn_complete"), 1, "{:#?}", restarted.journal.of(A));
     assert_eq!(restarted.events(A, "turn_timeout"), 0);
     assert_eq!(restarted.holder(A).await.as_deref(), Some("dev"));
@@ -387,19 +391,12 @@ async fn a_channel_that_learns_its_server_while_waiting_for_another_shard_stops_
 
 // --- a resumed connection: Discord replays what it carried meanwhile, before RESUMED -----------------------------
 
-fn reads(h: &Harness, channel: ChannelId) -> usize {
-    h.journal.of(channel).iter().filter(|line| line.starts_with("read")).count()
-}
-
 #[tokio::test(start_paused = true)]
 async fn a_resumed_connection_lets_the_held_deadline_run_after_the_replayed_messages_without_reading() {
     let h = Harness::new();
-    h.start(A).await;
-    h.settle(A).await;
-    h.router.broadcast(|| Input::Disconnected(None));
+    let signal = signal_missed_while_disconnected(&h).await;
     // The connection is resumed at 90 s, past pm's 60 s deadline; the replay carries pm's signal, written at 30 s.
-    tokio::time::advance(Duration::from_secs(90)).await;
-    h.deliver(A, &h.written(PM, "Done while you were away. TURN_COMPLETE", 30_000));
+    h.deliver(A, &signal);
     tokio::time::sleep(Duration::from_secs(5)).await;
     h.router.ask(A, Input::Snapshot).await;
     assert_eq!(h.stats.snapshot().timeouts, 0, "held until RESUMED");
@@ -425,12 +422,8 @@ async fn a_resumed_connection_lets_the_held_deadline_run_after_the_replayed_mess
 #[tokio::test(start_paused = true)]
 async fn messages_left_to_the_history_while_the_connection_was_lost_are_read_at_the_resume() {
     let h = Harness::new();
-    h.start(A).await;
-    h.settle(A).await;
-    h.router.broadcast(|| Input::Disconnected(None));
-    tokio::time::advance(Duration::from_secs(90)).await;
     // The replay overflowed the channel's inbox: pm's signal, written at 30 s, was left to the history.
-    h.rest.history.lock().unwrap().insert(A, vec![h.written(PM, "Done. TURN_COMPLETE", 30_000)]);
+    signal_missed_while_disconnected(&h).await;
     h.router.deliver(A, Input::ReadAgain);
     h.router.broadcast(|| Input::Resumed(None));
     tokio::time::sleep(Duration::from_secs(1)).await;
@@ -495,7 +488,8 @@ async fn serenity_beginning_to_reconnect_on_a_shard_runners_task_holds_that_shar
         tokio::spawn(async move {
             reconnecting::note_runner(&in_order, shard);
             let _span = match then {
-                Then::Runs => return,
+                // Its other spans (one per event) are not a reconnection.
+                Then::Runs => tracing::info_span!(target: "serenity::gateway::bridge::shard_runner", "recv_event"),
                 Then::Resumes => tracing::info_span!(target: "serenity::gateway::shard", "resume"),
                 Then::Restarts => {
                     tracing::info_span!(target: "serenity::gateway::bridge::shard_runner", "request_restart")
