@@ -462,20 +462,8 @@ async fn serenity_beginning_to_reconnect_on_a_shard_runners_task_holds_that_shar
     use crate::discord::reconnecting;
     use tracing_subscriber::prelude::*;
     let _subscriber = tracing::subscriber::set_default(tracing_subscriber::registry().with(reconnecting::layer()));
-    let h = Harness::new();
-    h.start(A).await;
-    h.settle(A).await;
-    let signal = h.written(PM, "Done while you were away. TURN_COMPLETE", 30_000);
-    h.saver.saved.lock().unwrap().get_mut(&A).unwrap().guild_id = Some(GuildId(3 << 22)); // on shard 1 of 2
-    let saved = h.saver.saved.lock().unwrap()[&A].clone();
-    h.router.shutdown().await;
-    let restarted = h.restarted_on(ShardsUp::starting(ShardRange::parse("0-1", 2).unwrap()));
-    let shards = restarted.router.env().shards.clone();
-    shards.came_up(0, || {});
-    shards.came_up(1, || {});
-    restarted.router.resume(vec![saved]);
-    restarted.router.broadcast(|| Input::CatchUp(None));
-    restarted.settle(A).await;
+    let (restarted, shards) = restarted_on_two_shards(Some(GuildId(3 << 22))).await; // on shard 1 of 2
+    let signal = restarted.written(PM, "Done while you were away. TURN_COMPLETE", 30_000);
     let in_order = InOrder::new(restarted.router.clone(), Arc::new(Identity::default()));
     // Each shard's runner is a task of its own, on which its collector runs and serenity opens its spans.
     enum Then {
@@ -539,14 +527,14 @@ async fn a_read_asked_for_again_after_the_connection_was_lost_still_waits_for_it
     assert_eq!(h.events(A, "turn_timeout"), 1, "and runs at RESUMED");
 }
 
-/// pm's turn in a session saved before sessions recorded their server, restarted by a process running shards 0 and 1
-/// (both connected), its missed messages read.
-async fn without_its_server_on_two_shards() -> (Harness, Arc<ShardsUp>) {
+/// pm's turn in a session saved with `guild` as its server (`None`: saved before sessions recorded it), restarted by a
+/// process running shards 0 and 1 (both connected), its missed messages read.
+async fn restarted_on_two_shards(guild: Option<GuildId>) -> (Harness, Arc<ShardsUp>) {
     let h = Harness::new();
     h.start(A).await;
     h.settle(A).await;
     let mut saved = h.saver.saved.lock().unwrap()[&A].clone();
-    saved.guild_id = None;
+    saved.guild_id = guild;
     h.router.shutdown().await;
     let restarted = h.restarted_on(ShardsUp::starting(ShardRange::parse("0-1", 2).unwrap()));
     let shards = restarted.router.env().shards.clone();
@@ -560,7 +548,7 @@ async fn without_its_server_on_two_shards() -> (Harness, Arc<ShardsUp>) {
 
 #[tokio::test(start_paused = true)]
 async fn a_session_without_its_server_recorded_waits_for_every_lost_shard_to_resume() {
-    let (restarted, shards) = without_its_server_on_two_shards().await;
+    let (restarted, shards) = restarted_on_two_shards(None).await;
     // Both shards are resuming; pm's deadline passes meanwhile.
     for id in [0, 1] {
         shards.reconnecting(id, || restarted.router.broadcast(|| Input::Disconnected(Some(shards.shard(id)))));
@@ -623,7 +611,7 @@ async fn a_new_session_whose_server_is_on_a_resuming_shard_waits_for_resumed() {
 
 #[tokio::test(start_paused = true)]
 async fn a_session_without_its_server_recorded_reads_only_once_every_shard_is_back() {
-    let (restarted, shards) = without_its_server_on_two_shards().await;
+    let (restarted, shards) = restarted_on_two_shards(None).await;
     let reads_before = reads(&restarted, A);
     for id in [0, 1] {
         shards.reconnecting(id, || restarted.router.broadcast(|| Input::Disconnected(Some(shards.shard(id)))));
