@@ -34,6 +34,16 @@ fn at(ms: i64) -> DateTime<Utc> {
 
 /// A running session ten turns in, pm's turn just begun; and pm's signal for it.
 fn running_session(personas: &PersonaCatalog, config: &Config) -> (Session, IncomingMessage) {
+    session_after(personas, config, 10, 5_000)
+}
+
+/// A running session `turns` turns in, one every `every_ms`, pm's turn just begun; and pm's signal for it.
+fn session_after(
+    personas: &PersonaCatalog,
+    config: &Config,
+    turns: usize,
+    every_ms: i64,
+) -> (Session, IncomingMessage) {
     let ctx = Context { personas, config };
     let mut ms = 1_795_000_000_000;
     let mut session = Session::new(ChannelId(1_400_000_000_000_000_000));
@@ -52,12 +62,12 @@ fn running_session(personas: &PersonaCatalog, config: &Config) -> (Session, Inco
             has_files: false,
         }
     };
-    for _ in 0..9 {
-        ms += 5_000;
+    for _ in 1..turns {
+        ms += every_ms;
         let message = signal_of(&session, ms);
         session.handle_message(&message, at(ms), ctx);
     }
-    let message = signal_of(&session, ms + 5_000);
+    let message = signal_of(&session, ms + every_ms);
     assert_eq!(session.status, turn_manager::core::session::SessionStatus::Running, "not paused as a loop");
     (session, message)
 }
@@ -112,6 +122,22 @@ fn timeout(c: &mut Criterion) {
     c.bench_function("a session copied for the store's writer", |b| b.iter(|| black_box(&session).clone()));
 }
 
+/// A channel whose agents answer at once (the bench's turns phase): every message of the last ten seconds is among
+/// the ids the session keeps, and its history tail is full. What each durable save costs before the disk: the copy
+/// the actor hands the store's writer, that copy dropped, and its JSON line.
+fn busy_session(c: &mut Criterion) {
+    let (personas, config) = (personas(), Config::default());
+    let (session, _) = session_after(&personas, &config, 400, 20);
+    assert_eq!(session.recent_ids.len(), turn_manager::core::session::RecentIds::CAPACITY);
+    c.bench_function("a busy session copied for the store's writer", |b| b.iter(|| black_box(&session).clone()));
+    c.bench_function("a busy session's copy dropped", |b| {
+        b.iter_batched(|| session.clone(), drop, BatchSize::SmallInput)
+    });
+    c.bench_function("a busy session encoded (the journal's line)", |b| {
+        b.iter(|| serde_json::to_vec(black_box(&session)).unwrap())
+    });
+}
+
 fn durable_save(c: &mut Criterion) {
     let (personas, config) = (personas(), Config::default());
     let (mut session, signal) = running_session(&personas, &config);
@@ -134,5 +160,13 @@ fn timeout_at_the_sample_bound(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, signal_detection, transition, timeout, durable_save, timeout_at_the_sample_bound);
+criterion_group!(
+    benches,
+    signal_detection,
+    transition,
+    timeout,
+    busy_session,
+    durable_save,
+    timeout_at_the_sample_bound
+);
 criterion_main!(benches);
