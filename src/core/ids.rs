@@ -15,17 +15,17 @@ macro_rules! snowflake {
             }
         }
 
-        // Written as strings, as Discord does: snowflakes exceed JavaScript's safe integers.
+        // Written as strings, as Discord does: snowflakes exceed JavaScript's safe integers. Formatted on the stack
+        // and written in one piece: a busy session saves some 280 of them per save.
         impl Serialize for $name {
             fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-                s.collect_str(&self.0)
+                s.serialize_str(itoa::Buffer::new().format(self.0))
             }
         }
 
         impl<'de> Deserialize<'de> for $name {
             fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                let text = String::deserialize(d)?;
-                parse_snowflake(&text).map($name).map_err(serde::de::Error::custom)
+                d.deserialize_str(SnowflakeVisitor).map($name)
             }
         }
     };
@@ -47,6 +47,21 @@ snowflake!(
     /// A Discord message id. Ids grow with creation time, so they order messages.
     MessageId
 );
+
+/// Reads a snowflake's string without copying it first.
+struct SnowflakeVisitor;
+
+impl serde::de::Visitor<'_> for SnowflakeVisitor {
+    type Value = u64;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a Discord id, as a string of digits")
+    }
+
+    fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<u64, E> {
+        parse_snowflake(text).map_err(E::custom)
+    }
+}
 
 /// Discord's epoch (2015-01-01T00:00:00Z) in Unix milliseconds: a snowflake's top bits count from it.
 const DISCORD_EPOCH_MS: i64 = 1_420_070_400_000;

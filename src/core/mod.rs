@@ -8,3 +8,4 @@ pub mod session;
 pub mod shards;
 pub mod signals;
 pub mod templates;
+pub mod timestamp;

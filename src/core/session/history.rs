@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct HistoryEvent {
+    #[serde(serialize_with = "crate::core::timestamp::serialize")]
     pub at: DateTime<Utc>,
     pub round: u32,
     /// The persona the event is about, where there is one.
