@@ -21,7 +21,7 @@ pub const REORDER_WINDOW: TimeDelta = TimeDelta::seconds(10);
 ///
 /// The ids are a sorted ring, not a tree: ids mostly arrive in order (a push at the back), and every durable save
 /// copies the session for the store's writer, which for a tree of 256 ids cost some two dozen allocations and as
-/// many frees (about 5 µs a save, 2.5% of the bot's CPU per completed turn); the ring is one block, copied whole.
+/// many frees (5% of the bot's CPU in a profile of the bench's turns phase); the ring is one block, copied whole.
 #[derive(Clone, Debug, Default)]
 pub struct RecentIds {
     /// Ascending, no repeats.
