@@ -152,6 +152,16 @@ mod tests {
     }
 
     #[test]
+    fn an_id_written_as_a_number_or_with_letters_is_refused_saying_what_an_id_looks_like() {
+        let number = serde_json::from_str::<ChannelId>("1234").unwrap_err().to_string();
+        assert!(number.contains("invalid type: integer `1234`, expected a Discord id"), "{number}");
+        let letters = serde_json::from_str::<MessageId>("\"12a\"").unwrap_err().to_string();
+        assert!(letters.contains("only the digits 0-9"), "{letters}");
+        // An escaped string is read too (serde_json hands the visitor an unescaped copy).
+        assert_eq!(serde_json::from_str::<UserId>("\"\\u0031\"").unwrap(), UserId(1));
+    }
+
+    #[test]
     fn snowflake_rejects_letters_zero_empty_and_overflow() {
         assert!(parse_snowflake("12a").unwrap_err().contains("only the digits"));
         assert!(parse_snowflake("0").is_err());
