@@ -122,8 +122,8 @@ fn timeout(c: &mut Criterion) {
     c.bench_function("a session copied for the store's writer", |b| b.iter(|| black_box(&session).clone()));
 }
 
-/// A channel whose agents answer at once (the bench's turns phase): every message of the last ten seconds is among
-/// the ids the session keeps, and its history tail is full. What each durable save costs before the disk: the copy
+/// A channel whose agents answer at once (the bench's turns phase): its last 256 messages, all within the last ten
+/// seconds, are the ids the session keeps and saves (a full ring), and its history tail is full. What each durable save costs before the disk: the copy
 /// the actor hands the store's writer, that copy dropped, and its JSON line.
 fn busy_session(c: &mut Criterion) {
     let (personas, config) = (personas(), Config::default());

@@ -1,4 +1,4 @@
-//! Timestamps written exactly as chrono writes them (RFC 3339 in UTC with `Z`, and only the fraction digits needed),
+//! Timestamps written exactly as chrono writes them (RFC 3339 in UTC with `Z`, the fraction in 3, 6 or 9 digits),
 //! but on the stack and in one piece: each save of a busy session writes some two dozen of them (its history tail),
 //! and chrono's formatter, called through serde_json's escaping writer a character at a time, took 120 ns each.
 
