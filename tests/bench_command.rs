@@ -35,6 +35,7 @@ fn assert_every_figure_measured(stdout: &str) {
         "| handoff, 2 channels active, agents answering 50 ms after their mention (turns/s), p50 / p99 / max |",
         "| handoff, 3 channels active, p50 / p99 / max |",
         "| completed turns/s, 3 channels |",
+        "| bot CPU per completed turn, 3 channels |",
         "| non-signal messages/s, 3 channels |",
         "| timeout lateness, 3 channels (notice created), p50 / p99 / max |",
         "| timeout lateness, same deadlines (turn ended: the bot's history time), p50 / p99 / max |",
@@ -61,7 +62,7 @@ fn a_tiny_bench_runs_every_part_and_prints_every_figure() {
     let work = tempfile::tempdir().unwrap();
     let out = Command::new(BINARY)
         .args(TINY)
-        .args(["300", "--timeout-rounds", "2", "--work-dir"])
+        .args(["300", "--timeout-rounds", "2", "--turn-rounds", "2", "--work-dir"])
         .arg(work.path().join("bench"))
         .output()
         .unwrap();
@@ -71,6 +72,9 @@ fn a_tiny_bench_runs_every_part_and_prints_every_figure() {
     let rounds = stdout.lines().find(|l| l.contains("- timeouts: 2 rounds, notice p99 ")).expect("the rounds' p99s");
     assert_eq!(rounds.matches(" ms").count(), 1, "one list, in ms: {rounds}");
     assert_eq!(rounds.split(", ").count(), 2 + 1, "two rounds (and the clause after): {rounds}");
+    let turns = stdout.lines().find(|l| l.contains("- turns, all channels: 2 rounds, turns/s ")).expect("the rounds");
+    assert_eq!(turns.matches(" µs) in the order run").count(), 1, "each round's CPU per turn: {turns}");
+    assert_eq!(stdout.matches("  - turns, all channels (3): ").count(), 1, "the median round's details: {stdout}");
     assert!(stdout.contains("| figure | A (files, 1 process) |"), "the column says what it ran with:\n{stdout}");
     assert!(stdout.contains("(this build)"), "{stdout}");
     assert!(stdout.contains("REST per turn: DELETE /channels/{id}/messages/{id} 1.00"), "{stdout}");

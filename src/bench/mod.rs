@@ -82,6 +82,8 @@ pub struct Options {
     pub turn_seconds: u32,
     /// Times the timeouts phase runs for each binary (see [`Run::timeout_rounds`]).
     pub timeout_rounds: usize,
+    /// Times the turns phase runs for each binary (see [`Run::turn_rounds`]).
+    pub turn_rounds: usize,
     pub window: Duration,
     /// The most any wait of a phase may take.
     pub patience: Duration,
@@ -99,7 +101,8 @@ pub struct Run {
     pub active: Option<turns::TurnFigures>,
     /// The active channels again, with agents that take [`PACED_THINK`] to answer.
     pub paced: Option<turns::TurnFigures>,
-    pub all: Option<turns::TurnFigures>,
+    /// Every round of the turns phase over all the channels, in the order run.
+    pub turn_rounds: Vec<turns::TurnFigures>,
     pub messages: Option<messages::MessageFigures>,
     /// Every round of the timeouts phase, in the order run.
     pub timeout_rounds: Vec<timeouts::TimeoutFigures>,
@@ -107,6 +110,11 @@ pub struct Run {
 }
 
 impl Run {
+    /// The round of the turns phase shown: the one whose turns/s is the median.
+    pub fn all(&self) -> Option<&turns::TurnFigures> {
+        turns::median_round(&self.turn_rounds)
+    }
+
     /// The round of the timeouts phase shown: the one whose notice p99 is the median.
     pub fn timeouts(&self) -> Option<&timeouts::TimeoutFigures> {
         timeouts::median_round(&self.timeout_rounds)
@@ -146,7 +154,12 @@ pub fn run(options: Options) -> anyhow::Result<Report> {
     };
     let turns = |bot: &Bot, dir: &Path, channels: usize| paced(bot, dir, channels, Duration::ZERO);
     let (channels, patience) = (options.channels, options.patience);
-    let rounds = |part| if part == Phase::Timeouts { options.timeout_rounds } else { 1 };
+    let rounds = |part| match part {
+        Phase::Timeouts => options.timeout_rounds,
+        Phase::Turns => options.turn_rounds,
+        _ => 1,
+    };
+    let round_dir = |name: &str, round: usize| if round == 0 { name.to_owned() } else { format!("{name}-{round}") };
     let phases = [Phase::Handoff, Phase::Turns, Phase::Messages, Phase::Timeouts].into_iter().filter(|p| wants(*p));
     for (part, round) in phases.flat_map(|part| (0..rounds(part)).map(move |round| (part, round))) {
         for (i, (run, bot)) in runs.iter_mut().zip(&bots).enumerate() {
@@ -160,7 +173,7 @@ pub fn run(options: Options) -> anyhow::Result<Report> {
                     run.active = Some(turns(bot, &dir.join("active"), options.active)?);
                     run.paced = Some(paced(bot, &dir.join("paced"), options.active, PACED_THINK)?);
                 }
-                Phase::Turns => run.all = Some(turns(bot, &dir.join("turns"), channels)?),
+                Phase::Turns => run.turn_rounds.push(turns(bot, &dir.join(round_dir("turns", round)), channels)?),
                 Phase::Messages => {
                     let per_channel = options.messages_per_channel;
                     let sizes = messages::MessageSizes { channels, per_channel, patience };
@@ -168,7 +181,7 @@ pub fn run(options: Options) -> anyhow::Result<Report> {
                 }
                 Phase::Timeouts => {
                     let sizes = timeouts::TimeoutSizes { channels, turn_seconds: options.turn_seconds, patience };
-                    let dir = dir.join(if round == 0 { "timeouts".to_owned() } else { format!("timeouts-{round}") });
+                    let dir = dir.join(round_dir("timeouts", round));
                     run.timeout_rounds.push(phase(timeouts::run(bot, layout, &dir, sizes))?);
                 }
                 Phase::Floor | Phase::Startup => unreachable!("not in this loop"),

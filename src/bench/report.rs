@@ -91,17 +91,23 @@ fn rows(report: &Report) -> Vec<Row> {
         },
         Row {
             figure: format!("handoff, {} channels active, p50 / p99 / max", group(o.channels as u64)),
-            cells: cells(&|r| r.all.as_ref().map(|t| three(&t.handoff))),
+            cells: cells(&|r| r.all().map(|t| three(&t.handoff))),
             floor: handoff_floor,
             target: "",
         },
         Row {
             figure: format!("completed turns/s, {} channels", group(o.channels as u64)),
-            cells: cells(&|r| r.all.as_ref().map(|t| group(t.turns_per_s.round() as u64))),
+            cells: cells(&|r| r.all().map(|t| group(t.turns_per_s.round() as u64))),
             floor: floor.map_or(NOT_RUN.into(), |f| {
                 format!("{} parallel durable writes/s", group(f.parallel_writes_per_s.round() as u64))
             }),
             target: "≥ 5,000",
+        },
+        Row {
+            figure: format!("bot CPU per completed turn, {} channels", group(o.channels as u64)),
+            cells: cells(&|r| r.all()?.cpu_per_turn().map(|cpu| format!("{:.0} µs", cpu.as_secs_f64() * 1e6))),
+            floor: NOT_RUN.into(),
+            target: "",
         },
         Row {
             figure: format!("non-signal messages/s, {} channels", group(o.channels as u64)),
@@ -128,7 +134,7 @@ fn rows(report: &Report) -> Vec<Row> {
         },
         Row {
             figure: "REST calls per completed turn".into(),
-            cells: cells(&|r| r.all.as_ref().map(|t| format!("{:.2}", t.rest_per_turn))),
+            cells: cells(&|r| r.all().map(|t| format!("{:.2}", t.rest_per_turn))),
             floor: NOT_RUN.into(),
             target: "",
         },
@@ -218,10 +224,10 @@ fn details(report: &Report) -> String {
     for (i, run) in report.runs.iter().enumerate() {
         let _ = writeln!(out, "- {}:", label(i));
         let named = [
-            ("1 channel", &run.one),
-            ("active", &run.active),
-            ("active, paced", &run.paced),
-            ("all channels", &run.all),
+            ("1 channel", run.one.as_ref()),
+            ("active", run.active.as_ref()),
+            ("active, paced", run.paced.as_ref()),
+            ("all channels", run.all()),
         ];
         for (name, turns) in named {
             if let Some(t) = turns {
@@ -253,6 +259,19 @@ fn details(report: &Report) -> String {
                 m.drained_after.map_or("none".into(), |h| h.three()),
                 m.cpu.cores(),
                 warn(m.missed as usize, "messages the observer missed"),
+            );
+        }
+        if run.turn_rounds.len() > 1 {
+            let each = |f: &dyn Fn(&super::turns::TurnFigures) -> String| -> String {
+                run.turn_rounds.iter().map(f).collect::<Vec<_>>().join(", ")
+            };
+            let _ = writeln!(
+                out,
+                "  - turns, all channels: {} rounds, turns/s {} (bot CPU per turn {} µs) in the order run; the median \
+                 round is shown",
+                run.turn_rounds.len(),
+                each(&|r| group(r.turns_per_s.round() as u64)),
+                each(&|r| r.cpu_per_turn().map_or("none".into(), |cpu| format!("{:.0}", cpu.as_secs_f64() * 1e6))),
             );
         }
         if run.timeout_rounds.len() > 1 {

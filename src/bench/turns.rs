@@ -108,6 +108,20 @@ pub async fn run(bot: &Bot, layout: &Layout, dir: &Path, sizes: TurnSizes) -> an
     })
 }
 
+impl TurnFigures {
+    /// The bot's CPU time per completed turn in the window (all its threads, all its processes).
+    pub fn cpu_per_turn(&self) -> Option<Duration> {
+        (self.completed > 0).then(|| self.cpu.bot / self.completed as u32)
+    }
+}
+
+/// The round whose turns/s is the median (the lower middle of an even count).
+pub fn median_round(rounds: &[TurnFigures]) -> Option<&TurnFigures> {
+    let mut sorted: Vec<&TurnFigures> = rounds.iter().collect();
+    sorted.sort_by(|a, b| a.turns_per_s.total_cmp(&b.turns_per_s));
+    sorted.get(rounds.len().saturating_sub(1) / 2).copied()
+}
+
 /// REST calls in a log, in all and by route.
 pub fn rest_calls_in(log: &[LogEntry]) -> (usize, BTreeMap<String, usize>) {
     let mut routes = BTreeMap::new();
@@ -129,7 +143,39 @@ pub fn route_of(method: &str, path: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::route_of;
+    use super::*;
+    use crate::bench::CpuShare;
+
+    fn round(turns_per_s: f64, completed: usize, bot_cpu_ms: u64) -> TurnFigures {
+        TurnFigures {
+            channels: 10,
+            handoff: None,
+            completed,
+            window: Duration::from_secs(1),
+            turns_per_s,
+            rest_per_turn: 3.0,
+            rest_routes: Vec::new(),
+            cpu: CpuShare {
+                bot: Duration::from_millis(bot_cpu_ms),
+                bench: Duration::ZERO,
+                others: Duration::ZERO,
+                wall: Duration::from_secs(1),
+            },
+            cold_channels: 0,
+            missed: 0,
+        }
+    }
+
+    #[test]
+    fn the_round_shown_is_the_median_by_turns_per_second_and_its_cpu_is_per_completed_turn() {
+        let rounds = [round(7_000.0, 7_000, 1_400), round(5_000.0, 5_000, 1_000), round(6_000.0, 6_000, 1_500)];
+        let shown = median_round(&rounds).unwrap();
+        assert_eq!(shown.turns_per_s, 6_000.0);
+        assert_eq!(shown.cpu_per_turn(), Some(Duration::from_micros(250)));
+        assert_eq!(median_round(&rounds[..2]).unwrap().turns_per_s, 5_000.0, "the lower middle of an even count");
+        assert!(median_round(&[]).is_none());
+        assert_eq!(round(0.0, 0, 10).cpu_per_turn(), None, "no turn, no figure");
+    }
 
     #[test]
     fn routes_are_named_without_their_ids_and_tokens() {

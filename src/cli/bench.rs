@@ -36,6 +36,11 @@ pub struct BenchArgs {
     /// binary against itself differed by up to 44 ms at p99) [default: 3; --quick 1]
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=20))]
     pub timeout_rounds: Option<u32>,
+    /// Times the turns part is run for each binary, the binaries taking turns; the round with the median turns/s is
+    /// shown, every round's turns/s and bot CPU per turn in the details (one 3 s window is one sample: one binary
+    /// against itself differed by 4 to 14% in turns/s). 3 or more to compare builds [default: 1]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=20))]
+    pub turn_rounds: Option<u32>,
     /// Turn length of the timeouts part, in seconds
     #[arg(long, value_name = "S", default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=60))]
     pub turn_seconds: u32,
@@ -114,6 +119,7 @@ fn options(args: &BenchArgs) -> anyhow::Result<Options> {
         messages_per_channel: pick(args.messages, 50, 20),
         turn_seconds: args.turn_seconds,
         timeout_rounds: pick(args.timeout_rounds, 3, 1),
+        turn_rounds: pick(args.turn_rounds, 1, 1),
         window: Duration::from_millis(args.window_ms.unwrap_or(if args.quick { 1000 } else { 3000 })),
         patience: Duration::from_secs(if args.quick { 30 } else { 120 }),
         floor: if args.quick {
