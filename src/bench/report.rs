@@ -275,13 +275,20 @@ fn details(report: &Report) -> String {
             );
         }
         if run.timeout_rounds.len() > 1 {
-            let p99s: Vec<String> =
-                run.timeout_rounds.iter().map(|r| r.lateness.as_ref().map_or("none".into(), |l| ms(l.p99))).collect();
+            let p99s = |of: &dyn Fn(&super::timeouts::TimeoutFigures) -> Option<&Summary>| -> String {
+                run.timeout_rounds
+                    .iter()
+                    .map(|r| of(r).map_or("none".into(), |l| ms(l.p99)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
             let _ = writeln!(
                 out,
-                "  - timeouts: {} rounds, notice p99 {} ms in the order run; the median round is shown",
+                "  - timeouts: {} rounds, notice p99 {} ms (turn ended p99 {} ms) in the order run; the median round \
+                 is shown",
                 run.timeout_rounds.len(),
-                p99s.join(", ")
+                p99s(&|r| r.lateness.as_ref()),
+                p99s(&|r| r.ended.as_ref()),
             );
         }
         if let Some(t) = run.timeouts() {
