@@ -199,6 +199,9 @@ pub struct Actor {
     held: VecDeque<Input>,
     /// Live messages were left to the history (the held queue was full): read it again after this catch-up.
     read_again: bool,
+    /// A page showed messages written after a command still held: they wait for it, so the history is read again
+    /// once what was held has been handled.
+    read_after_held: bool,
     /// Commands the gateway carried that poise has not handed over yet, each with its place in `held`.
     awaited: awaited::Awaited,
     /// The handoff being timed, for the metrics.
@@ -370,10 +373,22 @@ impl Actor {
             self.handle(held).await;
         }
         let free = self.session.is_active() && !self.holding() && !self.awaited.any() && self.catch_ups_running == 0;
-        if self.read_again && free {
-            self.read_again = false;
+        if (self.read_again || self.read_after_held) && free {
+            (self.read_again, self.read_after_held) = (false, false);
             self.start_catch_up();
         }
+    }
+
+    /// When the first command held was given (a live one, or one the gateway said is coming), if it says.
+    fn first_command_held(&self) -> Option<MessageId> {
+        self.held
+            .iter()
+            .filter_map(|held| match held {
+                Input::Command(command) => command.origin,
+                Input::CommandComing(id) => Some(*id),
+                _ => None,
+            })
+            .min()
     }
 
     /// Whether the missed messages are still unread (being read, or waiting for the connection to come back): spec 8
@@ -434,12 +449,21 @@ impl Actor {
             Input::Resumed(_) => {}
             Input::Missed(page) => {
                 let MissedPage { messages, done, handled } = *page;
+                let command_held = self.first_command_held();
                 for message in messages {
+                    // Written after a command given during the catch-up (held until it is done): it comes after
+                    // that command, as the held live copy or on the read that follows it. A `pause` given before
+                    // a signal is not overtaken by a page that shows the signal.
+                    if command_held.is_some_and(|given| written_after(&message, given)) {
+                        self.read_after_held = true;
+                        continue;
+                    }
                     self.on_message(message).await;
                 }
                 if done {
                     self.catch_ups_running = self.catch_ups_running.saturating_sub(1);
-                    if self.catch_ups_running == 0 && std::mem::take(&mut self.read_again) {
+                    // Read again at once for what was left to the history, unless a held command must go first.
+                    if self.catch_ups_running == 0 && !self.read_after_held && std::mem::take(&mut self.read_again) {
                         self.start_catch_up();
                     }
                 }
@@ -711,6 +735,7 @@ fn task(
         taken_over: false,
         held: VecDeque::new(),
         read_again: false,
+        read_after_held: false,
         awaited: awaited::Awaited::default(),
         handoff: crate::metrics::Handoff::default(),
         retire,
@@ -752,6 +777,11 @@ async fn load(env: &Env, channel: ChannelId) -> Session {
 /// and a read of the log), so they are answered at once.
 fn waits_for_catch_up(input: &Input) -> bool {
     matches!(input, Input::Message(_) | Input::Command(_))
+}
+
+/// Whether `message` was written (or, an edit, last edited) after the command given as `command`.
+fn written_after(message: &IncomingMessage, command: MessageId) -> bool {
+    if message.edited { message.written_at > command.created_at() } else { message.id > command }
 }
 
 async fn sleep_until(deadline: Option<tokio::time::Instant>) {

@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::core::ids::GuildId;
+use crate::core::session::SessionStatus;
 use crate::core::shards::{Shard, ShardRange};
 use crate::discord::shards_up::ShardsUp;
 
@@ -152,6 +153,45 @@ async fn a_command_given_during_the_catch_up_applies_after_the_missed_messages()
     assert_eq!(h.events(A, "turn_timeout"), 0);
     assert_eq!(h.events(A, "skipped"), 1);
     assert_eq!(h.holder(A).await.as_deref(), Some("critic"), "the skip ended dev's turn");
+}
+
+/// A catch-up is under way (its page takes 5 s to read) when a manager pauses at 1 s, then pm signals at 2 s: both
+/// come live and are held, and the page, read after both, shows the signal too.
+async fn pause_then_signal_during_a_catch_up(h: &Harness, how: &str) {
+    h.start(A).await;
+    h.settle(A).await;
+    *h.rest.read_delay.lock().unwrap() = Duration::from_secs(5);
+    h.router.broadcast(|| Input::CatchUp(None));
+    tokio::time::advance(Duration::from_secs(1)).await;
+    let origin = h.id_at(h.clock.now());
+    match how {
+        "command" => h.router.deliver(A, Input::command(Command::Pause, Some(origin), None)),
+        // The gateway said a command is coming; poise hands it over once the signal is there too.
+        _ => h.router.deliver(A, Input::CommandComing(origin)),
+    }
+    tokio::time::advance(Duration::from_secs(1)).await;
+    let signal = h.written(PM, "Done. TURN_COMPLETE", h.clock.now().signed_duration_since(t0()).num_milliseconds());
+    h.rest.history.lock().unwrap().insert(A, vec![signal.clone()]);
+    h.deliver(A, &signal);
+    if how != "command" {
+        h.router.deliver(A, Input::command(Command::Pause, Some(origin), None));
+    }
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    h.settle(A).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_signal_written_after_a_pause_given_during_the_catch_up_is_held_by_the_pause_even_when_a_page_shows_it() {
+    for how in ["command", "awaited command"] {
+        let h = Harness::new();
+        pause_then_signal_during_a_catch_up(&h, how).await;
+        let session = h.session(A).await;
+        assert_eq!(session.status, SessionStatus::Paused, "{how}: {:#?}", h.journal.of(A));
+        assert_eq!(h.holder(A).await.as_deref(), Some("pm"), "{how}: the pause came first: {:#?}", h.journal.of(A));
+        assert_eq!(h.events(A, "turn_complete"), 0, "{how}: {:#?}", h.journal.of(A));
+        assert_eq!(h.events(A, "signal_held"), 1, "{how}: the paused session holds pm's signal");
+        assert_eq!(h.floors(A, "dev"), 0, "{how}: dev is not told it has the floor");
+    }
 }
 
 #[tokio::test(start_paused = true)]
