@@ -47,6 +47,9 @@ pub(super) struct Probe {
     /// The next this many appends fail (tests only).
     #[cfg(test)]
     pub failing_appends: std::sync::atomic::AtomicU32,
+    /// The files recovery synced before deleting the journals it replayed (tests only).
+    #[cfg(test)]
+    pub recovery_synced: std::sync::Mutex<Vec<std::path::PathBuf>>,
 }
 
 /// The journal being appended to.

@@ -38,7 +38,7 @@ struct Replayed {
     events: usize,
     /// What a person should know.
     problems: Vec<String>,
-    /// The files written.
+    /// The files written (synced, with those of every channel the journals cover, before the journals go).
     touched: Vec<PathBuf>,
 }
 
@@ -53,13 +53,22 @@ impl Store {
             next_seq = next_seq.max(on_disk + 1);
             self.replay_log(channel, records, &mut replayed)?;
         }
-        let touched = &replayed.touched;
-        for synced in in_parallel(touched, |path| sync_file(path).map_err(io("sync the recovered file", path))) {
+        // Not only what recovery wrote: a checkpoint found as new as the journal may be one the process that died
+        // wrote without syncing (checkpoints are synced when their journal is replaced). Its journal is deleted
+        // below, so every file the journals cover is made durable first, with the folder's renames.
+        let mut covered = std::mem::take(&mut replayed.touched);
+        covered
+            .extend(read.by_channel.keys().flat_map(|&channel| [self.session_path(channel), self.log_path(channel)]));
+        covered.sort();
+        covered.dedup();
+        for synced in in_parallel(&covered, |path| sync_file(path).map_err(io("sync the recovered file", path))) {
             synced?;
         }
-        if !touched.is_empty() {
+        if !covered.is_empty() {
             sync_folder(&self.channels_dir).map_err(io("sync the state folder", &self.channels_dir))?;
         }
+        #[cfg(test)]
+        self.probe.recovery_synced.lock().unwrap().extend(covered);
         if journals.is_empty() {
             // No journal (a first start, or one after a build without it): the numbers go on from the files'.
             next_seq = next_seq.max(self.newest_saved_seq() + 1);

@@ -178,6 +178,26 @@ fn recovery_replays_the_journal_over_checkpoints_left_behind_and_a_log_torn_mid_
 }
 
 #[test]
+fn recovery_syncs_checkpoints_the_dead_process_left_unsynced_before_it_deletes_their_journal() {
+    // The process wrote channel 1's checkpoint (session file and log, as new as the journal) but died before the
+    // journal was replaced, the one moment they are synced: the kernel may still hold them, unwritten.
+    let (dir, store, _, _) = saved_start();
+    drop(store);
+    let journals = journal_files(dir.path());
+    let store = open_at(dir.path());
+    store.load_all().unwrap();
+    assert!(journals.iter().all(|j| !j.exists()), "the journal replayed is gone, so its files must be durable");
+    let synced = store.probe.recovery_synced.lock().unwrap().clone();
+    for file in [store.session_path(ChannelId(1)), store.log_path(ChannelId(1))] {
+        assert!(
+            file.exists() && synced.contains(&file),
+            "{} synced before its journal went: {synced:?}",
+            file.display()
+        );
+    }
+}
+
+#[test]
 fn a_missing_or_corrupt_session_file_is_recovered_from_the_journal() {
     let (dir, store, mut a, a_events) = saved_start();
     let skipped = skip_at(&mut a, 1);
