@@ -45,12 +45,16 @@ impl Session {
     }
 
     /// Discord refused effect `id` for good (`status`), or it could not be done in time (`None`): it leaves the
-    /// outbox and the failure is recorded.
+    /// outbox and the failure is recorded. If it was the announcement that gave the current holder the floor, the
+    /// turn's clock starts now: the persona was never told, and its whole time still lies ahead of it, as when the
+    /// announcement is accepted late (it did not run while Discord was failing; a turn whose announcement was given up
+    /// after ten minutes of server errors no longer times out at once).
     pub fn effect_failed(&mut self, id: u64, status: Option<u16>, now: DateTime<Utc>, ctx: Context) -> Transition {
         let Some(failed) = self.take_queued(id) else { return Transition::default() };
         if let Effect::Announce(announcement) = &failed.effect {
             if self.turn_announcement.as_deref() == Some(announcement.nonce.as_str()) {
                 self.turn_announcement = None;
+                self.give_back_announcement_delay(whole_millis(now));
             }
         }
         let mut t = Transition::default();
@@ -161,6 +165,24 @@ mod tests {
         assert_eq!(session.turn_timeout_at, Some(deadline + TimeDelta::milliseconds(3500)));
         assert_eq!(session.turn_started_at, Some(t0() + TimeDelta::milliseconds(3500)));
         assert_eq!(session.turn_announcement, None);
+    }
+
+    #[test]
+    fn a_floor_announcement_given_up_starts_the_turns_clock_then_so_the_persona_keeps_its_whole_time() {
+        let (personas, config) = (catalog(), Config::default());
+        let ctx = Context { personas: &personas, config: &config };
+        for status in [None, Some(400)] {
+            let (mut session, queued) = started(&personas, &config);
+            let deadline = session.turn_timeout_at.unwrap();
+            // Discord answered 5xx for the ten minutes the sender retries (or refused the announcement for good).
+            let given_up = t0() + TimeDelta::seconds(600);
+            session.effect_failed(queued[1].id, status, given_up, ctx);
+            assert!(!session.awaiting_floor_announcement(), "{status:?}: the deadline runs again");
+            assert_eq!(session.turn_started_at, Some(given_up), "{status:?}");
+            assert_eq!(session.turn_timeout_at, Some(deadline + TimeDelta::seconds(600)), "{status:?}");
+            let t = session.tick(given_up + TimeDelta::seconds(1), ctx);
+            assert!(t.events.is_empty(), "{status:?}: pm's turn does not time out at once: {:?}", t.events);
+        }
     }
 
     #[test]
