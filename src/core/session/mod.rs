@@ -173,9 +173,9 @@ pub struct Session {
     /// overtaken just before a crash is still new to the catch-up that follows.
     #[serde(default, rename = "recentlyHandled", skip_serializing_if = "RecentIds::is_unknown")]
     pub recent_ids: RecentIds,
-    /// `last_message_id` when the current turn began (or, for a holder owing a late reply, the first id of the
-    /// instant the floor reached it, if later): the holder's messages at or before it were written before its turn
-    /// and belong to an earlier one.
+    /// `last_message_id` or `floor_moved_at` when the current turn began, whichever is later (or, for a holder owing
+    /// a late reply, the first id of the instant the floor reached it, if later still): the holder's messages at or
+    /// before it were written before its turn and belong to an earlier one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub turn_began_after: Option<MessageId>,
     /// When the floor last moved, on Discord's clock: the signal or command that ended the turn before the current

@@ -325,7 +325,9 @@ impl Session {
         self.turn_progress_extended = false;
         self.signal_held = false; // what was held belonged to the turn that ends here
         self.active_agent = Some(persona.clone());
-        self.turn_began_after = self.last_message_id;
+        // Its messages written before the floor moved to it (a `skip` or `give` given later than they were written,
+        // though handled first) belong to an earlier turn, even if none newer had been handled.
+        self.turn_began_after = self.last_message_id.max(self.floor_moved_at);
         self.floor_reaches_holder(now);
         self.turn_started_at = Some(now);
         self.turn_timeout_seconds = timeout;

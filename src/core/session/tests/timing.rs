@@ -279,6 +279,37 @@ fn in_a_roster_of_one_an_older_signal_does_not_end_the_next_turn() {
     assert_eq!((f.session.round, f.session.turn_started_at), (2, Some(Fixture::at(2_000))));
 }
 
+#[test]
+fn a_signal_written_before_a_skip_gave_its_author_the_floor_again_does_not_end_that_new_turn() {
+    // pm alone (its skip gives it a new turn), or given the floor back by `give` after a skip moved it on.
+    for regiven in [false, true] {
+        let mut f = Fixture::new();
+        if regiven {
+            f.command_given(Command::Skip, 5_000, 5_500).unwrap();
+            f.command_given(Command::Give { persona: "pm".into() }, 5_800, 5_800).unwrap();
+        } else {
+            f.command(Command::Order { roster: vec!["pm".into()] }, 100).unwrap();
+            f.command_given(Command::Skip, 5_000, 5_500).unwrap();
+        }
+        let (round, started) = (f.session.round, f.session.turn_started_at);
+        assert_eq!(f.active(), "pm");
+        // pm's answer to its first turn, written before the skip, handled after pm was given the floor again.
+        let t = f.say_written(PM, "Here it is. TURN_COMPLETE", 4_000, 6_000);
+        assert!(t.events.is_empty(), "regiven {regiven}: its turn had ended already: {t:?}");
+        assert_eq!(
+            t.effects,
+            [Effect::Relay {
+                message_id: f.last_id,
+                persona: id("pm"),
+                text: Some("Here it is.".into()),
+                has_files: false
+            }],
+            "regiven {regiven}: shown without its signal"
+        );
+        assert_eq!((f.active(), f.session.round, f.session.turn_started_at), ("pm", round, started), "one turn end");
+    }
+}
+
 // --- commands judged by when they were given ------------------------------------------------------------------
 
 #[test]
