@@ -62,11 +62,12 @@ impl Session {
         };
         let detected = ctx.config.signals.detect(&message.text, &persona);
         let holds_floor = self.active_agent.as_ref() == Some(&persona);
-        // An edit finishes the message it edits, so it is in the turn of its holder; a new message must also have
-        // been written after the holder's turn began.
-        let in_turn = holds_floor && (message.edited || self.turn_began_after.is_none_or(|after| message.id > after));
+        // A message is in the turn it was written in, an edit in the turn it was made in (it finishes its message
+        // then, whenever the message itself was written): by its snowflake, or the first one of the edit's instant.
+        let when = if message.edited { MessageId::first_at(written) } else { message.id };
+        let in_turn = holds_floor && self.turn_began_after.is_none_or(|after| when > after);
         let agent = self.agents.entry(persona.clone()).or_default();
-        let in_past_turn = !in_turn && !message.edited && agent.last_turn.is_some_and(|span| span.contains(message.id));
+        let in_past_turn = !in_turn && agent.last_turn.is_some_and(|span| span.contains(when));
         let late = !in_turn && !in_past_turn && (agent.awaiting_late_reply || message.edited);
         if !in_past_turn {
             // A message from an older turn is not the reply to a turn that timed out since.

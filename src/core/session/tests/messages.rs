@@ -265,6 +265,35 @@ fn an_edit_adding_the_signal_after_the_turn_ended_is_a_late_signal() {
     assert_eq!(f.active(), "dev");
 }
 
+#[test]
+fn an_edit_adding_the_signal_is_judged_in_the_turn_it_was_made_in_not_the_one_it_is_handled_in() {
+    // Made while dev held the floor, handled in pm's next turn: it does not end that turn.
+    let mut f = Fixture::new();
+    f.say(PM, "Draft", 1_000);
+    let draft = f.last_id;
+    f.say(PM, "Done. TURN_COMPLETE", 2_000);
+    f.say(DEV, "Reviewed. TURN_COMPLETE", 3_000);
+    f.say(CRITIC, "Fine. TURN_COMPLETE", 4_000);
+    assert_eq!((f.active(), f.session.round), ("pm", 2));
+    let t = f.deliver(&Fixture::edit(draft, PM, "Draft TURN_COMPLETE", 2_500), 5_000);
+    assert_eq!(event_names(&t), ["late_signal"], "written outside pm's turns");
+    assert_eq!((f.active(), f.session.round), ("pm", 2), "pm's second turn goes on");
+
+    // Made in pm's turn, handled after pm's own signal ended it: in that turn, which is over (no late signal).
+    let mut f = Fixture::new();
+    f.say(PM, "Draft", 1_000);
+    let draft = f.last_id;
+    f.say(PM, "Done. TURN_COMPLETE", 2_000);
+    let t = f.deliver(&Fixture::edit(draft, PM, "Draft TURN_COMPLETE", 1_500), 2_100);
+    assert!(t.events.is_empty(), "{t:?}");
+    assert_eq!(
+        t.effects,
+        [Effect::Relay { message_id: draft, persona: id("pm"), text: Some("Draft".into()), has_files: false }],
+        "shown without its signal"
+    );
+    assert_eq!((f.active(), f.session.round), ("dev", 1));
+}
+
 // --- Discord accepting nothing for long: the outbox stays bounded --------------------------------------------
 
 #[test]
