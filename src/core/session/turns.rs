@@ -128,7 +128,8 @@ impl Session {
         t: &mut Transition,
     ) {
         let agent = self.agents.entry(persona.clone()).or_default();
-        agent.last_activity = Some(written);
+        // Never back: a message overtaken by a newer one (handled after it) does not restart the silence earlier.
+        agent.last_activity = agent.last_activity.max(Some(written));
         if detected.is_some() {
             agent.consecutive_timeouts = 0;
         }

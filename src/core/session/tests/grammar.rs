@@ -475,6 +475,16 @@ fn silence_after_the_holder_spoke_ends_its_turn_when_auto_detection_is_on() {
 }
 
 #[test]
+fn a_message_overtaken_by_a_newer_one_does_not_move_the_silence_back() {
+    let mut f = Fixture::with_config(config(r#"{"silenceSeconds": 10}"#));
+    let older = f.message(PM, "Here is my take.", 5_000);
+    f.say(PM, "And one more thing.", 8_000);
+    f.deliver(&older, 8_100);
+    assert!(f.tick(15_000).events.is_empty(), "pm last spoke at 8 s, whatever the order its messages came in");
+    assert_eq!(event_names(&f.tick(18_000)), ["turn_silent"]);
+}
+
+#[test]
 fn a_holder_streaming_by_edits_is_not_silent() {
     let mut f = Fixture::with_config(config(r#"{"silenceSeconds": 10}"#));
     f.say(PM, "Thinking", 1_000);
