@@ -115,6 +115,28 @@ async fn activity_saved_lazily_is_written_by_a_flush_and_never_over_a_later_dura
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_under_an_older_lease_never_replaces_a_row_written_under_a_newer_one() {
+    // What a lazy batch meets when it checked its lease in its statement's snapshot and another process took the
+    // channel over and saved before the batch reached the row (READ COMMITTED): the row already holds a later
+    // lease's write. Made here by writing the row as that process would have, under the next epoch.
+    let Some(db) = TestDatabase::create("postgres_store::older_lease").await else { return };
+    let store = db.open(LONG, "node-a").await;
+    let channel = ChannelId(77);
+    store.claim(channel).await.unwrap();
+    store.save_durable(running(77, None, 1), vec![]).await.unwrap();
+    let newer = serde_json::to_value(running(77, None, 9)).unwrap();
+    sqlx::query("UPDATE sessions SET session = $1, lease_epoch = lease_epoch + 1, write_seq = 0 WHERE channel_id = $2")
+        .bind(sqlx::types::Json(newer))
+        .bind(77_i64)
+        .execute(store.pool())
+        .await
+        .unwrap();
+    store.save_lazy(running(77, None, 2));
+    store.flush().await;
+    assert_eq!(store.load(channel).await.unwrap().unwrap().round, 9, "the later lease's write stays");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn once_another_process_claims_an_expired_lease_the_old_holders_saves_are_refused() {
     let Some(db) = TestDatabase::create("postgres_store::fencing").await else { return };
     let (old, new) = (db.open(SHORT, "old").await, db.open(LONG, "new").await);

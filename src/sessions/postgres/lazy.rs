@@ -16,9 +16,11 @@ use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
 /// Writes a batch of sessions ($1.. arrays, $7 owner) where their lease is still held under their epoch. A row
-/// holding a later write of the same lease (a durable save that overtook this batch) is left as it is. The lease is
-/// not locked here (a durable save does that): a batch that races a takeover at worst puts back activity that the
-/// new holder's next save replaces.
+/// holding a later write (a durable save of the same lease that overtook this batch, or any save of a later lease)
+/// is left as it is. The lease is not locked here (a durable save does that): a batch that races a takeover checks
+/// the lease in its snapshot, before the new holder's claim, but finds the new holder's save on the row, if any,
+/// and leaves it; a row the new holder has not written yet it replaces with what the new holder loaded plus this
+/// activity.
 const UPSERT_BATCH: &str = concat!(
     "INSERT INTO sessions (channel_id, guild_id, session, resumable, lease_epoch, write_seq, updated_at)
     SELECT b.channel_id, b.guild_id, b.session, b.resumable, b.epoch, b.write, now()

@@ -18,14 +18,16 @@ use sqlx::postgres::PgArguments;
 use sqlx::query::Query;
 use sqlx::types::Json;
 
-/// For an `INSERT INTO sessions`: the row is replaced unless it holds a later write of the same lease (a lazy save
-/// arriving after a durable one, or the other way round). Every session write says it this way.
+/// For an `INSERT INTO sessions`: the row is replaced unless it holds a later write: one of the same lease (a lazy
+/// save arriving after a durable one, or the other way round), or one of a later lease. The second matters under READ
+/// COMMITTED: a lazy batch checks the lease in its statement's snapshot, then updates the row's newest version, which
+/// a process that took the channel over meanwhile may have written. Every session write says it this way.
 macro_rules! replace_unless_later {
     () => {
         "ON CONFLICT (channel_id) DO UPDATE SET
             guild_id = EXCLUDED.guild_id, session = EXCLUDED.session, resumable = EXCLUDED.resumable,
             lease_epoch = EXCLUDED.lease_epoch, write_seq = EXCLUDED.write_seq, updated_at = EXCLUDED.updated_at
-        WHERE NOT (sessions.lease_epoch = EXCLUDED.lease_epoch AND sessions.write_seq > EXCLUDED.write_seq)"
+        WHERE (sessions.lease_epoch, sessions.write_seq) <= (EXCLUDED.lease_epoch, EXCLUDED.write_seq)"
     };
 }
 pub(super) use replace_unless_later;
