@@ -370,6 +370,10 @@ fn a_pause_given_before_the_deadline_and_handled_after_it_keeps_the_time_left_wh
     f.command_given(Command::Pause, 85_000, 90_500).unwrap();
     assert_eq!(f.active(), "dev");
     assert_eq!(f.session.paused_remaining_ms, Some(120_000), "dev's whole turn, not more: it began after the pause");
+    // A resume given after that pause (but before dev's turn began) is not overtaken by it: it was given later.
+    f.command_given(Command::Resume, 87_000, 91_000).unwrap();
+    assert_eq!(f.session.status, SessionStatus::Running);
+    assert_eq!(f.session.turn_timeout_at, Some(Fixture::at(211_000)), "dev's whole turn from the resume");
 }
 
 #[test]
