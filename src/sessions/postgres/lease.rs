@@ -207,13 +207,15 @@ impl PgSessions {
     }
 
     /// Stops renewing `channel`'s lease and expires it in the background. Taken out of the leases held first, so a
-    /// claim that follows (the channel started again) asks the database and gets a new epoch. Activity queued for
-    /// the channel stays: its batch matches owner and epoch, which expiring leaves as they are.
+    /// claim that follows (the channel started again) asks the database and gets a new epoch. The activity queued
+    /// for the channel (the retiring actor's last, such as the final effects done) is written first: a claim that
+    /// follows, by this process or another, reads the session as it ended, not as its last durable save left it.
     pub(super) fn let_go_of(&self, channel: ChannelId) {
         let Some(epoch) = self.held().remove(&channel) else { return };
         let Ok(id) = db_id(channel.0) else { return }; // never claimed, then
-        let (pool, owner) = (self.pool.clone(), self.owner.clone());
+        let (pool, owner, lazy) = (self.pool.clone(), self.owner.clone(), self.lazy.clone());
         tokio::spawn(async move {
+            lazy.write_now().await;
             if let Err(e) = sqlx::query(LET_GO).bind(id).bind(&owner).bind(epoch).execute(&pool).await {
                 tracing::debug!(%channel, "could not let the channel's lease go (it expires by itself): {e}");
             }
