@@ -15,7 +15,7 @@ use turn_manager::core::session::{Session, SessionStatus};
 use turn_manager::core::shards::ShardRange;
 use turn_manager::sessions::convert::{Before, convert};
 use turn_manager::sessions::location::StoreLocation;
-use turn_manager::sessions::postgres::CLAIM_PAGE;
+use turn_manager::sessions::postgres::{CLAIM_PAGE, IDLE_IN_TRANSACTION_MAX};
 use turn_manager::sessions::{Claim, Saver, SessionStore};
 use turn_manager::store::Store;
 
@@ -134,6 +134,17 @@ async fn a_write_under_an_older_lease_never_replaces_a_row_written_under_a_newer
     store.save_lazy(running(77, None, 2));
     store.flush().await;
     assert_eq!(store.load(channel).await.unwrap().unwrap().round, 9, "the later lease's write stays");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_connection_of_the_store_bounds_how_long_it_may_sit_idle_inside_a_transaction() {
+    // What a takeover of a lost process's channels would wait on otherwise: that process's lease row locks, held
+    // by a connection the server thinks alive until TCP gives up on it (hours).
+    let Some(db) = TestDatabase::create("postgres_store::idle_in_transaction").await else { return };
+    let store = db.open(LONG, "node-a").await;
+    let setting: String =
+        sqlx::query_scalar("SHOW idle_in_transaction_session_timeout").fetch_one(store.pool()).await.unwrap();
+    assert_eq!(setting, IDLE_IN_TRANSACTION_MAX, "every connection of the store has the bound");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

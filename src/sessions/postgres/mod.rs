@@ -49,6 +49,9 @@ pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!();
 const POOL_SIZE: u32 = 8;
 /// How long opening the store waits for the database before saying it cannot be reached.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long the server keeps a connection of this store that sits idle inside a transaction before it ends it (and
+/// its locks with it): see `connect`.
+pub const IDLE_IN_TRANSACTION_MAX: &str = "30s";
 
 /// The database as a [`SessionStore`], for one process: its owner name and the leases it holds.
 pub struct PgSessions {
@@ -185,7 +188,11 @@ pub async fn connect(url: &PostgresUrl) -> anyhow::Result<PgPool> {
                  postgres://user:password@host:5432/database"
             )
         })?
-        .application_name("turn-manager");
+        .application_name("turn-manager")
+        // A process lost mid-transaction (its machine or network gone, no FIN) would hold its row locks until the
+        // server's TCP gives up on it, some two hours: a takeover of its channels (whose claim waits on the lease
+        // row it locked) would wait as long. Every transaction here is a few statements sent back to back.
+        .options([("idle_in_transaction_session_timeout", IDLE_IN_TRANSACTION_MAX)]);
     let pool = PgPoolOptions::new()
         .max_connections(POOL_SIZE)
         .acquire_timeout(CONNECT_TIMEOUT)
