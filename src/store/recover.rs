@@ -167,74 +167,70 @@ impl Store {
 
     /// Makes a channel's log hold every record's events at the record's place, appending only what it lacks.
     fn replay_log(&self, channel: ChannelId, records: &[Record], replayed: &mut Replayed) -> Result<(), StoreError> {
-        let mut with_events = records.iter().filter(|r| !r.events.is_empty()).peekable();
-        let Some(base) = with_events.peek().map(|r| r.log_at) else { return Ok(()) };
-        // What the log must hold from `base` on. A record at an earlier place than the end (events a failed append
-        // held back, written again) replaces what follows that place.
-        let mut wanted: Vec<u8> = Vec::new();
-        // The bytes of records missing before the current one (a damaged line): the places after it move up.
-        let mut gap = 0;
-        for record in with_events {
-            let at = usize::try_from(record.log_at.saturating_sub(base + gap)).unwrap_or(usize::MAX);
-            if at > wanted.len() {
-                gap += (at - wanted.len()) as u64;
-                tracing::warn!(%channel, seq = record.seq, "the journal lacks the events before this record");
-            }
-            wanted.truncate(at);
-            wanted.extend(encode_events(channel, &record.events)?);
+        let segments = wanted_in_log(channel, records)?;
+        if segments.is_empty() {
+            return Ok(());
         }
         let path = self.log_path(channel);
         let fix = |e| io("recover the history log", &path)(e);
         let mut file = OpenOptions::new().read(true).append(true).create(true).open(&path).map_err(fix)?;
-        let len = file.metadata().map_err(fix)?.len();
-        let keep = if len < base {
-            tracing::warn!(
-                %channel,
-                expected = base,
-                found = len,
-                "the history log is shorter than the journal expects (changed by hand?); appending at its end"
-            );
-            cut_torn_tail(&mut file, &path).map_err(fix)?;
-            0
-        } else {
-            let mut held = vec![0; usize::try_from((len - base).min(wanted.len() as u64)).unwrap_or(0)];
-            file.seek(SeekFrom::Start(base)).and_then(|_| file.read_exact(&mut held)).map_err(fix)?;
-            let same = held.iter().zip(&wanted).take_while(|(a, b)| a == b).count();
-            if same == wanted.len() {
-                // All there. What follows, if anything, is newer (a journal kept by a crash while it was replaced
-                // holds older records) or a torn line, cut before the next append.
-                return Ok(());
-            }
-            // From the first difference on, the journal's bytes: whole lines only, a line held in part is written
-            // again.
-            let keep = wanted[..same].iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-            let whole_lines_differ = held[keep..].contains(&b'\n') || len > base + held.len() as u64;
-            if whole_lines_differ {
-                // Not what a crash leaves (a torn last line): never destroy history, say so.
-                replayed.problems.push(format!(
-                    "{}: differs from the journal after byte {}; kept as it is, the journal's events from there \
-                     appended at its end",
-                    path.display(),
-                    base + keep as u64
-                ));
+        let mut written = false;
+        for (base, wanted) in &segments {
+            let (base, wanted) = (*base, wanted.as_slice());
+            let len = file.metadata().map_err(fix)?.len();
+            let keep = if len < base {
+                tracing::warn!(
+                    %channel,
+                    expected = base,
+                    found = len,
+                    "the history log is shorter than the journal expects (changed by hand, or events the journal \
+                     lost too); appending at its end"
+                );
                 cut_torn_tail(&mut file, &path).map_err(fix)?;
+                0
             } else {
-                file.set_len(base + keep as u64).map_err(fix)?;
+                let mut held = vec![0; usize::try_from((len - base).min(wanted.len() as u64)).unwrap_or(0)];
+                file.seek(SeekFrom::Start(base)).and_then(|_| file.read_exact(&mut held)).map_err(fix)?;
+                let same = held.iter().zip(wanted).take_while(|(a, b)| a == b).count();
+                if same == wanted.len() {
+                    // All there. What follows, if anything, is newer (a journal kept by a crash while it was
+                    // replaced holds older records), the next part, or a torn line, cut before the next append.
+                    continue;
+                }
+                // From the first difference on, the journal's bytes: whole lines only, a line held in part is
+                // written again.
+                let keep = wanted[..same].iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+                let whole_lines_differ = held[keep..].contains(&b'\n') || len > base + held.len() as u64;
+                if whole_lines_differ {
+                    // Not what a crash leaves (a torn last line): never destroy history, say so.
+                    replayed.problems.push(format!(
+                        "{}: differs from the journal after byte {}; kept as it is, the journal's events from there \
+                         appended at its end",
+                        path.display(),
+                        base + keep as u64
+                    ));
+                    cut_torn_tail(&mut file, &path).map_err(fix)?;
+                } else {
+                    file.set_len(base + keep as u64).map_err(fix)?;
+                }
+                keep
+            };
+            let missing = &wanted[keep..];
+            let events = missing.iter().filter(|&&b| b == b'\n').count();
+            if events > 0 {
+                tracing::warn!(
+                    %channel,
+                    events,
+                    "the history log lacks events the journal holds (a crash before the checkpoint); appending them"
+                );
             }
-            keep
-        };
-        let missing = &wanted[keep..];
-        let events = missing.iter().filter(|&&b| b == b'\n').count();
-        if events > 0 {
-            tracing::warn!(
-                %channel,
-                events,
-                "the history log lacks events the journal holds (a crash before the checkpoint); appending them"
-            );
+            file.write_all(missing).map_err(fix)?;
+            replayed.events += events;
+            written = true;
         }
-        file.write_all(missing).map_err(fix)?;
-        replayed.events += events;
-        replayed.touched.push(path);
+        if written {
+            replayed.touched.push(path);
+        }
         Ok(())
     }
 
@@ -299,6 +295,33 @@ fn read_journals(journals: &[(u64, PathBuf)], replayed: &mut Replayed) -> Result
 }
 
 /// The save number of a session file that can be used (it parses and passes validation), or why it cannot.
+/// What a channel's log must hold, from the records' events: runs of bytes, each with its place in the log. A run
+/// ends where records are missing (a damaged line): the log may hold their events, which the journal no longer
+/// says, so each run is compared at its own place. A record at an earlier place than the end (events a failed
+/// append held back, written again) replaces what follows that place.
+fn wanted_in_log(channel: ChannelId, records: &[Record]) -> Result<Vec<(u64, Vec<u8>)>, StoreError> {
+    let mut runs: Vec<(u64, Vec<u8>)> = Vec::new();
+    for record in records.iter().filter(|r| !r.events.is_empty()) {
+        let at = record.log_at;
+        while runs.last().is_some_and(|(start, _)| *start > at) {
+            runs.pop();
+        }
+        match runs.last_mut() {
+            Some((start, bytes)) if at <= *start + bytes.len() as u64 => {
+                bytes.truncate(usize::try_from(at - *start).unwrap_or(usize::MAX));
+                bytes.extend(encode_events(channel, &record.events)?);
+            }
+            last => {
+                if last.is_some() {
+                    tracing::warn!(%channel, seq = record.seq, "the journal lacks the events before this record");
+                }
+                runs.push((at, encode_events(channel, &record.events)?));
+            }
+        }
+    }
+    Ok(runs)
+}
+
 fn usable_seq(bytes: &[u8], channel: ChannelId) -> Result<u64, String> {
     super::load::parse_session(bytes, channel)?;
     saved_seq(bytes).map_err(|e| e.to_string())

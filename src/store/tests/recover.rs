@@ -279,6 +279,32 @@ fn a_damaged_line_in_the_middle_of_the_journal_is_reported_with_its_line_and_the
 }
 
 #[test]
+fn a_damaged_line_in_the_middle_of_the_journal_leaves_a_log_that_holds_every_event_as_it_is() {
+    // The checkpoints were all written before the crash (the log holds the damaged record's events too): the runs
+    // of records on either side of the damaged one are each compared at their own place, nothing appended again.
+    let (dir, store, mut a, a_events) = saved_start();
+    let mut events = a_events;
+    for second in 1..=3 {
+        let skipped = skip_at(&mut a, second);
+        store.save(&a, &skipped).unwrap();
+        events.extend(skipped);
+    }
+    let (path, journal) = the_journal(dir.path());
+    let log_before = std::fs::read(store.log_path(ChannelId(1))).unwrap();
+    drop(store);
+    let mut lines: Vec<Vec<u8>> = journal.split_inclusive(|&b| b == b'\n').map(<[u8]>::to_vec).collect();
+    lines[1][20] ^= 1;
+    std::fs::write(&path, lines.concat()).unwrap();
+
+    let (store, found, problems) = restart(dir.path());
+    assert!(problems.iter().any(|p| p.contains("checksum")), "{problems:?}");
+    assert!(!problems.iter().any(|p| p.contains("differs from the journal")), "{problems:?}");
+    assert_eq!(found.sessions, [a]);
+    assert_eq!(found.logs, [events], "every event once");
+    assert_eq!(std::fs::read(store.log_path(ChannelId(1))).unwrap(), log_before, "the log untouched");
+}
+
+#[test]
 fn a_journal_line_that_is_not_a_record_is_damage_too() {
     let (dir, store, a, _) = saved_start();
     let (path, journal) = the_journal(dir.path());
