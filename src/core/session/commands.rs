@@ -136,6 +136,7 @@ impl Session {
                 let paused_at = self.paused_at.take().unwrap_or(now);
                 let remaining_ms = self.paused_remaining_ms.take().unwrap_or(0);
                 self.status = SessionStatus::Running;
+                self.agents.entry(active.clone()).or_default().silence_from = Some(now);
                 if self.turn_announced && !self.awaiting_floor_announcement() {
                     self.turn_paused_ms += (now - paused_at).num_milliseconds();
                 } else {

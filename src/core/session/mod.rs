@@ -60,6 +60,11 @@ pub enum DisplayMode {
 pub struct AgentState {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_activity: Option<DateTime<Utc>>,
+    /// When the session was last resumed while it held the floor: its silence (auto-detection) counts from then at
+    /// the earliest, so time paused is never taken for silence. (Kept here, on the heap, not in the session: an
+    /// idle channel's task keeps the session in place, filled to the last byte of its allocation.)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub silence_from: Option<DateTime<Utc>>,
     /// Its last turn ended by timeout and it has not spoken since: its next message is a late signal (once it holds
     /// the floor again, only one written before the floor reached it).
     #[serde(default)]
@@ -444,7 +449,9 @@ impl Session {
         // The holder's last message, if it wrote one in this turn (its activity is updated by in-turn messages only).
         let started = self.turn_started_at?;
         let spoke = self.agents.get(self.active_agent.as_ref()?)?.last_activity.filter(|at| *at > started)?;
-        self.next_deadline().map(|_| spoke + seconds(u64::from(silence)))
+        let holder = self.agents.get(self.active_agent.as_ref()?)?;
+        let counted_from = spoke.max(holder.silence_from.unwrap_or(spoke));
+        self.next_deadline().map(|_| counted_from + seconds(u64::from(silence)))
     }
 
     pub fn status_report(&self, now: DateTime<Utc>) -> StatusReport {

@@ -485,6 +485,19 @@ fn a_message_overtaken_by_a_newer_one_does_not_move_the_silence_back() {
 }
 
 #[test]
+fn a_pause_does_not_count_as_the_holders_silence_and_a_resume_restarts_it() {
+    let mut f = Fixture::with_config(config(r#"{"silenceSeconds": 10}"#));
+    f.say(PM, "Here is my take.", 5_000);
+    f.command(Command::Pause, 8_000).unwrap();
+    f.command(Command::Resume, 60_000).unwrap();
+    assert!(f.tick(60_000).events.is_empty(), "52 s paused are not 52 s of silence");
+    let wake = f.session.wake_at(Context { personas: &f.personas, config: &f.config });
+    assert_eq!(wake, Some(Fixture::at(70_000)), "the silence starts again at the resume");
+    assert!(f.tick(69_999).events.is_empty());
+    assert_eq!(event_names(&f.tick(70_000)), ["turn_silent"]);
+}
+
+#[test]
 fn a_holder_streaming_by_edits_is_not_silent() {
     let mut f = Fixture::with_config(config(r#"{"silenceSeconds": 10}"#));
     f.say(PM, "Thinking", 1_000);
