@@ -264,7 +264,7 @@ async fn tend_leases(store: Arc<dyn SessionStore>, router: Arc<Router>, shards: 
                 }
                 for channel in orphans {
                     crate::metrics::lease_taken_over();
-                    router.deliver_or_start(channel, Input::CatchUp(None));
+                    router.take_over(channel, Input::CatchUp(None));
                 }
             }
             Err(e) => tracing::warn!("could not renew the leases (trying again in {period:?}): {e}"),

@@ -75,6 +75,22 @@ impl Router {
         self.send(channel, input, true);
     }
 
+    /// Gives `input` to a new actor of `channel`, which claims the channel and reads its session afresh: one this
+    /// process no longer holds (its lease lost at a renewal, then left by whoever took it). An actor still running
+    /// for it is stale (it remembers the session as it was before it lost the lease, and would never claim it
+    /// again): it is told to stop, and the new one takes its place at once.
+    pub fn take_over(&self, channel: ChannelId, input: Input) {
+        if self.closing.load(Ordering::SeqCst) {
+            return;
+        }
+        let mut actors = self.actors.lock().expect("actors lock");
+        if let Some(stale) = actors.remove(&channel) {
+            let _ = stale.inbox.send(Input::TakenOver);
+        }
+        let handle = self.spawn_locked(&mut actors, channel, Origin::Load, Vec::new());
+        let _ = handle.inbox.send(input);
+    }
+
     /// Gives the same input to every actor.
     pub fn broadcast(&self, input: impl Fn() -> Input) {
         for handle in self.handles() {

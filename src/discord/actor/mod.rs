@@ -97,6 +97,9 @@ pub enum Input {
     Sent(Box<Report>),
     /// The channel can no longer be spoken in (the bot left its server).
     Unreachable(Unreachable),
+    /// This process no longer holds the channel's lease (lost at a renewal) and a fresh actor takes its place: this
+    /// one stops at once, saying and saving nothing more, as after a fenced save.
+    TakenOver,
     /// Answered once everything decided so far has been carried out.
     Flush(oneshot::Sender<()>),
     /// Finish what is in hand and stop.
@@ -251,6 +254,10 @@ impl Actor {
             }
             if let Input::Shutdown(done) = input {
                 Box::pin(self.shut_down(done)).await;
+                return;
+            }
+            if let Input::TakenOver = input {
+                tracing::info!(channel = %self.channel, "this channel's lease was lost; a new actor reads it afresh");
                 return;
             }
             if Box::pin(self.take(input)).await && (self.retire)(&mut self.inbox) {
@@ -487,7 +494,7 @@ impl Actor {
                 self.flush_sender().await;
                 let _ = done.send(());
             }
-            Input::Shutdown(_) => unreachable!("handled by the loop"),
+            Input::Shutdown(_) | Input::TakenOver => unreachable!("handled by the loop"),
             Input::CommandComing(_) | Input::CommandGone(_) => unreachable!("taken by `take`"),
         }
     }

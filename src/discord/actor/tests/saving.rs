@@ -94,6 +94,29 @@ async fn a_save_fenced_by_another_process_stops_the_actor_without_announcing_or_
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_channel_taken_over_again_after_its_lease_was_lost_acts_on_the_session_as_saved_not_as_remembered() {
+    let h = Harness::new();
+    h.start(A).await;
+    h.settle(A).await;
+    // This process lost the lease at a renewal (its actor lives on, stale); another process took the channel,
+    // moved the floor to dev and died. Its lease expired, so this process takes the channel over.
+    let mut theirs = h.saver.saved.lock().unwrap()[&A].clone();
+    theirs.active_agent = Some(crate::core::ids::PersonaId::parse("dev").unwrap());
+    h.saver.saved.lock().unwrap().insert(A, theirs);
+    h.router.take_over(A, Input::CatchUp(None));
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    h.settle(A).await;
+    assert_eq!(h.holder(A).await.as_deref(), Some("dev"), "read afresh from the store");
+    let claims = h.saver.leases.lock().unwrap().iter().filter(|(c, what)| *c == A && *what == "claim").count();
+    assert_eq!(claims, 2, "claimed again under a new epoch");
+    // One actor acts on the channel: dev's signal ends one turn, announced once.
+    h.deliver(A, &h.written(DEV, "Done. TURN_COMPLETE", 2_000));
+    h.settle_until_holder(A, "critic").await;
+    assert_eq!(h.events(A, "turn_complete"), 1, "{:#?}", h.journal.of(A));
+    assert_eq!(h.floors(A, "critic"), 1, "{:#?}", h.journal.of(A));
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_channel_another_process_holds_is_not_acted_on_here() {
     let h = Harness::new();
     h.saver.taken_over.store(true, Ordering::Relaxed);
