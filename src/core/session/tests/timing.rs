@@ -223,19 +223,19 @@ fn skip_handled_before_a_signal_written_earlier_leaves_the_signal_in_its_past_tu
             f.command(Command::Skip, 5_000).unwrap();
         }
         assert_eq!(f.active(), "dev");
-        let t = f.say_written(PM, "Here it is. TURN_COMPLETE", 4_000, 6_000);
-        assert_eq!(
-            t.effects,
-            [Effect::Relay {
-                message_id: f.last_id,
-                persona: id("pm"),
-                text: Some("Here it is.".into()),
-                has_files: false
-            }]
-        );
-        assert!(t.events.is_empty(), "no out_of_turn");
+        pms_signal_of_4_s_is_shown_stripped_in_its_past_turn(&mut f, &format!("origin {origin}"));
         assert_eq!((f.active(), f.session.round), ("dev", 1), "no advance");
     }
+}
+
+/// pm's answer to its turn, written at 4 s, before a command given at 5 s ended that turn, and handled at 6 s: in
+/// that turn, which is over, so it is shown without its signal and ends nothing (no `out_of_turn` either).
+fn pms_signal_of_4_s_is_shown_stripped_in_its_past_turn(f: &mut Fixture, case: &str) {
+    let t = f.say_written(PM, "Here it is. TURN_COMPLETE", 4_000, 6_000);
+    let stripped =
+        Effect::Relay { message_id: f.last_id, persona: id("pm"), text: Some("Here it is.".into()), has_files: false };
+    assert_eq!(t.effects, [stripped], "{case}");
+    assert!(t.events.is_empty(), "{case}: {t:?}");
 }
 
 #[test]
@@ -293,19 +293,8 @@ fn a_signal_written_before_a_skip_gave_its_author_the_floor_again_does_not_end_t
         }
         let (round, started) = (f.session.round, f.session.turn_started_at);
         assert_eq!(f.active(), "pm");
-        // pm's answer to its first turn, written before the skip, handled after pm was given the floor again.
-        let t = f.say_written(PM, "Here it is. TURN_COMPLETE", 4_000, 6_000);
-        assert!(t.events.is_empty(), "regiven {regiven}: its turn had ended already: {t:?}");
-        assert_eq!(
-            t.effects,
-            [Effect::Relay {
-                message_id: f.last_id,
-                persona: id("pm"),
-                text: Some("Here it is.".into()),
-                has_files: false
-            }],
-            "regiven {regiven}: shown without its signal"
-        );
+        // Handled after pm was given the floor again: still in its first turn.
+        pms_signal_of_4_s_is_shown_stripped_in_its_past_turn(&mut f, &format!("regiven {regiven}"));
         assert_eq!((f.active(), f.session.round, f.session.turn_started_at), ("pm", round, started), "one turn end");
     }
 }
