@@ -191,7 +191,7 @@ pub struct Actor {
     /// Events decided but not on disk yet, since a durable save failed: they go with the next one.
     unsaved_events: Vec<HistoryEvent>,
     /// Set while durable saves fail: when to try again.
-    save_retry: Option<saving::SaveRetry>,
+    save_retry: Option<Box<saving::SaveRetry>>,
     /// Set while activity is not saved yet: when to hand it to the writer (one copy for a burst of it).
     activity_save_at: Option<tokio::time::Instant>,
     /// Another process took the channel over (a store shared by several processes refused a save): this actor stops
@@ -639,10 +639,12 @@ impl Actor {
         let Some((mode, notice)) = choice else { return };
         let t = self.session.set_display_mode(mode, self.env.clock.now(), self.env.context());
         let switched = t.changed;
-        if self.commit(t).await && switched {
-            if let Some(notice) = notice {
-                self.sender().notice(notice);
-            }
+        let saved = self.commit(t).await;
+        match (notice, &mut self.save_retry) {
+            (Some(notice), _) if saved && switched => self.sender().notice(notice),
+            // Said once the switch is saved, with what else was held back: it is given only on the switch.
+            (Some(notice), Some(retry)) if switched => retry.notices.push(notice),
+            _ => {}
         }
     }
 

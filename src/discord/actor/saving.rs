@@ -27,11 +27,14 @@ const _: () = assert!(ACTIVITY_SAVE_AFTER.as_millis() + LAZY_SAVE_DELAY.as_milli
 const SAVE_FAILING_NOTICE: &str = "⚠️ I cannot save this channel's session right now (see my log), so turn changes \
                                    are held back: they will be announced as soon as saving works again.";
 
-/// A durable save that failed, and when to try it again.
+/// A durable save that failed, and when to try it again. Boxed in the actor: rare, and an idle channel's task keeps
+/// room for it.
 #[derive(Debug)]
 pub(super) struct SaveRetry {
     pub(super) at: Instant,
     wait: Duration,
+    /// Notices about what the failed saves decided (a display-mode switch), given once one works.
+    pub(super) notices: Vec<String>,
 }
 
 impl Actor {
@@ -68,10 +71,14 @@ impl Actor {
         }
         self.unsaved_events.clear();
         self.activity_save_at = None; // The session written carries the activity too.
-        if self.save_retry.take().is_some() {
+        let retried = self.save_retry.take();
+        if retried.is_some() {
             tracing::info!(channel = %self.channel, "saving works again; carrying out what was held back");
         }
         self.hand_outbox();
+        for notice in retried.map(|retry| retry.notices).unwrap_or_default() {
+            self.sender().notice(notice);
+        }
         true
     }
 
@@ -117,7 +124,8 @@ impl Actor {
                     "could not save the session, so its announcements are held back until saving works again: {e}"
                 );
                 self.sender().notice(SAVE_FAILING_NOTICE.to_owned());
-                self.save_retry = Some(SaveRetry { at: now + RETRY_FIRST, wait: RETRY_FIRST });
+                let retry = SaveRetry { at: now + RETRY_FIRST, wait: RETRY_FIRST, notices: Vec::new() };
+                self.save_retry = Some(Box::new(retry));
             }
         }
     }

@@ -48,6 +48,20 @@ async fn a_start_that_is_refused_neither_switches_the_display_mode_nor_gives_the
     assert_eq!(notices, 1);
 }
 
+#[tokio::test(start_paused = true)]
+async fn the_fallback_notice_of_a_switch_whose_save_failed_is_given_once_saving_works() {
+    let h = Harness::new();
+    h.rest.missing.lock().unwrap().push("Manage Webhooks");
+    h.saver.fail_next_durable_saves(1); // the switch to observe mode
+    h.start(A).await;
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    h.settle(A).await;
+    let lines = h.journal.of(A);
+    let notices = lines.iter().filter(|l| l.starts_with("notice") && l.contains("observe mode")).count();
+    assert_eq!(notices, 1, "{lines:#?}");
+    assert_eq!(h.session(A).await.display_mode, crate::core::session::DisplayMode::Observe);
+}
+
 // --- a session starts at its start ---------------------------------------------------------------------------------
 
 #[tokio::test(start_paused = true)]
