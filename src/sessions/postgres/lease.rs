@@ -37,11 +37,14 @@ const CLAIM: &str = concat!(
 const HOLDER: &str = "
     SELECT owner, GREATEST(EXTRACT(EPOCH FROM expires_at - now()), 0)::float8 FROM leases WHERE channel_id = $1";
 
-/// Extends this owner's leases ($1 owner, $2 seconds, $3 channels, $4 their epochs); answers those still held.
+/// Extends this owner's leases ($1 owner, $2 seconds, $3 channels, $4 their epochs); answers those still held. An
+/// expired lease is not renewed, even if nobody claimed it since: it may have been let go while this renewal was
+/// on its way (a stopped channel), and a renewal that comes a whole lease time late is no renewal. Such a channel
+/// is lost here; if its session still needs an actor, the next round takes it over again under a new epoch.
 const RENEW: &str = "
     UPDATE leases l SET expires_at = now() + $2 * interval '1 second'
     FROM unnest($3::bigint[], $4::bigint[]) AS h(channel_id, epoch)
-    WHERE l.channel_id = h.channel_id AND l.epoch = h.epoch AND l.owner = $1
+    WHERE l.channel_id = h.channel_id AND l.epoch = h.epoch AND l.owner = $1 AND l.expires_at > now()
     RETURNING l.channel_id";
 
 /// Expires one lease ($1 channel) now, if it still is this owner's ($2) under this epoch ($3): a later claim of the
