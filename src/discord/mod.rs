@@ -263,8 +263,9 @@ async fn tend_leases(store: Arc<dyn SessionStore>, router: Arc<Router>, shards: 
                     tracing::info!("taking over {} channel(s) that no live process holds", orphans.len());
                 }
                 for channel in orphans {
-                    crate::metrics::lease_taken_over();
-                    router.take_over(channel, Input::CatchUp(None));
+                    if router.take_over(channel, Input::CatchUp(None)) {
+                        crate::metrics::lease_taken_over();
+                    }
                 }
             }
             Err(e) => tracing::warn!("could not renew the leases (trying again in {period:?}): {e}"),

@@ -77,18 +77,24 @@ impl Router {
 
     /// Gives `input` to a new actor of `channel`, which claims the channel and reads its session afresh: one this
     /// process no longer holds (its lease lost at a renewal, then left by whoever took it). An actor still running
-    /// for it is stale (it remembers the session as it was before it lost the lease, and would never claim it
-    /// again): it is told to stop, and the new one takes its place at once.
-    pub fn take_over(&self, channel: ChannelId, input: Input) {
+    /// for it is stale: it remembers the session as it was before the lease was lost, and would never claim it
+    /// again. It is told to stop instead, and no new actor starts while it runs (the store knows one lease per
+    /// channel: a new actor's claim would let the stale one's saves through); the next round, the channel still
+    /// left by everyone, finds it gone and starts the new one. True when a new actor was started.
+    pub fn take_over(&self, channel: ChannelId, input: Input) -> bool {
         if self.closing.load(Ordering::SeqCst) {
-            return;
+            return false;
         }
         let mut actors = self.actors.lock().expect("actors lock");
-        if let Some(stale) = actors.remove(&channel) {
-            let _ = stale.inbox.send(Input::TakenOver);
+        if let Some(stale) = actors.get(&channel) {
+            if stale.inbox.send(Input::TakenOver).is_ok() {
+                return false;
+            }
+            actors.remove(&channel);
         }
         let handle = self.spawn_locked(&mut actors, channel, Origin::Load, Vec::new());
         let _ = handle.inbox.send(input);
+        true
     }
 
     /// Gives the same input to every actor.

@@ -97,8 +97,9 @@ pub enum Input {
     Sent(Box<Report>),
     /// The channel can no longer be spoken in (the bot left its server).
     Unreachable(Unreachable),
-    /// This process no longer holds the channel's lease (lost at a renewal) and a fresh actor takes its place: this
-    /// one stops at once, saying and saving nothing more, as after a fenced save.
+    /// This process no longer holds the channel's lease (lost at a renewal), and the channel is to be taken over
+    /// afresh: this actor stops when it comes to it (a save before that is refused: the lease is not held), and a
+    /// new one starts once it has.
     TakenOver,
     /// Answered once everything decided so far has been carried out.
     Flush(oneshot::Sender<()>),

@@ -103,12 +103,16 @@ async fn a_channel_taken_over_again_after_its_lease_was_lost_acts_on_the_session
     let mut theirs = h.saver.saved.lock().unwrap()[&A].clone();
     theirs.active_agent = Some(crate::core::ids::PersonaId::parse("dev").unwrap());
     h.saver.saved.lock().unwrap().insert(A, theirs);
-    h.router.take_over(A, Input::CatchUp(None));
+    let claims = || h.saver.leases.lock().unwrap().iter().filter(|(c, what)| *c == A && *what == "claim").count();
+    assert!(!h.router.take_over(A, Input::CatchUp(None)), "not while the stale actor runs");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(claims(), 1, "no second actor claimed the channel beside the stale one");
+    // The next round: the stale actor has stopped.
+    assert!(h.router.take_over(A, Input::CatchUp(None)));
     tokio::time::sleep(Duration::from_secs(1)).await;
     h.settle(A).await;
     assert_eq!(h.holder(A).await.as_deref(), Some("dev"), "read afresh from the store");
-    let claims = h.saver.leases.lock().unwrap().iter().filter(|(c, what)| *c == A && *what == "claim").count();
-    assert_eq!(claims, 2, "claimed again under a new epoch");
+    assert_eq!(claims(), 2, "claimed again under a new epoch");
     // One actor acts on the channel: dev's signal ends one turn, announced once.
     h.deliver(A, &h.written(DEV, "Done. TURN_COMPLETE", 2_000));
     h.settle_until_holder(A, "critic").await;
