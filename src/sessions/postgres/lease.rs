@@ -37,20 +37,19 @@ const CLAIM: &str = concat!(
 const HOLDER: &str = "
     SELECT owner, GREATEST(EXTRACT(EPOCH FROM expires_at - now()), 0)::float8 FROM leases WHERE channel_id = $1";
 
-/// Extends this owner's leases ($1 owner, $2 seconds, $3 channels, $4 their epochs); answers those still held. An
-/// expired lease is not renewed, even if nobody claimed it since: it may have been let go while this renewal was
-/// on its way (a stopped channel), and a renewal that comes a whole lease time late is no renewal. Such a channel
-/// is lost here; if its session still needs an actor, the next round takes it over again under a new epoch.
+/// Extends this owner's leases ($1 owner, $2 seconds, $3 channels, $4 their epochs); answers those still held.
 const RENEW: &str = "
     UPDATE leases l SET expires_at = now() + $2 * interval '1 second'
     FROM unnest($3::bigint[], $4::bigint[]) AS h(channel_id, epoch)
-    WHERE l.channel_id = h.channel_id AND l.epoch = h.epoch AND l.owner = $1 AND l.expires_at > now()
+    WHERE l.channel_id = h.channel_id AND l.epoch = h.epoch AND l.owner = $1
     RETURNING l.channel_id";
 
 /// Expires one lease ($1 channel) now, if it still is this owner's ($2) under this epoch ($3): a later claim of the
-/// channel (by this process too) has a new epoch and is left alone.
+/// channel (by this process too) has a new epoch and is left alone. It bumps the epoch too, so that a renewal
+/// already on its way with the old one (its list of leases taken before the let go) cannot bring the lease back
+/// for another lease time.
 const LET_GO: &str =
-    "UPDATE leases SET expires_at = now() WHERE channel_id = $1 AND owner = $2 AND epoch = $3 AND expires_at > now()";
+    "UPDATE leases SET expires_at = now(), epoch = epoch + 1 WHERE channel_id = $1 AND owner = $2 AND epoch = $3";
 
 /// At most this many orphaned channels are taken over per renewal, so that taking over a large process's channels
 /// is spread over a few periods instead of starting every actor at once.
