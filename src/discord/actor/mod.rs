@@ -203,8 +203,8 @@ pub struct Actor {
     held: VecDeque<Input>,
     /// Live messages were left to the history (the held queue was full): read it again after this catch-up.
     read_again: bool,
-    /// A page showed messages written after a command still held: they wait for it, so the history is read again
-    /// once what was held has been handled.
+    /// A page showed messages written after a command still held, with no room left to hold them behind it: the
+    /// history is read again once what was held has been handled.
     read_after_held: bool,
     /// Commands the gateway carried that poise has not handed over yet, each with its place in `held`.
     awaited: awaited::Awaited,
@@ -387,16 +387,14 @@ impl Actor {
         }
     }
 
-    /// When the first command held was given (a live one, or one the gateway said is coming), if it says.
-    fn first_command_held(&self) -> Option<MessageId> {
-        self.held
-            .iter()
-            .filter_map(|held| match held {
-                Input::Command(command) => command.origin,
-                Input::CommandComing(id) => Some(*id),
-                _ => None,
-            })
-            .min()
+    /// The place in the held queue of the first command held that says when it was given (a live one, or one the
+    /// gateway said is coming), and when.
+    fn first_command_held(&self) -> Option<(usize, MessageId)> {
+        self.held.iter().enumerate().find_map(|(place, held)| match held {
+            Input::Command(command) => command.origin.map(|given| (place, given)),
+            Input::CommandComing(id) => Some((place, *id)),
+            _ => None,
+        })
     }
 
     /// Whether the missed messages are still unread (being read, or waiting for the connection to come back): spec 8
@@ -457,14 +455,21 @@ impl Actor {
             Input::Resumed(_) => {}
             Input::Missed(page) => {
                 let MissedPage { messages, done, handled } = *page;
-                let command_held = self.first_command_held();
+                let mut command_held = self.first_command_held();
                 for message in messages {
-                    // Written after a command given during the catch-up (held until it is done): it comes after
-                    // that command, as the held live copy or on the read that follows it. A `pause` given before
-                    // a signal is not overtaken by a page that shows the signal.
-                    if command_held.is_some_and(|given| written_after(&message, given)) {
-                        self.read_after_held = true;
-                        continue;
+                    // Written after a command given during the catch-up (held until it is done): it is held right
+                    // behind that command (its live copy, if it came, is then a repeat). A `pause` given before a
+                    // signal is not overtaken by a page that shows the signal.
+                    if let Some((place, given)) = &mut command_held {
+                        if written_after(&message, *given) {
+                            if self.held.len() < HELD_MAX {
+                                *place += 1;
+                                self.held.insert(*place, Input::Message(Box::new(message)));
+                            } else {
+                                self.read_after_held = true; // Read again once what was held is handled.
+                            }
+                            continue;
+                        }
                     }
                     self.on_message(message).await;
                 }
