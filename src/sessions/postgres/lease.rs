@@ -210,8 +210,10 @@ impl PgSessions {
 
     /// Stops renewing `channel`'s lease and expires it in the background. Taken out of the leases held first, so a
     /// claim that follows (the channel started again) asks the database and gets a new epoch. The activity queued
-    /// for the channel (the retiring actor's last, such as the final effects done) is written first: a claim that
-    /// follows, by this process or another, reads the session as it ended, not as its last durable save left it.
+    /// for the channel (the retiring actor's last, such as the final effects done) is written first: another process
+    /// that claims the channel then reads the session as it ended, not as its last durable save left it. (This
+    /// process, starting the channel again at once, may claim before that write, which its new epoch then refuses:
+    /// its new actor carries out the last effects again, which Discord takes as done.)
     pub(super) fn let_go_of(&self, channel: ChannelId) {
         let Some(epoch) = self.held().remove(&channel) else { return };
         let Ok(id) = db_id(channel.0) else { return }; // never claimed, then
