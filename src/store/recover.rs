@@ -30,7 +30,7 @@ use std::fs::OpenOptions;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
-/// What recovery did and found: for its log line, the load's report, and the files to sync before the journals go.
+/// What recovery did and found: for its log line and the load's report.
 #[derive(Debug, Default)]
 struct Replayed {
     records: usize,
@@ -38,8 +38,6 @@ struct Replayed {
     events: usize,
     /// What a person should know.
     problems: Vec<String>,
-    /// The files written (synced, with those of every channel the journals cover, before the journals go).
-    touched: Vec<PathBuf>,
 }
 
 impl Store {
@@ -56,11 +54,8 @@ impl Store {
         // Not only what recovery wrote: a checkpoint found as new as the journal may be one the process that died
         // wrote without syncing (checkpoints are synced when their journal is replaced). Its journal is deleted
         // below, so every file the journals cover is made durable first, with the folder's renames.
-        let mut covered = std::mem::take(&mut replayed.touched);
-        covered
-            .extend(read.by_channel.keys().flat_map(|&channel| [self.session_path(channel), self.log_path(channel)]));
-        covered.sort();
-        covered.dedup();
+        let covered: Vec<PathBuf> =
+            read.by_channel.keys().flat_map(|&channel| [self.session_path(channel), self.log_path(channel)]).collect();
         for synced in in_parallel(&covered, |path| sync_file(path).map_err(io("sync the recovered file", path))) {
             synced?;
         }
@@ -160,7 +155,6 @@ impl Store {
         let bytes = checkpoint_bytes(newest.seq, &encode_session(&newest.session)?);
         replace_unsynced(&path, &self.previous_path(channel), &bytes)
             .map_err(io("write the recovered session", &path))?;
-        replayed.touched.push(path);
         replayed.sessions += 1;
         Ok(newest.seq)
     }
@@ -174,7 +168,6 @@ impl Store {
         let path = self.log_path(channel);
         let fix = |e| io("recover the history log", &path)(e);
         let mut file = OpenOptions::new().read(true).append(true).create(true).open(&path).map_err(fix)?;
-        let mut written = false;
         for (base, wanted) in &segments {
             let (base, wanted) = (*base, wanted.as_slice());
             let len = file.metadata().map_err(fix)?.len();
@@ -226,10 +219,6 @@ impl Store {
             }
             file.write_all(missing).map_err(fix)?;
             replayed.events += events;
-            written = true;
-        }
-        if written {
-            replayed.touched.push(path);
         }
         Ok(())
     }
