@@ -201,11 +201,9 @@ pub struct Actor {
     /// Live messages and commands that came while the missed messages were unread, in arrival order: handled after
     /// the catch-up's last page, since either may end a turn whose in-time signal is still on an unread page.
     held: VecDeque<Input>,
-    /// Live messages were left to the history (the held queue was full): read it again after this catch-up.
+    /// Messages were left to the history (the held queue was full): read it again after this catch-up, or, while a
+    /// command is held, once it is handled (what was written after it waits for it).
     read_again: bool,
-    /// A page showed messages written after a command still held, with no room left to hold them behind it: the
-    /// history is read again once what was held has been handled.
-    read_after_held: bool,
     /// Commands the gateway carried that poise has not handed over yet, each with its place in `held`.
     awaited: awaited::Awaited,
     /// The handoff being timed, for the metrics.
@@ -381,8 +379,8 @@ impl Actor {
             self.handle(held).await;
         }
         let free = self.session.is_active() && !self.holding() && !self.awaited.any() && self.catch_ups_running == 0;
-        if (self.read_again || self.read_after_held) && free {
-            (self.read_again, self.read_after_held) = (false, false);
+        if self.read_again && free {
+            self.read_again = false;
             self.start_catch_up();
         }
     }
@@ -466,7 +464,7 @@ impl Actor {
                                 *place += 1;
                                 self.held.insert(*place, Input::Message(Box::new(message)));
                             } else {
-                                self.read_after_held = true; // Read again once what was held is handled.
+                                self.read_again = true; // Read from the history once what was held is handled.
                             }
                             continue;
                         }
@@ -475,8 +473,10 @@ impl Actor {
                 }
                 if done {
                     self.catch_ups_running = self.catch_ups_running.saturating_sub(1);
-                    // Read again at once for what was left to the history, unless a held command must go first.
-                    if self.catch_ups_running == 0 && !self.read_after_held && std::mem::take(&mut self.read_again) {
+                    // Read again at once for what was left to the history, unless a held command must go first:
+                    // what was written after it waits for it (then `handle_held` reads).
+                    let command_held = self.first_command_held().is_some();
+                    if self.catch_ups_running == 0 && !command_held && std::mem::take(&mut self.read_again) {
                         self.start_catch_up();
                     }
                 }
@@ -750,7 +750,6 @@ fn task(
         taken_over: false,
         held: VecDeque::new(),
         read_again: false,
-        read_after_held: false,
         awaited: awaited::Awaited::default(),
         handoff: crate::metrics::Handoff::default(),
         retire,
