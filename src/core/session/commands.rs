@@ -116,11 +116,10 @@ impl Session {
                 // deadline); a turn begun after that was paused from its start (not from a start ahead of our
                 // clock, when Discord's runs ahead).
                 let paused_from = given.max(self.turn_started_at.unwrap_or(given)).min(now);
-                let toggled = self.pause_toggled_at;
-                self.freeze(paused_from, String::new(), ctx);
+                self.stop_clock(paused_from, ctx);
                 // Noted as given (its snowflake), not as from when the turn it froze began: a `resume` given after
                 // it, though before that turn began, is later and is not refused as overtaken.
-                self.pause_toggled_at = toggled.max(Some(turn_end));
+                self.pause_toggled_at = self.pause_toggled_at.max(Some(turn_end));
                 self.pause_reason = None;
                 self.announce_about(&mut t, ctx, Template::Paused, &active, now, &[]);
                 let kind = EventKind::Paused { remaining_seconds: self.remaining_seconds(now) };

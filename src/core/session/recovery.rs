@@ -150,6 +150,13 @@ impl Session {
     /// deadline), the remaining time is negative, down to minus the grace: `resume` puts the deadline back where it
     /// was, and the grace goes on.
     pub(super) fn freeze(&mut self, now: DateTime<Utc>, reason: String, ctx: Context) {
+        self.stop_clock(now, ctx);
+        self.pause_reason = Some(reason);
+        self.pause_toggled_at = self.pause_toggled_at.max(Some(MessageId::first_at(now)));
+    }
+
+    /// Pauses a running session from `now`, keeping the turn's remaining time (see [`Session::freeze`]).
+    pub(super) fn stop_clock(&mut self, now: DateTime<Utc>, ctx: Context) {
         if self.status == SessionStatus::Running {
             let grace_ms = i64::from(ctx.config.signals.recovery.grace_seconds) * 1000;
             // A turn whose announcement is still on its way has not begun: it keeps all of its time.
@@ -160,7 +167,5 @@ impl Session {
             self.paused_remaining_ms = Some(remaining_ms);
             self.turn_timeout_at = None;
         }
-        self.pause_reason = Some(reason);
-        self.pause_toggled_at = self.pause_toggled_at.max(Some(MessageId::first_at(now)));
     }
 }
