@@ -280,6 +280,11 @@ fn read_journals(journals: &[(u64, PathBuf)], replayed: &mut Replayed) -> Result
             read.by_channel.entry(record.channel).or_default().push(record);
         }
     }
+    // In order of their numbers, not of their files: a new journal whose carried records could not be deleted after
+    // a failed replacement sorts after the journal that went on, yet holds older saves.
+    for records in read.by_channel.values_mut() {
+        records.sort_by_key(|record| record.seq);
+    }
     Ok(read)
 }
 

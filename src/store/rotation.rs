@@ -57,6 +57,10 @@ impl Commits {
         }
         if !carried.is_empty() {
             if let Err(e) = journal.append(&carried, &store.probe) {
+                // The carried records stay in the file if it cannot be deleted either, to be replayed after a crash:
+                // their numbers are never given again, so recovery, which orders a channel's records by number,
+                // puts these copies before every later save.
+                self.next_seq = first + renumbered.len() as u64;
                 let path = journal.path().to_owned();
                 drop(journal);
                 let _ = std::fs::remove_file(&path);

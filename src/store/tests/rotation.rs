@@ -141,3 +141,38 @@ async fn the_writer_replaces_a_full_journal_between_batches_and_flush_leaves_it_
         assert_eq!(&store.read_log(session.channel_id).unwrap(), log);
     }
 }
+
+#[test]
+fn a_failed_carry_whose_new_journal_survives_never_has_its_copies_replayed_over_later_saves() {
+    let (dir, store) = store_rotating_at(u64::MAX, Duration::ZERO);
+    let (mut session, events) = started();
+    let commit = |session: &Session, events: &[HistoryEvent]| {
+        let item = crate::store::commit::SaveItem { session, events };
+        store.commit(&[item], |results| assert!(results.iter().all(Result::is_ok)));
+    };
+    commit(&session, &events);
+    let carried = (session.clone(), events.clone());
+    store.probe.failing_appends.store(1, std::sync::atomic::Ordering::SeqCst);
+    assert!(store.rotate_if_due().is_none(), "the carry failed, so the journal goes on");
+    let config = Config::default();
+    let later = skips(&mut session, &config, 1).remove(0);
+    commit(&session, &later);
+    // A second failure kept the new journal from being deleted, then the process died: the file holds the copy of
+    // the first save it was given the number 2 for.
+    let (carried_session, carried_events) = carried;
+    let record = crate::store::record::encode_record(
+        2,
+        CHANNEL,
+        0,
+        &crate::store::record::encode_events(CHANNEL, &carried_events).unwrap(),
+        &crate::store::record::encode_session(&carried_session).unwrap(),
+    );
+    std::fs::write(journal::journal_path(dir.path(), 2), journal::line(&record)).unwrap();
+    drop(store);
+
+    let store = Store::open(dir.path()).unwrap();
+    let report = store.load_all().unwrap();
+    assert!(report.problems.is_empty(), "{:?}", report.problems);
+    assert_eq!(report.sessions, [session], "the later save, not the stale copy");
+    assert_eq!(store.read_log(CHANNEL).unwrap(), [events, later].concat(), "every event once");
+}
