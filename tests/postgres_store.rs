@@ -422,3 +422,40 @@ async fn convert_copies_a_folder_to_the_database_and_back_unchanged_and_a_second
     let same = format!("{:#}", convert(&folder, &folder, true).await.unwrap_err());
     assert!(same.contains("the same store"), "{same}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_save_whose_commit_is_not_confirmed_is_saved_again_with_each_event_once_whether_it_landed_or_not() {
+    use postgres_support::cut::NextCommit;
+    let Some(db) = TestDatabase::create("postgres_store::commit_not_confirmed").await else { return };
+    let relay = db.commit_cutter().await;
+    let store = db.open_through(&relay, LONG, "node-a").await;
+    let channel = ChannelId(42);
+    assert_eq!(store.claim(channel).await.unwrap(), Claim::Held);
+    store.save_durable(running(42, None, 1), vec![event(1, 1)]).await.unwrap();
+
+    relay.cut_next_commit(NextCommit::AnswerLost);
+    let unconfirmed = store.save_durable(running(42, None, 2), vec![event(2, 2), event(3, 2)]).await;
+    assert!(relay.cut_done());
+    assert!(unconfirmed.is_err(), "the commit's answer was lost: {unconfirmed:?}");
+    assert_eq!(
+        store.history(channel).await.unwrap(),
+        [event(1, 1), event(2, 2), event(3, 2)],
+        "the server carried the COMMIT out"
+    );
+    // The actor saves again with the failed save's events first, then those of what happened since.
+    store.save_durable(running(42, None, 3), vec![event(2, 2), event(3, 2), event(4, 3)]).await.unwrap();
+    assert_eq!(store.history(channel).await.unwrap(), [event(1, 1), event(2, 2), event(3, 2), event(4, 3)]);
+
+    relay.cut_next_commit(NextCommit::Lost);
+    let lost = store.save_durable(running(42, None, 4), vec![event(5, 4)]).await;
+    assert!(relay.cut_done());
+    assert!(lost.is_err(), "the connection broke before the COMMIT: {lost:?}");
+    assert_eq!(store.history(channel).await.unwrap().len(), 4, "rolled back");
+    store.save_durable(running(42, None, 5), vec![event(5, 4), event(6, 5)]).await.unwrap();
+    assert_eq!(
+        store.history(channel).await.unwrap(),
+        [event(1, 1), event(2, 2), event(3, 2), event(4, 3), event(5, 4), event(6, 5)],
+        "a save that did not land is appended whole"
+    );
+    assert_eq!(store.load(channel).await.unwrap(), Some(running(42, None, 5)));
+}

@@ -70,7 +70,9 @@ pub trait Saver: Send + Sync + 'static {
         Ok(Claim::Held)
     }
     /// Resolves once the session and its new events are durably saved, together. [`SessionStoreError::Fenced`]
-    /// when another process has taken the channel over.
+    /// when another process has taken the channel over. After a failure, the channel's next save carries the failed
+    /// one's events first (the actor keeps them until a save works): a store that cannot know whether a failed save
+    /// was carried out (a COMMIT whose answer was lost) appends only those it lacks.
     async fn save_durable(&self, session: Session, events: Vec<HistoryEvent>) -> Result<(), SessionStoreError>;
     /// An activity-only change: written with the channel's next durable save or within [`LAZY_SAVE_DELAY`] (the
     /// actor holds activity for the rest of the second spec 9 allows, to save a burst of it once).

@@ -3,6 +3,8 @@
 //! the reason printed, unless `TM_REQUIRE_POSTGRES` is set (CI), where a missing database fails it.
 #![allow(dead_code)] // Each test file uses its own part.
 
+pub mod cut;
+
 use std::io::Write as _;
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,6 +16,10 @@ use turn_manager::sessions::postgres::PgSessions;
 pub struct TestDatabase {
     /// `postgres://user@host:port/name`: the password stays in `PGPASSWORD`.
     pub url: String,
+    user: String,
+    name: String,
+    /// `host:port` of the cluster.
+    server: String,
 }
 
 impl TestDatabase {
@@ -35,13 +41,10 @@ impl TestDatabase {
         sqlx::query(&format!("CREATE DATABASE {name}")).execute(&admin).await.expect("a test database");
         admin.close().await;
         let var = |name: &str, default: &str| std::env::var(name).unwrap_or_else(|_| default.to_owned());
-        let url = format!(
-            "postgres://{}@{}:{}/{name}",
-            var("PGUSER", "postgres"),
-            var("PGHOST", "localhost"),
-            var("PGPORT", "5432")
-        );
-        Some(Self { url })
+        let (user, server) =
+            (var("PGUSER", "postgres"), format!("{}:{}", var("PGHOST", "localhost"), var("PGPORT", "5432")));
+        let url = format!("postgres://{user}@{server}/{name}");
+        Some(Self { url, user, name, server })
     }
 
     pub fn location(&self) -> StoreLocation {
@@ -52,5 +55,17 @@ impl TestDatabase {
     pub async fn open(&self, ttl: Duration, node: &str) -> Arc<PgSessions> {
         let leases = LeaseOptions { ttl, node: node.to_owned() };
         PgSessions::open(&PostgresUrl::new(&self.url), leases).await.expect("the test database opens")
+    }
+
+    /// A relay to this database that can break a connection at a `COMMIT` ([`cut::CommitCutter`]).
+    pub async fn commit_cutter(&self) -> cut::CommitCutter {
+        cut::CommitCutter::start(self.server.clone()).await
+    }
+
+    /// The store as [`Self::open`] gives it, connected through `relay` (without TLS, which the relay cannot read).
+    pub async fn open_through(&self, relay: &cut::CommitCutter, ttl: Duration, node: &str) -> Arc<PgSessions> {
+        let url = format!("postgres://{}@{}/{}?sslmode=disable", self.user, relay.addr, self.name);
+        let leases = LeaseOptions { ttl, node: node.to_owned() };
+        PgSessions::open(&PostgresUrl::new(&url), leases).await.expect("the test database opens through the relay")
     }
 }

@@ -216,6 +216,7 @@ impl PgSessions {
     /// its new actor carries out the last effects again, which Discord takes as done.)
     pub(super) fn let_go_of(&self, channel: ChannelId) {
         let Some(epoch) = self.held().remove(&channel) else { return };
+        self.forget_unsure(channel);
         let Ok(id) = db_id(channel.0) else { return }; // never claimed, then
         let (pool, owner, lazy) = (self.pool.clone(), self.owner.clone(), self.lazy.clone());
         tokio::spawn(async move {

@@ -67,6 +67,18 @@ pub struct PgSessions {
     /// of the same lease is dropped.
     writes: AtomicI64,
     lazy: Arc<LazySaves>,
+    /// Channels whose last durable save sent its COMMIT and never heard back: it may be in the database or not. Each
+    /// with the lease's epoch and where its first event went in the history (`n` before it), so that the next save,
+    /// which carries the same events first, appends only those the database lacks.
+    unsure: Mutex<HashMap<ChannelId, Unsure>>,
+}
+
+/// A durable save whose outcome is unknown (see [`PgSessions::unsure`]).
+#[derive(Clone, Copy, Debug)]
+struct Unsure {
+    epoch: i64,
+    /// The channel's history length before the save's first event.
+    base: i64,
 }
 
 impl PgSessions {
@@ -85,6 +97,7 @@ impl PgSessions {
             held: Mutex::default(),
             writes: AtomicI64::new(1),
             lazy,
+            unsure: Mutex::default(),
         }))
     }
 
@@ -114,6 +127,39 @@ impl PgSessions {
     fn lose(&self, channel: ChannelId) {
         self.held().remove(&channel);
         self.lazy.forget(channel);
+        self.forget_unsure(channel);
+    }
+
+    fn forget_unsure(&self, channel: ChannelId) {
+        self.unsure.lock().unwrap_or_else(PoisonError::into_inner).remove(&channel);
+    }
+
+    /// How many of a save's events, which come first in this one, reached the history, if that save's outcome was
+    /// unknown; under the lock of the lease row (only its holder appends, so the history's length is settled).
+    async fn already_appended(
+        &self,
+        tx: &mut sqlx::PgConnection,
+        channel: i64,
+        epoch: i64,
+        events: usize,
+    ) -> Result<(Option<i64>, usize), SessionStoreError> {
+        let unsure =
+            self.unsure.lock().unwrap_or_else(PoisonError::into_inner).get(&ChannelId(channel as u64)).copied();
+        let Some(unsure) = unsure.filter(|u| u.epoch == epoch) else { return Ok((None, 0)) };
+        let logged: i64 = sqlx::query_scalar("SELECT COALESCE(max(n), 0) FROM history WHERE channel_id = $1")
+            .bind(channel)
+            .fetch_one(tx)
+            .await
+            .map_err(self.failed("read how long a channel's history is"))?;
+        let landed = usize::try_from(logged - unsure.base).unwrap_or(0).min(events);
+        if landed > 0 {
+            tracing::info!(
+                channel,
+                events = landed,
+                "the save whose commit was not confirmed did reach the database: its events are not appended again"
+            );
+        }
+        Ok((Some(unsure.base), landed))
     }
 
     fn next_write(&self) -> i64 {
@@ -240,7 +286,7 @@ impl Saver for PgSessions {
         // This session is newer than any lazy one queued, and carries its activity.
         self.lazy.forget(channel);
         let row = session_row(&session, epoch, self.next_write())?;
-        let (ats, events) = event_rows(channel, &events)?;
+        let (mut ats, mut events) = event_rows(channel, &events)?;
         let mut tx = self.pool.begin().await.map_err(self.failed("start a save"))?;
         let lease = sqlx::query(lease::CHECK_FOR_SAVE)
             .bind(row.channel_id)
@@ -254,17 +300,33 @@ impl Saver for PgSessions {
             self.lose(channel);
             return Err(SessionStoreError::Fenced { channel });
         }
+        let (mut base, landed) = self.already_appended(&mut tx, row.channel_id, epoch, events.len()).await?;
+        ats.drain(..landed);
+        events.drain(..landed);
         row.upsert().execute(&mut *tx).await.map_err(self.failed("save a session"))?;
         if !events.is_empty() {
-            sqlx::query(rows::APPEND_EVENTS)
+            let appended_after: i64 = sqlx::query_scalar(rows::APPEND_EVENTS)
                 .bind(row.channel_id)
                 .bind(ats)
                 .bind(events)
-                .execute(&mut *tx)
+                .fetch_one(&mut *tx)
                 .await
                 .map_err(self.failed("append to a channel's history"))?;
+            base = Some(appended_after - landed as i64);
         }
-        tx.commit().await.map_err(self.failed("commit a save"))
+        match tx.commit().await {
+            Ok(()) => {
+                self.forget_unsure(channel);
+                Ok(())
+            }
+            Err(e) => {
+                // The COMMIT may have reached the server and been carried out, its answer lost with the connection.
+                if let Some(base) = base {
+                    self.unsure.lock().unwrap_or_else(PoisonError::into_inner).insert(channel, Unsure { epoch, base });
+                }
+                Err(self.failed("commit a save")(e))
+            }
+        }
     }
 
     fn save_lazy(&self, session: Session) {

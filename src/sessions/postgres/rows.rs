@@ -39,12 +39,15 @@ pub(super) const UPSERT_SESSION: &str = concat!(
     replace_unless_later!()
 );
 
-/// Appends events after the channel's last one, numbered on from it. Only the lease holder appends, inside its
-/// fenced transaction, so two appends of one channel never run at once.
+/// Appends events after the channel's last one, numbered on from it; answers the history's length before them. Only
+/// the lease holder appends, inside its fenced transaction, so two appends of one channel never run at once.
 pub(super) const APPEND_EVENTS: &str = "
-    INSERT INTO history (channel_id, n, at, event)
-    SELECT $1, COALESCE((SELECT max(n) FROM history WHERE channel_id = $1), 0) + e.ord, e.at, e.event
-    FROM unnest($2::timestamptz[], $3::jsonb[]) WITH ORDINALITY AS e(at, event, ord)";
+    WITH appended AS (
+        INSERT INTO history (channel_id, n, at, event)
+        SELECT $1, COALESCE((SELECT max(n) FROM history WHERE channel_id = $1), 0) + e.ord, e.at, e.event
+        FROM unnest($2::timestamptz[], $3::jsonb[]) WITH ORDINALITY AS e(at, event, ord)
+        RETURNING n)
+    SELECT COALESCE(min(n) - 1, 0) FROM appended";
 
 /// A Discord id as a `BIGINT`. Snowflakes stay below 2^63 until the 2080s; a larger one is refused rather than
 /// stored as a negative number that the shard arithmetic would get wrong.

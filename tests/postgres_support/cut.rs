@@ -1,0 +1,113 @@
+//! A TCP relay between the store and Postgres that can break a connection at a transaction's `COMMIT`: either
+//! after the server has carried it out (its answer lost: the client cannot know whether it committed) or before
+//! the server sees it (rolled back). It reads the client's side of the protocol message by message, so it needs a
+//! connection without TLS (`sslmode=disable`).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// What happens to the next `COMMIT` any connection sends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum NextCommit {
+    Relayed = 0,
+    /// The server carries it out; its answer never reaches the client, whose connection is closed.
+    AnswerLost = 1,
+    /// The server never sees it; both connections are closed.
+    Lost = 2,
+}
+
+pub struct CommitCutter {
+    /// Where to connect: `host:port` of the relay.
+    pub addr: std::net::SocketAddr,
+    next: Arc<AtomicU8>,
+}
+
+impl CommitCutter {
+    /// A relay to `upstream` (`host:port`), relaying everything until told otherwise.
+    pub async fn start(upstream: String) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("a local port for the relay");
+        let addr = listener.local_addr().unwrap();
+        let next = Arc::new(AtomicU8::new(NextCommit::Relayed as u8));
+        let shared = next.clone();
+        tokio::spawn(async move {
+            while let Ok((client, _)) = listener.accept().await {
+                let server = TcpStream::connect(&upstream).await.expect("the relay reaches Postgres");
+                tokio::spawn(relay(client, server, shared.clone()));
+            }
+        });
+        CommitCutter { addr, next }
+    }
+
+    pub fn cut_next_commit(&self, how: NextCommit) {
+        self.next.store(how as u8, Ordering::SeqCst);
+    }
+
+    /// Whether the cut asked for has happened.
+    pub fn cut_done(&self) -> bool {
+        self.next.load(Ordering::SeqCst) == NextCommit::Relayed as u8
+    }
+}
+
+async fn relay(client: TcpStream, server: TcpStream, next: Arc<AtomicU8>) {
+    let (mut from_client, mut to_client) = client.into_split();
+    let (mut from_server, mut to_server) = server.into_split();
+    let (answer_lost_tx, mut answer_lost) = tokio::sync::watch::channel(false);
+    let down = tokio::spawn(async move {
+        let mut buf = vec![0; 64 * 1024];
+        loop {
+            tokio::select! {
+                read = from_server.read(&mut buf) => match read {
+                    Ok(n) if n > 0 && !*answer_lost.borrow() => {
+                        if to_client.write_all(&buf[..n]).await.is_err() {
+                            return;
+                        }
+                    }
+                    // The COMMIT's answer (or the end): the client's connection is closed with `to_client`.
+                    _ => return,
+                },
+                _ = answer_lost.changed() => {}
+            }
+        }
+    });
+    // The start-up message has no type byte: its length, then the rest.
+    let Ok(startup) = read_message(&mut from_client, false).await else { return };
+    if to_server.write_all(&startup).await.is_err() {
+        return;
+    }
+    while let Ok(message) = read_message(&mut from_client, true).await {
+        let commit = message[0] == b'Q' && &message[5..] == b"COMMIT\0";
+        if commit {
+            let how = next.swap(NextCommit::Relayed as u8, Ordering::SeqCst);
+            if how == NextCommit::Lost as u8 {
+                down.abort();
+                return;
+            }
+            if how == NextCommit::AnswerLost as u8 {
+                let _ = answer_lost_tx.send(true);
+                let _ = to_server.write_all(&message).await;
+                // Whatever the server sends from now on is dropped, and the client's connection closes once the
+                // server has answered, that is once the COMMIT is carried out.
+                let _ = down.await;
+                return;
+            }
+        }
+        if to_server.write_all(&message).await.is_err() {
+            return;
+        }
+    }
+    down.abort();
+}
+
+/// One protocol message from the client, whole: its type byte (unless the start-up message), length and body.
+async fn read_message(from: &mut tokio::net::tcp::OwnedReadHalf, typed: bool) -> std::io::Result<Vec<u8>> {
+    let head = if typed { 5 } else { 4 };
+    let mut message = vec![0; head];
+    from.read_exact(&mut message).await?;
+    let len = u32::from_be_bytes(message[head - 4..head].try_into().unwrap()) as usize;
+    message.resize(head - 4 + len, 0);
+    from.read_exact(&mut message[head..]).await?;
+    Ok(message)
+}
