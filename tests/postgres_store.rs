@@ -459,3 +459,53 @@ async fn a_save_whose_commit_is_not_confirmed_is_saved_again_with_each_event_onc
     );
     assert_eq!(store.load(channel).await.unwrap(), Some(running(42, None, 5)));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_start_up_claiming_past_a_live_process_never_deadlocks_with_its_renewals_or_its_release() {
+    let Some(db) = TestDatabase::create("postgres_store::no_deadlock").await else { return };
+    let holder = db.open(LONG, "holder").await;
+    let channels = CLAIM_PAGE as u64;
+    let mut saves = JoinSet::new();
+    for channel in 1..=channels {
+        let holder = holder.clone();
+        saves.spawn(async move {
+            holder.claim(ChannelId(channel)).await.unwrap();
+            holder.save_durable(running(channel, None, 1), vec![]).await.unwrap();
+        });
+    }
+    saves.join_all().await;
+    // A start-up's claim locks each row it finds held by a live process, in channel order; the holder's renewals
+    // and its release lock the same rows, all at once. Locked in different orders, they would deadlock.
+    let starter = db.open(LONG, "starter").await;
+    let renewing = {
+        let holder = holder.clone();
+        tokio::spawn(async move {
+            for _ in 0..200 {
+                holder.tend_leases(None).await?;
+            }
+            Ok::<_, turn_manager::sessions::SessionStoreError>(())
+        })
+    };
+    for _ in 0..100 {
+        let report = starter.load_all(None).await.expect("a start-up beside a live process");
+        assert!(report.sessions.is_empty(), "every channel is held by the live process");
+    }
+    renewing.await.unwrap().expect("the live process's renewals");
+
+    // A process stopping (its release) while another starts: a second start-up then takes every channel (its own
+    // again, and all those released); a release aborted by a deadlock would leave some held for a whole lease time.
+    holder.close().await;
+    for round in 0..20 {
+        let holder = db.open(LONG, "holder").await;
+        for channel in 1..=channels {
+            assert_eq!(holder.claim(ChannelId(channel)).await.unwrap(), Claim::Held);
+        }
+        let starter = db.open(LONG, "starter").await;
+        let stopping = tokio::spawn(async move { holder.close().await });
+        starter.load_all(None).await.expect("a start-up beside a process releasing its leases");
+        stopping.await.unwrap();
+        let after = starter.load_all(None).await.unwrap();
+        assert_eq!(after.sessions.len(), channels as usize, "round {round}: every lease released");
+        starter.close().await;
+    }
+}

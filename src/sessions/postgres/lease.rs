@@ -38,11 +38,26 @@ const HOLDER: &str = "
     SELECT owner, GREATEST(EXTRACT(EPOCH FROM expires_at - now()), 0)::float8 FROM leases WHERE channel_id = $1";
 
 /// Extends this owner's leases ($1 owner, $2 seconds, $3 channels, $4 their epochs); answers those still held.
+/// Statements that lock many lease rows lock them in channel order, as a start-up's claim does: a claim passing a
+/// live process's rows locks them too (`ON CONFLICT` locks the row it then leaves), and a renewal locking them in
+/// another order would deadlock with it.
 const RENEW: &str = "
+    WITH mine AS (
+        SELECT l.channel_id FROM leases l
+        JOIN unnest($3::bigint[], $4::bigint[]) AS h(channel_id, epoch)
+            ON l.channel_id = h.channel_id AND l.epoch = h.epoch
+        WHERE l.owner = $1
+        ORDER BY l.channel_id
+        FOR UPDATE OF l)
     UPDATE leases l SET expires_at = now() + $2 * interval '1 second'
-    FROM unnest($3::bigint[], $4::bigint[]) AS h(channel_id, epoch)
-    WHERE l.channel_id = h.channel_id AND l.epoch = h.epoch AND l.owner = $1
+    FROM mine WHERE l.channel_id = mine.channel_id
     RETURNING l.channel_id";
+
+/// Expires every lease of this owner ($1) now, locking them in channel order (see [`RENEW`]).
+const RELEASE_ALL: &str = "
+    WITH mine AS (
+        SELECT channel_id FROM leases WHERE owner = $1 AND expires_at > now() ORDER BY channel_id FOR UPDATE)
+    UPDATE leases l SET expires_at = now() FROM mine WHERE l.channel_id = mine.channel_id";
 
 /// Expires one lease ($1 channel) now, if it still is this owner's ($2) under this epoch ($3): a later claim of the
 /// channel (by this process too) has a new epoch and is left alone. It bumps the epoch too, so that a renewal
@@ -230,7 +245,7 @@ impl PgSessions {
     /// Expires every lease of this process now (at shutdown), so another process can take its channels at once.
     pub(super) async fn release_all(&self) -> Result<(), SessionStoreError> {
         self.held().clear();
-        sqlx::query("UPDATE leases SET expires_at = now() WHERE owner = $1 AND expires_at > now()")
+        sqlx::query(RELEASE_ALL)
             .bind(&self.owner)
             .execute(&self.pool)
             .await
