@@ -163,7 +163,9 @@ async fn once_another_process_claims_an_expired_lease_the_old_holders_saves_are_
     }
     assert_eq!(lease_epoch(&old, 99).await, 1);
 
+    assert!(old.surely_held(channel));
     tokio::time::sleep(SHORT + Duration::from_millis(200)).await; // the old holder neither renews nor releases
+    assert!(!old.surely_held(channel), "a lease time without a renewal: the old holder is no longer sure of it");
     assert_eq!(new.claim(channel).await.unwrap(), Claim::Held, "an expired lease is taken");
     assert_eq!(lease_epoch(&new, 99).await, 2, "each claim bumps the epoch");
 
@@ -191,6 +193,7 @@ async fn a_renewed_lease_is_never_taken_and_a_released_one_is_taken_at_once() {
         tokio::time::sleep(SHORT / 3).await;
         holder.tend_leases(None).await.unwrap();
         assert!(matches!(other.claim(channel).await.unwrap(), Claim::Busy { .. }), "renewed in time, still held");
+        assert!(holder.surely_held(channel), "and the holder knows it");
     }
     holder.save_durable(running(5, None, 1), vec![]).await.unwrap();
     holder.close().await;

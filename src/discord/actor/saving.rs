@@ -123,7 +123,16 @@ impl Actor {
                     channel = %self.channel,
                     "could not save the session, so its announcements are held back until saving works again: {e}"
                 );
-                self.sender().notice(SAVE_FAILING_NOTICE.to_owned());
+                if self.env.saver.surely_held(self.channel) {
+                    self.sender().notice(SAVE_FAILING_NOTICE.to_owned());
+                } else {
+                    // Said in the channel, it would confuse the people there if another process runs it now.
+                    tracing::warn!(
+                        channel = %self.channel,
+                        "not said in the channel: this process's lease of it may have run out, and another process \
+                         may act for it now"
+                    );
+                }
                 let retry = SaveRetry { at: now + RETRY_FIRST, wait: RETRY_FIRST, notices: Vec::new() };
                 self.save_retry = Some(Box::new(retry));
             }

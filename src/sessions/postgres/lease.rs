@@ -178,9 +178,11 @@ impl PgSessions {
 
     /// Extends every lease this process holds; forgets (and logs) those another process has taken since.
     pub(super) async fn renew(&self) -> Result<(), SessionStoreError> {
+        let sent = std::time::Instant::now();
         let (channels, epochs): (Vec<i64>, Vec<i64>) =
             self.held().iter().map(|(channel, epoch)| (channel.0 as i64, *epoch)).unzip();
         if channels.is_empty() {
+            self.renewed(sent);
             return Ok(());
         }
         let kept: Vec<(i64,)> = sqlx::query_as(RENEW)
@@ -191,6 +193,7 @@ impl PgSessions {
             .fetch_all(&self.pool)
             .await
             .map_err(self.failed("renew this process's leases"))?;
+        self.renewed(sent);
         let kept: std::collections::HashSet<i64> = kept.into_iter().map(|(channel,)| channel).collect();
         for (channel, epoch) in channels.into_iter().zip(epochs).filter(|(channel, _)| !kept.contains(channel)) {
             let channel = ChannelId(channel as u64);

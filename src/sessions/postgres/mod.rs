@@ -71,6 +71,9 @@ pub struct PgSessions {
     /// with the lease's epoch and where its first event went in the history (`n` before it), so that the next save,
     /// which carries the same events first, appends only those the database lacks.
     unsure: Mutex<HashMap<ChannelId, Unsure>>,
+    /// When the last renewal that worked was sent (or the store opened, before any claim): every lease held then
+    /// lasts at least a lease time from it, and those claimed since, longer.
+    renewed: Mutex<std::time::Instant>,
 }
 
 /// A durable save whose outcome is unknown (see [`PgSessions::unsure`]).
@@ -98,6 +101,7 @@ impl PgSessions {
             writes: AtomicI64::new(1),
             lazy,
             unsure: Mutex::default(),
+            renewed: Mutex::new(std::time::Instant::now()),
         }))
     }
 
@@ -160,6 +164,16 @@ impl PgSessions {
             );
         }
         Ok((Some(unsure.base), landed))
+    }
+
+    fn renewed_at(&self) -> std::time::Instant {
+        *self.renewed.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A renewal sent at `sent` worked.
+    fn renewed(&self, sent: std::time::Instant) {
+        let mut renewed = self.renewed.lock().unwrap_or_else(PoisonError::into_inner);
+        *renewed = (*renewed).max(sent);
     }
 
     fn next_write(&self) -> i64 {
@@ -352,6 +366,10 @@ impl Saver for PgSessions {
 
     fn let_go(&self, channel: ChannelId) {
         self.let_go_of(channel);
+    }
+
+    fn surely_held(&self, channel: ChannelId) -> bool {
+        self.epoch_of(channel).is_some() && self.renewed_at().elapsed() < self.ttl
     }
 }
 

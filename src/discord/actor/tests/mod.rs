@@ -181,6 +181,8 @@ struct MemorySaver {
     taken_over: AtomicBool,
     /// Claims and lets go, in order, per channel ("claim", "let go").
     leases: Mutex<Vec<(ChannelId, &'static str)>>,
+    /// This process's renewals have failed for a lease time: another process may act for its channels now.
+    lease_unsure: AtomicBool,
 }
 
 impl MemorySaver {
@@ -229,6 +231,10 @@ impl Saver for MemorySaver {
     }
 
     async fn flush(&self) {}
+
+    fn surely_held(&self, _channel: ChannelId) -> bool {
+        !self.lease_unsure.load(Ordering::Relaxed)
+    }
 }
 
 struct Harness {
@@ -269,6 +275,7 @@ impl Harness {
             last_lazy: Mutex::default(),
             taken_over: AtomicBool::new(false),
             leases: Mutex::default(),
+            lease_unsure: AtomicBool::new(false),
         });
         let clock = Clock::starting_at(t0());
         let shards = Arc::new(ShardsUp::default());

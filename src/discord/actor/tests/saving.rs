@@ -29,6 +29,26 @@ async fn a_signal_whose_save_fails_is_announced_once_after_a_retry_saves_it_with
     assert!(h.session(A).await.outbox.is_empty(), "everything held back was carried out");
 }
 
+#[tokio::test(start_paused = true)]
+async fn a_failing_save_is_not_said_in_a_channel_this_process_may_no_longer_hold() {
+    let h = Harness::new();
+    h.start(A).await;
+    h.settle(A).await;
+    // The database is out of reach, for longer than a lease: another process may run the channel by now.
+    h.saver.lease_unsure.store(true, Ordering::Relaxed);
+    h.saver.fail_next_durable_saves(1);
+    h.deliver(A, &h.written(PM, "Done. TURN_COMPLETE", 1_000));
+    h.settle(A).await;
+    let lines = h.journal.of(A);
+    assert_eq!(lines.iter().filter(|l| l.starts_with("failed to save")).count(), 1, "{lines:#?}");
+    assert!(!lines.iter().any(|l| l.starts_with("notice")), "{lines:#?}");
+    // It was this process's after all: the retry saves, and what was held back goes out.
+    h.saver.lease_unsure.store(false, Ordering::Relaxed);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    h.settle(A).await;
+    assert_eq!(h.floors(A, "dev"), 1, "{:#?}", h.journal.of(A));
+}
+
 // --- activity is saved lazily: a bounded number of copies, on disk within a second (spec 9) ----------------------
 
 #[tokio::test(start_paused = true)]
