@@ -1,5 +1,6 @@
 //! Criterion benches of the core's hot paths: signal detection, one transition (a message that completes a turn),
-//! and one durable save of a session (`Store::save` into a temporary folder, so on a real disk with its fsyncs).
+//! one durable save of a session (`Store::save` into a temporary folder, so on a real disk with its fsyncs), and a
+//! burst of 1,000 saves through the store's writer (on tmpfs when there is one: its CPU, not the disk's).
 
 use chrono::{DateTime, Utc};
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
@@ -8,7 +9,7 @@ use turn_manager::core::config::Config;
 use turn_manager::core::ids::{ChannelId, MessageId, PersonaId, UserId};
 use turn_manager::core::persona::{Persona, PersonaCatalog};
 use turn_manager::core::session::{Command, Context, IncomingMessage, Session};
-use turn_manager::store::Store;
+use turn_manager::store::{Store, Writer};
 
 /// A few hundred characters: an agent's typical answer.
 const ANSWER: &str = "Here is my review of the plan. The parser should stay apart from the network, time should be \
@@ -148,6 +149,40 @@ fn durable_save(c: &mut Criterion) {
     c.bench_function("durable save of a session (Store::save)", |b| b.iter(|| store.save(&session, &events).unwrap()));
 }
 
+/// 1,000 busy sessions saved at once, as when 1,000 deadlines fall together: the sessions handed to the writer
+/// (each a copy, as an actor's), encoded, journaled in group commits and answered. On tmpfs the fdatasync costs next to
+/// nothing, so this is the writer's CPU.
+fn burst_of_saves(c: &mut Criterion) {
+    let (personas, config) = (personas(), Config::default());
+    let (mut busy, signal) = session_after(&personas, &config, 400, 20);
+    let ctx = Context { personas: &personas, config: &config };
+    let events = busy.handle_message(&signal, signal.written_at, ctx).events;
+    let sessions: Vec<Session> =
+        (0..1_000).map(|i| Session { channel_id: ChannelId(busy.channel_id.0 + i), ..busy.clone() }).collect();
+    let folder = tempfile::Builder::new().tempdir_in("/dev/shm").or_else(|_| tempfile::tempdir()).unwrap();
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let writer = Writer::spawn(Store::open(folder.path()).unwrap());
+    let mut group = c.benchmark_group("store");
+    group.sample_size(20);
+    group.bench_function("1,000 busy sessions saved at once (Writer::save_durable)", |b| {
+        b.iter(|| {
+            runtime.block_on(async {
+                let saves: Vec<_> = sessions
+                    .iter()
+                    .map(|session| {
+                        let (writer, session, events) = (writer.clone(), session.clone(), events.clone());
+                        runtime.spawn(async move { writer.save_durable(session, events).await })
+                    })
+                    .collect();
+                for save in saves {
+                    save.await.unwrap().unwrap();
+                }
+            })
+        })
+    });
+    group.finish();
+}
+
 /// A timeout recorded once the lateness samples are at their bound (every later timeout drops the oldest sample under
 /// the shared lock): constant time, not a shift of every kept sample.
 fn timeout_at_the_sample_bound(c: &mut Criterion) {
@@ -167,6 +202,7 @@ criterion_group!(
     timeout,
     busy_session,
     durable_save,
+    burst_of_saves,
     timeout_at_the_sample_bound
 );
 criterion_main!(benches);

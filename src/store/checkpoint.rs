@@ -170,6 +170,7 @@ impl Commits {
         self.log_ends.shrink_to_fit();
         self.to_look.shrink_to_fit();
         self.looked.shrink_to_fit();
+        self.batch = Vec::new();
     }
 }
 

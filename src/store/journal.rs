@@ -132,10 +132,21 @@ impl JournalFile {
 
 /// Appends the journal line of `json` to `out`: its checksum, a space, the JSON and a newline.
 pub(super) fn push_line(out: &mut Vec<u8>, json: &[u8]) {
-    use std::io::Write as _;
     out.reserve(json.len() + CHECKSUM_BYTES + 1);
-    write!(out, "{:08x} ", crc32fast::hash(json)).expect("writing to a Vec never fails");
-    out.extend_from_slice(json);
+    push_line_with(out, |out| out.extend_from_slice(json));
+}
+
+/// Appends a journal line whose JSON `write_json` appends to `out`, with no copy of its own: the checksum goes in
+/// front once the JSON is written.
+pub(super) fn push_line_with(out: &mut Vec<u8>, write_json: impl FnOnce(&mut Vec<u8>)) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let start = out.len();
+    out.extend_from_slice(&[b' '; CHECKSUM_BYTES]);
+    write_json(out);
+    let checksum = crc32fast::hash(&out[start + CHECKSUM_BYTES..]);
+    for (i, digit) in out[start..start + 8].iter_mut().enumerate() {
+        *digit = HEX[(checksum >> (28 - 4 * i) & 0xf) as usize];
+    }
     out.push(b'\n');
 }
 
@@ -239,6 +250,14 @@ mod tests {
         let replay = read(&bytes, |json| if json == b"[]" { Err("not a record".to_owned()) } else { text(json) });
         assert_eq!(replay.damaged, [(2, "not a record".to_owned())]);
         assert_eq!(replay.torn, None);
+    }
+
+    #[test]
+    fn a_line_is_the_checksum_in_eight_hex_digits_a_space_the_json_and_a_newline() {
+        for json in [&b"{}"[..], b"{\"a\":[1,2,3],\"b\":\"x\"}", b""] {
+            let expected = [format!("{:08x} ", crc32fast::hash(json)).as_bytes(), json, b"\n"].concat();
+            assert_eq!(line(json), expected);
+        }
     }
 
     #[test]

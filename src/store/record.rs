@@ -27,10 +27,30 @@ pub(super) struct Record {
 /// The JSON of a record. `log_lines` are the events as the log holds them, one JSON object a line; `session` is the
 /// session's compact JSON.
 pub(super) fn encode_record(seq: u64, channel: ChannelId, log_at: u64, log_lines: &[u8], session: &[u8]) -> Vec<u8> {
-    let mut json = Vec::with_capacity(session.len() + log_lines.len() + 96);
-    json.extend_from_slice(
-        format!("{{\"seq\":{seq},\"channel\":\"{channel}\",\"logAt\":{log_at},\"events\":[").as_bytes(),
-    );
+    let mut json = Vec::with_capacity(session.len() + log_lines.len() + RECORD_OVERHEAD);
+    write_record(&mut json, seq, channel, log_at, log_lines, session);
+    json
+}
+
+/// About what a record adds to its session's and events' JSON (its other fields), with its journal line's checksum.
+pub(super) const RECORD_OVERHEAD: usize = 96;
+
+/// Appends the JSON of a record (see [`encode_record`]) to `json`.
+pub(super) fn write_record(
+    json: &mut Vec<u8>,
+    seq: u64,
+    channel: ChannelId,
+    log_at: u64,
+    log_lines: &[u8],
+    session: &[u8],
+) {
+    json.extend_from_slice(b"{\"seq\":");
+    json.extend_from_slice(itoa::Buffer::new().format(seq).as_bytes());
+    json.extend_from_slice(b",\"channel\":\"");
+    json.extend_from_slice(itoa::Buffer::new().format(channel.0).as_bytes());
+    json.extend_from_slice(b"\",\"logAt\":");
+    json.extend_from_slice(itoa::Buffer::new().format(log_at).as_bytes());
+    json.extend_from_slice(b",\"events\":[");
     // A JSON line never holds a raw newline (strings escape it), so the lines are the array's items.
     let mut items = log_lines.split(|&b| b == b'\n').filter(|line| !line.is_empty()).peekable();
     while let Some(item) = items.next() {
@@ -42,7 +62,6 @@ pub(super) fn encode_record(seq: u64, channel: ChannelId, log_at: u64, log_lines
     json.extend_from_slice(b"],\"session\":");
     json.extend_from_slice(session);
     json.push(b'}');
-    json
 }
 
 pub(super) fn decode_record(json: &[u8]) -> Result<Record, String> {
