@@ -263,7 +263,7 @@ async fn tend_leases(store: Arc<dyn SessionStore>, router: Arc<Router>, shards: 
                     tracing::info!("taking over {} channel(s) that no live process holds", orphans.len());
                 }
                 for channel in orphans {
-                    if router.take_over(channel, Input::CatchUp(None)) {
+                    if router.take_over(channel) {
                         crate::metrics::lease_taken_over();
                     }
                 }

@@ -75,13 +75,14 @@ impl Router {
         self.send(channel, input, true);
     }
 
-    /// Gives `input` to a new actor of `channel`, which claims the channel and reads its session afresh: one this
-    /// process no longer holds (its lease lost at a renewal, then left by whoever took it). An actor still running
-    /// for it is stale: it remembers the session as it was before the lease was lost, and would never claim it
-    /// again. It is told to stop instead, and no new actor starts while it runs (the store knows one lease per
+    /// Starts a new actor of `channel`, which claims the channel, reads its session afresh and then the messages
+    /// posted meanwhile: one this process no longer holds (its lease lost at a renewal, then left by whoever took
+    /// it). An actor still running for it is stale: it remembers the session as it was before the lease was lost,
+    /// and would never claim it again. It is told to stop instead (unless it holds the lease: its claim crossed the
+    /// round that found the channel left), and no new actor starts while it runs (the store knows one lease per
     /// channel: a new actor's claim would let the stale one's saves through); the next round, the channel still
     /// left by everyone, finds it gone and starts the new one. True when a new actor was started.
-    pub fn take_over(&self, channel: ChannelId, input: Input) -> bool {
+    pub fn take_over(&self, channel: ChannelId) -> bool {
         if self.closing.load(Ordering::SeqCst) {
             return false;
         }
@@ -92,8 +93,7 @@ impl Router {
             }
             actors.remove(&channel);
         }
-        let handle = self.spawn_locked(&mut actors, channel, Origin::Load, Vec::new());
-        let _ = handle.inbox.send(input);
+        self.spawn_locked(&mut actors, channel, Origin::Load, Vec::new());
         true
     }
 

@@ -87,6 +87,11 @@ pub trait Saver: Send + Sync + 'static {
     /// renews the channel's no more and lets it go at once (a later claim takes it again, under a new epoch); a
     /// lazy save queued before still lands. Returns at once: what the database is told is done in the background.
     fn let_go(&self, _channel: ChannelId) {}
+    /// Whether this process holds `channel`'s lease as far as it knows (it claimed it and no renewal found it
+    /// taken). Always true with no leases.
+    fn holds(&self, _channel: ChannelId) -> bool {
+        true
+    }
     /// Whether this process surely still acts for `channel`: false once its lease may have run out (its renewals
     /// failing for a whole lease time), when another process may act for the channel. Always true with no leases.
     fn surely_held(&self, _channel: ChannelId) -> bool {

@@ -256,6 +256,11 @@ impl Actor {
                 return;
             }
             if let Input::TakenOver = input {
+                if self.env.saver.holds(self.channel) {
+                    // This actor's claim crossed the lease round that found the channel left: it is not stale.
+                    tracing::debug!(channel = %self.channel, "told of a takeover, but this process holds the lease");
+                    continue;
+                }
                 tracing::info!(channel = %self.channel, "this channel's lease was lost; a new actor reads it afresh");
                 return;
             }
@@ -765,8 +770,12 @@ fn task(
             Origin::Saved(session) => (actor.session, actor.awaiting) = (*session, Awaiting::Read),
             Origin::Load => {
                 actor.session = load(&actor.env, actor.channel).await;
-                // Started while its shard is reconnecting (a command in a resume's replay): its deadline waits too.
-                if actor.session.guild_id.is_some() && !actor.its_shard_is_up() {
+                if actor.session.is_active() {
+                    // A running session no actor of this process ran (another process's, before its lease ran out;
+                    // or a stale actor's, stopped): what was written meanwhile is read before any turn ends.
+                    actor.catch_up_once_connected();
+                } else if actor.session.guild_id.is_some() && !actor.its_shard_is_up() {
+                    // Started while its shard is reconnecting (a command in a resume's replay): its deadline waits.
                     actor.awaiting = Awaiting::Connection;
                 }
             }

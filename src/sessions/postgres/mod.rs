@@ -368,6 +368,10 @@ impl Saver for PgSessions {
         self.let_go_of(channel);
     }
 
+    fn holds(&self, channel: ChannelId) -> bool {
+        self.epoch_of(channel).is_some()
+    }
+
     fn surely_held(&self, channel: ChannelId) -> bool {
         self.epoch_of(channel).is_some() && self.renewed_at().elapsed() < self.ttl
     }

@@ -183,6 +183,8 @@ struct MemorySaver {
     leases: Mutex<Vec<(ChannelId, &'static str)>>,
     /// This process's renewals have failed for a lease time: another process may act for its channels now.
     lease_unsure: AtomicBool,
+    /// A renewal found the lease taken by another process (until the next claim).
+    lease_lost: AtomicBool,
 }
 
 impl MemorySaver {
@@ -195,6 +197,7 @@ impl MemorySaver {
 impl Saver for MemorySaver {
     async fn claim(&self, channel: ChannelId) -> Result<Claim, SessionStoreError> {
         self.leases.lock().unwrap().push((channel, "claim"));
+        self.lease_lost.store(false, Ordering::Relaxed);
         Ok(match self.taken_over.load(Ordering::Relaxed) {
             true => Claim::Busy { owner: "node-b/2-0123".into(), expires_in: Duration::from_secs(30) },
             false => Claim::Held,
@@ -231,6 +234,10 @@ impl Saver for MemorySaver {
     }
 
     async fn flush(&self) {}
+
+    fn holds(&self, _channel: ChannelId) -> bool {
+        !self.lease_lost.load(Ordering::Relaxed)
+    }
 
     fn surely_held(&self, _channel: ChannelId) -> bool {
         !self.lease_unsure.load(Ordering::Relaxed)
@@ -276,6 +283,7 @@ impl Harness {
             taken_over: AtomicBool::new(false),
             leases: Mutex::default(),
             lease_unsure: AtomicBool::new(false),
+            lease_lost: AtomicBool::new(false),
         });
         let clock = Clock::starting_at(t0());
         let shards = Arc::new(ShardsUp::default());

@@ -49,6 +49,40 @@ async fn a_failing_save_is_not_said_in_a_channel_this_process_may_no_longer_hold
     assert_eq!(h.floors(A, "dev"), 1, "{:#?}", h.journal.of(A));
 }
 
+#[tokio::test(start_paused = true)]
+async fn a_running_session_whose_actor_a_command_starts_reads_what_was_missed_before_ending_a_turn() {
+    // Another process ran the channel and died (or released it at a rolling deploy); before this process's lease
+    // round takes the channel over, someone asks for `status` here.
+    let h = Harness::new();
+    h.start(A).await;
+    h.settle(A).await;
+    let signal = h.written(PM, "Done while no one ran the channel. TURN_COMPLETE", 30_000);
+    h.router.shutdown().await;
+    tokio::time::advance(Duration::from_secs(90)).await;
+    let here = h.restarted();
+    here.rest.history.lock().unwrap().insert(A, vec![signal]);
+    assert!(here.session(A).await.is_active(), "status starts an actor that loads the running session");
+    for _ in 0..3 {
+        here.settle(A).await;
+    }
+    assert_eq!(here.events(A, "turn_timeout"), 0, "no turn ends blind: {:#?}", here.journal.of(A));
+    assert_eq!(here.events(A, "turn_complete"), 1, "pm's signal, written in time, is read");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_takeover_that_crossed_a_new_actors_claim_leaves_that_actor_running() {
+    // The lease round found the channel left just before a command started an actor that claimed it: the round's
+    // answer comes after the claim, so the new actor is told of a takeover while it holds the lease.
+    let h = Harness::new();
+    h.start(A).await;
+    h.settle(A).await;
+    assert!(!h.router.take_over(A), "an actor runs");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    h.deliver(A, &h.written(PM, "Done. TURN_COMPLETE", 2_000));
+    h.settle_until_holder(A, "dev").await;
+    assert_eq!(h.floors(A, "dev"), 1, "the actor went on: {:#?}", h.journal.of(A));
+}
+
 // --- activity is saved lazily: a bounded number of copies, on disk within a second (spec 9) ----------------------
 
 #[tokio::test(start_paused = true)]
@@ -124,11 +158,12 @@ async fn a_channel_taken_over_again_after_its_lease_was_lost_acts_on_the_session
     theirs.active_agent = Some(crate::core::ids::PersonaId::parse("dev").unwrap());
     h.saver.saved.lock().unwrap().insert(A, theirs);
     let claims = || h.saver.leases.lock().unwrap().iter().filter(|(c, what)| *c == A && *what == "claim").count();
-    assert!(!h.router.take_over(A, Input::CatchUp(None)), "not while the stale actor runs");
+    h.saver.lease_lost.store(true, Ordering::Relaxed);
+    assert!(!h.router.take_over(A), "not while the stale actor runs");
     tokio::time::sleep(Duration::from_secs(1)).await;
     assert_eq!(claims(), 1, "no second actor claimed the channel beside the stale one");
     // The next round: the stale actor has stopped.
-    assert!(h.router.take_over(A, Input::CatchUp(None)));
+    assert!(h.router.take_over(A));
     tokio::time::sleep(Duration::from_secs(1)).await;
     h.settle(A).await;
     assert_eq!(h.holder(A).await.as_deref(), Some("dev"), "read afresh from the store");
