@@ -163,7 +163,8 @@ async fn once_another_process_claims_an_expired_lease_the_old_holders_saves_are_
     }
     assert_eq!(lease_epoch(&old, 99).await, 1);
 
-    assert!(old.surely_held(channel));
+    old.tend_leases(None).await.unwrap();
+    assert!(old.surely_held(channel), "just renewed");
     tokio::time::sleep(SHORT + Duration::from_millis(200)).await; // the old holder neither renews nor releases
     assert!(!old.surely_held(channel), "a lease time without a renewal: the old holder is no longer sure of it");
     assert_eq!(new.claim(channel).await.unwrap(), Claim::Held, "an expired lease is taken");
@@ -461,6 +462,24 @@ async fn a_save_whose_commit_is_not_confirmed_is_saved_again_with_each_event_onc
         "a save that did not land is appended whole"
     );
     assert_eq!(store.load(channel).await.unwrap(), Some(running(42, None, 5)));
+
+    // The COMMIT reaches the server only after the client has given up on it and saved again: the second save
+    // waits for the first transaction, then finds its events there.
+    relay.cut_next_commit(NextCommit::Delayed);
+    let late = store.save_durable(running(42, None, 6), vec![event(7, 6)]).await;
+    assert!(late.is_err(), "the connection broke before the COMMIT was answered: {late:?}");
+    store.save_durable(running(42, None, 7), vec![event(7, 6), event(8, 7)]).await.unwrap();
+    let history = store.history(channel).await.unwrap();
+    assert_eq!(&history[6..], [event(7, 6), event(8, 7)], "each once, after the late COMMIT's");
+
+    // The actor stops after a save whose answer was lost; a new one claims the channel, reads the session afresh
+    // and saves events of its own: none is taken for the lost answer's.
+    relay.cut_next_commit(NextCommit::AnswerLost);
+    assert!(store.save_durable(running(42, None, 8), vec![event(9, 8)]).await.is_err());
+    assert_eq!(store.claim(channel).await.unwrap(), Claim::Held);
+    store.save_durable(running(42, None, 9), vec![event(10, 9)]).await.unwrap();
+    let history = store.history(channel).await.unwrap();
+    assert_eq!(&history[8..], [event(9, 8), event(10, 9)]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

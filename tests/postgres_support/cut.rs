@@ -1,6 +1,7 @@
-//! A TCP relay between the store and Postgres that can break a connection at a transaction's `COMMIT`: either
-//! after the server has carried it out (its answer lost: the client cannot know whether it committed) or before
-//! the server sees it (rolled back). It reads the client's side of the protocol message by message, so it needs a
+//! A TCP relay between the store and Postgres that can break a connection at a transaction's `COMMIT`: after the
+//! server has carried it out (its answer lost: the client cannot know whether it committed), before the server sees
+//! it (rolled back), or with the client's connection closed at once and the COMMIT sent on later (the transaction
+//! still open on the server while the client already tries again). It reads the client's side of the protocol message by message, so it needs a
 //! connection without TLS (`sslmode=disable`).
 
 use std::sync::Arc;
@@ -17,7 +18,12 @@ pub enum NextCommit {
     AnswerLost = 1,
     /// The server never sees it; both connections are closed.
     Lost = 2,
+    /// The client's connection is closed at once; the server gets the COMMIT [`DELAY`] later.
+    Delayed = 3,
 }
+
+/// How long a [`NextCommit::Delayed`] COMMIT waits.
+pub const DELAY: std::time::Duration = std::time::Duration::from_millis(1500);
 
 pub struct CommitCutter {
     /// Where to connect: `host:port` of the relay.
@@ -54,13 +60,15 @@ impl CommitCutter {
 async fn relay(client: TcpStream, server: TcpStream, next: Arc<AtomicU8>) {
     let (mut from_client, mut to_client) = client.into_split();
     let (mut from_server, mut to_server) = server.into_split();
-    let (answer_lost_tx, mut answer_lost) = tokio::sync::watch::channel(false);
+    // What the server sends on: 0 relayed, 1 dropped (the client's connection closed at the next answer), 2 the
+    // client's connection closed now.
+    let (cut_tx, mut cut) = tokio::sync::watch::channel(0u8);
     let down = tokio::spawn(async move {
         let mut buf = vec![0; 64 * 1024];
         loop {
             tokio::select! {
                 read = from_server.read(&mut buf) => match read {
-                    Ok(n) if n > 0 && !*answer_lost.borrow() => {
+                    Ok(n) if n > 0 && *cut.borrow() == 0 => {
                         if to_client.write_all(&buf[..n]).await.is_err() {
                             return;
                         }
@@ -68,7 +76,9 @@ async fn relay(client: TcpStream, server: TcpStream, next: Arc<AtomicU8>) {
                     // The COMMIT's answer (or the end): the client's connection is closed with `to_client`.
                     _ => return,
                 },
-                _ = answer_lost.changed() => {}
+                _ = cut.changed() => if *cut.borrow() == 2 {
+                    return;
+                },
             }
         }
     });
@@ -85,8 +95,17 @@ async fn relay(client: TcpStream, server: TcpStream, next: Arc<AtomicU8>) {
                 down.abort();
                 return;
             }
+            if how == NextCommit::Delayed as u8 {
+                let _ = cut_tx.send(2);
+                let _ = down.await;
+                tokio::time::sleep(DELAY).await;
+                let _ = to_server.write_all(&message).await;
+                // Kept open until the server has surely read it (it then commits, and ends at the close).
+                tokio::time::sleep(DELAY).await;
+                return;
+            }
             if how == NextCommit::AnswerLost as u8 {
-                let _ = answer_lost_tx.send(true);
+                let _ = cut_tx.send(1);
                 let _ = to_server.write_all(&message).await;
                 // Whatever the server sends from now on is dropped, and the client's connection closes once the
                 // server has answered, that is once the COMMIT is carried out.

@@ -12,9 +12,11 @@ use std::time::Duration;
 
 /// Locks the lease row for the save's transaction, if it still is this owner's and epoch's: a claim by another
 /// process (an UPDATE of the row) then waits until the save is committed, and any save after that claim finds no
-/// row and is refused.
+/// row and is refused. The lock is exclusive, so that a save also waits for an earlier save of the channel whose
+/// connection broke while its COMMIT was still on its way: the history it then reads holds that save's events, or
+/// never will.
 pub(super) const CHECK_FOR_SAVE: &str =
-    "SELECT 1 FROM leases WHERE channel_id = $1 AND owner = $2 AND epoch = $3 FOR SHARE";
+    "SELECT 1 FROM leases WHERE channel_id = $1 AND owner = $2 AND epoch = $3 FOR NO KEY UPDATE";
 
 /// The rule fencing rests on, for an `INSERT INTO leases` of a claim: a lease is taken over only when it has expired
 /// or is already this owner's, and every claim bumps its epoch. Every claim says it this way.

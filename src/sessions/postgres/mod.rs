@@ -281,6 +281,9 @@ impl Drop for PgSessions {
 impl Saver for PgSessions {
     async fn claim(&self, channel: ChannelId) -> Result<Claim, SessionStoreError> {
         if self.epoch_of(channel).is_some() {
+            // A new actor for a channel held (the last one stopped): it reads the saved session afresh and carries
+            // no event of a save whose outcome was unknown.
+            self.forget_unsure(channel);
             return Ok(Claim::Held);
         }
         match self.claim_one(channel).await? {
