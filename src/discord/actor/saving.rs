@@ -35,6 +35,9 @@ pub(super) struct SaveRetry {
     wait: Duration,
     /// Notices about what the failed saves decided (a display-mode switch), given once one works.
     pub(super) notices: Vec<String>,
+    /// The notice that saving fails was not given (this process was not sure to hold the channel then): it is at
+    /// the next failure once it is.
+    notice_owed: bool,
 }
 
 impl Actor {
@@ -112,30 +115,39 @@ impl Actor {
 
     fn save_failed(&mut self, e: &SessionStoreError) {
         let now = Instant::now();
-        match &mut self.save_retry {
+        // Said in a channel whose lease may have run out, it would confuse the people there if another process runs
+        // it now: owed until this process is sure of the channel again.
+        let may_tell = self.env.saver.surely_held(self.channel);
+        let first = self.save_retry.is_none();
+        let retry = match &mut self.save_retry {
             Some(retry) => {
                 retry.wait = (retry.wait * 2).min(RETRY_MAX);
                 retry.at = now + retry.wait;
                 tracing::debug!(channel = %self.channel, "saving still fails, trying again in {:?}: {e}", retry.wait);
+                retry
             }
             None => {
                 tracing::error!(
                     channel = %self.channel,
                     "could not save the session, so its announcements are held back until saving works again: {e}"
                 );
-                if self.env.saver.surely_held(self.channel) {
-                    self.sender().notice(SAVE_FAILING_NOTICE.to_owned());
-                } else {
-                    // Said in the channel, it would confuse the people there if another process runs it now.
-                    tracing::warn!(
-                        channel = %self.channel,
-                        "not said in the channel: this process's lease of it may have run out, and another process \
-                         may act for it now"
-                    );
-                }
-                let retry = SaveRetry { at: now + RETRY_FIRST, wait: RETRY_FIRST, notices: Vec::new() };
-                self.save_retry = Some(Box::new(retry));
+                let retry =
+                    SaveRetry { at: now + RETRY_FIRST, wait: RETRY_FIRST, notices: Vec::new(), notice_owed: true };
+                self.save_retry.insert(Box::new(retry))
             }
+        };
+        if !retry.notice_owed {
+            return;
+        }
+        if may_tell {
+            retry.notice_owed = false;
+            self.sender().notice(SAVE_FAILING_NOTICE.to_owned());
+        } else if first {
+            tracing::warn!(
+                channel = %self.channel,
+                "not said in the channel yet: this process's lease of it may have run out, and another process may \
+                 act for it now"
+            );
         }
     }
 }
