@@ -400,6 +400,19 @@ impl Actor {
         })
     }
 
+    /// Where a message read from the history goes among the held inputs: right after the last one written before
+    /// it (a command given, or a message), so that what is held is handled in the order it was written whatever
+    /// the page that showed it. Only called for a message written after the first held command.
+    fn held_place_of(&self, message: &IncomingMessage) -> usize {
+        let before = |held: &Input| match held {
+            Input::Command(command) => command.origin.is_some_and(|given| written_after(message, given)),
+            Input::CommandComing(given) => written_after(message, *given),
+            Input::Message(other) => written_no_later(other, message),
+            _ => false,
+        };
+        self.held.iter().rposition(before).map_or(self.held.len(), |place| place + 1)
+    }
+
     /// Whether the missed messages are still unread (being read, or waiting for the connection to come back): spec 8
     /// reads them before anything may end a turn.
     fn holding(&self) -> bool {
@@ -458,21 +471,19 @@ impl Actor {
             Input::Resumed(_) => {}
             Input::Missed(page) => {
                 let MissedPage { messages, done, handled } = *page;
-                let mut command_held = self.first_command_held();
+                let first_command = self.first_command_held().map(|(_, given)| given);
                 for message in messages {
-                    // Written after a command given during the catch-up (held until it is done): it is held right
-                    // behind that command (its live copy, if it came, is then a repeat). A `pause` given before a
-                    // signal is not overtaken by a page that shows the signal.
-                    if let Some((place, given)) = &mut command_held {
-                        if written_after(&message, *given) {
-                            if self.held.len() < HELD_MAX {
-                                *place += 1;
-                                self.held.insert(*place, Input::Message(Box::new(message)));
-                            } else {
-                                self.read_again = true; // Read from the history once what was held is handled.
-                            }
-                            continue;
+                    // Written after a command given during the catch-up (held until it is done): it is held in its
+                    // place among what is held, by when each was written (its live copy, if it came, is then a
+                    // repeat). A `pause` given before a signal is not overtaken by a page that shows the signal.
+                    if first_command.is_some_and(|given| written_after(&message, given)) {
+                        if self.held.len() < HELD_MAX {
+                            let place = self.held_place_of(&message);
+                            self.held.insert(place, Input::Message(Box::new(message)));
+                        } else {
+                            self.read_again = true; // Read from the history once what was held is handled.
                         }
+                        continue;
                     }
                     self.on_message(message).await;
                 }
@@ -800,6 +811,13 @@ async fn load(env: &Env, channel: ChannelId) -> Session {
 /// and a read of the log), so they are answered at once.
 fn waits_for_catch_up(input: &Input) -> bool {
     matches!(input, Input::Message(_) | Input::Command(_))
+}
+
+/// Whether `a` was written (or, an edit, last edited) no later than `b`: by id when neither is an edit (ids order
+/// messages written in the same millisecond), else by time.
+fn written_no_later(a: &IncomingMessage, b: &IncomingMessage) -> bool {
+    let when = |m: &IncomingMessage| if m.edited { m.written_at } else { m.id.created_at() };
+    if a.edited || b.edited { when(a) <= when(b) } else { a.id <= b.id }
 }
 
 /// Whether `message` was written (or, an edit, last edited) after the command given as `command`.

@@ -689,3 +689,80 @@ async fn a_catch_up_asked_for_while_one_runs_follows_it_instead_of_reading_besid
     h.router.ask(A, Input::Snapshot).await;
     assert_eq!(reads(&h, A), 2, "the second after the first, from where it stopped");
 }
+
+// --- messages a page shows behind held commands: handled in the order they were written --------------------------
+
+#[tokio::test(start_paused = true)]
+async fn a_signal_written_after_a_second_held_command_waits_for_that_command_too() {
+    let h = Harness::new();
+    h.start(A).await;
+    h.settle(A).await;
+    *h.rest.read_delay.lock().unwrap() = Duration::from_secs(5);
+    h.router.broadcast(|| Input::CatchUp(None));
+    tokio::time::advance(Duration::from_secs(1)).await;
+    let extend = h.id_at(h.clock.now());
+    h.router.deliver(A, Input::command(Command::Extend { seconds: 30 }, Some(extend), None));
+    tokio::time::advance(Duration::from_millis(500)).await;
+    let pause = h.id_at(h.clock.now());
+    h.router.deliver(A, Input::command(Command::Pause, Some(pause), None));
+    tokio::time::advance(Duration::from_millis(500)).await;
+    // pm signals after the pause; the gateway lost it (only the page shows it).
+    let signal = h.written(PM, "Done. TURN_COMPLETE", h.clock.now().signed_duration_since(t0()).num_milliseconds());
+    h.rest.history.lock().unwrap().insert(A, vec![signal.clone()]);
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    h.settle(A).await;
+    let session = h.session(A).await;
+    assert_eq!(session.status, SessionStatus::Paused, "{:#?}", h.journal.of(A));
+    assert_eq!(h.holder(A).await.as_deref(), Some("pm"), "the pause was given before the signal");
+    assert_eq!(h.events(A, "turn_complete"), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn messages_held_behind_a_command_from_two_pages_keep_their_order() {
+    let h = Harness::new();
+    h.start(A).await;
+    h.settle(A).await;
+    *h.rest.read_delay.lock().unwrap() = Duration::from_secs(5);
+    h.router.broadcast(|| Input::CatchUp(None));
+    tokio::time::advance(Duration::from_secs(1)).await;
+    let extend = h.id_at(h.clock.now());
+    h.router.deliver(A, Input::command(Command::Extend { seconds: 30 }, Some(extend), None));
+    tokio::time::advance(Duration::from_millis(500)).await;
+    // After the command: 99 lines of a person, then pm's signal (page 1 ends with it), then dev answers (page 2).
+    let base = h.clock.now().signed_duration_since(t0()).num_milliseconds();
+    let mut history: Vec<IncomingMessage> = (0..99).map(|i| h.written(HUMAN, &format!("h{i}"), base + i)).collect();
+    let signal = h.written(PM, "Done. TURN_COMPLETE", base + 200);
+    let answer = h.written(DEV, "My part. TURN_COMPLETE", base + 20_000);
+    history.push(signal.clone());
+    history.push(answer.clone());
+    h.rest.history.lock().unwrap().insert(A, history);
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    h.settle(A).await;
+    h.settle(A).await;
+    assert_eq!(h.events(A, "out_of_turn"), 0, "dev wrote in its own turn: {:#?}", h.journal.of(A));
+    assert_eq!(h.holder(A).await.as_deref(), Some("critic"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_signal_on_the_first_page_behind_a_command_is_not_lost_behind_three_newer_pages() {
+    let h = Harness::new();
+    h.start(A).await;
+    h.settle(A).await;
+    *h.rest.read_delay.lock().unwrap() = Duration::from_secs(5);
+    h.router.broadcast(|| Input::CatchUp(None));
+    tokio::time::advance(Duration::from_secs(1)).await;
+    let extend = h.id_at(h.clock.now());
+    h.router.deliver(A, Input::command(Command::Extend { seconds: 30 }, Some(extend), None));
+    tokio::time::advance(Duration::from_millis(500)).await;
+    let base = h.clock.now().signed_duration_since(t0()).num_milliseconds();
+    let signal = h.written(PM, "Done. TURN_COMPLETE", base);
+    let mut history = vec![signal.clone()];
+    history.extend((1..400).map(|i| h.written(HUMAN, &format!("h{i}"), base + i)));
+    h.rest.history.lock().unwrap().insert(A, history);
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    h.settle(A).await;
+    h.settle(A).await;
+    assert!(h.session(A).await.has_handled(signal.id));
+    assert_eq!(h.events(A, "turn_complete"), 1, "pm's signal, written in time, ends its turn");
+    assert_eq!(h.holder(A).await.as_deref(), Some("dev"));
+}
