@@ -7,6 +7,7 @@ mod postgres_support;
 use chrono::{DateTime, TimeDelta, Utc};
 use postgres_support::TestDatabase;
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::task::JoinSet;
 use turn_manager::core::ids::{ChannelId, GuildId, PersonaId};
@@ -141,10 +142,17 @@ async fn every_connection_of_the_store_bounds_how_long_it_may_sit_idle_inside_a_
     // What a takeover of a lost process's channels would wait on otherwise: that process's lease row locks, held
     // by a connection the server thinks alive until TCP gives up on it (hours).
     let Some(db) = TestDatabase::create("postgres_store::idle_in_transaction").await else { return };
-    let store = db.open(LONG, "node-a").await;
-    let setting: String =
-        sqlx::query_scalar("SHOW idle_in_transaction_session_timeout").fetch_one(store.pool()).await.unwrap();
-    assert_eq!(setting, IDLE_IN_TRANSACTION_MAX, "every connection of the store has the bound");
+    let setting = |store: Arc<turn_manager::sessions::postgres::PgSessions>| async move {
+        let ms: String =
+            sqlx::query_scalar("SELECT setting FROM pg_settings WHERE name = 'idle_in_transaction_session_timeout'")
+                .fetch_one(store.pool())
+                .await
+                .unwrap();
+        Duration::from_millis(ms.parse().unwrap())
+    };
+    assert_eq!(setting(db.open(LONG, "node-a").await).await, IDLE_IN_TRANSACTION_MAX, "every connection has it");
+    // Short leases: a third of the lease time, so that a renewal waiting for a stuck save still goes through in time.
+    assert_eq!(setting(db.open(Duration::from_secs(3), "node-b").await).await, Duration::from_secs(1));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -42,7 +42,7 @@ impl PhaseDatabase {
             Self { url: PostgresUrl::new(&database_url(server.expose(), &name)), server: server.clone(), name };
         if template.is_none() {
             // The tables, as the bot makes them at its first start: no start is timed with a migration.
-            postgres::connect(&database.url).await?.close().await;
+            postgres::connect(&database.url, postgres::IDLE_IN_TRANSACTION_MAX).await?.close().await;
         }
         Ok(database)
     }

@@ -195,7 +195,6 @@ impl PgSessions {
             .fetch_all(&self.pool)
             .await
             .map_err(self.failed("renew this process's leases"))?;
-        self.renewed(sent);
         let kept: std::collections::HashSet<i64> = kept.into_iter().map(|(channel,)| channel).collect();
         for (channel, epoch) in channels.into_iter().zip(epochs).filter(|(channel, _)| !kept.contains(channel)) {
             let channel = ChannelId(channel as u64);
@@ -205,6 +204,8 @@ impl PgSessions {
                 self.lose(channel);
             }
         }
+        // Only now: until the channels taken are dropped, this renewal must not make this process sure of them.
+        self.renewed(sent);
         Ok(())
     }
 

@@ -50,8 +50,16 @@ const POOL_SIZE: u32 = 8;
 /// How long opening the store waits for the database before saying it cannot be reached.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long the server keeps a connection of this store that sits idle inside a transaction before it ends it (and
-/// its locks with it): see `connect`.
-pub const IDLE_IN_TRANSACTION_MAX: &str = "30s";
+/// its locks with it), at most: see `connect`.
+pub const IDLE_IN_TRANSACTION_MAX: Duration = Duration::from_secs(5);
+
+/// The idle-in-transaction bound of a process whose leases last `ttl`: a third of it, [`IDLE_IN_TRANSACTION_MAX`]
+/// at most. A renewal locks every lease row of the process, so it waits for a save stuck holding one (its client gone
+/// without a word) until the server ends that save's connection: leases renewed a period (a third of `ttl`) earlier
+/// must still be live when the renewal goes through.
+pub fn idle_in_transaction_bound(ttl: Duration) -> Duration {
+    (ttl / 3).min(IDLE_IN_TRANSACTION_MAX)
+}
 
 /// The database as a [`SessionStore`], for one process: its owner name and the leases it holds.
 pub struct PgSessions {
@@ -88,7 +96,7 @@ impl PgSessions {
     /// Connects, migrates the schema and starts the lazy-save writer. The errors say what to check; the password is
     /// never shown.
     pub async fn open(url: &PostgresUrl, leases: LeaseOptions) -> anyhow::Result<Arc<Self>> {
-        let pool = connect(url).await?;
+        let pool = connect(url, idle_in_transaction_bound(leases.ttl)).await?;
         let owner = format!("{}/{}-{:016x}", leases.node, std::process::id(), fastrand::u64(..));
         tracing::info!(owner = %owner, "sessions are kept in the database {url}");
         let lazy = LazySaves::start(pool.clone(), owner.clone(), url.to_string());
@@ -238,9 +246,10 @@ fn decode_page(rows: Vec<(ChannelId, i64, String)>) -> DecodedPage {
     rows.into_iter().map(|(channel, epoch, json)| (channel, epoch, decode_session(channel, &json))).collect()
 }
 
-/// Connects to the database and brings its tables up to date. The errors say what to check; the password is never
-/// shown.
-pub async fn connect(url: &PostgresUrl) -> anyhow::Result<PgPool> {
+/// Connects to the database and brings its tables up to date, every connection's transactions ended by the server
+/// once idle for `idle_in_transaction`. The errors say what to check; the password is never shown.
+pub async fn connect(url: &PostgresUrl, idle_in_transaction: Duration) -> anyhow::Result<PgPool> {
+    let idle_ms = format!("{}ms", idle_in_transaction.as_millis().max(1));
     let options = PgConnectOptions::from_str(url.expose())
         .map_err(|e| {
             anyhow::anyhow!(
@@ -251,8 +260,9 @@ pub async fn connect(url: &PostgresUrl) -> anyhow::Result<PgPool> {
         .application_name("turn-manager")
         // A process lost mid-transaction (its machine or network gone, no FIN) would hold its row locks until the
         // server's TCP gives up on it, some two hours: a takeover of its channels (whose claim waits on the lease
-        // row it locked) would wait as long. Every transaction here is a few statements sent back to back.
-        .options([("idle_in_transaction_session_timeout", IDLE_IN_TRANSACTION_MAX)]);
+        // row it locked) would wait as long, and so would this process's renewals. Every transaction here is a few
+        // statements sent back to back.
+        .options([("idle_in_transaction_session_timeout", idle_ms.as_str())]);
     let pool = PgPoolOptions::new()
         .max_connections(POOL_SIZE)
         .acquire_timeout(CONNECT_TIMEOUT)
