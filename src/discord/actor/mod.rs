@@ -401,16 +401,48 @@ impl Actor {
     }
 
     /// Where a message read from the history goes among the held inputs: right after the last one written before
-    /// it (a command given, or a message), so that what is held is handled in the order it was written whatever
-    /// the page that showed it. Only called for a message written after the first held command.
-    fn held_place_of(&self, message: &IncomingMessage) -> usize {
+    /// it (a command given, or a message), and never past a command given after it, so that what is held is handled
+    /// in the order it was written whatever the page that showed it (live messages may have come in another order).
+    /// `None` when its live copy is held there already. Only called for a message written after the first held
+    /// command.
+    fn held_place_of(&self, message: &IncomingMessage) -> Option<usize> {
+        let given_after = |held: &Input| match held {
+            Input::Command(command) => command.origin.is_some_and(|given| !written_after(message, given)),
+            Input::CommandComing(given) => !written_after(message, *given),
+            _ => false,
+        };
         let before = |held: &Input| match held {
             Input::Command(command) => command.origin.is_some_and(|given| written_after(message, given)),
             Input::CommandComing(given) => written_after(message, *given),
             Input::Message(other) => written_no_later(other, message),
             _ => false,
         };
-        self.held.iter().rposition(before).map_or(self.held.len(), |place| place + 1)
+        let bound = self.held.iter().position(given_after).unwrap_or(self.held.len());
+        let place = self.held.range(..bound).rposition(before).map_or(bound, |place| place + 1);
+        let same = |held: &Input| matches!(held, Input::Message(other) if **other == *message);
+        (!self.held.range(..place).any(same)).then_some(place)
+    }
+
+    /// The held queue is full and `message` goes at `place`: the newest message held after that place, if newer
+    /// than `message`, is left to the history to make room (read again once what is held is handled, from before
+    /// the newest message handled, which it is newer than). Leaving an older one instead would let the messages
+    /// handled before it move the channel so far past it that the read again starts after it, or finds it too old
+    /// to tell from a repeat.
+    fn leave_newest_held_after(&mut self, place: usize, message: &IncomingMessage) -> bool {
+        let newest = (place..self.held.len())
+            .filter_map(|at| match &self.held[at] {
+                Input::Message(held) => Some((at, held)),
+                _ => None,
+            })
+            .reduce(|newest, other| if written_no_later(newest.1, other.1) { other } else { newest });
+        match newest {
+            Some((at, held)) if written_no_later(message, held) => {
+                self.held.remove(at);
+                self.read_again = true;
+                true
+            }
+            _ => false,
+        }
     }
 
     /// Whether the missed messages are still unread (being read, or waiting for the connection to come back): spec 8
@@ -477,11 +509,13 @@ impl Actor {
                     // place among what is held, by when each was written (its live copy, if it came, is then a
                     // repeat). A `pause` given before a signal is not overtaken by a page that shows the signal.
                     if first_command.is_some_and(|given| written_after(&message, given)) {
-                        if self.held.len() < HELD_MAX {
-                            let place = self.held_place_of(&message);
-                            self.held.insert(place, Input::Message(Box::new(message)));
-                        } else {
-                            self.read_again = true; // Read from the history once what was held is handled.
+                        // None: its live copy is held already, no later than where it goes.
+                        if let Some(place) = self.held_place_of(&message) {
+                            if self.held.len() < HELD_MAX || self.leave_newest_held_after(place, &message) {
+                                self.held.insert(place, Input::Message(Box::new(message)));
+                            } else {
+                                self.read_again = true; // Read from the history once what was held is handled.
+                            }
                         }
                         continue;
                     }

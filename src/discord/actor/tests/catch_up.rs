@@ -766,3 +766,59 @@ async fn a_signal_on_the_first_page_behind_a_command_is_not_lost_behind_three_ne
     assert_eq!(h.events(A, "turn_complete"), 1, "pm's signal, written in time, ends its turn");
     assert_eq!(h.holder(A).await.as_deref(), Some("dev"));
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_signal_a_page_shows_is_held_before_a_command_given_after_it_even_behind_a_late_live_message() {
+    let h = Harness::new();
+    h.start(A).await;
+    h.settle(A).await;
+    *h.rest.read_delay.lock().unwrap() = Duration::from_secs(5);
+    h.router.broadcast(|| Input::CatchUp(None));
+    tokio::time::advance(Duration::from_secs(1)).await;
+    let at = |h: &Harness| h.clock.now().signed_duration_since(t0()).num_milliseconds();
+    h.router.deliver(A, Input::command(Command::Extend { seconds: 30 }, Some(h.id_at(h.clock.now())), None));
+    tokio::time::advance(Duration::from_millis(100)).await;
+    // A person writes, then pm signals; the `pause` comes after both. The gateway brings the person's line only
+    // after the pause, and loses pm's signal (the page shows it).
+    let line = h.written(HUMAN, "a remark", at(&h));
+    let signal = h.written(PM, "Done. TURN_COMPLETE", at(&h) + 50);
+    tokio::time::advance(Duration::from_millis(100)).await;
+    h.router.deliver(A, Input::command(Command::Pause, Some(h.id_at(h.clock.now())), None));
+    h.deliver(A, &line);
+    h.rest.history.lock().unwrap().insert(A, vec![line.clone(), signal.clone()]);
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    h.settle(A).await;
+    assert_eq!(h.events(A, "turn_complete"), 1, "pm's signal came before the pause: {:#?}", h.journal.of(A));
+    assert_eq!(h.holder(A).await.as_deref(), Some("dev"));
+    assert_eq!(h.session(A).await.status, SessionStatus::Paused, "then the pause");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_signal_a_page_shows_behind_a_command_when_the_held_queue_is_full_is_handled_in_its_place() {
+    let h = Harness::new();
+    h.start(A).await;
+    h.settle(A).await;
+    *h.rest.read_delay.lock().unwrap() = Duration::from_secs(5);
+    h.router.broadcast(|| Input::CatchUp(None));
+    tokio::time::advance(Duration::from_secs(1)).await;
+    let base = h.clock.now().signed_duration_since(t0()).num_milliseconds();
+    h.router.deliver(A, Input::command(Command::Extend { seconds: 30 }, Some(h.id_at(h.clock.now())), None));
+    // pm signals just after the command (the gateway loses it); people then write a thousand lines, 20 s later,
+    // which fill the held queue while the catch-up reads.
+    let signal = h.written(PM, "Done. TURN_COMPLETE", base + 10);
+    let lines: Vec<IncomingMessage> =
+        (0..1_000).map(|i| h.written(HUMAN, &format!("line {i}"), base + 20_000 + i)).collect();
+    for line in &lines {
+        h.deliver(A, line);
+    }
+    let mut history = vec![signal.clone()];
+    history.extend(lines.iter().cloned());
+    h.rest.history.lock().unwrap().insert(A, history);
+    tokio::time::sleep(Duration::from_secs(120)).await;
+    h.settle(A).await;
+    h.settle(A).await;
+    let session = h.session(A).await;
+    assert!(session.has_handled(signal.id));
+    assert_eq!(h.events(A, "turn_complete"), 1, "pm's signal, written in time, ends its turn");
+    assert!(lines.iter().all(|line| session.has_handled(line.id)), "every line, the ones left to the history too");
+}
