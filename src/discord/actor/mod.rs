@@ -204,6 +204,8 @@ pub struct Actor {
     /// Messages were left to the history (the held queue was full): read it again after this catch-up, or, while a
     /// command is held, once it is handled (what was written after it waits for it).
     read_again: bool,
+    /// The oldest message left to the history since the last read began (see [`Actor::leave_to_history`]).
+    left_from: Option<MessageId>,
     /// Commands the gateway carried that poise has not handed over yet, each with its place in `held`.
     awaited: awaited::Awaited,
     /// The handoff being timed, for the metrics.
@@ -366,10 +368,16 @@ impl Actor {
     /// Handles a live input now, or holds it behind the missed messages or a command on its way.
     async fn take_live(&mut self, input: Input) {
         if (self.holding() || self.awaited.any()) && waits_for_catch_up(&input) {
-            if self.held.len() >= HELD_MAX && matches!(input, Input::Message(_)) {
-                self.read_again = true; // It is in the channel's history: the next catch-up reads it.
-            } else {
-                self.held.push_back(input);
+            match &input {
+                // It is in the channel's history: the next catch-up reads it.
+                Input::Message(message) if self.must_leave(message) => {
+                    if message.edited {
+                        self.read_again = true;
+                    } else {
+                        self.leave_to_history(message.id);
+                    }
+                }
+                _ => self.held.push_back(input),
             }
             return;
         }
@@ -403,9 +411,9 @@ impl Actor {
     /// Where a message read from the history goes among the held inputs: right after the last one written before
     /// it (a command given, or a message), and never past a command given after it, so that what is held is handled
     /// in the order it was written whatever the page that showed it (live messages may have come in another order).
-    /// `None` when its live copy is held there already. Only called for a message written after the first held
-    /// command.
-    fn held_place_of(&self, message: &IncomingMessage) -> Option<usize> {
+    /// `None` when its live copy is held there already; a live copy held later is taken out, the page's copy going
+    /// in its place. Only called for a message written after the first held command.
+    fn make_place_for(&mut self, message: &IncomingMessage) -> Option<usize> {
         let given_after = |held: &Input| match held {
             Input::Command(command) => command.origin.is_some_and(|given| !written_after(message, given)),
             Input::CommandComing(given) => !written_after(message, *given),
@@ -419,30 +427,56 @@ impl Actor {
         };
         let bound = self.held.iter().position(given_after).unwrap_or(self.held.len());
         let place = self.held.range(..bound).rposition(before).map_or(bound, |place| place + 1);
-        let same = |held: &Input| matches!(held, Input::Message(other) if **other == *message);
-        (!self.held.range(..place).any(same)).then_some(place)
+        if !message.edited {
+            // The same message as the gateway brought it (the page's copy may differ in what was added since: an
+            // edit's time, an embed).
+            let live = |held: &Input| matches!(held, Input::Message(other) if !other.edited && other.id == message.id);
+            if let Some(copy) = self.held.iter().position(live) {
+                if copy < place {
+                    return None;
+                }
+                self.held.remove(copy);
+            }
+        }
+        Some(place)
     }
 
-    /// The held queue is full and `message` goes at `place`: the newest message held after that place, if newer
-    /// than `message`, is left to the history to make room (read again once what is held is handled, from before
-    /// the newest message handled, which it is newer than). Leaving an older one instead would let the messages
-    /// handled before it move the channel so far past it that the read again starts after it, or finds it too old
-    /// to tell from a repeat.
+    /// The held queue is full and `message` goes at `place`: the newest message held after both that place and the
+    /// last held command, if newer than `message` and not an edit, is left to the history to make room (see
+    /// [`Actor::leave_to_history`]). Messages held before a command given after them are never left: read again
+    /// after it, they would act after it.
     fn leave_newest_held_after(&mut self, place: usize, message: &IncomingMessage) -> bool {
-        let newest = (place..self.held.len())
+        let last_command =
+            self.held.iter().rposition(|held| matches!(held, Input::Command(_) | Input::CommandComing(_)));
+        let from = last_command.map_or(place, |at| place.max(at + 1));
+        let newest = (from..self.held.len())
             .filter_map(|at| match &self.held[at] {
-                Input::Message(held) => Some((at, held)),
+                Input::Message(held) if !held.edited => Some((at, held)),
                 _ => None,
             })
             .reduce(|newest, other| if written_no_later(newest.1, other.1) { other } else { newest });
         match newest {
             Some((at, held)) if written_no_later(message, held) => {
+                let id = held.id;
                 self.held.remove(at);
-                self.read_again = true;
+                self.leave_to_history(id);
                 true
             }
             _ => false,
         }
+    }
+
+    /// A message left in the channel's history (the held queue is full), read again once what is held is handled,
+    /// from before the oldest message left. Until then every message newer than that one is left too: handled
+    /// before it, they would move the channel so far past it that it could be taken for a repeat.
+    fn leave_to_history(&mut self, id: MessageId) {
+        self.read_again = true;
+        self.left_from = Some(self.left_from.map_or(id, |left| left.min(id)));
+    }
+
+    /// Whether a message must be left to the history: the held queue is full, or a message older than it was.
+    fn must_leave(&self, message: &IncomingMessage) -> bool {
+        self.held.len() >= HELD_MAX || (!message.edited && self.left_from.is_some_and(|left| message.id > left))
     }
 
     /// Whether the missed messages are still unread (being read, or waiting for the connection to come back): spec 8
@@ -509,12 +543,23 @@ impl Actor {
                     // place among what is held, by when each was written (its live copy, if it came, is then a
                     // repeat). A `pause` given before a signal is not overtaken by a page that shows the signal.
                     if first_command.is_some_and(|given| written_after(&message, given)) {
+                        if !message.edited && self.left_from.is_some_and(|left| message.id > left) {
+                            self.leave_to_history(message.id);
+                            continue;
+                        }
                         // None: its live copy is held already, no later than where it goes.
-                        if let Some(place) = self.held_place_of(&message) {
-                            if self.held.len() < HELD_MAX || self.leave_newest_held_after(place, &message) {
+                        if let Some(place) = self.make_place_for(&message) {
+                            let room = self.held.len() < HELD_MAX
+                                || self.leave_newest_held_after(place, &message)
+                                // Nothing newer can make room: held over the bound rather than left to a read
+                                // that might start after it.
+                                || self.held.len() < 2 * HELD_MAX;
+                            if room {
                                 self.held.insert(place, Input::Message(Box::new(message)));
+                            } else if message.edited {
+                                self.read_again = true;
                             } else {
-                                self.read_again = true; // Read from the history once what was held is handled.
+                                self.leave_to_history(message.id);
                             }
                         }
                         continue;
@@ -764,6 +809,10 @@ impl Actor {
             return;
         }
         let Some(after) = catch_up::read_from(&self.session) else { return };
+        let after = match self.left_from.take() {
+            Some(left) => after.min(MessageId(left.0.saturating_sub(1))),
+            None => after,
+        };
         let editable = catch_up::may_have_been_edited(&self.session);
         self.catch_ups_running += 1;
         let env = self.env.clone();
@@ -800,6 +849,7 @@ fn task(
         taken_over: false,
         held: VecDeque::new(),
         read_again: false,
+        left_from: None,
         awaited: awaited::Awaited::default(),
         handoff: crate::metrics::Handoff::default(),
         retire,

@@ -822,3 +822,39 @@ async fn a_signal_a_page_shows_behind_a_command_when_the_held_queue_is_full_is_h
     assert_eq!(h.events(A, "turn_complete"), 1, "pm's signal, written in time, ends its turn");
     assert!(lines.iter().all(|line| session.has_handled(line.id)), "every line, the ones left to the history too");
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_full_held_queue_never_makes_room_with_a_message_held_before_a_command_given_after_it() {
+    let h = Harness::new();
+    h.start(A).await;
+    h.settle(A).await;
+    *h.rest.read_delay.lock().unwrap() = Duration::from_secs(5);
+    h.router.broadcast(|| Input::CatchUp(None));
+    tokio::time::advance(Duration::from_secs(1)).await;
+    let base = h.clock.now().signed_duration_since(t0()).num_milliseconds();
+    h.router.deliver(A, Input::command(Command::Extend { seconds: 30 }, Some(h.id_at(h.clock.now())), None));
+    // A person's line the gateway loses, then a flood of lines, then pm's signal fill the held queue; a `pause`
+    // comes after them all.
+    let lost = h.written(HUMAN, "lost line", base + 50);
+    let lines: Vec<IncomingMessage> =
+        (0..998).map(|i| h.written(HUMAN, &format!("line {i}"), base + 100 + i)).collect();
+    let signal = h.written(PM, "Done. TURN_COMPLETE", base + 2_000);
+    for message in lines.iter().chain([&signal]) {
+        h.deliver(A, message);
+    }
+    tokio::time::advance(Duration::from_secs(3)).await;
+    h.router.deliver(A, Input::command(Command::Pause, Some(h.id_at(h.clock.now())), None));
+    // The page shows the lost line only (the flood and the signal reach the history after it was read).
+    h.rest.history.lock().unwrap().insert(A, vec![lost.clone()]);
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    h.rest.history.lock().unwrap().get_mut(&A).unwrap().extend(lines.iter().cloned());
+    h.rest.history.lock().unwrap().get_mut(&A).unwrap().push(signal.clone());
+    tokio::time::sleep(Duration::from_secs(120)).await;
+    h.settle(A).await;
+    h.settle(A).await;
+    assert_eq!(h.events(A, "turn_complete"), 1, "pm's signal came before the pause");
+    assert_eq!(h.holder(A).await.as_deref(), Some("dev"));
+    let session = h.session(A).await;
+    assert_eq!(session.status, SessionStatus::Paused, "then the pause");
+    assert!(session.has_handled(lost.id));
+}
