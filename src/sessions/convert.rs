@@ -51,7 +51,7 @@ pub async fn convert(from: &StoreLocation, to: &StoreLocation, force: bool) -> a
     let (channels, problems) = match from {
         StoreLocation::Folder(dir) => read_source_folder(dir).await?,
         StoreLocation::Postgres(url) => {
-            let pool = postgres::connect(url, postgres::IDLE_IN_TRANSACTION_MAX).await?;
+            let pool = postgres::connect(url, postgres::IDLE_IN_TRANSACTION_FOR_COPIES).await?;
             let channels = postgres::copy::read_all(&pool).await.with_context(|| format!("reading {from}"))?;
             (channels, Vec::new())
         }
@@ -59,7 +59,7 @@ pub async fn convert(from: &StoreLocation, to: &StoreLocation, force: bool) -> a
     let before = match to {
         StoreLocation::Folder(dir) => write_folder(dir, &channels, force).await?,
         StoreLocation::Postgres(url) => {
-            let pool = postgres::connect(url, postgres::IDLE_IN_TRANSACTION_MAX).await?;
+            let pool = postgres::connect(url, postgres::IDLE_IN_TRANSACTION_FOR_COPIES).await?;
             write_database(&pool, to, &channels, force).await.with_context(|| format!("writing {to}"))?
         }
     };

@@ -29,6 +29,8 @@ pub async fn read_all(pool: &PgPool) -> anyhow::Result<Vec<SavedChannel>> {
             .fetch_all(&mut *tx)
             .await
             .map_err(failed("read the history"))?;
+    // Everything is in hand: the snapshot is not needed while it is decoded.
+    tx.commit().await.map_err(failed("finish reading"))?;
     let mut events = events.into_iter().peekable();
     let mut channels = Vec::with_capacity(sessions.len());
     for (id, json) in sessions {

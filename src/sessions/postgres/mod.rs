@@ -61,6 +61,11 @@ pub fn idle_in_transaction_bound(ttl: Duration) -> Duration {
     (ttl / 3).min(IDLE_IN_TRANSACTION_MAX)
 }
 
+/// The idle-in-transaction bound of `convert`, which copies everything in one transaction and holds no lease: a
+/// chunk of 1,000 events (several MB with their texts) sent over a slow link must not end the copy, and a copy whose
+/// client is gone must not keep its rows locked (a bot's save of the same channel would wait on them) for hours.
+pub const IDLE_IN_TRANSACTION_FOR_COPIES: Duration = Duration::from_secs(120);
+
 /// The database as a [`SessionStore`], for one process: its owner name and the leases it holds.
 pub struct PgSessions {
     pool: PgPool,
