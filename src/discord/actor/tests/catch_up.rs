@@ -692,16 +692,22 @@ async fn a_catch_up_asked_for_while_one_runs_follows_it_instead_of_reading_besid
 
 // --- messages a page shows behind held commands: handled in the order they were written --------------------------
 
-#[tokio::test(start_paused = true)]
-async fn a_signal_written_after_a_second_held_command_waits_for_that_command_too() {
+/// A running session whose catch-up reads a page every 5 s, begun 1 s ago, with an `extend` given meanwhile (held
+/// until the last page is read).
+async fn catching_up_with_an_extend_held() -> Harness {
     let h = Harness::new();
     h.start(A).await;
     h.settle(A).await;
     *h.rest.read_delay.lock().unwrap() = Duration::from_secs(5);
     h.router.broadcast(|| Input::CatchUp(None));
     tokio::time::advance(Duration::from_secs(1)).await;
-    let extend = h.id_at(h.clock.now());
-    h.router.deliver(A, Input::command(Command::Extend { seconds: 30 }, Some(extend), None));
+    h.router.deliver(A, Input::command(Command::Extend { seconds: 30 }, Some(h.id_at(h.clock.now())), None));
+    h
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_signal_written_after_a_second_held_command_waits_for_that_command_too() {
+    let h = catching_up_with_an_extend_held().await;
     tokio::time::advance(Duration::from_millis(500)).await;
     let pause = h.id_at(h.clock.now());
     h.router.deliver(A, Input::command(Command::Pause, Some(pause), None));
@@ -719,14 +725,7 @@ async fn a_signal_written_after_a_second_held_command_waits_for_that_command_too
 
 #[tokio::test(start_paused = true)]
 async fn messages_held_behind_a_command_from_two_pages_keep_their_order() {
-    let h = Harness::new();
-    h.start(A).await;
-    h.settle(A).await;
-    *h.rest.read_delay.lock().unwrap() = Duration::from_secs(5);
-    h.router.broadcast(|| Input::CatchUp(None));
-    tokio::time::advance(Duration::from_secs(1)).await;
-    let extend = h.id_at(h.clock.now());
-    h.router.deliver(A, Input::command(Command::Extend { seconds: 30 }, Some(extend), None));
+    let h = catching_up_with_an_extend_held().await;
     tokio::time::advance(Duration::from_millis(500)).await;
     // After the command: 99 lines of a person, then pm's signal (page 1 ends with it), then dev answers (page 2).
     let base = h.clock.now().signed_duration_since(t0()).num_milliseconds();
@@ -745,14 +744,7 @@ async fn messages_held_behind_a_command_from_two_pages_keep_their_order() {
 
 #[tokio::test(start_paused = true)]
 async fn a_signal_on_the_first_page_behind_a_command_is_not_lost_behind_three_newer_pages() {
-    let h = Harness::new();
-    h.start(A).await;
-    h.settle(A).await;
-    *h.rest.read_delay.lock().unwrap() = Duration::from_secs(5);
-    h.router.broadcast(|| Input::CatchUp(None));
-    tokio::time::advance(Duration::from_secs(1)).await;
-    let extend = h.id_at(h.clock.now());
-    h.router.deliver(A, Input::command(Command::Extend { seconds: 30 }, Some(extend), None));
+    let h = catching_up_with_an_extend_held().await;
     tokio::time::advance(Duration::from_millis(500)).await;
     let base = h.clock.now().signed_duration_since(t0()).num_milliseconds();
     let signal = h.written(PM, "Done. TURN_COMPLETE", base);
@@ -769,14 +761,8 @@ async fn a_signal_on_the_first_page_behind_a_command_is_not_lost_behind_three_ne
 
 #[tokio::test(start_paused = true)]
 async fn a_signal_a_page_shows_is_held_before_a_command_given_after_it_even_behind_a_late_live_message() {
-    let h = Harness::new();
-    h.start(A).await;
-    h.settle(A).await;
-    *h.rest.read_delay.lock().unwrap() = Duration::from_secs(5);
-    h.router.broadcast(|| Input::CatchUp(None));
-    tokio::time::advance(Duration::from_secs(1)).await;
+    let h = catching_up_with_an_extend_held().await;
     let at = |h: &Harness| h.clock.now().signed_duration_since(t0()).num_milliseconds();
-    h.router.deliver(A, Input::command(Command::Extend { seconds: 30 }, Some(h.id_at(h.clock.now())), None));
     tokio::time::advance(Duration::from_millis(100)).await;
     // A person writes, then pm signals; the `pause` comes after both. The gateway brings the person's line only
     // after the pause, and loses pm's signal (the page shows it).
@@ -795,14 +781,8 @@ async fn a_signal_a_page_shows_is_held_before_a_command_given_after_it_even_behi
 
 #[tokio::test(start_paused = true)]
 async fn a_signal_a_page_shows_behind_a_command_when_the_held_queue_is_full_is_handled_in_its_place() {
-    let h = Harness::new();
-    h.start(A).await;
-    h.settle(A).await;
-    *h.rest.read_delay.lock().unwrap() = Duration::from_secs(5);
-    h.router.broadcast(|| Input::CatchUp(None));
-    tokio::time::advance(Duration::from_secs(1)).await;
+    let h = catching_up_with_an_extend_held().await;
     let base = h.clock.now().signed_duration_since(t0()).num_milliseconds();
-    h.router.deliver(A, Input::command(Command::Extend { seconds: 30 }, Some(h.id_at(h.clock.now())), None));
     // pm signals just after the command (the gateway loses it); people then write a thousand lines, 20 s later,
     // which fill the held queue while the catch-up reads.
     let signal = h.written(PM, "Done. TURN_COMPLETE", base + 10);
@@ -825,14 +805,8 @@ async fn a_signal_a_page_shows_behind_a_command_when_the_held_queue_is_full_is_h
 
 #[tokio::test(start_paused = true)]
 async fn a_full_held_queue_never_makes_room_with_a_message_held_before_a_command_given_after_it() {
-    let h = Harness::new();
-    h.start(A).await;
-    h.settle(A).await;
-    *h.rest.read_delay.lock().unwrap() = Duration::from_secs(5);
-    h.router.broadcast(|| Input::CatchUp(None));
-    tokio::time::advance(Duration::from_secs(1)).await;
+    let h = catching_up_with_an_extend_held().await;
     let base = h.clock.now().signed_duration_since(t0()).num_milliseconds();
-    h.router.deliver(A, Input::command(Command::Extend { seconds: 30 }, Some(h.id_at(h.clock.now())), None));
     // A person's line the gateway loses, then a flood of lines, then pm's signal fill the held queue; a `pause`
     // comes after them all.
     let lost = h.written(HUMAN, "lost line", base + 50);
