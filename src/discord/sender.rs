@@ -70,10 +70,12 @@ enum Job {
     Flush(oneshot::Sender<()>),
 }
 
-/// The way in to a channel's sender; the task ends when the handle is dropped and its queue is done.
+/// The way in to a channel's sender; the task ends when the handle is dropped and its queue is done, or at once when
+/// [`Sender::abandon`]ed.
 #[derive(Clone)]
 pub struct Sender {
     jobs: mpsc::UnboundedSender<Job>,
+    task: tokio::task::AbortHandle,
 }
 
 /// What a sender works with.
@@ -92,8 +94,15 @@ pub type Reports = Box<dyn Fn(Report) + Send + Sync>;
 impl Sender {
     pub fn spawn(tools: Tools) -> Self {
         let (jobs, queue) = mpsc::unbounded_channel();
-        tokio::spawn(run(tools, queue));
-        Self { jobs }
+        let task = tokio::spawn(run(tools, queue)).abort_handle();
+        Self { jobs, task }
+    }
+
+    /// Stops at once, leaving what is queued undone: another process acts for the channel now, and carries out
+    /// what this one left from the saved outbox (an effect cut short in its REST call is looked for first there, as
+    /// after a crash). Its own effects, posted after that process's, would come twice or out of order.
+    pub fn abandon(&self) {
+        self.task.abort();
     }
 
     pub fn effects(&self, effects: impl IntoIterator<Item = Queued>, replay: bool) {

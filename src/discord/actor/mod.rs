@@ -264,6 +264,9 @@ impl Actor {
                     continue;
                 }
                 tracing::info!(channel = %self.channel, "this channel's lease was lost; a new actor reads it afresh");
+                if let Some(sender) = self.sender.take() {
+                    sender.abandon();
+                }
                 return;
             }
             if Box::pin(self.take(input)).await && (self.retire)(&mut self.inbox) {

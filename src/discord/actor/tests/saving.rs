@@ -152,6 +152,26 @@ async fn a_save_fenced_by_another_process_stops_the_actor_without_announcing_or_
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_fenced_save_abandons_what_the_sender_still_had_to_do() {
+    let h = Harness::new();
+    h.start(A).await;
+    h.settle(A).await;
+    let before = h.journal.of(A).len();
+    // pm's signal is saved and handed to the sender, whose repost meets server errors for a while...
+    h.rest.fail(A, "repost", vec![status(503); 5]);
+    h.deliver(A, &h.written(PM, "Done. TURN_COMPLETE", 1_000));
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    // ... meanwhile another process takes the channel over (and carries out the saved outbox itself).
+    h.saver.taken_over.store(true, Ordering::Relaxed);
+    h.router.deliver(A, Input::command(Command::Pause, Some(h.id_at(h.clock.now())), None));
+    tokio::time::sleep(Duration::from_secs(120)).await;
+    let lines = h.journal.of(A).split_off(before);
+    assert!(lines.iter().any(|l| l.starts_with("fenced save")), "{lines:#?}");
+    let done_here = |l: &&String| l.ends_with("-> ok") && (l.starts_with("repost") || l.starts_with("announce"));
+    assert_eq!(lines.iter().filter(done_here).count(), 0, "nothing posted after the takeover: {lines:#?}");
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_channel_taken_over_again_after_its_lease_was_lost_acts_on_the_session_as_saved_not_as_remembered() {
     let h = Harness::new();
     h.start(A).await;
