@@ -53,6 +53,18 @@ async fn a_repost_is_found_after_more_than_a_page_of_messages_in_a_busy_channel(
     assert_eq!(rest.reposts_made(channel, after, "Developer", &parts).await.unwrap(), 0, "another persona's name");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_repost_part_is_found_without_the_whitespace_discord_drops_around_it() {
+    let stage = Stage::new(&personas([60, 60, 60])).await.expect("local server");
+    let original = stage.server.post(stage.channel, stage.user_of("pm"), "Long answer. TURN_COMPLETE");
+    // A part cut at a blank line ends with a line break; Discord keeps its text without it.
+    webhook_says(&stage, "PM", "First paragraph.");
+    let rest = rest_of(&stage);
+    let parts = ["First paragraph.\n".to_owned(), "Second paragraph.".to_owned()];
+    let found = rest.reposts_made(ChannelId(stage.channel), MessageId(original), "PM", &parts).await.unwrap();
+    assert_eq!(found, 1, "the first part is made: only the second is posted again");
+}
+
 /// An agent's message with a file (and an embed of its own), posted as it would be through Discord.
 fn post_with_file(scene: &Scene, persona: &str, text: &str, name: &str, bytes: &[u8]) -> u64 {
     let stage = &scene.stage;

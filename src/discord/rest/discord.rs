@@ -88,11 +88,14 @@ impl Rest for DiscordRest {
         for _ in 0..REPOST_SEARCH_PAGES {
             let mut page = self.http.messages_after(channel.0, from, 100).await?;
             page.sort_by_key(page_id);
-            // The parts were posted in order: each one found moves on to the next.
+            // The parts were posted in order: each one found moves on to the next. Compared without the whitespace
+            // around them, which Discord drops (a part cut at a blank line ends with a line break).
             for message in &page {
                 let part = parts.get(found);
                 if part.is_some_and(|p| {
-                    message.webhook_id.is_some() && message.author.username == name && &message.content == p
+                    message.webhook_id.is_some()
+                        && message.author.username == name
+                        && message.content.trim() == p.trim()
                 }) {
                     found += 1;
                 }
