@@ -18,6 +18,10 @@ use tokio::time::Instant;
 pub const REST_TIMEOUT: Duration = Duration::from_secs(10);
 /// The longest a file's download may take, for a repost.
 const DOWNLOAD_TIMEOUT: Duration = Duration::from_secs(60);
+/// The slowest upload a call with files is given time for, on top of [`REST_TIMEOUT`]: a repost carrying 25 MiB of an
+/// agent's files over a modest uplink takes far longer than 10 s, and cut off each time it would be sent again and
+/// again for ten minutes, holding the channel's announcements behind it.
+const UPLOAD_BYTES_PER_SECOND: u64 = 256 * 1024;
 /// Calls in flight at once; the next wait for a slot in the order they came (a fair semaphore). In a burst (1,000
 /// deadlines at one instant: 1,000 notices, then 1,000 announcements behind them) calls are then answered first come
 /// first served, instead of all 2,000 slowing down together until the last: the notices' lateness p99 fell from
@@ -26,6 +30,17 @@ const DOWNLOAD_TIMEOUT: Duration = Duration::from_secs(60);
 pub const IN_FLIGHT_MAX: usize = 64;
 /// Discord's API host, when no `--api-base` is given.
 const DISCORD: &str = "https://discord.com";
+
+/// How long a call may take: [`REST_TIMEOUT`], and for a form with files the time to send them at
+/// [`UPLOAD_BYTES_PER_SECOND`] on top.
+fn timeout_for(body: Option<&Payload<'_>>) -> Duration {
+    match body {
+        Some(Payload::Form { bytes, .. }) => {
+            REST_TIMEOUT + Duration::from_secs(bytes.len() as u64 / UPLOAD_BYTES_PER_SECOND)
+        }
+        _ => REST_TIMEOUT,
+    }
+}
 
 /// A route's bucket as Discord last described it.
 #[derive(Clone, Copy, Debug)]
@@ -258,6 +273,7 @@ impl DiscordHttp {
         let metric = crate::metrics::rest_route(method.as_str(), path);
         let mut request =
             self.client.request(method, format!("{}{path}", self.api)).header("Authorization", &self.authorization);
+        let timeout = timeout_for(body.as_ref());
         match body {
             Some(Payload::Json(body)) => {
                 request = request.header("Content-Type", "application/json").body(body.to_string());
@@ -276,7 +292,7 @@ impl DiscordHttp {
             Ok::<_, RestError>((status, limits, bytes))
         };
         let started = Instant::now();
-        let answer = tokio::time::timeout(REST_TIMEOUT, exchange).await;
+        let answer = tokio::time::timeout(timeout, exchange).await;
         let metric_answer = match &answer {
             Ok(Ok((status, ..))) => Answer::Status(*status),
             Ok(Err(_)) => Answer::Failed,
@@ -285,7 +301,7 @@ impl DiscordHttp {
         crate::metrics::rest_call(metric, metric_answer, started.elapsed());
         let (status, limits, bytes) = match answer {
             Ok(answer) => answer?,
-            Err(_) => return Err(RestError::Timeout(REST_TIMEOUT)),
+            Err(_) => return Err(RestError::Timeout(timeout)),
         };
         let now = Instant::now();
         self.buckets.learn(route, now, limits.remaining.map(|n| n as u64), limits.reset_after);
@@ -354,6 +370,16 @@ fn percent_encode(segment: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_call_with_files_is_given_time_to_upload_them() {
+        let json = Value::Null;
+        assert_eq!(timeout_for(Some(&Payload::Json(&json))), REST_TIMEOUT);
+        assert_eq!(timeout_for(None), REST_TIMEOUT);
+        let form = |len: usize| Payload::Form { boundary: String::new(), bytes: vec![0; len] };
+        assert_eq!(timeout_for(Some(&form(1_000))), REST_TIMEOUT, "a small form: no more");
+        assert_eq!(timeout_for(Some(&form(25 * 1024 * 1024))), REST_TIMEOUT + Duration::from_secs(100));
+    }
     use std::sync::atomic::Ordering::Relaxed;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
