@@ -421,3 +421,22 @@ async fn invisible_characters_around_the_signal_still_end_the_turn_and_the_repos
     assert_eq!((repost.author.as_str(), repost.content.as_str()), ("PM", "Done."));
     assert_eq!(scene.events("turn_complete").len(), 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_control_roles_to_call_are_read_over_rest_while_the_server_is_not_in_the_cache() {
+    use std::sync::Arc;
+    use turn_manager::core::ids::ChannelId;
+    use turn_manager::discord::access::Access;
+    use turn_manager::discord::identity::Identity;
+    use turn_manager::discord::rest::budget::RestBudget;
+    // An escalation replayed from the outbox at start-up: the gateway has not described the server yet.
+    let stage = turn_manager::demo::stage::Stage::new(&common::personas([60, 60, 60])).await.expect("local server");
+    let role = stage.server.create_role(stage.guild, "managers", Permissions::empty());
+    let access = Access::new(Arc::new(Identity::default()), vec!["managers".into()], Arc::new(RestBudget::new(45)));
+    let http = serenity::all::HttpBuilder::new(&stage.bot_token)
+        .proxy(stage.server.base_url().trim_end_matches('/'))
+        .ratelimiter_disabled(true)
+        .build();
+    access.connect(Arc::new(http), Arc::new(serenity::all::Cache::new()));
+    assert_eq!(access.control_role_ids(ChannelId(stage.channel)).await.unwrap(), vec![role]);
+}

@@ -83,23 +83,32 @@ impl Access {
         ))
     }
 
-    /// The ids of the control roles in `channel`'s server, for calling the managers (an escalation, a loop). Roles
-    /// named by id count as they are; roles named by name are looked up in the cached server. Empty when none is
-    /// configured or known.
-    pub async fn control_role_ids(&self, channel: ChannelId) -> Vec<u64> {
+    /// The ids of the control roles in `channel`'s server, for calling the managers (an escalation, a loop): the
+    /// server's roles from the cache, or read over REST while the server is not in it yet (an escalation replayed
+    /// from the outbox at start-up, before the gateway has described the server). Empty when none is configured.
+    pub async fn control_role_ids(&self, channel: ChannelId) -> Result<Vec<u64>, RestError> {
         if self.control_roles.is_empty() {
-            return Vec::new();
+            return Ok(Vec::new());
         }
-        let Ok((place, _)) = self.home_channel(channel).await else { return Vec::new() };
-        let Some(guild) = self.cache.get().and_then(|c| c.guild(place.guild_id).map(|g| g.clone())) else {
-            return Vec::new();
+        let (place, _) = self.home_channel(channel).await?;
+        let cached = self.cache.get().and_then(|cache| {
+            cache
+                .guild(place.guild_id)
+                .map(|guild| guild.roles.iter().map(|(id, role)| (id.get(), role.name.clone())).collect::<Vec<_>>())
+        });
+        let roles = match cached {
+            Some(roles) => roles,
+            None => call(&self.budget, "GET /guilds/{id}/roles", self.http()?.get_guild_roles(place.guild_id))
+                .await?
+                .into_iter()
+                .map(|role| (role.id.get(), role.name))
+                .collect(),
         };
-        let roles: Vec<(u64, String)> = guild.roles.iter().map(|(id, role)| (id.get(), role.name.clone())).collect();
-        roles
+        Ok(roles
             .into_iter()
             .filter(|role| holds_control_role(&self.control_roles, std::slice::from_ref(role)))
             .map(|(id, _)| id)
-            .collect()
+            .collect())
     }
 
     /// A member's permissions in a channel (a thread counts as its parent) and its roles (id, name).

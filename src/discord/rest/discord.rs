@@ -34,7 +34,15 @@ impl Rest for DiscordRest {
         // managers are called (then only the control roles).
         let users: Vec<String> = announcement.mention.iter().map(|u| u.to_string()).collect();
         let roles: Vec<String> = if announcement.ping_managers {
-            self.access.control_role_ids(channel).await.iter().map(u64::to_string).collect()
+            match self.access.control_role_ids(channel).await {
+                Ok(roles) => roles.iter().map(u64::to_string).collect(),
+                // Tried again, as the announcement is: the managers must not be left uncalled.
+                Err(e) if e.is_transient() => return Err(e),
+                Err(e) => {
+                    tracing::warn!(%channel, "could not read the control roles to call, calling nobody: {e}");
+                    Vec::new()
+                }
+            }
         } else {
             Vec::new()
         };
