@@ -153,3 +153,39 @@ async fn before_ready_a_repost_waits_for_the_bots_identity_instead_of_making_ano
     webhooks.repost(channel, voice, "after READY", &Carried::default()).await.expect("reposted");
     assert_eq!(hooks(), 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_repost_through_a_webhook_moved_to_another_channel_is_taken_back_and_made_here() {
+    let scene = Scene::started().await;
+    // pm's first turn makes the bot's webhook; someone then moves it to another channel.
+    let first = scene.say("pm", "First. TURN_COMPLETE");
+    scene.until("dev's floor", |v| v.iter().any(|m| common::is_floor(m, "dev")).then_some(())).await;
+    scene.handled(first).await;
+    let elsewhere = scene.stage.server.create_channel(scene.stage.guild, "elsewhere");
+    let moved = scene.stage.server.with(|w| {
+        let hook = w.webhooks.values_mut().find(|h| h.channel_id == scene.stage.channel).expect("the bot's webhook");
+        hook.channel_id = elsewhere;
+        hook.id
+    });
+    let signal = scene.say("dev", "Second. TURN_COMPLETE");
+    scene.until("critic's floor", |v| v.iter().any(|m| common::is_floor(m, "critic")).then_some(())).await;
+    scene.handled(signal).await;
+
+    let reposts = |channel: u64| -> Vec<Message> {
+        scene.stage.server.with(|w| {
+            w.messages
+                .values()
+                .filter(|m| m.channel_id == channel && !m.deleted && matches!(m.author, Author::Webhook { .. }))
+                .cloned()
+                .collect()
+        })
+    };
+    assert!(reposts(elsewhere).is_empty(), "the misplaced repost is taken back");
+    let here: Vec<String> = reposts(scene.stage.channel).into_iter().map(|m| m.content).collect();
+    assert_eq!(here, ["First.", "Second."], "each shown once, here");
+    assert!(!showing(&scene).iter().any(|m| m.id == signal), "the original is deleted once its repost is here");
+    let hooks_here =
+        scene.stage.server.with(|w| w.webhooks.values().filter(|h| h.channel_id == scene.stage.channel).count());
+    assert_eq!(hooks_here, 1, "a webhook made here");
+    assert!(scene.stage.server.with(|w| w.webhooks.contains_key(&moved)), "the moved one is left alone");
+}

@@ -76,13 +76,20 @@ pub(crate) fn interaction_callback(w: &mut World, interaction: u64, token: &str,
 }
 
 pub(crate) fn interaction_message(w: &mut World, m: &str, app: u64, token: &str, which: &str, body: &Value) -> Reply {
-    let interaction = w
-        .interactions
-        .values()
-        .find(|i| i.application_id == app && i.token == token)
-        .cloned()
-        .ok_or(ApiError::new(404, 10015, "Unknown Webhook"))?;
-    let message = if which == "@original" { interaction.response_message } else { which.parse().ok() };
+    let interaction = w.interactions.values().find(|i| i.application_id == app && i.token == token).cloned();
+    let message = match interaction {
+        Some(interaction) if which == "@original" => interaction.response_message,
+        Some(_) => which.parse().ok(),
+        // A channel webhook's own message, by its token.
+        None => {
+            w.webhooks.get(&app).filter(|h| h.token == token).ok_or(ApiError::new(404, 10015, "Unknown Webhook"))?;
+            which.parse().ok().filter(|id| {
+                w.messages
+                    .get(id)
+                    .is_some_and(|msg| matches!(msg.author, Author::Webhook { webhook_id, .. } if webhook_id == app))
+            })
+        }
+    };
     let message = message.filter(|id| w.messages.get(id).is_some_and(|msg| !msg.deleted));
     let message = message.ok_or(ApiError::not_found("Message", 10008))?;
     match m {

@@ -42,6 +42,13 @@ fn timeout_for(body: Option<&Payload<'_>>) -> Duration {
     }
 }
 
+/// A message a webhook posted: its id, and the channel (or thread) it went to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Posted {
+    pub id: u64,
+    pub channel: u64,
+}
+
 /// A route's bucket as Discord last described it.
 #[derive(Clone, Copy, Debug)]
 struct Bucket {
@@ -189,7 +196,7 @@ impl DiscordHttp {
     }
 
     /// Posts through a webhook (into `thread` when given), with `files` (multipart) if any, and waits for Discord to
-    /// confirm the message.
+    /// confirm the message: its id and the channel it went to (the webhook's, which someone may have changed).
     pub async fn execute_webhook(
         &self,
         id: u64,
@@ -197,7 +204,7 @@ impl DiscordHttp {
         thread: Option<u64>,
         body: &Value,
         files: &[File],
-    ) -> Result<(), RestError> {
+    ) -> Result<Posted, RestError> {
         let route = format!("POST webhooks/{id}");
         let thread = thread.map(|t| format!("&thread_id={t}")).unwrap_or_default();
         let path = format!("/webhooks/{id}/{token}?wait=true{thread}");
@@ -207,7 +214,23 @@ impl DiscordHttp {
             let (boundary, bytes) = form::multipart(body, files);
             Payload::Form { boundary, bytes }
         };
-        self.send(reqwest::Method::POST, &route, &path, Some(payload)).await.map(drop)
+        let answer = self.send(reqwest::Method::POST, &route, &path, Some(payload)).await?;
+        #[derive(Deserialize)]
+        struct Created {
+            id: String,
+            channel_id: String,
+        }
+        let created: Created = serde_json::from_slice(&answer)
+            .map_err(|e| RestError::Impossible(format!("the webhook's answer is not a message: {e}")))?;
+        let number = |s: &str| s.parse::<u64>().map_err(|e| RestError::Impossible(format!("a bad id {s:?}: {e}")));
+        Ok(Posted { id: number(&created.id)?, channel: number(&created.channel_id)? })
+    }
+
+    /// Deletes a message a webhook posted, with the webhook's token (no permission needed).
+    pub async fn delete_webhook_message(&self, id: u64, token: &str, message: u64) -> Result<(), RestError> {
+        let route = format!("DELETE webhooks/{id}/messages");
+        let path = format!("/webhooks/{id}/{token}/messages/{message}");
+        self.send(reqwest::Method::DELETE, &route, &path, None).await.map(drop)
     }
 
     /// One message, as Discord holds it.

@@ -66,7 +66,21 @@ impl Webhooks {
             };
             let token = hook.token.as_ref().map(|t| t.expose_secret().to_owned()).unwrap_or_default();
             match self.http.execute_webhook(hook.id.get(), &token, thread.map(|t| t.0), &body, &carries.files).await {
-                Ok(_) => return Ok(()),
+                Ok(posted) if posted.channel == thread.unwrap_or(owner).0 => return Ok(()),
+                // Someone moved the webhook to another channel (Server Settings let them): the text went there. It is
+                // taken back, and a webhook of this channel is found or made; the original stays until a repost
+                // lands here.
+                Ok(posted) => {
+                    tracing::warn!(
+                        channel = %owner,
+                        elsewhere = posted.channel,
+                        "my webhook was moved to another channel; taking the repost back and making a webhook here"
+                    );
+                    if let Err(e) = self.http.delete_webhook_message(hook.id.get(), &token, posted.id).await {
+                        tracing::warn!(channel = posted.channel, "could not take back the misplaced repost: {e}");
+                    }
+                    *known = None;
+                }
                 // 404: someone deleted the webhook; make a new one and try once more.
                 Err(e) if attempt == 0 && e.status() == Some(404) => {
                     tracing::info!(channel = %owner, "my webhook was deleted; making a new one");
@@ -75,7 +89,7 @@ impl Webhooks {
                 Err(e) => return Err(e),
             }
         }
-        Err(RestError::Unavailable("the webhook kept disappearing".into()))
+        Err(RestError::Unavailable("the webhook kept disappearing or moving".into()))
     }
 
     /// Where a channel's webhook lives: the channel itself, or a thread's parent with the thread to post in.
