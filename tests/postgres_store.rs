@@ -192,6 +192,21 @@ async fn once_another_process_claims_an_expired_lease_the_old_holders_saves_are_
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_renewal_that_finds_a_channel_taken_names_it_once_for_its_actor_to_stop() {
+    let Some(db) = TestDatabase::create("postgres_store::lost").await else { return };
+    let (old, new) = (db.open(SHORT, "old").await, db.open(LONG, "new").await);
+    let channel = ChannelId(77);
+    assert_eq!(old.claim(channel).await.unwrap(), Claim::Held);
+    tokio::time::sleep(SHORT + Duration::from_millis(200)).await; // the old holder is cut off for a lease time
+    assert_eq!(new.claim(channel).await.unwrap(), Claim::Held);
+    old.tend_leases(None).await.unwrap();
+    assert!(!old.holds(channel));
+    assert_eq!(old.lost_channels(), [channel], "for its actor, which may have nothing to save, to stop");
+    assert!(old.lost_channels().is_empty(), "said once");
+    assert!(new.lost_channels().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_renewed_lease_is_never_taken_and_a_released_one_is_taken_at_once() {
     let Some(db) = TestDatabase::create("postgres_store::renewal").await else { return };
     let (holder, other) = (db.open(SHORT, "holder").await, db.open(LONG, "other").await);

@@ -259,6 +259,10 @@ async fn tend_leases(store: Arc<dyn SessionStore>, router: Arc<Router>, shards: 
         tokio::time::sleep(period).await;
         match store.tend_leases(shards).await {
             Ok(orphans) => {
+                // Their actors here are stale: stopped now, with what their senders still had to do.
+                for channel in store.lost_channels() {
+                    router.deliver(channel, Input::TakenOver);
+                }
                 if !orphans.is_empty() {
                     tracing::info!("taking over {} channel(s) that no live process holds", orphans.len());
                 }

@@ -119,6 +119,11 @@ pub trait SessionStore: Saver {
     async fn tend_leases(&self, _shards: Option<ShardRange>) -> Result<Vec<ChannelId>, SessionStoreError> {
         Ok(Vec::new())
     }
+    /// The channels the renewals found taken by another process since the last call, each once: their actors here
+    /// are stale, and must stop (and their senders with them) even if nothing makes them save.
+    fn lost_channels(&self) -> Vec<ChannelId> {
+        Vec::new()
+    }
     /// Writes what is queued, then lets go: the folder's lock, or this process's leases (so that another process
     /// takes its channels over at once instead of waiting for them to expire).
     async fn close(&self);

@@ -202,6 +202,7 @@ impl PgSessions {
             if self.epoch_of(channel) == Some(epoch) {
                 tracing::warn!(%channel, "another process has taken this channel over; this one no longer acts on it");
                 self.lose(channel);
+                self.lost.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(channel);
             }
         }
         // Only now: until the channels taken are dropped, this renewal must not make this process sure of them.

@@ -87,6 +87,8 @@ pub struct PgSessions {
     /// When the last renewal that worked was sent (or the store opened, before any claim): every lease held then
     /// lasts at least a lease time from it, and those claimed since, longer.
     renewed: Mutex<std::time::Instant>,
+    /// Channels renewals found taken, for [`SessionStore::lost_channels`].
+    lost: Mutex<Vec<ChannelId>>,
 }
 
 /// A durable save whose outcome is unknown (see [`PgSessions::unsure`]).
@@ -115,6 +117,7 @@ impl PgSessions {
             lazy,
             unsure: Mutex::default(),
             renewed: Mutex::new(std::time::Instant::now()),
+            lost: Mutex::default(),
         }))
     }
 
@@ -448,6 +451,10 @@ impl SessionStore for PgSessions {
             .await
             .map_err(self.failed("read a channel's history"))?;
         Ok(rows.into_iter().filter_map(|(json,)| decode_event(&json)).collect())
+    }
+
+    fn lost_channels(&self) -> Vec<ChannelId> {
+        std::mem::take(&mut *self.lost.lock().unwrap_or_else(PoisonError::into_inner))
     }
 
     fn lease_period(&self) -> Option<Duration> {
