@@ -32,7 +32,7 @@ pub async fn fetch(http: &DiscordHttp, channel: u64, message: u64) -> Result<Car
             name: text("filename").unwrap_or_else(|| "file".into()),
             content_type: text("content_type"),
             description: text("description"),
-            bytes: http.download(&url).await?,
+            bytes: http.download(&url, attachment["size"].as_u64().unwrap_or(0)).await?,
         });
     }
     Ok(Carried {

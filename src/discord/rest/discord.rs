@@ -36,8 +36,10 @@ impl Rest for DiscordRest {
         let roles: Vec<String> = if announcement.ping_managers {
             match self.access.control_role_ids(channel).await {
                 Ok(roles) => roles.iter().map(u64::to_string).collect(),
-                // Tried again, as the announcement is: the managers must not be left uncalled.
-                Err(e) if e.is_transient() => return Err(e),
+                // Not connected yet (an escalation replayed at start-up): tried again in a moment, as the
+                // announcement is. Any other failure posts it calling nobody rather than hold it, and every later
+                // announcement of the channel behind it, for the sender's ten minutes of retries.
+                Err(e @ RestError::Unavailable(_)) => return Err(e),
                 Err(e) => {
                     tracing::warn!(%channel, "could not read the control roles to call, calling nobody: {e}");
                     Vec::new()

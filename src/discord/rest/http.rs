@@ -16,12 +16,13 @@ use tokio::time::Instant;
 
 /// The longest a single REST call may take before it is given up (and retried by the sender's policy).
 pub const REST_TIMEOUT: Duration = Duration::from_secs(10);
-/// The longest a file's download may take, for a repost.
+/// The longest a file's download may take, for a repost, on top of the time its size takes at
+/// [`FILE_BYTES_PER_SECOND`].
 const DOWNLOAD_TIMEOUT: Duration = Duration::from_secs(60);
-/// The slowest upload a call with files is given time for, on top of [`REST_TIMEOUT`]: a repost carrying 25 MiB of an
-/// agent's files over a modest uplink takes far longer than 10 s, and cut off each time it would be sent again and
-/// again for ten minutes, holding the channel's announcements behind it.
-const UPLOAD_BYTES_PER_SECOND: u64 = 256 * 1024;
+/// The slowest transfer of an agent's files a call is given time for (a repost's upload, on top of [`REST_TIMEOUT`],
+/// and each file's download): 25 MiB over a modest link take far longer than 10 s, and cut off each time they would
+/// be sent again and again for ten minutes, holding the channel's announcements behind them.
+const FILE_BYTES_PER_SECOND: u64 = 256 * 1024;
 /// Calls in flight at once; the next wait for a slot in the order they came (a fair semaphore). In a burst (1,000
 /// deadlines at one instant: 1,000 notices, then 1,000 announcements behind them) calls are then answered first come
 /// first served, instead of all 2,000 slowing down together until the last: the notices' lateness p99 fell from
@@ -32,11 +33,11 @@ pub const IN_FLIGHT_MAX: usize = 64;
 const DISCORD: &str = "https://discord.com";
 
 /// How long a call may take: [`REST_TIMEOUT`], and for a form with files the time to send them at
-/// [`UPLOAD_BYTES_PER_SECOND`] on top.
+/// [`FILE_BYTES_PER_SECOND`] on top.
 fn timeout_for(body: Option<&Payload<'_>>) -> Duration {
     match body {
         Some(Payload::Form { bytes, .. }) => {
-            REST_TIMEOUT + Duration::from_secs(bytes.len() as u64 / UPLOAD_BYTES_PER_SECOND)
+            REST_TIMEOUT + Duration::from_secs(bytes.len() as u64 / FILE_BYTES_PER_SECOND)
         }
         _ => REST_TIMEOUT,
     }
@@ -244,7 +245,7 @@ impl DiscordHttp {
     /// Downloads an attachment from its URL (Discord's CDN, which takes no token: none is sent). A refusal is
     /// [`RestError::Impossible`], so it is never taken for the message being gone; a 429, 5xx or time-out is
     /// transient.
-    pub async fn download(&self, url: &str) -> Result<Vec<u8>, RestError> {
+    pub async fn download(&self, url: &str, size: u64) -> Result<Vec<u8>, RestError> {
         let exchange = async {
             let response = self.client.get(url).send().await.map_err(|e| RestError::Transport(without_url(&e)))?;
             let status = response.status().as_u16();
@@ -256,7 +257,8 @@ impl DiscordHttp {
             }
             response.bytes().await.map(|b| b.to_vec()).map_err(|e| RestError::Transport(without_url(&e)))
         };
-        tokio::time::timeout(DOWNLOAD_TIMEOUT, exchange).await.unwrap_or(Err(RestError::Timeout(DOWNLOAD_TIMEOUT)))
+        let timeout = DOWNLOAD_TIMEOUT + Duration::from_secs(size / FILE_BYTES_PER_SECOND);
+        tokio::time::timeout(timeout, exchange).await.unwrap_or(Err(RestError::Timeout(timeout)))
     }
 
     /// Up to `limit` messages after `after`, in the order Discord gives them.

@@ -2,7 +2,7 @@
 //! first use, reused after that, and made again if someone deleted it. Threads use their parent's webhook.
 
 use super::form;
-use super::http::DiscordHttp;
+use super::http::{DiscordHttp, Posted};
 use super::serenity::call;
 use super::{Carried, RestError, Voice};
 use crate::core::ids::ChannelId;
@@ -76,9 +76,7 @@ impl Webhooks {
                         elsewhere = posted.channel,
                         "my webhook was moved to another channel; taking the repost back and making a webhook here"
                     );
-                    if let Err(e) = self.http.delete_webhook_message(hook.id.get(), &token, posted.id).await {
-                        tracing::warn!(channel = posted.channel, "could not take back the misplaced repost: {e}");
-                    }
+                    self.take_back(hook.id.get(), &token, posted).await;
                     *known = None;
                 }
                 // 404: someone deleted the webhook; make a new one and try once more.
@@ -90,6 +88,31 @@ impl Webhooks {
             }
         }
         Err(RestError::Unavailable("the webhook kept disappearing or moving".into()))
+    }
+
+    /// Deletes a repost that went to another channel, with the webhook's token: it may show the agent's text to
+    /// people it was not meant for. Tried a few times over some seconds (not the sender's ten minutes, which would
+    /// hold the channel's repost and its announcements).
+    async fn take_back(&self, hook: u64, token: &str, posted: Posted) {
+        let mut wait = std::time::Duration::from_millis(500);
+        for tries_left in (0..4).rev() {
+            match self.http.delete_webhook_message(hook, token, posted.id).await {
+                Ok(()) => return,
+                Err(e) if e.status() == Some(404) => return, // gone already
+                Err(e) if e.is_transient() && tries_left > 0 => {
+                    let asked = match &e {
+                        RestError::Status { retry_after, .. } => *retry_after,
+                        _ => None,
+                    };
+                    tokio::time::sleep(asked.unwrap_or(wait)).await;
+                    wait *= 2;
+                }
+                Err(e) => {
+                    tracing::warn!(channel = posted.channel, "could not take back the misplaced repost: {e}");
+                    return;
+                }
+            }
+        }
     }
 
     /// Where a channel's webhook lives: the channel itself, or a thread's parent with the thread to post in.
