@@ -340,14 +340,14 @@ impl Saver for PgSessions {
         events.drain(..landed);
         row.upsert().execute(&mut *tx).await.map_err(self.failed("save a session"))?;
         if !events.is_empty() {
-            let appended_after: i64 = sqlx::query_scalar(rows::APPEND_EVENTS)
+            let length_before: i64 = sqlx::query_scalar(rows::APPEND_EVENTS)
                 .bind(row.channel_id)
                 .bind(ats)
                 .bind(events)
                 .fetch_one(&mut *tx)
                 .await
                 .map_err(self.failed("append to a channel's history"))?;
-            base = Some(appended_after - landed as i64);
+            base = Some(length_before - landed as i64);
         }
         match tx.commit().await {
             Ok(()) => {
