@@ -263,7 +263,11 @@ impl Actor {
                     tracing::debug!(channel = %self.channel, "told of a takeover, but this process holds the lease");
                     continue;
                 }
-                tracing::info!(channel = %self.channel, "this channel's lease was lost; a new actor reads it afresh");
+                tracing::warn!(
+                    channel = %self.channel,
+                    "this channel's lease was lost: this channel's actor stops here, leaving what it had not done to \
+                     whoever holds the channel now"
+                );
                 if let Some(sender) = self.sender.take() {
                     sender.abandon();
                 }
