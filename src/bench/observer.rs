@@ -49,6 +49,18 @@ pub struct Counts {
     pub timeouts: u32,
     /// The agent the latest announcement gave the floor to.
     pub holder: Option<u64>,
+    /// Answers the agents decided to post (posted, or about to be: an answer is counted as a signal only once the
+    /// feed shows it).
+    pub answers: u32,
+    /// Answers still thinking, not decided yet.
+    pub thinking: u32,
+}
+
+impl Counts {
+    /// Nothing on its way: every answer decided is seen, none is thinking, and the latest signal was announced after.
+    pub fn quiet(&self) -> bool {
+        self.thinking == 0 && self.signals >= self.answers && self.announces > self.signals
+    }
 }
 
 #[derive(Default)]
@@ -75,6 +87,26 @@ impl Tally {
 
     fn bump(&self, channel: u64, f: impl FnOnce(&mut Counts)) {
         f(self.channels.lock().expect("tally lock").entry(channel).or_default());
+    }
+
+    /// Whether an agent posts its answer in `channel` (after thinking, if `thought`), decided under the tally's lock:
+    /// an answer is either counted here before [`Tally::stop_answering`] or never posted.
+    fn decide(&self, channel: u64, answering: &AtomicBool, thought: bool) -> bool {
+        let mut channels = self.channels.lock().expect("tally lock");
+        let counts = channels.entry(channel).or_default();
+        if thought {
+            counts.thinking -= 1;
+        }
+        let answers = answering.load(Ordering::Relaxed);
+        if answers {
+            counts.answers += 1;
+        }
+        answers
+    }
+
+    fn stop_answering(&self, answering: &AtomicBool) {
+        let _channels = self.channels.lock().expect("tally lock");
+        answering.store(false, Ordering::Relaxed);
     }
 }
 
@@ -118,6 +150,11 @@ impl Observer {
         };
         let task = tokio::spawn(watcher.run(feed, stopped));
         Self { tally, answering, stop, task }
+    }
+
+    /// Agents answer no more: from now on every answer is either counted in the tally already or never posted.
+    pub fn stop_answering(&self) {
+        self.tally.stop_answering(&self.answering);
     }
 
     /// Stops watching and hands over the record (everything created before the call is in it).
@@ -219,14 +256,18 @@ impl Watcher {
         *answered += 1;
         let text = format!("{persona}: my answer for turn {answered}.\n\n{SIGNAL}");
         if self.think.is_zero() {
-            self.server.post(event.channel, user, &text);
+            if self.tally.decide(event.channel, &self.answering, false) {
+                self.server.post(event.channel, user, &text);
+            }
             return;
         }
         let (server, answering, channel) = (self.server.clone(), self.answering.clone(), event.channel);
         let think = spread(self.think, channel, *answered);
+        let tally = self.tally.clone();
+        tally.bump(channel, |c| c.thinking += 1);
         tokio::spawn(async move {
             tokio::time::sleep(think).await;
-            if answering.load(Ordering::Relaxed) {
+            if tally.decide(channel, &answering, true) {
                 server.post(channel, user, &text);
             }
         });
@@ -319,5 +360,25 @@ mod tests {
         let window = (t0 + Duration::from_millis(10), t0 + Duration::from_millis(50));
         assert_eq!(handoffs(&records, window), vec![Duration::from_millis(30)], "a handoff may end after the window");
         assert_eq!(completed(&records, window), 1);
+    }
+
+    #[test]
+    fn a_channel_is_quiet_only_once_every_answer_decided_is_seen_and_none_is_thinking() {
+        let seen = Counts { announces: 3, signals: 2, answers: 2, ..Counts::default() };
+        assert!(seen.quiet());
+        assert!(!Counts { answers: 3, ..seen }.quiet(), "an answer posted, not seen yet");
+        assert!(!Counts { thinking: 1, ..seen }.quiet(), "an answer still thinking");
+        assert!(!Counts { announces: 2, ..seen }.quiet(), "a signal not announced after yet");
+    }
+
+    #[test]
+    fn once_agents_stop_answering_no_answer_is_decided() {
+        let (tally, answering) = (Tally::default(), AtomicBool::new(true));
+        tally.bump(7, |c| c.thinking += 1);
+        assert!(tally.decide(7, &answering, false));
+        tally.stop_answering(&answering);
+        assert!(!tally.decide(7, &answering, true), "the answer that was thinking is not posted");
+        let counts = tally.snapshot()[&7];
+        assert_eq!((counts.answers, counts.thinking), (1, 0));
     }
 }

@@ -14,7 +14,6 @@ use anyhow::bail;
 use local_discord::world::{LogEntry, LogKind};
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 /// Turns are never meant to time out here.
@@ -66,12 +65,13 @@ pub async fn run(bot: &Bot, layout: &Layout, dir: &Path, sizes: TurnSizes) -> an
     wait_until(&mut process, sizes.window, || false).await?;
     let t1 = Instant::now();
     let cpu = cpu.stop(&process);
-    observer.answering.store(false, Ordering::Relaxed);
-    // Answers already thinking are posted within 1.5 × `think`, unless they see that agents stopped answering.
-    tokio::time::sleep(sizes.think.mul_f64(1.5)).await;
-    // Let the handoffs of the window's last signals finish.
-    let quiet = |c: &Counts| c.announces > c.signals;
-    wait_until(&mut process, sizes.patience, || tally.channels_where(quiet) == all).await?;
+    observer.stop_answering();
+    // Let the handoffs of the window's last signals finish: every answer decided is seen and announced after (the
+    // holders read next are then those the bot gave the floor to last).
+    let quiet = |c: &Counts| c.quiet();
+    if !wait_until(&mut process, sizes.patience, || tally.channels_where(quiet) == all).await? {
+        bail!("not every channel was quiet within {:?} once the agents stopped answering", sizes.patience);
+    }
     // REST calls per turn, exactly: from quiet to quiet, one more turn in every channel.
     let (log_from, before) = (scene.log_len(), tally.snapshot());
     for (channel, holder) in tally.holders() {
