@@ -268,9 +268,7 @@ impl Actor {
                     "this channel's lease was lost: this channel's actor stops here, leaving what it had not done to \
                      whoever holds the channel now"
                 );
-                if let Some(sender) = self.sender.take() {
-                    sender.abandon();
-                }
+                self.abandon_sender();
                 return;
             }
             if Box::pin(self.take(input)).await && (self.retire)(&mut self.inbox) {
@@ -767,6 +765,13 @@ impl Actor {
                 reports: Box::new(move |report| drop(inbox.send(Input::Sent(Box::new(report))))),
             })
         })
+    }
+
+    /// Another process acts for the channel now: what the sender still had is left to it (see [`Sender::abandon`]).
+    fn abandon_sender(&mut self) {
+        if let Some(sender) = self.sender.take() {
+            sender.abandon();
+        }
     }
 
     async fn flush_sender(&self) {

@@ -106,9 +106,7 @@ impl Actor {
     /// had is abandoned, no notice is given, and the save is not tried again. The other process carries on from the session it read after taking the channel
     /// (what this one saved before is in it, its outbox included).
     fn stop_acting(&mut self, e: &SessionStoreError) {
-        if let Some(sender) = self.sender.take() {
-            sender.abandon();
-        }
+        self.abandon_sender();
         if !std::mem::replace(&mut self.taken_over, true) {
             crate::metrics::fenced_save_rejected();
             tracing::warn!(channel = %self.channel, "{e}: this channel's actor stops here");

@@ -171,7 +171,7 @@ async fn pause_then_signal_during_a_catch_up(h: &Harness, how: &str) {
         _ => h.router.deliver(A, Input::command(Command::Pause, Some(origin), None)),
     }
     tokio::time::advance(Duration::from_secs(1)).await;
-    let signal = h.written(PM, "Done. TURN_COMPLETE", h.clock.now().signed_duration_since(t0()).num_milliseconds());
+    let signal = h.written(PM, "Done. TURN_COMPLETE", h.now_ms());
     h.rest.history.lock().unwrap().insert(A, vec![signal.clone()]);
     if how != "page only" {
         h.deliver(A, &signal);
@@ -713,7 +713,7 @@ async fn a_signal_written_after_a_second_held_command_waits_for_that_command_too
     h.router.deliver(A, Input::command(Command::Pause, Some(pause), None));
     tokio::time::advance(Duration::from_millis(500)).await;
     // pm signals after the pause; the gateway lost it (only the page shows it).
-    let signal = h.written(PM, "Done. TURN_COMPLETE", h.clock.now().signed_duration_since(t0()).num_milliseconds());
+    let signal = h.written(PM, "Done. TURN_COMPLETE", h.now_ms());
     h.rest.history.lock().unwrap().insert(A, vec![signal.clone()]);
     tokio::time::sleep(Duration::from_secs(10)).await;
     h.settle(A).await;
@@ -728,7 +728,7 @@ async fn messages_held_behind_a_command_from_two_pages_keep_their_order() {
     let h = catching_up_with_an_extend_held().await;
     tokio::time::advance(Duration::from_millis(500)).await;
     // After the command: 99 lines of a person, then pm's signal (page 1 ends with it), then dev answers (page 2).
-    let base = h.clock.now().signed_duration_since(t0()).num_milliseconds();
+    let base = h.now_ms();
     let mut history: Vec<IncomingMessage> = (0..99).map(|i| h.written(HUMAN, &format!("h{i}"), base + i)).collect();
     let signal = h.written(PM, "Done. TURN_COMPLETE", base + 200);
     let answer = h.written(DEV, "My part. TURN_COMPLETE", base + 20_000);
@@ -746,7 +746,7 @@ async fn messages_held_behind_a_command_from_two_pages_keep_their_order() {
 async fn a_signal_on_the_first_page_behind_a_command_is_not_lost_behind_three_newer_pages() {
     let h = catching_up_with_an_extend_held().await;
     tokio::time::advance(Duration::from_millis(500)).await;
-    let base = h.clock.now().signed_duration_since(t0()).num_milliseconds();
+    let base = h.now_ms();
     let signal = h.written(PM, "Done. TURN_COMPLETE", base);
     let mut history = vec![signal.clone()];
     history.extend((1..400).map(|i| h.written(HUMAN, &format!("h{i}"), base + i)));
@@ -762,12 +762,11 @@ async fn a_signal_on_the_first_page_behind_a_command_is_not_lost_behind_three_ne
 #[tokio::test(start_paused = true)]
 async fn a_signal_a_page_shows_is_held_before_a_command_given_after_it_even_behind_a_late_live_message() {
     let h = catching_up_with_an_extend_held().await;
-    let at = |h: &Harness| h.clock.now().signed_duration_since(t0()).num_milliseconds();
     tokio::time::advance(Duration::from_millis(100)).await;
     // A person writes, then pm signals; the `pause` comes after both. The gateway brings the person's line only
     // after the pause, and loses pm's signal (the page shows it).
-    let line = h.written(HUMAN, "a remark", at(&h));
-    let signal = h.written(PM, "Done. TURN_COMPLETE", at(&h) + 50);
+    let line = h.written(HUMAN, "a remark", h.now_ms());
+    let signal = h.written(PM, "Done. TURN_COMPLETE", h.now_ms() + 50);
     tokio::time::advance(Duration::from_millis(100)).await;
     h.router.deliver(A, Input::command(Command::Pause, Some(h.id_at(h.clock.now())), None));
     h.deliver(A, &line);
@@ -782,7 +781,7 @@ async fn a_signal_a_page_shows_is_held_before_a_command_given_after_it_even_behi
 #[tokio::test(start_paused = true)]
 async fn a_signal_a_page_shows_behind_a_command_when_the_held_queue_is_full_is_handled_in_its_place() {
     let h = catching_up_with_an_extend_held().await;
-    let base = h.clock.now().signed_duration_since(t0()).num_milliseconds();
+    let base = h.now_ms();
     // pm signals just after the command (the gateway loses it); people then write a thousand lines, 20 s later,
     // which fill the held queue while the catch-up reads.
     let signal = h.written(PM, "Done. TURN_COMPLETE", base + 10);
@@ -806,7 +805,7 @@ async fn a_signal_a_page_shows_behind_a_command_when_the_held_queue_is_full_is_h
 #[tokio::test(start_paused = true)]
 async fn a_full_held_queue_never_makes_room_with_a_message_held_before_a_command_given_after_it() {
     let h = catching_up_with_an_extend_held().await;
-    let base = h.clock.now().signed_duration_since(t0()).num_milliseconds();
+    let base = h.now_ms();
     // A person's line the gateway loses, then a flood of lines, then pm's signal fill the held queue; a `pause`
     // comes after them all.
     let lost = h.written(HUMAN, "lost line", base + 50);

@@ -357,6 +357,11 @@ impl Harness {
         MessageId(MessageId::first_at(at).0 + self.next_id.fetch_add(1, Ordering::Relaxed))
     }
 
+    /// How long after the session started it is now, in ms (the offset [`Harness::written`] takes).
+    fn now_ms(&self) -> i64 {
+        self.clock.now().signed_duration_since(t0()).num_milliseconds()
+    }
+
     /// A message `author` wrote `offset_ms` after the session started.
     fn written(&self, author: UserId, text: &str, offset_ms: i64) -> IncomingMessage {
         let written_at = t0() + TimeDelta::milliseconds(offset_ms);
