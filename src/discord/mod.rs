@@ -200,6 +200,7 @@ pub async fn start(options: BotOptions) -> anyhow::Result<RunningBot> {
         stats: stats.clone(),
         catch_up_permits: Arc::new(Semaphore::new(CATCH_UP_CONCURRENCY)),
         shards: Arc::new(ShardsUp::starting(options.shards.unwrap_or(ShardRange::whole(1)))),
+        senders: tokio_util::task::TaskTracker::new(),
     });
     tell_lost_sessions(&env, report.lost);
     let router = Router::new(env);

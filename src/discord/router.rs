@@ -14,11 +14,15 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use tokio::sync::oneshot;
+use tokio::task::AbortHandle;
 
 /// How long a shutdown waits, in all, for the channels to finish what is in hand. A REST call may be retried for
 /// minutes (a 5xx, a rate limit); what is not done by then stays in its channel's saved outbox and is carried out at
 /// the next start.
 pub const SHUTDOWN_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+/// How long a shutdown waits for the senders it stopped to be gone: a stopped task is dropped at its next turn on a
+/// worker, so this is only ever reached by a task stuck in blocking code.
+const SENDERS_GONE_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
 
 #[derive(Clone)]
 struct Handle {
@@ -27,6 +31,8 @@ struct Handle {
     backlog: Arc<Backlog>,
     /// Tells this actor apart from a later one of the same channel.
     generation: u64,
+    /// Its task: stopped if it is still at work when a shutdown's wait ends.
+    task: AbortHandle,
 }
 
 pub struct Router {
@@ -116,7 +122,10 @@ impl Router {
         answer.await.ok()
     }
 
-    /// Stops taking inputs, then lets every actor finish what is in hand, for at most [`SHUTDOWN_WAIT`] in all.
+    /// Stops taking inputs, then lets every actor finish what is in hand, for at most [`SHUTDOWN_WAIT`] in all. The
+    /// actors and senders still at work then are stopped, and gone when this returns: the process lets go of its
+    /// channels next, and whoever runs one then carries out its saved outbox, so a call made from here after that
+    /// would come twice or out of order.
     pub async fn shutdown(&self) {
         self.closing.store(true, Ordering::SeqCst);
         let mut waiting = Vec::new();
@@ -139,7 +148,14 @@ impl Router {
                  saved outbox and is carried out at the next start"
             );
         }
-        self.actors.lock().expect("actors lock").clear();
+        // An actor dropped takes its sender with it.
+        for handle in std::mem::take(&mut *self.actors.lock().expect("actors lock")).into_values() {
+            handle.task.abort();
+        }
+        self.env.senders.close();
+        if tokio::time::timeout(SENDERS_GONE_WAIT, self.env.senders.wait()).await.is_err() {
+            tracing::warn!("{} channel sender(s) still running after being stopped", self.env.senders.len());
+        }
     }
 
     fn handles(&self) -> Vec<Handle> {
@@ -199,14 +215,14 @@ impl Router {
             let _ = inbox.send(input);
         }
         let generation = self.generations.fetch_add(1, Ordering::Relaxed);
-        let handle = Handle { inbox: inbox.clone(), backlog: backlog.clone(), generation };
-        actors.insert(channel, handle.clone());
         let router = self.myself.clone();
         let retire: Retire = Box::new(move |receiver| match router.upgrade() {
             Some(router) => router.retire(channel, generation, receiver),
             None => true,
         });
-        Actor::spawn(channel, origin, self.env.clone(), (receiver, backlog), inbox, retire);
+        let task = Actor::spawn(channel, origin, self.env.clone(), (receiver, backlog.clone()), inbox.clone(), retire);
+        let handle = Handle { inbox, backlog, generation, task };
+        actors.insert(channel, handle.clone());
         handle
     }
 

@@ -22,6 +22,7 @@ use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
+use tokio_util::task::TaskTracker;
 
 /// How long an effect is retried before it is given up.
 pub const GIVE_UP_AFTER: Duration = Duration::from_secs(600);
@@ -70,9 +71,10 @@ enum Job {
     Flush(oneshot::Sender<()>),
 }
 
-/// The way in to a channel's sender; the task ends when the handle is dropped and its queue is done, or at once when
-/// [`Sender::abandon`]ed.
-#[derive(Clone)]
+/// The way in to a channel's sender. Its task stops at once, leaving what is queued undone, when the handle is
+/// [`Sender::abandon`]ed or dropped: its actor flushes it first whenever the work must be finished (a retiring
+/// channel, a shutdown), and an actor that is gone (stopped by a takeover, or cut off when a shutdown's wait ends)
+/// must leave the channel's saved outbox to whoever runs the channel next.
 pub struct Sender {
     jobs: mpsc::UnboundedSender<Job>,
     task: tokio::task::AbortHandle,
@@ -86,6 +88,8 @@ pub struct Tools {
     pub clock: Clock,
     /// Where outcomes are reported: the actor wraps them into its own inbox, so the sender does not know it.
     pub reports: Reports,
+    /// Every sender's tasks, so that a shutdown can wait until the ones it stopped are gone.
+    pub tasks: TaskTracker,
 }
 
 /// Takes each effect's outcome to whoever decided the effect.
@@ -94,7 +98,7 @@ pub type Reports = Box<dyn Fn(Report) + Send + Sync>;
 impl Sender {
     pub fn spawn(tools: Tools) -> Self {
         let (jobs, queue) = mpsc::unbounded_channel();
-        let task = tokio::spawn(run(tools, queue)).abort_handle();
+        let task = tools.tasks.clone().spawn(run(tools, queue)).abort_handle();
         Self { jobs, task }
     }
 
@@ -124,11 +128,26 @@ impl Sender {
     }
 }
 
+impl Drop for Sender {
+    fn drop(&mut self) {
+        self.abandon();
+    }
+}
+
+/// The deletion or reaction under way beside the posts, stopped with the sender that started it.
+struct Tidying(JoinHandle<()>);
+
+impl Drop for Tidying {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 async fn run(tools: Tools, mut queue: mpsc::UnboundedReceiver<Job>) {
     let tools = Arc::new(tools);
     // The deletion or reaction of the effect before, still under way: it posts nothing, so an announcement or a
     // notice after it keeps its place in the channel without waiting for it. Anything else waits for it.
-    let mut tidying: Option<JoinHandle<()>> = None;
+    let mut tidying: Option<Tidying> = None;
     while let Some(job) = queue.recv().await {
         let posts_only = match &job {
             Job::Notice(_) => true,
@@ -142,11 +161,11 @@ async fn run(tools: Tools, mut queue: mpsc::UnboundedReceiver<Job>) {
             Job::Effect { queued, replay } => match posting(&tools, &queued.effect, replay).await {
                 // Nothing is under way here: an effect that tidies is not `posts_only`, so it waited above.
                 Ok(posted) if queued.effect.tidies() => {
-                    let tools = tools.clone();
-                    tidying = Some(tokio::spawn(async move {
-                        let done = tidy(&tools, &queued.effect).await.map(|()| posted);
-                        report(&tools, &queued, done);
-                    }));
+                    let task = tools.clone();
+                    tidying = Some(Tidying(tools.tasks.spawn(async move {
+                        let done = tidy(&task, &queued.effect).await.map(|()| posted);
+                        report(&task, &queued, done);
+                    })));
                 }
                 done => report(&tools, &queued, done),
             },
@@ -164,9 +183,11 @@ async fn run(tools: Tools, mut queue: mpsc::UnboundedReceiver<Job>) {
 }
 
 /// Waits for the tidying under way, if any (its outcome is reported by itself).
-async fn finish(tidying: &mut Option<JoinHandle<()>>) {
-    if let Some(task) = tidying.take() {
-        if let Err(e) = task.await {
+async fn finish(tidying: &mut Option<Tidying>) {
+    if let Some(Tidying(task)) = tidying.as_mut() {
+        let finished = task.await;
+        tidying.take();
+        if let Err(e) = finished {
             if e.is_panic() {
                 std::panic::resume_unwind(e.into_panic());
             }

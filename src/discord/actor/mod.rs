@@ -33,6 +33,8 @@ use inbox::{Inbox, InboxSender};
 use std::collections::VecDeque;
 use std::sync::Arc;
 use tokio::sync::{Semaphore, oneshot};
+use tokio::task::AbortHandle;
+use tokio_util::task::TaskTracker;
 
 /// Live inputs held while a catch-up reads (spec 8) at the most: messages past it are left to the channel's history,
 /// read again once the catch-up is done, so a long catch-up in a busy channel does not hold without bound.
@@ -52,6 +54,9 @@ pub struct Env {
     pub catch_up_permits: Arc<Semaphore>,
     /// Which of the process's shards are connected: a channel on one that is not waits for its catch-up.
     pub shards: Arc<ShardsUp>,
+    /// The channels' senders: a shutdown stops the ones still at work when its wait ends, and waits until they are gone
+    /// before the process lets go of its channels.
+    pub senders: TaskTracker,
 }
 
 impl Env {
@@ -223,8 +228,8 @@ impl Actor {
         inbox: (Inbox, Arc<Backlog>),
         myself: InboxSender,
         retire: Retire,
-    ) {
-        tokio::spawn(task(channel, origin, env, inbox, myself, retire));
+    ) -> AbortHandle {
+        tokio::spawn(task(channel, origin, env, inbox, myself, retire)).abort_handle()
     }
 
     async fn run(&mut self) {
@@ -763,6 +768,7 @@ impl Actor {
                 personas: env.personas.clone(),
                 clock: env.clock,
                 reports: Box::new(move |report| drop(inbox.send(Input::Sent(Box::new(report))))),
+                tasks: env.senders.clone(),
             })
         })
     }

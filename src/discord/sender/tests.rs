@@ -123,6 +123,7 @@ fn sender_for(channel: &Arc<FakeChannel>) -> (Sender, Arc<Mutex<Vec<Report>>>) {
         personas: Arc::new(PersonaCatalog::new(Vec::new())),
         clock: Clock::starting_at("2026-05-01T12:00:00Z".parse().unwrap()),
         reports: Box::new(move |report| sink.lock().unwrap().push(report)),
+        tasks: tokio_util::task::TaskTracker::new(),
     });
     (sender, reports)
 }

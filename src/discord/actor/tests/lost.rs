@@ -108,3 +108,33 @@ async fn a_floor_announcement_refused_with_403_after_a_while_pauses_with_the_who
     assert_eq!(session.active_agent.as_ref().map(|a| a.as_str()), Some("dev"));
     assert_eq!(session.paused_remaining_ms, Some(i64::from(TURN_SECONDS) * 1000));
 }
+
+/// Whether channel A's sender, still retrying `kind` (server errors for minutes) when the shutdown's wait ends,
+/// makes a call after the shutdown. The process then lets go of its leases, and another process carries out the saved
+/// outbox: a call from this one after that would come twice or out of order.
+async fn calls_after_a_shutdown_while_retrying(kind: &'static str) {
+    let h = Harness::new();
+    h.start(A).await;
+    h.settle(A).await;
+    h.rest.fail(A, kind, vec![status(503); 100]);
+    h.deliver(A, &h.written(PM, "Done. TURN_COMPLETE", 1_000));
+    h.router.ask(A, Input::Snapshot).await;
+    h.router.shutdown().await;
+    let at_shutdown = calls(&h, A);
+    let tried = h.journal.of(A).iter().filter(|l| l.starts_with(kind) && l.ends_with("503: ")).count();
+    assert!(tried > 1, "the {kind} was retried: {:#?}", h.journal.of(A));
+    tokio::time::sleep(Duration::from_secs(120)).await;
+    assert_eq!(calls(&h, A), at_shutdown, "no call after the shutdown: {:#?}", h.journal.of(A));
+    let saved = h.saver.saved.lock().unwrap()[&A].clone();
+    assert!(!saved.outbox.is_empty(), "what was not done is left in the saved outbox");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_sender_still_posting_when_the_shutdown_wait_ends_makes_no_call_after_the_shutdown() {
+    calls_after_a_shutdown_while_retrying("announce").await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_deletion_still_retried_beside_the_posts_when_the_shutdown_wait_ends_makes_no_call_after_it() {
+    calls_after_a_shutdown_while_retrying("delete").await;
+}
