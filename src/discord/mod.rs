@@ -339,7 +339,8 @@ fn tell_lost_sessions(env: &Arc<Env>, lost: Vec<ChannelId>) {
         tokio::spawn(async move {
             let text = "⚠️ I could not restore the turn-management session of this channel: its saved state could not \
                         be read (it is kept aside for inspection; see my logs). Start a new one with `!turn start`.";
-            if let Err(e) = sender::retrying(|| rest.notice(channel, text)).await {
+            let nonce = sender::notice_nonce();
+            if let Err(e) = sender::retrying(|| rest.notice(channel, text, &nonce)).await {
                 tracing::warn!(channel = %channel, "could not say that the session was lost: {e}");
             }
         });

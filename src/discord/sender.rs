@@ -65,8 +65,8 @@ pub struct Report {
 enum Job {
     /// An effect of the outbox; `replay` when it may have been carried out before a crash.
     Effect { queued: Queued, replay: bool },
-    /// A plain line from the bot that pings nobody (a display-mode notice).
-    Notice(String),
+    /// A plain line from the bot that pings nobody (a display-mode notice), and its nonce.
+    Notice { text: String, nonce: String },
     /// Answered once everything queued before it is done.
     Flush(oneshot::Sender<()>),
 }
@@ -116,7 +116,7 @@ impl Sender {
     }
 
     pub fn notice(&self, text: String) {
-        let _ = self.jobs.send(Job::Notice(text));
+        let _ = self.jobs.send(Job::Notice { text, nonce: notice_nonce() });
     }
 
     /// Waits until everything queued so far is carried out (or given up).
@@ -150,7 +150,7 @@ async fn run(tools: Tools, mut queue: mpsc::UnboundedReceiver<Job>) {
     let mut tidying: Option<Tidying> = None;
     while let Some(job) = queue.recv().await {
         let posts_only = match &job {
-            Job::Notice(_) => true,
+            Job::Notice { .. } => true,
             Job::Effect { queued, .. } => !queued.effect.tidies(),
             Job::Flush(_) => false,
         };
@@ -169,8 +169,8 @@ async fn run(tools: Tools, mut queue: mpsc::UnboundedReceiver<Job>) {
                 }
                 done => report(&tools, &queued, done),
             },
-            Job::Notice(text) => {
-                if let Err(e) = retrying(|| tools.rest.notice(tools.channel, &text)).await {
+            Job::Notice { text, nonce } => {
+                if let Err(e) = retrying(|| tools.rest.notice(tools.channel, &text, &nonce)).await {
                     tracing::warn!(channel = %tools.channel, "could not post a notice: {e}");
                 }
             }
@@ -193,6 +193,12 @@ async fn finish(tidying: &mut Option<Tidying>) {
             }
         }
     }
+}
+
+/// A notice's nonce, the same on each of its retries. A notice is not in the outbox (it is never carried out again
+/// after a restart), so a random one will do; its `n` keeps it apart from every announcement's (`t`).
+pub fn notice_nonce() -> String {
+    format!("n{:016x}", fastrand::u64(..))
 }
 
 /// Tells the actor how effect `queued` ended; `done` answers the id of the message an announcement made.

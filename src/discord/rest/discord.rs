@@ -67,8 +67,8 @@ impl Rest for DiscordRest {
         Ok(MessageId(id.parse().unwrap_or_default()))
     }
 
-    async fn notice(&self, channel: ChannelId, text: &str) -> Result<(), RestError> {
-        let body = json!({"content": text, "allowed_mentions": {"parse": []}});
+    async fn notice(&self, channel: ChannelId, text: &str, nonce: &str) -> Result<(), RestError> {
+        let body = json!({"content": text, "allowed_mentions": {"parse": []}, "nonce": nonce, "enforce_nonce": true});
         self.http.create_message(channel.0, &body).await.map(drop)
     }
 

@@ -39,8 +39,9 @@ pub trait Rest: Send + Sync + 'static {
     /// Posts an announcement with its nonce (`enforce_nonce`, so a retry never posts it twice), pinging at most
     /// its `mention`; answers the posted message's id.
     async fn announce(&self, channel: ChannelId, announcement: &Announcement) -> Result<MessageId, RestError>;
-    /// Posts a plain line from the bot that pings nobody.
-    async fn notice(&self, channel: ChannelId, text: &str) -> Result<(), RestError>;
+    /// Posts a plain line from the bot that pings nobody, with its `nonce` (`enforce_nonce`: a retry after an answer
+    /// that was lost does not post it twice).
+    async fn notice(&self, channel: ChannelId, text: &str, nonce: &str) -> Result<(), RestError>;
     /// Posts `text` as the persona through the channel's webhook, with what it `carries` (files, embeds); pings
     /// users at most.
     async fn repost(

@@ -40,6 +40,10 @@ struct FakeChannel {
     delete_takes: Duration,
     /// Every call, in the order it began and ended.
     calls: Mutex<Vec<String>>,
+    /// The notices the channel shows, with their nonces: a repeated nonce posts nothing, as on Discord.
+    notices: Mutex<Vec<(String, String)>>,
+    /// How the fake answers each notice tried.
+    notice_answers: Mutex<VecDeque<Answer>>,
 }
 
 #[async_trait]
@@ -50,8 +54,16 @@ impl Rest for FakeChannel {
         Ok(MessageId(0))
     }
 
-    async fn notice(&self, _: ChannelId, _: &str) -> Result<(), RestError> {
-        panic!("no notice expected")
+    async fn notice(&self, _: ChannelId, text: &str, nonce: &str) -> Result<(), RestError> {
+        let answer = self.notice_answers.lock().unwrap().pop_front();
+        let mut notices = self.notices.lock().unwrap();
+        if !matches!(answer, Some(Answer::Fail(_))) && !notices.iter().any(|(_, n)| n == nonce) {
+            notices.push((text.to_owned(), nonce.to_owned()));
+        }
+        match answer {
+            None => Ok(()),
+            Some(Answer::Fail(e) | Answer::MadeThenFail(e)) => Err(e),
+        }
     }
 
     async fn repost(&self, _: ChannelId, voice: Voice<'_>, text: &str, carries: &Carried) -> Result<(), RestError> {
@@ -277,4 +289,23 @@ async fn the_next_announcement_is_posted_while_the_relayed_message_is_deleted_an
     let reports = reports.lock().unwrap();
     assert_eq!(reports.iter().map(|r| r.id).collect::<Vec<_>>(), [2, 1, 3], "each reported when it is done");
     assert!(reports.iter().all(|r| matches!(r.outcome, Outcome::Done { .. })));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_notice_posted_but_answered_with_a_timeout_is_not_posted_again() {
+    let channel = Arc::new(FakeChannel::default());
+    channel
+        .notice_answers
+        .lock()
+        .unwrap()
+        .extend([Answer::MadeThenFail(RestError::Timeout(Duration::from_secs(10))), Answer::Fail(server_error())]);
+    let (sender, _) = sender_for(&channel);
+    sender.notice("Relay is off here: observe mode.".into());
+    sender.notice("Relay is off here: observe mode.".into());
+    sender.flush().await;
+    let notices = channel.notices.lock().unwrap().clone();
+    let texts: Vec<_> = notices.iter().map(|(text, _)| text.as_str()).collect();
+    assert_eq!(texts, ["Relay is off here: observe mode."; 2], "each notice shows once: {notices:?}");
+    assert_ne!(notices[0].1, notices[1].1, "two notices, two nonces");
+    assert!(notices.iter().all(|(_, nonce)| nonce.len() <= 25 && nonce.starts_with('n')), "{notices:?}");
 }

@@ -118,7 +118,7 @@ impl Rest for FakeRest {
         Ok(id)
     }
 
-    async fn notice(&self, channel: ChannelId, text: &str) -> Result<(), RestError> {
+    async fn notice(&self, channel: ChannelId, text: &str, _nonce: &str) -> Result<(), RestError> {
         self.call(channel, "notice", format!("notice {channel} {text}")).await
     }
 
