@@ -7,7 +7,7 @@ use common::{Scene, personas};
 use local_discord::messages::Draft;
 use local_discord::world::{Attachment, Author, Message};
 use std::sync::Arc;
-use turn_manager::core::ids::{ChannelId, MessageId};
+use turn_manager::core::ids::{ChannelId, MessageId, UserId};
 use turn_manager::demo::stage::Stage;
 use turn_manager::discord::access::Access;
 use turn_manager::discord::identity::Identity;
@@ -18,10 +18,16 @@ use turn_manager::discord::rest::http::DiscordHttp;
 
 /// The bot's REST seam on the stage, without a gateway connection (history reads need none).
 fn rest_of(stage: &Stage) -> DiscordRest {
+    rest_and_identity_of(stage).0
+}
+
+/// [`rest_of`], and what it knows of the bot itself (its id, once the gateway's READY tells it).
+fn rest_and_identity_of(stage: &Stage) -> (DiscordRest, Arc<Identity>) {
     let identity = Arc::new(Identity::default());
     let budget = Arc::new(RestBudget::new(45));
     let http = DiscordHttp::new(&stage.bot_token, Some(&stage.server.base_url()), budget.clone());
-    DiscordRest::new(Arc::new(http), Arc::new(Access::new(identity.clone(), Vec::new(), budget)), identity)
+    let access = Arc::new(Access::new(identity.clone(), Vec::new(), budget));
+    (DiscordRest::new(Arc::new(http), access, identity.clone()), identity)
 }
 
 /// A message posted through a webhook as `name`.
@@ -63,6 +69,29 @@ async fn a_repost_part_is_found_without_the_whitespace_discord_drops_around_it()
     let parts = ["First paragraph.\n".to_owned(), "Second paragraph.".to_owned()];
     let found = rest.reposts_made(ChannelId(stage.channel), MessageId(original), "PM", &parts).await.unwrap();
     assert_eq!(found, 1, "the first part is made: only the second is posted again");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_announcement_is_found_among_the_bots_own_messages_past_a_page_and_behind_role_mentions() {
+    let stage = Stage::new(&personas([60, 60, 60])).await.expect("local server");
+    let text = "🎙️ <@102> (dev) has the floor: 60s. End your message with TURN_COMPLETE.";
+    let before = stage.operator_says("before");
+    let (rest, identity) = rest_and_identity_of(&stage);
+    let channel = ChannelId(stage.channel);
+    let unknown = rest.announcement_made(channel, MessageId(before), text).await.expect_err("own id not known yet");
+    assert!(unknown.is_transient(), "asked again once connected: {unknown}");
+    identity.set_user(UserId(stage.bot_user));
+    // The same words from someone else, and through a webhook, are not the bot's announcement.
+    stage.server.post(stage.channel, stage.user_of("pm"), text);
+    webhook_says(&stage, "DEV", text);
+    for i in 0..150 {
+        stage.operator_says(&format!("chatter {i}"));
+    }
+    assert_eq!(rest.announcement_made(channel, MessageId(before), text).await.unwrap(), None, "not posted yet");
+    let posted = stage.server.post(stage.channel, stage.bot_user, &format!("<@&{}> {text}", stage.bot_role));
+    let found = rest.announcement_made(channel, MessageId(before), text).await.unwrap();
+    assert_eq!(found, Some(MessageId(posted)), "past 150 messages, behind an escalation's role mention");
+    assert_eq!(rest.announcement_made(channel, MessageId(posted), text).await.unwrap(), None, "only after `after`");
 }
 
 /// An agent's message with a file (and an embed of its own), posted as it would be through Discord.

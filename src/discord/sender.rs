@@ -15,7 +15,7 @@ use super::clock::Clock;
 use super::rest::{Carried, Rest, RestError, Voice};
 use crate::core::ids::{ChannelId, MessageId};
 use crate::core::persona::PersonaCatalog;
-use crate::core::session::effects::{Effect, Queued, split_message};
+use crate::core::session::effects::{Announcement, Effect, Queued, decided_at, split_message};
 use chrono::{DateTime, Utc};
 use std::sync::Arc;
 use std::time::Duration;
@@ -24,6 +24,9 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::task::TaskTracker;
 
+/// How long after a try an announcement's nonce surely still guards it: Discord answers a repeated nonce with the
+/// first message for "a few minutes", so after this the channel is looked at instead.
+const NONCE_REMEMBERED_FOR: chrono::TimeDelta = chrono::TimeDelta::seconds(60);
 /// How long an effect is retried before it is given up.
 pub const GIVE_UP_AFTER: Duration = Duration::from_secs(600);
 /// The first wait after a server error or a time-out; it doubles each time, up to [`BACKOFF_MAX`].
@@ -148,6 +151,8 @@ async fn run(tools: Tools, mut queue: mpsc::UnboundedReceiver<Job>) {
     // The deletion or reaction of the effect before, still under way: it posts nothing, so an announcement or a
     // notice after it keeps its place in the channel without waiting for it. Anything else waits for it.
     let mut tidying: Option<Tidying> = None;
+    // The newest announcement posted (or found posted) here: one after it in the outbox can only show after it.
+    let mut announced: Option<MessageId> = None;
     while let Some(job) = queue.recv().await {
         let posts_only = match &job {
             Job::Notice { .. } => true,
@@ -158,7 +163,7 @@ async fn run(tools: Tools, mut queue: mpsc::UnboundedReceiver<Job>) {
             finish(&mut tidying).await;
         }
         match job {
-            Job::Effect { queued, replay } => match posting(&tools, &queued.effect, replay).await {
+            Job::Effect { queued, replay } => match posting(&tools, &queued.effect, replay, announced).await {
                 // Nothing is under way here: an effect that tidies is not `posts_only`, so it waited above.
                 Ok(posted) if queued.effect.tidies() => {
                     let task = tools.clone();
@@ -167,7 +172,12 @@ async fn run(tools: Tools, mut queue: mpsc::UnboundedReceiver<Job>) {
                         report(&task, &queued, done);
                     })));
                 }
-                done => report(&tools, &queued, done),
+                done => {
+                    if let Ok(Some(posted)) = done {
+                        announced = Some(posted);
+                    }
+                    report(&tools, &queued, done)
+                }
             },
             Job::Notice { text, nonce } => {
                 if let Err(e) = retrying(|| tools.rest.notice(tools.channel, &text, &nonce)).await {
@@ -227,8 +237,13 @@ fn report(tools: &Tools, queued: &Queued, done: Result<Option<MessageId>, RestEr
 }
 
 /// The part of an effect that posts messages, which must keep its place in the channel: a relay's reposts, an
-/// announcement (answering the id of the message Discord holds for it).
-async fn posting(tools: &Tools, effect: &Effect, replay: bool) -> Result<Option<MessageId>, RestError> {
+/// announcement (answering the id of the message Discord holds for it; `announced`, the one before it).
+async fn posting(
+    tools: &Tools,
+    effect: &Effect,
+    replay: bool,
+    announced: Option<MessageId>,
+) -> Result<Option<MessageId>, RestError> {
     let (rest, channel) = (tools.rest.as_ref(), tools.channel);
     match effect {
         Effect::Relay { message_id, persona, text, has_files } => {
@@ -268,7 +283,45 @@ async fn posting(tools: &Tools, effect: &Effect, replay: bool) -> Result<Option<
             Ok(None)
         }
         Effect::Delete { .. } | Effect::React { .. } => Ok(None),
-        Effect::Announce(announcement) => retrying(|| rest.announce(channel, announcement)).await.map(Some),
+        Effect::Announce(announcement) => announce_once(tools, announcement, replay, announced).await.map(Some),
+    }
+}
+
+/// Posts an announcement, retried as [`retrying`] does. Its nonce answers a repeat with the first message for a few
+/// minutes only: one that may have been posted longer ago (replayed after a long stop, or still retried long after
+/// a try whose answer was lost) is looked for in the channel first, after the announcement before it (`announced`)
+/// and after the instant it was decided.
+async fn announce_once(
+    tools: &Tools,
+    announcement: &Announcement,
+    replay: bool,
+    announced: Option<MessageId>,
+) -> Result<MessageId, RestError> {
+    let (rest, channel) = (tools.rest.as_ref(), tools.channel);
+    let decided = decided_at(&announcement.nonce);
+    // Since when it may be showing unknown to this process: since it was decided, if a run before a crash may have
+    // posted it; in this run, since the first try whose outcome is unknown.
+    let mut unsure_since = if replay { decided } else { None };
+    let mut policy = Policy::new();
+    loop {
+        if let Some(since) = unsure_since.filter(|since| tools.clock.now() - *since > NONCE_REMEMBERED_FOR) {
+            let from = MessageId(MessageId::first_at(decided.unwrap_or(since)).0.saturating_sub(1));
+            let after = announced.map_or(from, |before| before.max(from));
+            if let Some(found) = retrying(|| rest.announcement_made(channel, after, &announcement.text)).await? {
+                return Ok(found);
+            }
+            unsure_since = None; // Not showing: nothing tried until now was posted.
+        }
+        let tried = tools.clock.now();
+        let error = match rest.announce(channel, announcement).await {
+            Ok(posted) => return Ok(posted),
+            Err(e) if e.is_transient() => e,
+            Err(e) => return Err(e),
+        };
+        if outcome_unknown(&error) {
+            unsure_since.get_or_insert(tried);
+        }
+        policy.wait(error).await?;
     }
 }
 

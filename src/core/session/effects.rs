@@ -120,6 +120,27 @@ pub fn nonce_for(channel: ChannelId, now: DateTime<Utc>, seq: u64) -> String {
     format!("t{:08x}{millis:0>8}{}", z as u32, base36(seq % 36u64.pow(8)))
 }
 
+/// When the announcement with this nonce was decided, read back from it (the inverse of [`nonce_for`]): no message
+/// of it can be older. `None` for a nonce of another form.
+pub fn decided_at(nonce: &str) -> Option<DateTime<Utc>> {
+    let millis = nonce.strip_prefix('t')?.get(8..16)?;
+    DateTime::from_timestamp_millis(i64::try_from(u64::from_str_radix(millis, 36).ok()?).ok()?)
+}
+
+/// Whether a message's `content` is announcement `text` as the bot posts it: behind the control roles' mentions an
+/// escalation puts first, cut to Discord's limit, without the whitespace around it that Discord drops.
+pub fn shows_announcement(content: &str, text: &str) -> bool {
+    let mut shown = content.trim();
+    while let Some((role, rest)) = shown.strip_prefix("<@&").and_then(|r| r.split_once('>')) {
+        if role.is_empty() || !role.bytes().all(|b| b.is_ascii_digit()) {
+            break;
+        }
+        shown = rest.trim_start();
+    }
+    let text = text.trim();
+    shown == text || shown.strip_suffix('…').is_some_and(|cut| !cut.is_empty() && text.starts_with(cut))
+}
+
 fn base36(mut n: u64) -> String {
     let mut digits = Vec::new();
     loop {
@@ -173,6 +194,28 @@ mod tests {
         let later = t + chrono::TimeDelta::milliseconds(1);
         assert_ne!(nonce_for(ChannelId(1), t, 2), nonce_for(ChannelId(1), later, 2), "a sequence gone back");
         assert_eq!(nonce_for(ChannelId(7), t, 3), nonce_for(ChannelId(7), t, 3));
+    }
+
+    #[test]
+    fn the_instant_an_announcement_was_decided_is_read_back_from_its_nonce() {
+        let t: DateTime<Utc> = "2026-03-01T10:00:00.123Z".parse().unwrap();
+        assert_eq!(decided_at(&nonce_for(ChannelId(7), t, 3)), Some(t));
+        assert_eq!(decided_at(&nonce_for(ChannelId(u64::MAX), t, u64::MAX)), Some(t));
+        assert_eq!(decided_at("n1"), None, "a notice's nonce, or an older form");
+        assert_eq!(decided_at("t1234"), None);
+    }
+
+    #[test]
+    fn an_announcement_is_recognised_as_posted_behind_role_mentions_cut_or_trimmed_and_nothing_else() {
+        let text = "🎙️ <@102> (dev) has the floor: 60s.";
+        assert!(shows_announcement(text, text));
+        assert!(shows_announcement(&format!("<@&55> <@&66> {text}"), text), "an escalation's roles first");
+        assert!(shows_announcement(&format!("{text}\n"), &format!(" {text}")), "whitespace Discord drops");
+        assert!(shows_announcement("🎙️ <@102> (dev) has…", text), "cut to the limit");
+        assert!(!shows_announcement("🎙️ <@101> (pm) has the floor: 60s.", text));
+        assert!(!shows_announcement(&format!("{text} Also this."), text));
+        assert!(!shows_announcement("…", text));
+        assert!(!shows_announcement(&format!("<@&x> {text}"), text), "not a role mention");
     }
 
     #[test]

@@ -7,7 +7,7 @@ use super::webhooks::Webhooks;
 use super::{Carried, Page, REPOST_SEARCH_PAGES, Rest, RestError, Voice};
 use crate::core::ids::{ChannelId, GuildId, MessageId, UserId};
 use crate::core::session::IncomingMessage;
-use crate::core::session::effects::Announcement;
+use crate::core::session::effects::{Announcement, shows_announcement};
 use crate::discord::access::Access;
 use crate::discord::identity::Identity;
 use async_trait::async_trait;
@@ -65,6 +65,33 @@ impl Rest for DiscordRest {
         }
         let id = self.http.create_message(channel.0, &body).await?;
         Ok(MessageId(id.parse().unwrap_or_default()))
+    }
+
+    async fn announcement_made(
+        &self,
+        channel: ChannelId,
+        after: MessageId,
+        text: &str,
+    ) -> Result<Option<MessageId>, RestError> {
+        // Before the gateway's READY the bot does not know its own id yet: asked again in a moment.
+        let me = self.identity.user().ok_or_else(|| RestError::Unavailable("not connected yet".into()))?.to_string();
+        let mut from = after.0;
+        for _ in 0..REPOST_SEARCH_PAGES {
+            let mut page = self.http.messages_after(channel.0, from, 100).await?;
+            page.sort_by_key(page_id);
+            let found = page
+                .iter()
+                .find(|m| m.webhook_id.is_none() && m.author.id == me && shows_announcement(&m.content, text));
+            if let Some(found) = found {
+                return Ok(Some(MessageId(page_id(found))));
+            }
+            if page.len() < 100 {
+                return Ok(None);
+            }
+            from = page.last().map_or(from, page_id);
+        }
+        tracing::warn!(%channel, "no announcement found in {REPOST_SEARCH_PAGES} pages after it was decided; posting it");
+        Ok(None)
     }
 
     async fn notice(&self, channel: ChannelId, text: &str, nonce: &str) -> Result<(), RestError> {

@@ -17,7 +17,8 @@ use async_trait::async_trait;
 use std::time::Duration;
 
 /// How many pages of 100 messages [`Rest::reposts_made`] reads after the original message before it decides the
-/// reposts were not made: 5,000 messages, far more than a channel sees between a relay and its retry.
+/// reposts were not made (and [`Rest::announcement_made`] after its start): 5,000 messages, far more than a channel
+/// sees between a relay and its retry.
 pub const REPOST_SEARCH_PAGES: usize = 50;
 
 /// Whether an embed of this `type` is the message's own ("rich", or untyped), which a repost must carry over, rather
@@ -39,6 +40,18 @@ pub trait Rest: Send + Sync + 'static {
     /// Posts an announcement with its nonce (`enforce_nonce`, so a retry never posts it twice), pinging at most
     /// its `mention`; answers the posted message's id.
     async fn announce(&self, channel: ChannelId, announcement: &Announcement) -> Result<MessageId, RestError>;
+    /// The first message the bot itself posted after message `after` that shows announcement `text` (see
+    /// [`shows_announcement`]): Discord remembers a nonce for a few minutes only, so an announcement that may have
+    /// been posted longer ago is looked for before it is posted again. Reads every page after `after`, up to
+    /// [`REPOST_SEARCH_PAGES`] pages.
+    ///
+    /// [`shows_announcement`]: crate::core::session::effects::shows_announcement
+    async fn announcement_made(
+        &self,
+        channel: ChannelId,
+        after: MessageId,
+        text: &str,
+    ) -> Result<Option<MessageId>, RestError>;
     /// Posts a plain line from the bot that pings nobody, with its `nonce` (`enforce_nonce`: a retry after an answer
     /// that was lost does not post it twice).
     async fn notice(&self, channel: ChannelId, text: &str, nonce: &str) -> Result<(), RestError>;

@@ -44,6 +44,8 @@ struct FakeChannel {
     notices: Mutex<Vec<(String, String)>>,
     /// How the fake answers each notice tried.
     notice_answers: Mutex<VecDeque<Answer>>,
+    /// The announcements the channel shows, in order (the bot's own messages).
+    announcements: Mutex<Vec<(MessageId, String)>>,
 }
 
 #[async_trait]
@@ -51,7 +53,21 @@ impl Rest for FakeChannel {
     async fn announce(&self, _: ChannelId, announcement: &Announcement) -> Result<MessageId, RestError> {
         assert!(self.announcing, "no announcement expected");
         self.calls.lock().unwrap().push(format!("announce {}", announcement.text));
-        Ok(MessageId(0))
+        let mut shown = self.announcements.lock().unwrap();
+        let id = MessageId(shown.last().map_or(ORIGINAL.0, |(id, _)| id.0) + 1);
+        shown.push((id, announcement.text.clone()));
+        Ok(id)
+    }
+
+    async fn announcement_made(
+        &self,
+        _: ChannelId,
+        after: MessageId,
+        text: &str,
+    ) -> Result<Option<MessageId>, RestError> {
+        self.calls.lock().unwrap().push(format!("look for {text} after {after}"));
+        let shown = self.announcements.lock().unwrap();
+        Ok(shown.iter().find(|(id, shown)| *id > after && shown == text).map(|(id, _)| *id))
     }
 
     async fn notice(&self, _: ChannelId, text: &str, nonce: &str) -> Result<(), RestError> {
@@ -308,4 +324,32 @@ async fn a_notice_posted_but_answered_with_a_timeout_is_not_posted_again() {
     assert_eq!(texts, ["Relay is off here: observe mode."; 2], "each notice shows once: {notices:?}");
     assert_ne!(notices[0].1, notices[1].1, "two notices, two nonces");
     assert!(notices.iter().all(|(_, nonce)| nonce.len() <= 25 && nonce.starts_with('n')), "{notices:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn two_replayed_announcements_of_one_text_are_each_matched_to_their_own_message_or_posted() {
+    let channel = Arc::new(FakeChannel { announcing: true, ..FakeChannel::default() });
+    // pm had the floor twice in quick turns; the first "pm has the floor" was posted, the second was not, and the
+    // process stayed down for longer than Discord remembers nonces.
+    let (sender, reports) = sender_for(&channel);
+    let decided = Clock::starting_at("2026-05-01T12:00:00Z".parse().unwrap()).now() - chrono::TimeDelta::minutes(10);
+    let floor = |seq| Announcement {
+        text: "pm has the floor".into(),
+        mention: None,
+        nonce: crate::core::session::effects::nonce_for(CHANNEL, decided, seq),
+        reply_to: None,
+        ping_managers: false,
+    };
+    channel.announcements.lock().unwrap().push((MessageId::first_at(decided), "pm has the floor".into()));
+    sender.effects(
+        [Queued { id: 1, effect: Effect::Announce(floor(1)) }, Queued { id: 2, effect: Effect::Announce(floor(2)) }],
+        true,
+    );
+    sender.flush().await;
+    let shown = channel.announcements.lock().unwrap().clone();
+    assert_eq!(shown.len(), 2, "the first found, the second posted: {shown:?}");
+    let calls = channel.calls.lock().unwrap().clone();
+    assert_eq!(calls.iter().filter(|c| c.starts_with("look for")).count(), 2, "{calls:?}");
+    assert_eq!(calls.iter().filter(|c| c.starts_with("announce")).count(), 1, "{calls:?}");
+    assert!(reports.lock().unwrap().iter().all(|r| matches!(r.outcome, Outcome::Done { .. })));
 }

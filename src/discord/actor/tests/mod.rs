@@ -73,13 +73,27 @@ struct FakeRest {
     announce_delay: Mutex<Duration>,
     /// How long a page of history takes to read.
     read_delay: Mutex<Duration>,
-    /// Announcements posted, by nonce: a repeated nonce answers the first message, as Discord does.
-    posted: Arc<Mutex<HashMap<String, MessageId>>>,
+    /// Announcements posted: a repeated nonce answers the first message, as Discord does for a few minutes.
+    posted: Arc<Mutex<Posted>>,
+    /// Announcements to post and then answer with a time-out, per channel, before the injected failures.
+    answers_lost: Mutex<HashMap<ChannelId, u32>>,
     /// The relay permissions the bot lacks in every channel.
     missing: Mutex<Vec<&'static str>>,
     /// The server every channel is in, once known.
     guild: Mutex<Option<GuildId>>,
     clock: Clock,
+}
+
+/// How long the fake remembers a nonce ("a few minutes" on Discord).
+const NONCE_MEMORY: TimeDelta = TimeDelta::minutes(3);
+
+/// The announcements the channels show.
+#[derive(Default)]
+struct Posted {
+    /// The first message of each nonce, and when it was posted.
+    nonces: HashMap<String, (MessageId, DateTime<Utc>)>,
+    /// Every announcement posted, in order: its channel, id and text.
+    shown: Vec<(ChannelId, MessageId, String)>,
 }
 
 impl FakeRest {
@@ -108,14 +122,50 @@ impl Rest for FakeRest {
     async fn announce(&self, channel: ChannelId, announcement: &Announcement) -> Result<MessageId, RestError> {
         let delay = *self.announce_delay.lock().unwrap();
         tokio::time::sleep(delay).await;
-        if let Some(first) = self.posted.lock().unwrap().get(&announcement.nonce) {
-            self.journal.push(format!("announce {channel} {} -> deduplicated", announcement.text));
-            return Ok(*first);
+        let now = self.clock.now();
+        let failing = self.failures.lock().unwrap().get(&(channel, "announce")).is_some_and(|f| !f.is_empty());
+        let losing = self.answers_lost.lock().unwrap().get(&channel).copied().unwrap_or(0) > 0;
+        if failing && !losing {
+            // Refused before Discord looks at the nonce.
+            return self
+                .call(channel, "announce", format!("announce {channel} {}", announcement.text))
+                .await
+                .map(|()| unreachable!("a failure was queued"));
         }
-        self.call(channel, "announce", format!("announce {channel} {}", announcement.text)).await?;
-        let id = MessageId(MessageId::first_at(self.clock.now()).0 + self.next_id.fetch_add(1, Ordering::Relaxed));
-        self.posted.lock().unwrap().insert(announcement.nonce.clone(), id);
+        let remembered = self.posted.lock().unwrap().nonces.get(&announcement.nonce).copied();
+        if let Some((first, _)) = remembered.filter(|(_, at)| now - *at < NONCE_MEMORY) {
+            self.journal.push(format!("announce {channel} {} -> deduplicated", announcement.text));
+            return Ok(first);
+        }
+        if losing {
+            *self.answers_lost.lock().unwrap().get_mut(&channel).expect("counted above") -= 1;
+        } else {
+            self.call(channel, "announce", format!("announce {channel} {}", announcement.text)).await?;
+        }
+        let id = MessageId(MessageId::first_at(now).0 + self.next_id.fetch_add(1, Ordering::Relaxed));
+        let mut posted = self.posted.lock().unwrap();
+        posted.nonces.insert(announcement.nonce.clone(), (id, now));
+        posted.shown.push((channel, id, announcement.text.clone()));
+        if losing {
+            self.journal.push(format!("announce {channel} {} -> posted, answer lost", announcement.text));
+            return Err(RestError::Timeout(Duration::from_secs(10)));
+        }
         Ok(id)
+    }
+
+    async fn announcement_made(
+        &self,
+        channel: ChannelId,
+        after: MessageId,
+        text: &str,
+    ) -> Result<Option<MessageId>, RestError> {
+        self.journal.push(format!("look for {channel} {text}"));
+        let posted = self.posted.lock().unwrap();
+        Ok(posted
+            .shown
+            .iter()
+            .find(|(c, id, shown)| *c == channel && *id > after && shown == text)
+            .map(|(_, id, _)| *id))
     }
 
     async fn notice(&self, channel: ChannelId, text: &str, _nonce: &str) -> Result<(), RestError> {
@@ -309,7 +359,7 @@ impl Harness {
         stats: Arc<Stats>,
         clock: Clock,
         next_id: u64,
-        posted: Arc<Mutex<HashMap<String, MessageId>>>,
+        posted: Arc<Mutex<Posted>>,
         (config, shards): (Arc<Config>, Arc<ShardsUp>),
     ) -> Self {
         let rest = Arc::new(FakeRest {
@@ -321,6 +371,7 @@ impl Harness {
             announce_delay: Mutex::new(Duration::ZERO),
             read_delay: Mutex::new(Duration::ZERO),
             posted,
+            answers_lost: Mutex::default(),
             missing: Mutex::default(),
             guild: Mutex::default(),
             clock,
@@ -833,6 +884,79 @@ async fn an_announcement_replayed_after_a_crash_does_not_move_the_deadline_by_th
     let session = restarted.session(A).await;
     assert!(session.outbox.is_empty());
     assert_eq!(session.turn_timeout_at, deadline, "pm was told at t0, not at the restart");
+}
+
+/// Posted answers of channel A's journal, "announce" lines that made a message, by their text.
+fn announcements_made(h: &Harness, text: &str) -> usize {
+    let made = |l: &&String| l.ends_with("-> ok") || l.ends_with("-> posted, answer lost");
+    h.journal.of(A).iter().filter(|l| l.starts_with("announce") && l.contains(text)).filter(made).count()
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_announcement_replayed_after_a_stop_longer_than_discord_remembers_nonces_is_found_not_posted_twice() {
+    let h = Harness::new();
+    h.start(A).await;
+    h.settle(A).await;
+    // Both announcements were posted at t0, but the process died before their reports were saved, and stayed down
+    // for ten minutes: Discord no longer knows the nonces.
+    let crashed = h.saver.saved.lock().unwrap()[&A].clone();
+    assert_eq!(crashed.outbox.len(), 2);
+    h.router.shutdown().await;
+    tokio::time::advance(Duration::from_secs(600)).await;
+
+    let restarted = h.restarted();
+    restarted.router.resume(vec![crashed]);
+    restarted.router.broadcast(|| Input::CatchUp(None));
+    restarted.settle(A).await;
+    let lines = restarted.journal.of(A);
+    assert_eq!(announcements_made(&restarted, "Turn management started"), 1, "{lines:#?}");
+    assert_eq!(announcements_made(&restarted, "(pm) has the floor"), 1, "{lines:#?}");
+    assert_eq!(lines.iter().filter(|l| l.starts_with("look for")).count(), 2, "each looked for once: {lines:#?}");
+    let session = restarted.session(A).await;
+    assert_eq!(session.active_agent.as_ref().map(|a| a.as_str()), Some("dev"), "pm's turn, told at t0, timed out");
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_announcement_not_posted_before_a_long_stop_is_looked_for_then_posted_once() {
+    let h = Harness::new();
+    h.start(A).await;
+    h.settle(A).await;
+    h.rest.hanging.lock().unwrap().insert(A);
+    h.deliver(A, &h.written(PM, "Done. TURN_COMPLETE", 1_000));
+    h.router.ask(A, Input::Snapshot).await; // decided and saved; its relay hangs, dev is not told yet
+    let crashed = h.saver.saved.lock().unwrap()[&A].clone();
+    h.router.shutdown().await;
+    tokio::time::advance(Duration::from_secs(600)).await;
+
+    let restarted = h.restarted();
+    restarted.router.resume(vec![crashed]);
+    restarted.router.broadcast(|| Input::CatchUp(None));
+    restarted.settle(A).await;
+    let lines = restarted.journal.of(A);
+    assert_eq!(announcements_made(&restarted, "(dev) has the floor"), 1, "{lines:#?}");
+    assert!(lines.iter().any(|l| l.starts_with("look for") && l.contains("(dev) has the floor")), "{lines:#?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_announcement_whose_answer_was_lost_and_still_retried_minutes_later_is_found_not_posted_twice() {
+    let h = Harness::new();
+    h.start(A).await;
+    h.settle(A).await;
+    // dev's announcement is posted but its answer lost; then Discord fails for minutes, longer than it remembers
+    // the nonce.
+    h.rest.answers_lost.lock().unwrap().insert(A, 1);
+    h.rest.fail(A, "announce", vec![status(503); 12]);
+    h.deliver(A, &h.written(PM, "Done. TURN_COMPLETE", 1_000));
+    h.settle(A).await;
+    let lines = h.journal.of(A);
+    assert!(lines.iter().filter(|l| l.ends_with("503: ")).count() > 1, "retried: {lines:#?}");
+    assert_eq!(announcements_made(&h, "(dev) has the floor"), 1, "{lines:#?}");
+    assert!(lines.iter().any(|l| l.starts_with("look for") && l.contains("(dev) has the floor")), "{lines:#?}");
+    let looked = lines.iter().position(|l| l.starts_with("look for")).unwrap();
+    assert!(
+        lines[looked + 1..].iter().all(|l| !l.contains("(dev) has the floor")),
+        "found, not tried again: {lines:#?}"
+    );
 }
 
 // --- the signal grammar's timers (spec 4.2): the actor wakes when the core says, not at the bare deadline ---------
