@@ -307,10 +307,14 @@ async fn announce_once(
         if let Some(since) = unsure_since.filter(|since| tools.clock.now() - *since > NONCE_REMEMBERED_FOR) {
             let from = MessageId(MessageId::first_at(decided.unwrap_or(since)).0.saturating_sub(1));
             let after = announced.map_or(from, |before| before.max(from));
-            if let Some(found) = retrying(|| rest.announcement_made(channel, after, &announcement.text)).await? {
-                return Ok(found);
+            match retrying(|| rest.announcement_made(channel, after, &announcement.text)).await {
+                Ok(Some(found)) => return Ok(found),
+                Ok(None) => {}
+                // Posting it is better than leaving the persona untold (or pausing the channel on a 403 that
+                // concerns only reading its history).
+                Err(e) => tracing::warn!(%channel, "could not look for an announcement made already; posting it: {e}"),
             }
-            unsure_since = None; // Not showing: nothing tried until now was posted.
+            unsure_since = None; // Not showing (or not known): only tries from now on count.
         }
         let tried = tools.clock.now();
         let error = match rest.announce(channel, announcement).await {

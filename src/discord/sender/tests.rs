@@ -46,6 +46,8 @@ struct FakeChannel {
     notice_answers: Mutex<VecDeque<Answer>>,
     /// The announcements the channel shows, in order (the bot's own messages).
     announcements: Mutex<Vec<(MessageId, String)>>,
+    /// Looking for an announcement is refused with this status (the bot cannot read the channel's history).
+    look_refused: Option<u16>,
 }
 
 #[async_trait]
@@ -66,6 +68,9 @@ impl Rest for FakeChannel {
         text: &str,
     ) -> Result<Option<MessageId>, RestError> {
         self.calls.lock().unwrap().push(format!("look for {text} after {after}"));
+        if let Some(status) = self.look_refused {
+            return Err(RestError::Status { status, message: "Missing Access".into(), retry_after: None });
+        }
         let shown = self.announcements.lock().unwrap();
         Ok(shown.iter().find(|(id, shown)| *id > after && shown == text).map(|(id, _)| *id))
     }
@@ -324,6 +329,24 @@ async fn a_notice_posted_but_answered_with_a_timeout_is_not_posted_again() {
     assert_eq!(texts, ["Relay is off here: observe mode."; 2], "each notice shows once: {notices:?}");
     assert_ne!(notices[0].1, notices[1].1, "two notices, two nonces");
     assert!(notices.iter().all(|(_, nonce)| nonce.len() <= 25 && nonce.starts_with('n')), "{notices:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_announcement_that_cannot_be_looked_for_is_posted_rather_than_refused() {
+    let channel = Arc::new(FakeChannel { announcing: true, look_refused: Some(403), ..FakeChannel::default() });
+    let (sender, reports) = sender_for(&channel);
+    let decided = Clock::starting_at("2026-05-01T12:00:00Z".parse().unwrap()).now() - chrono::TimeDelta::minutes(10);
+    let floor = Announcement {
+        text: "pm has the floor".into(),
+        mention: None,
+        nonce: crate::core::session::effects::nonce_for(CHANNEL, decided, 1),
+        reply_to: None,
+        ping_managers: false,
+    };
+    sender.effects([Queued { id: 1, effect: Effect::Announce(floor) }], true);
+    sender.flush().await;
+    assert_eq!(channel.announcements.lock().unwrap().len(), 1, "posted: {:?}", channel.calls.lock().unwrap());
+    assert!(matches!(reports.lock().unwrap()[0].outcome, Outcome::Done { .. }), "{:?}", reports.lock().unwrap());
 }
 
 #[tokio::test(start_paused = true)]
