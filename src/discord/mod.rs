@@ -104,10 +104,13 @@ impl RunningBot {
     pub async fn shutdown(self) {
         self.connection_watch.abort();
         self.trimmer.abort();
+        // The leases are renewed until the channels' actors and senders have stopped: one expiring meanwhile (a
+        // short lease time) would let another process claim a channel this one still posts in. Once closing, the
+        // router starts no actor for a channel found left.
+        self.router.shutdown().await;
         if let Some(lease_watch) = &self.lease_watch {
             lease_watch.abort();
         }
-        self.router.shutdown().await;
         // Writes what is queued, then lets go of the folder or of this process's leases.
         self.store.close().await;
         self.shard_manager.shutdown_all().await;
@@ -200,7 +203,7 @@ pub async fn start(options: BotOptions) -> anyhow::Result<RunningBot> {
         stats: stats.clone(),
         catch_up_permits: Arc::new(Semaphore::new(CATCH_UP_CONCURRENCY)),
         shards: Arc::new(ShardsUp::starting(options.shards.unwrap_or(ShardRange::whole(1)))),
-        senders: tokio_util::task::TaskTracker::new(),
+        tasks: tokio_util::task::TaskTracker::new(),
     });
     tell_lost_sessions(&env, report.lost);
     let router = Router::new(env);

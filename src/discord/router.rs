@@ -20,9 +20,10 @@ use tokio::task::AbortHandle;
 /// minutes (a 5xx, a rate limit); what is not done by then stays in its channel's saved outbox and is carried out at
 /// the next start.
 pub const SHUTDOWN_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
-/// How long a shutdown waits for the senders it stopped to be gone: a stopped task is dropped at its next turn on a
-/// worker, so this is only ever reached by a task stuck in blocking code.
-const SENDERS_GONE_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+/// How long a shutdown waits for the actors and senders it stopped to be gone. A stopped task is dropped when its
+/// current step on a worker ends, so only one stuck in blocking code could reach this; the process then lets go of its
+/// channels all the same (said in the log) rather than never stop.
+const STOPPED_GONE_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
 
 #[derive(Clone)]
 struct Handle {
@@ -123,9 +124,9 @@ impl Router {
     }
 
     /// Stops taking inputs, then lets every actor finish what is in hand, for at most [`SHUTDOWN_WAIT`] in all. The
-    /// actors and senders still at work then are stopped, and gone when this returns: the process lets go of its
-    /// channels next, and whoever runs one then carries out its saved outbox, so a call made from here after that
-    /// would come twice or out of order.
+    /// actors and senders still at work then are stopped, and gone when this returns (unless one is stuck past
+    /// [`STOPPED_GONE_WAIT`]): the process lets go of its channels next, and whoever runs one then carries out its
+    /// saved outbox, so a call made from here after that would come twice or out of order.
     pub async fn shutdown(&self) {
         self.closing.store(true, Ordering::SeqCst);
         let mut waiting = Vec::new();
@@ -148,13 +149,14 @@ impl Router {
                  saved outbox and is carried out at the next start"
             );
         }
-        // An actor dropped takes its sender with it.
+        // An actor dropped takes its sender with it; both are on the tracker, so an actor stopped in the middle of a
+        // step (on another worker) that hands effects to a new sender is waited for too.
         for handle in std::mem::take(&mut *self.actors.lock().expect("actors lock")).into_values() {
             handle.task.abort();
         }
-        self.env.senders.close();
-        if tokio::time::timeout(SENDERS_GONE_WAIT, self.env.senders.wait()).await.is_err() {
-            tracing::warn!("{} channel sender(s) still running after being stopped", self.env.senders.len());
+        self.env.tasks.close();
+        if tokio::time::timeout(STOPPED_GONE_WAIT, self.env.tasks.wait()).await.is_err() {
+            tracing::warn!("{} channel task(s) still running after being stopped", self.env.tasks.len());
         }
     }
 

@@ -54,9 +54,9 @@ pub struct Env {
     pub catch_up_permits: Arc<Semaphore>,
     /// Which of the process's shards are connected: a channel on one that is not waits for its catch-up.
     pub shards: Arc<ShardsUp>,
-    /// The channels' senders: a shutdown stops the ones still at work when its wait ends, and waits until they are gone
-    /// before the process lets go of its channels.
-    pub senders: TaskTracker,
+    /// The channels' actors and senders: a shutdown stops the ones still at work when its wait ends, and waits until
+    /// they are gone before the process lets go of its channels.
+    pub tasks: TaskTracker,
 }
 
 impl Env {
@@ -229,7 +229,7 @@ impl Actor {
         myself: InboxSender,
         retire: Retire,
     ) -> AbortHandle {
-        tokio::spawn(task(channel, origin, env, inbox, myself, retire)).abort_handle()
+        env.tasks.clone().spawn(task(channel, origin, env, inbox, myself, retire)).abort_handle()
     }
 
     async fn run(&mut self) {
@@ -337,11 +337,20 @@ impl Actor {
         if self.save_retry.is_some() {
             self.save_durably().await; // A last try, so that what was held back is not left to a restart.
         }
-        self.flush_sender().await;
-        // Take what was done out of the outbox, so a restart does not carry it out again.
-        while let Some(input) = self.inbox.try_recv() {
-            if let Input::Sent(report) = input {
-                self.on_sent(*report).await;
+        // Take what was done out of the outbox, so a restart does not carry it out again. A report may hand the sender
+        // more (a refusal's display-mode switch and its notice, which no restart would give): flushed in turn, until
+        // nothing new comes (the router's wait bounds it all).
+        loop {
+            self.flush_sender().await;
+            let mut reported = false;
+            while let Some(input) = self.inbox.try_recv() {
+                if let Input::Sent(report) = input {
+                    self.on_sent(*report).await;
+                    reported = true;
+                }
+            }
+            if !reported {
+                break;
             }
         }
         self.save_activity();
@@ -768,7 +777,7 @@ impl Actor {
                 personas: env.personas.clone(),
                 clock: env.clock,
                 reports: Box::new(move |report| drop(inbox.send(Input::Sent(Box::new(report))))),
-                tasks: env.senders.clone(),
+                tasks: env.tasks.clone(),
             })
         })
     }

@@ -138,3 +138,18 @@ async fn a_sender_still_posting_when_the_shutdown_wait_ends_makes_no_call_after_
 async fn a_deletion_still_retried_beside_the_posts_when_the_shutdown_wait_ends_makes_no_call_after_it() {
     calls_after_a_shutdown_while_retrying("delete").await;
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_notice_decided_while_shutting_down_is_posted_before_the_shutdown_ends() {
+    let h = Harness::new();
+    h.start(A).await;
+    h.settle(A).await;
+    // The relay's deletion is refused for want of Manage Messages; its report reaches the actor while it shuts down.
+    // The switch to observe mode is saved there, and its notice is given only then: no restart would give it.
+    h.rest.fail(A, "delete", vec![status(403)]);
+    h.deliver(A, &h.written(PM, "First. TURN_COMPLETE", 1_000));
+    h.router.shutdown().await;
+    let lines = h.journal.of(A);
+    assert_eq!(h.events(A, "display_mode_changed"), 1, "{lines:#?}");
+    assert_eq!(lines.iter().filter(|l| l.starts_with("notice") && l.contains("observe mode")).count(), 1, "{lines:#?}");
+}

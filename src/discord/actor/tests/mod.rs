@@ -385,7 +385,7 @@ impl Harness {
             stats: stats.clone(),
             catch_up_permits: Arc::new(Semaphore::new(8)),
             shards,
-            senders: tokio_util::task::TaskTracker::new(),
+            tasks: tokio_util::task::TaskTracker::new(),
         });
         Self { router: Router::new(env), rest, saver, journal, stats, clock, next_id: AtomicU64::new(next_id) }
     }
