@@ -149,14 +149,25 @@ impl Router {
                  saved outbox and is carried out at the next start"
             );
         }
-        // An actor dropped takes its sender with it; both are on the tracker, so an actor stopped in the middle of a
-        // step (on another worker) that hands effects to a new sender is waited for too.
-        for handle in std::mem::take(&mut *self.actors.lock().expect("actors lock")).into_values() {
+        // An actor dropped takes its sender with it. One stopped in the middle of a step (on another worker) may still
+        // hand effects to a new sender: the senders are waited for once every actor is gone.
+        let actors: Vec<Handle> =
+            std::mem::take(&mut *self.actors.lock().expect("actors lock")).into_values().collect();
+        for handle in &actors {
             handle.task.abort();
         }
-        self.env.tasks.close();
-        if tokio::time::timeout(STOPPED_GONE_WAIT, self.env.tasks.wait()).await.is_err() {
-            tracing::warn!("{} channel task(s) still running after being stopped", self.env.tasks.len());
+        let gone = async {
+            // A stopped task is dropped at its next turn on a worker: a few yields, not a wait.
+            while !actors.iter().all(|handle| handle.task.is_finished()) {
+                tokio::task::yield_now().await;
+            }
+            self.env.tasks.close();
+            self.env.tasks.wait().await;
+        };
+        if tokio::time::timeout(STOPPED_GONE_WAIT, gone).await.is_err() {
+            tracing::warn!(
+                "some channel tasks still running after being stopped; letting go of the channels all the same"
+            );
         }
     }
 

@@ -7,9 +7,10 @@
 //!
 //! One retry policy for every effect (spec 9): a 429 waits Discord's `retry_after`; server errors, time-outs and
 //! broken connections back off exponentially, for minutes; other refusals are final. Every effect is safe to carry
-//! out again after a crash: announcements carry their nonce, a deletion whose message is gone is done, and a repost
-//! (which has no nonce) replayed from the outbox, or retried after an answer that leaves its outcome unknown (a
-//! time-out, a 5xx), first looks for what it may already have made and posts only the missing parts, in order.
+//! out again after a crash: announcements carry their nonce (and are looked for in the channel once Discord may have
+//! forgotten it), a deletion whose message is gone is done, and a repost (which has no nonce) replayed from the
+//! outbox, or retried after an answer that leaves its outcome unknown (a time-out, a 5xx), first looks for what it
+//! may already have made and posts only the missing parts, in order.
 
 use super::clock::Clock;
 use super::rest::{Carried, Rest, RestError, Voice};
@@ -25,7 +26,9 @@ use tokio::time::Instant;
 use tokio_util::task::TaskTracker;
 
 /// How long after a try an announcement's nonce surely still guards it: Discord answers a repeated nonce with the
-/// first message for "a few minutes", so after this the channel is looked at instead.
+/// first message for "a few minutes", so after this the channel is looked at instead. Also how far ahead of
+/// Discord's the clock of the process that decided an announcement may run for it to be found there: it is looked
+/// for from this long before it was decided (but only after the announcement before it).
 const NONCE_REMEMBERED_FOR: chrono::TimeDelta = chrono::TimeDelta::seconds(60);
 /// How long an effect is retried before it is given up.
 pub const GIVE_UP_AFTER: Duration = Duration::from_secs(600);
@@ -38,8 +41,9 @@ const RATE_LIMIT_WAIT: Duration = Duration::from_secs(1);
 /// How an effect ended, for the actor.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Outcome {
-    /// Carried out; `at` is when Discord accepted it, on the manager's clock.
-    Done { at: DateTime<Utc> },
+    /// Carried out; `at` is when Discord accepted it, on the manager's clock, and `posted` the message an
+    /// announcement made.
+    Done { at: DateTime<Utc>, posted: Option<MessageId> },
     /// Refused for good with this status (a 4xx other than 404 and 429).
     Refused { status: u16 },
     /// Still failing after [`GIVE_UP_AFTER`], or not possible at all.
@@ -50,7 +54,7 @@ impl Outcome {
     /// When Discord accepted the effect, if it did.
     pub fn accepted_at(&self) -> Option<DateTime<Utc>> {
         match self {
-            Outcome::Done { at } => Some(*at),
+            Outcome::Done { at, .. } => Some(*at),
             Outcome::Refused { .. } | Outcome::GaveUp => None,
         }
     }
@@ -93,6 +97,9 @@ pub struct Tools {
     pub reports: Reports,
     /// Every sender's tasks, so that a shutdown can wait until the ones it stopped are gone.
     pub tasks: TaskTracker,
+    /// The newest message of the channel's announcements known to be posted (saved in the session): every
+    /// announcement this sender is given comes after it.
+    pub announced: Option<MessageId>,
 }
 
 /// Takes each effect's outcome to whoever decided the effect.
@@ -151,8 +158,8 @@ async fn run(tools: Tools, mut queue: mpsc::UnboundedReceiver<Job>) {
     // The deletion or reaction of the effect before, still under way: it posts nothing, so an announcement or a
     // notice after it keeps its place in the channel without waiting for it. Anything else waits for it.
     let mut tidying: Option<Tidying> = None;
-    // The newest announcement posted (or found posted) here: one after it in the outbox can only show after it.
-    let mut announced: Option<MessageId> = None;
+    // The newest announcement posted (or found posted): one after it in the outbox can only show after it.
+    let mut announced = tools.announced;
     while let Some(job) = queue.recv().await {
         let posts_only = match &job {
             Job::Notice { .. } => true,
@@ -216,8 +223,10 @@ fn report(tools: &Tools, queued: &Queued, done: Result<Option<MessageId>, RestEr
     let outcome = match done {
         // A replayed announcement that Discord recognised by its nonce answers the message made before the crash:
         // its own creation time, not now, is when the persona was told.
-        Ok(Some(posted)) if posted.0 != 0 => Outcome::Done { at: tools.clock.now().min(posted.created_at()) },
-        Ok(_) => Outcome::Done { at: tools.clock.now() },
+        Ok(Some(posted)) if posted.0 != 0 => {
+            Outcome::Done { at: tools.clock.now().min(posted.created_at()), posted: Some(posted) }
+        }
+        Ok(_) => Outcome::Done { at: tools.clock.now(), posted: None },
         Err(e) => {
             let hint = if e.status() == Some(403) {
                 " (the bot lacks a permission in this channel)"
@@ -290,7 +299,8 @@ async fn posting(
 /// Posts an announcement, retried as [`retrying`] does. Its nonce answers a repeat with the first message for a few
 /// minutes only: one that may have been posted longer ago (replayed after a long stop, or still retried long after
 /// a try whose answer was lost) is looked for in the channel first, after the announcement before it (`announced`)
-/// and after the instant it was decided.
+/// and from shortly before the instant it was decided. The look is retried by the same policy; if it fails for good,
+/// the announcement is posted.
 async fn announce_once(
     tools: &Tools,
     announcement: &Announcement,
@@ -305,7 +315,7 @@ async fn announce_once(
     let mut policy = Policy::new();
     loop {
         if let Some(since) = unsure_since.filter(|since| tools.clock.now() - *since > NONCE_REMEMBERED_FOR) {
-            let from = MessageId(MessageId::first_at(decided.unwrap_or(since)).0.saturating_sub(1));
+            let from = MessageId::first_at(decided.unwrap_or(since) - NONCE_REMEMBERED_FOR);
             let after = announced.map_or(from, |before| before.max(from));
             match retrying(|| rest.announcement_made(channel, after, &announcement.text)).await {
                 Ok(Some(found)) => return Ok(found),

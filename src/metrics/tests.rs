@@ -131,7 +131,7 @@ fn floor_of(session: &Session) -> u64 {
 /// Effect `id` is accepted by Discord `ms` after the start, reported to the handoff first, as the actor does.
 fn accepted(session: &mut Session, handoff: &mut Handoff, id: u64, ms: i64) {
     handoff.reported(session, id, Some(at(ms)));
-    session.effect_done(id, at(ms));
+    session.effect_done(id, at(ms), None);
 }
 
 /// A session of pm and dev started at the start, its effects queued (pm's floor not accepted yet).

@@ -364,6 +364,7 @@ impl Session {
             guild_id: self.guild_id,
             last_message_id: self.last_message_id.max(Some(begins)),
             announcement_seq: self.announcement_seq,
+            last_announced: self.last_announced,
             outbox: std::mem::take(&mut self.outbox),
             outbox_seq: self.outbox_seq,
             history: std::mem::take(&mut self.history),

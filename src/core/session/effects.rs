@@ -130,15 +130,22 @@ pub fn decided_at(nonce: &str) -> Option<DateTime<Utc>> {
 /// Whether a message's `content` is announcement `text` as the bot posts it: behind the control roles' mentions an
 /// escalation puts first, cut to Discord's limit, without the whitespace around it that Discord drops.
 pub fn shows_announcement(content: &str, text: &str) -> bool {
+    let text = text.trim();
+    // Only a message of exactly the limit can be one cut by [`fit_message`].
+    let cut = content.chars().count() == MESSAGE_CONTENT_LENGTH_MAX;
+    let matches = |shown: &str| {
+        shown == text || (cut && shown.strip_suffix('…').is_some_and(|kept| !kept.is_empty() && text.starts_with(kept)))
+    };
     let mut shown = content.trim();
-    while let Some((role, rest)) = shown.strip_prefix("<@&").and_then(|r| r.split_once('>')) {
+    // The text itself may begin with a role's mention (a template's): compared before each one is taken off.
+    while !matches(shown) {
+        let Some((role, rest)) = shown.strip_prefix("<@&").and_then(|r| r.split_once('>')) else { return false };
         if role.is_empty() || !role.bytes().all(|b| b.is_ascii_digit()) {
-            break;
+            return false;
         }
         shown = rest.trim_start();
     }
-    let text = text.trim();
-    shown == text || shown.strip_suffix('…').is_some_and(|cut| !cut.is_empty() && text.starts_with(cut))
+    true
 }
 
 fn base36(mut n: u64) -> String {
@@ -211,7 +218,13 @@ mod tests {
         assert!(shows_announcement(text, text));
         assert!(shows_announcement(&format!("<@&55> <@&66> {text}"), text), "an escalation's roles first");
         assert!(shows_announcement(&format!("{text}\n"), &format!(" {text}")), "whitespace Discord drops");
-        assert!(shows_announcement("🎙️ <@102> (dev) has…", text), "cut to the limit");
+        let long = format!("{text} {}", "and more ".repeat(300));
+        let cut = fit_message(format!("<@&55> {long}"));
+        assert!(shows_announcement(&cut, &long), "cut to the limit, behind the roles");
+        assert!(!shows_announcement("🎙️ <@102> (dev) has…", text), "a short message ending in … is not a cut one");
+        let templated = "<@&77> the managers are called: dev is stuck.";
+        assert!(shows_announcement(templated, templated), "a text that begins with a role's mention itself");
+        assert!(shows_announcement(&format!("<@&55> {templated}"), templated), "behind the control roles");
         assert!(!shows_announcement("🎙️ <@101> (pm) has the floor: 60s.", text));
         assert!(!shows_announcement(&format!("{text} Also this."), text));
         assert!(!shows_announcement("…", text));

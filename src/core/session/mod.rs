@@ -202,6 +202,10 @@ pub struct Session {
     pub out_of_turn_lately: Vec<overtaken::OutOfTurnNote>,
     /// Counts announcements, so each gets a nonce that stays the same if it is sent again.
     pub announcement_seq: u64,
+    /// The newest message of the bot's announcements that Discord accepted: one replayed after a stop longer than
+    /// Discord remembers nonces is looked for only after it, so an earlier one of the same words is not taken for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_announced: Option<MessageId>,
     /// The nonce of the announcement that gave the current turn's holder the floor, until Discord accepted it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub turn_announcement: Option<String>,
@@ -377,6 +381,7 @@ impl Session {
             editable_messages: VecDeque::new(),
             out_of_turn_lately: Vec::new(),
             announcement_seq: 0,
+            last_announced: None,
             turn_announcement: None,
             outbox: VecDeque::new(),
             outbox_seq: 0,

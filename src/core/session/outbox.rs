@@ -6,6 +6,7 @@
 use super::effects::{Effect, Queued};
 use super::history::EventKind;
 use super::{Context, Session, SessionStatus, Transition, whole_millis};
+use crate::core::ids::MessageId;
 use chrono::{DateTime, Utc};
 
 /// Effects waiting in the outbox at the most before the channel is no longer tidied. Relays (a signal message
@@ -30,12 +31,13 @@ impl Session {
         queued
     }
 
-    /// Effect `id` was carried out; `at` is when Discord accepted it, on the manager's clock. If it was the
-    /// announcement that gave the current holder the floor, the turn begins then: its start and deadline move by the
-    /// delay, so a persona never loses time to slow or rate-limited REST calls.
-    pub fn effect_done(&mut self, id: u64, at: DateTime<Utc>) -> Transition {
+    /// Effect `id` was carried out; `at` is when Discord accepted it, on the manager's clock, and `posted` the message
+    /// an announcement made. If it was the announcement that gave the current holder the floor, the turn begins then:
+    /// its start and deadline move by the delay, so a persona never loses time to slow or rate-limited REST calls.
+    pub fn effect_done(&mut self, id: u64, at: DateTime<Utc>, posted: Option<MessageId>) -> Transition {
         let Some(done) = self.take_queued(id) else { return Transition::default() };
         if let Effect::Announce(announcement) = &done.effect {
+            self.last_announced = self.last_announced.max(posted);
             if self.turn_announcement.as_deref() == Some(announcement.nonce.as_str()) {
                 self.turn_announcement = None;
                 self.give_back_announcement_delay(whole_millis(at));
@@ -147,11 +149,26 @@ mod tests {
         assert_eq!(queued.iter().map(|q| q.id).collect::<Vec<_>>(), vec![1, 2]);
         let saved: Session = serde_json::from_str(&serde_json::to_string(&session).unwrap()).unwrap();
         assert_eq!(saved.outbox, session.outbox, "the outbox is saved with the state");
-        assert!(session.effect_done(1, t0()).changed);
+        assert!(session.effect_done(1, t0(), None).changed);
         assert_eq!(session.outbox.iter().map(|q| q.id).collect::<Vec<_>>(), vec![2]);
-        assert!(!session.effect_done(1, t0()).changed, "done twice is nothing");
+        assert!(!session.effect_done(1, t0(), None).changed, "done twice is nothing");
         let more = session.enqueue(vec![Effect::Delete { message_id: crate::core::ids::MessageId(5) }]);
         assert_eq!(more[0].id, 3, "numbers never go back");
+    }
+
+    #[test]
+    fn the_newest_message_of_the_announcements_done_is_kept_for_a_replay_to_look_after() {
+        let (personas, config) = (catalog(), Config::default());
+        let (mut session, queued) = started(&personas, &config);
+        let removal = session.enqueue(vec![Effect::Delete { message_id: MessageId(5) }]);
+        session.effect_done(queued[1].id, t0(), Some(MessageId(20)));
+        session.effect_done(queued[0].id, t0(), Some(MessageId(10)));
+        session.effect_done(removal[0].id, t0(), None);
+        assert_eq!(session.last_announced, Some(MessageId(20)), "the newest, whatever the order of the reports");
+        let ctx = Context { personas: &personas, config: &config };
+        session.handle_command(&Command::Stop, None, t0(), ctx).unwrap();
+        session.handle_command(&Command::Start { roster: vec![] }, None, t0(), ctx).unwrap();
+        assert_eq!(session.last_announced, Some(MessageId(20)), "kept by a new session, as the nonces are");
     }
 
     #[test]
@@ -161,7 +178,7 @@ mod tests {
         let deadline = session.turn_timeout_at.unwrap();
         let floor = queued.last().unwrap().id;
         // Rate-limited: Discord accepted pm's announcement 3.5 s after the turn began.
-        session.effect_done(floor, t0() + TimeDelta::milliseconds(3500));
+        session.effect_done(floor, t0() + TimeDelta::milliseconds(3500), None);
         assert_eq!(session.turn_timeout_at, Some(deadline + TimeDelta::milliseconds(3500)));
         assert_eq!(session.turn_started_at, Some(t0() + TimeDelta::milliseconds(3500)));
         assert_eq!(session.turn_announcement, None);
@@ -190,13 +207,13 @@ mod tests {
         let (personas, config) = (catalog(), Config::default());
         let (mut session, queued) = started(&personas, &config);
         let deadline = session.turn_timeout_at.unwrap();
-        session.effect_done(queued[0].id, t0() + TimeDelta::seconds(2)); // the "started" line, not the floor
+        session.effect_done(queued[0].id, t0() + TimeDelta::seconds(2), None); // the "started" line, not the floor
         assert_eq!(session.turn_timeout_at, Some(deadline));
         let ctx = Context { personas: &personas, config: &config };
         let t = session.handle_command(&Command::Skip, None, t0() + TimeDelta::seconds(1), ctx).unwrap();
         session.enqueue(t.effects);
         let after_skip = session.turn_timeout_at.unwrap();
-        session.effect_done(queued[1].id, t0() + TimeDelta::seconds(5)); // pm's floor, accepted after pm's turn ended
+        session.effect_done(queued[1].id, t0() + TimeDelta::seconds(5), None); // pm's floor, accepted after pm's turn ended
         assert_eq!(session.turn_timeout_at, Some(after_skip), "dev's turn keeps its deadline");
     }
 
@@ -211,7 +228,7 @@ mod tests {
         loaded.outbox.clear();
         loaded.forget_delivered_announcement();
         assert!(!loaded.awaiting_floor_announcement(), "done before the crash: the deadline runs");
-        session.effect_done(queued[1].id, t0());
+        session.effect_done(queued[1].id, t0(), None);
         assert!(!session.awaiting_floor_announcement());
     }
 
@@ -229,7 +246,7 @@ mod tests {
         assert_eq!(restarted.iter().map(|q| q.id).collect::<Vec<_>>(), vec![4, 5], "numbers go on");
         assert_eq!(session.outbox.iter().map(|q| q.id).collect::<Vec<_>>(), vec![1, 2, 3, 4, 5], "nothing lost");
         // The old session's "stopped" line is reported done: the new session's announcements stay.
-        session.effect_done(stop_line, t0() + TimeDelta::seconds(3));
+        session.effect_done(stop_line, t0() + TimeDelta::seconds(3), None);
         assert_eq!(session.outbox.iter().map(|q| q.id).collect::<Vec<_>>(), vec![1, 2, 4, 5]);
         assert!(session.awaiting_floor_announcement(), "the new floor's announcement is still on its way");
     }

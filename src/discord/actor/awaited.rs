@@ -7,7 +7,6 @@
 
 use super::{Actor, Input};
 use crate::core::ids::MessageId;
-use std::collections::VecDeque;
 use std::time::Duration;
 use tokio::time::Instant;
 
@@ -19,7 +18,7 @@ pub const COMMAND_WAIT: Duration = Duration::from_secs(3);
 /// The commands awaited, oldest first, with when each is given up on. Each has its place (an
 /// [`Input::CommandComing`]) in the actor's held queue.
 #[derive(Default)]
-pub(super) struct Awaited(VecDeque<(MessageId, Instant)>);
+pub(super) struct Awaited(Vec<(MessageId, Instant)>);
 
 impl Awaited {
     pub(super) fn any(&self) -> bool {
@@ -28,7 +27,7 @@ impl Awaited {
 
     /// When the oldest awaited command is given up on.
     pub(super) fn give_up_at(&self) -> Option<Instant> {
-        self.0.front().map(|(_, at)| *at)
+        self.0.first().map(|(_, at)| *at)
     }
 
     /// Stops awaiting `id`; false if it was not awaited.
@@ -42,7 +41,7 @@ impl Awaited {
 impl Actor {
     /// A command is on its way: what comes after it waits in the held queue behind its place.
     pub(super) fn await_command(&mut self, id: MessageId) {
-        self.awaited.0.push_back((id, Instant::now() + COMMAND_WAIT));
+        self.awaited.0.push((id, Instant::now() + COMMAND_WAIT));
         self.held.push_back(Input::CommandComing(id));
     }
 
@@ -65,7 +64,7 @@ impl Actor {
     /// Gives up on the commands awaited for [`COMMAND_WAIT`]; what followed them goes on.
     pub(super) fn give_up_overdue_commands(&mut self) {
         let now = Instant::now();
-        while let Some(&(id, _)) = self.awaited.0.front().filter(|(_, at)| *at <= now) {
+        while let Some(&(id, _)) = self.awaited.0.first().filter(|(_, at)| *at <= now) {
             tracing::warn!(
                 channel = %self.channel,
                 command = %id,

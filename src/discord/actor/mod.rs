@@ -54,8 +54,8 @@ pub struct Env {
     pub catch_up_permits: Arc<Semaphore>,
     /// Which of the process's shards are connected: a channel on one that is not waits for its catch-up.
     pub shards: Arc<ShardsUp>,
-    /// The channels' actors and senders: a shutdown stops the ones still at work when its wait ends, and waits until
-    /// they are gone before the process lets go of its channels.
+    /// The channels' senders: a shutdown stops the ones still at work when its wait ends, and waits until they are
+    /// gone before the process lets go of its channels.
     pub tasks: TaskTracker,
 }
 
@@ -191,7 +191,7 @@ pub struct Actor {
     /// What the deadlines wait for before they may end turns: the connection's return, or a read of the history.
     awaiting: Awaiting,
     catch_ups_running: u32,
-    commands_seen: VecDeque<MessageId>,
+    commands_seen: Vec<MessageId>,
     /// The newest outbox entry handed to the sender: the entries after it wait for a durable save that works.
     handed: u64,
     /// Events decided but not on disk yet, since a durable save failed: they go with the next one.
@@ -229,7 +229,9 @@ impl Actor {
         myself: InboxSender,
         retire: Retire,
     ) -> AbortHandle {
-        env.tasks.clone().spawn(task(channel, origin, env, inbox, myself, retire)).abort_handle()
+        // Not on `env.tasks`: its wrapper would cost every channel's task a larger cell (see the size test). A
+        // shutdown waits for a stopped actor by its handle.
+        tokio::spawn(task(channel, origin, env, inbox, myself, retire)).abort_handle()
     }
 
     async fn run(&mut self) {
@@ -656,7 +658,7 @@ impl Actor {
         }
         let (now, ctx) = (self.env.clock.now(), self.env.context());
         let t = match report.outcome {
-            Outcome::Done { at } => self.session.effect_done(report.id, at),
+            Outcome::Done { at, posted } => self.session.effect_done(report.id, at, posted),
             Outcome::Refused { status } => self.session.effect_failed(report.id, Some(status), now, ctx),
             Outcome::GaveUp => self.session.effect_failed(report.id, None, now, ctx),
         };
@@ -688,9 +690,9 @@ impl Actor {
             if self.commands_seen.contains(&id) {
                 return Ok(()); // The same command delivered again around a reconnect.
             }
-            self.commands_seen.push_back(id);
+            self.commands_seen.push(id);
             if self.commands_seen.len() > COMMANDS_REMEMBERED {
-                self.commands_seen.pop_front();
+                self.commands_seen.remove(0);
             }
         }
         if matches!(command, Command::Start { .. }) && !self.session.is_active() {
@@ -769,7 +771,8 @@ impl Actor {
     }
 
     fn sender(&mut self) -> &Sender {
-        let (channel, env, inbox) = (self.channel, &self.env, self.myself.clone());
+        let (channel, env, inbox, announced) =
+            (self.channel, &self.env, self.myself.clone(), self.session.last_announced);
         self.sender.get_or_insert_with(|| {
             Sender::spawn(Tools {
                 channel,
@@ -778,6 +781,7 @@ impl Actor {
                 clock: env.clock,
                 reports: Box::new(move |report| drop(inbox.send(Input::Sent(Box::new(report))))),
                 tasks: env.tasks.clone(),
+                announced,
             })
         })
     }
@@ -868,7 +872,7 @@ fn task(
         myself,
         awaiting: Awaiting::Nothing,
         catch_ups_running: 0,
-        commands_seen: VecDeque::new(),
+        commands_seen: Vec::new(),
         handed: 0,
         unsaved_events: Vec::new(),
         save_retry: None,

@@ -48,6 +48,8 @@ struct FakeChannel {
     announcements: Mutex<Vec<(MessageId, String)>>,
     /// Looking for an announcement is refused with this status (the bot cannot read the channel's history).
     look_refused: Option<u16>,
+    /// The newest announcement known posted, as the session saved it, for the sender made next.
+    announced_before: Mutex<Option<MessageId>>,
 }
 
 #[async_trait]
@@ -157,6 +159,7 @@ fn sender_for(channel: &Arc<FakeChannel>) -> (Sender, Arc<Mutex<Vec<Report>>>) {
         clock: Clock::starting_at("2026-05-01T12:00:00Z".parse().unwrap()),
         reports: Box::new(move |report| sink.lock().unwrap().push(report)),
         tasks: tokio_util::task::TaskTracker::new(),
+        announced: *channel.announced_before.lock().unwrap(),
     });
     (sender, reports)
 }
@@ -375,4 +378,53 @@ async fn two_replayed_announcements_of_one_text_are_each_matched_to_their_own_me
     assert_eq!(calls.iter().filter(|c| c.starts_with("look for")).count(), 2, "{calls:?}");
     assert_eq!(calls.iter().filter(|c| c.starts_with("announce")).count(), 1, "{calls:?}");
     assert!(reports.lock().unwrap().iter().all(|r| matches!(r.outcome, Outcome::Done { .. })));
+}
+
+/// pm's floor announcement, decided `ago` before now, numbered `seq`.
+fn floor_decided(ago: chrono::TimeDelta, seq: u64) -> Announcement {
+    let now = Clock::starting_at("2026-05-01T12:00:00Z".parse().unwrap()).now();
+    Announcement {
+        text: "pm has the floor".into(),
+        mention: None,
+        nonce: crate::core::session::effects::nonce_for(CHANNEL, now - ago, seq),
+        reply_to: None,
+        ping_managers: false,
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_replayed_announcement_is_not_taken_for_one_of_the_same_words_the_saved_session_knows_was_posted() {
+    // The first "pm has the floor" was decided, then the second; the first was posted only after the second was
+    // decided, and its report saved. The process stopped before the second was posted, for ten minutes.
+    let decided = chrono::TimeDelta::minutes(10);
+    let first = floor_decided(decided, 2);
+    let first_posted = MessageId::first_at(crate::core::session::effects::decided_at(&first.nonce).unwrap());
+    let channel = Arc::new(FakeChannel { announcing: true, ..FakeChannel::default() });
+    channel.announcements.lock().unwrap().push((MessageId(first_posted.0 + (5_000 << 22)), first.text.clone()));
+    *channel.announced_before.lock().unwrap() = channel.announcements.lock().unwrap().last().map(|(id, _)| *id);
+    let (sender, _) = sender_for(&channel);
+    sender.effects([Queued { id: 7, effect: Effect::Announce(floor_decided(decided, 3)) }], true);
+    sender.flush().await;
+    assert_eq!(channel.announcements.lock().unwrap().len(), 2, "posted: {:?}", channel.calls.lock().unwrap());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_replayed_announcement_is_found_even_if_the_deciding_clock_ran_ahead_of_discords() {
+    let decided = chrono::TimeDelta::minutes(10);
+    let announcement = floor_decided(decided, 1);
+    let at = crate::core::session::effects::decided_at(&announcement.nonce).unwrap();
+    let channel = Arc::new(FakeChannel { announcing: true, ..FakeChannel::default() });
+    // Discord's clock is 3 s behind the one that decided it: the message's id is older than the decision.
+    let posted = MessageId::first_at(at - chrono::TimeDelta::seconds(3));
+    channel.announcements.lock().unwrap().push((posted, announcement.text.clone()));
+    let (sender, reports) = sender_for(&channel);
+    sender.effects([Queued { id: 1, effect: Effect::Announce(announcement) }], true);
+    sender.flush().await;
+    assert_eq!(
+        channel.announcements.lock().unwrap().len(),
+        1,
+        "found, not posted: {:?}",
+        channel.calls.lock().unwrap()
+    );
+    assert!(matches!(reports.lock().unwrap()[0].outcome, Outcome::Done { posted: Some(id), .. } if id == posted));
 }

@@ -153,7 +153,7 @@ impl Fixture {
     fn accept(&mut self, ms: i64) {
         let queued: Vec<u64> = self.session.outbox.iter().map(|q| q.id).collect();
         for id in queued {
-            self.session.effect_done(id, Self::at(ms));
+            self.session.effect_done(id, Self::at(ms), None);
         }
     }
 

@@ -250,7 +250,7 @@ fn random_session(steps: Vec<Step>, config: Config, texts: &[&str]) -> Result<()
                 // Discord accepts what was decided before time goes on: the turns announced begin now.
                 let queued: Vec<u64> = run.session.outbox.iter().map(|q| q.id).collect();
                 for id in queued {
-                    run.session.effect_done(id, run.now);
+                    run.session.effect_done(id, run.now, None);
                 }
                 run.now += TimeDelta::milliseconds(ms);
                 let wake = run.session.wake_at(ctx);
