@@ -152,22 +152,27 @@ async fn a_signal_message_with_a_file_and_an_embed_is_reposted_with_the_same_byt
     scene.assert_invariants().await;
 }
 
-/// Before READY the bot does not know who it is, so it cannot tell its own webhook from another: it must not make a
-/// second one, but wait (a transient error, which the sender's retry policy waits out).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn before_ready_a_repost_waits_for_the_bots_identity_instead_of_making_another_webhook() {
+/// The parts the bot's webhooks use, its REST client connected (as after the gateway's READY, bar its own id).
+fn connected_parts(stage: &Stage) -> (Arc<DiscordHttp>, Arc<Access>, Arc<Identity>) {
     use serenity::all as discord;
-    use turn_manager::discord::rest::webhooks::Webhooks;
-    use turn_manager::discord::rest::{Carried, RestError, Voice};
-
-    let stage = Stage::new(&personas([60, 60, 60])).await.expect("local server");
     let base = stage.server.base_url();
     let serenity = discord::HttpBuilder::new(&stage.bot_token).proxy(&base).ratelimiter_disabled(true).build();
     let identity = Arc::new(Identity::default());
     let budget = Arc::new(RestBudget::new(45));
     let access = Arc::new(Access::new(identity.clone(), Vec::new(), budget.clone()));
     access.connect(Arc::new(serenity), Arc::new(discord::Cache::new()));
-    let http = Arc::new(DiscordHttp::new(&stage.bot_token, Some(&base), budget));
+    (Arc::new(DiscordHttp::new(&stage.bot_token, Some(&base), budget)), access, identity)
+}
+
+/// Before READY the bot does not know who it is, so it cannot tell its own webhook from another: it must not make a
+/// second one, but wait (a transient error, which the sender's retry policy waits out).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn before_ready_a_repost_waits_for_the_bots_identity_instead_of_making_another_webhook() {
+    use turn_manager::discord::rest::webhooks::Webhooks;
+    use turn_manager::discord::rest::{Carried, RestError, Voice};
+
+    let stage = Stage::new(&personas([60, 60, 60])).await.expect("local server");
+    let (http, access, identity) = connected_parts(&stage);
     let webhooks = Webhooks::new(http, access, identity.clone());
     let hooks = || stage.server.with(|w| w.webhooks.len());
     let voice = Voice { name: "PM", avatar_url: None };
@@ -181,6 +186,46 @@ async fn before_ready_a_repost_waits_for_the_bots_identity_instead_of_making_ano
     identity.set_user(turn_manager::core::ids::UserId(stage.bot_user));
     webhooks.repost(channel, voice, "after READY", &Carried::default()).await.expect("reposted");
     assert_eq!(hooks(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_webhook_of_the_bots_that_someone_renamed_is_used_rather_than_a_new_one_made() {
+    use turn_manager::discord::rest::webhooks::Webhooks;
+    use turn_manager::discord::rest::{Carried, Voice};
+
+    let stage = Stage::new(&personas([60, 60, 60])).await.expect("local server");
+    let webhooks_here = || stage.server.with(|w| w.webhooks.values().filter(|h| h.channel_id == stage.channel).count());
+    // Someone's own webhook, and the bot's, renamed in Server Settings.
+    let (theirs, renamed) = stage.server.with(|w| {
+        let mut add = |name: &str, creator: u64| {
+            let id = w.snowflake();
+            let token = format!("tok{id:x}");
+            let webhook = local_discord::world::Webhook {
+                id,
+                token,
+                channel_id: stage.channel,
+                guild_id: stage.guild,
+                name: name.into(),
+                creator,
+            };
+            w.webhooks.insert(id, webhook);
+            id
+        };
+        (add("turn-manager", stage.operator), add("Agents relay", stage.bot_user))
+    });
+    let (http, access, identity) = connected_parts(&stage);
+    identity.set_user(UserId(stage.bot_user));
+    let webhooks = Webhooks::new(http, access, identity.clone());
+    let voice = Voice { name: "PM", avatar_url: None };
+    webhooks.repost(ChannelId(stage.channel), voice, "Reposted.", &Carried::default()).await.expect("reposted");
+    assert_eq!(webhooks_here(), 2, "none made");
+    let through = stage.server.with(|w| {
+        w.messages.values().find(|m| m.content == "Reposted.").map(|m| m.author.clone()).expect("the repost")
+    });
+    assert!(
+        matches!(through, Author::Webhook { webhook_id, .. } if webhook_id == renamed && webhook_id != theirs),
+        "through the bot's renamed webhook, not someone else's of the bot's name: {through:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

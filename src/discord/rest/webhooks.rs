@@ -126,7 +126,7 @@ impl Webhooks {
         Ok(route)
     }
 
-    /// The bot's webhook in `channel`, found by its owner, or made. Before READY the bot does not know who it is,
+    /// The bot's webhook in `channel`, found by its owner (whatever its name now), or made. Before READY the bot does not know who it is,
     /// so it could not tell its own webhook from another's and would make a second one: it waits instead
     /// (`Unavailable` is transient, so the sender's retry policy waits and tries again).
     async fn find_or_create(&self, channel: ChannelId) -> Result<discord::Webhook, RestError> {
@@ -136,12 +136,15 @@ impl Webhooks {
         let http = self.access.http()?.as_ref();
         let id = discord::ChannelId::new(channel.0);
         let existing = call(self.access.budget(), "GET /channels/{id}/webhooks", http.get_channel_webhooks(id)).await?;
-        let mine = existing.into_iter().find(|hook| {
-            hook.token.is_some()
-                && hook.name.as_deref() == Some(WEBHOOK_NAME)
-                && hook.user.as_ref().map(|u| u.id) == Some(me)
-        });
-        let hook = match mine {
+        // Any webhook the bot made here will do (each repost gives its own name and avatar); the one still named as
+        // the bot names them first. One that someone renamed is used rather than a new one made at every start, which
+        // would reach Discord's 15 per channel.
+        let mut mine: Vec<_> = existing
+            .into_iter()
+            .filter(|hook| hook.token.is_some() && hook.user.as_ref().map(|u| u.id) == Some(me))
+            .collect();
+        mine.sort_by_key(|hook| (hook.name.as_deref() != Some(WEBHOOK_NAME), hook.id));
+        let hook = match mine.into_iter().next() {
             Some(hook) => hook,
             None => {
                 let made = id.create_webhook(http, discord::CreateWebhook::new(WEBHOOK_NAME));
