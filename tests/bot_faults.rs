@@ -6,7 +6,7 @@
 mod common;
 
 use chrono::{DateTime, Utc};
-use common::{PATIENCE, Scene, count_floor, is_floor, list};
+use common::{PATIENCE, Scene, count_floor, is_floor, list, render};
 use local_discord::faults::{DispatchAction, RouteAction};
 use local_discord::permissions::Permissions;
 use local_discord::world::{LogKind, OverwriteTarget, now_ms};
@@ -364,6 +364,43 @@ async fn losing_manage_messages_mid_session_switches_to_observe_once_and_nothing
     assert_eq!(scene.events("display_mode_changed").len(), 1);
     let found = scene.violations(channel, Some(lost_at)).await;
     assert!(found.is_empty(), "{}", list(&found));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_channel_full_of_other_webhooks_switches_to_observe_once_with_what_to_do() {
+    let scene = Scene::started().await;
+    let stage = &scene.stage;
+    // Fifteen webhooks of other integrations, Discord's most, and none of the bot's: it cannot make its own.
+    stage.server.with(|w| {
+        for n in 0..15 {
+            let id = w.snowflake();
+            let webhook = local_discord::world::Webhook {
+                id,
+                token: format!("tok{id:x}"),
+                channel_id: stage.channel,
+                guild_id: stage.guild,
+                name: format!("integration {n}"),
+                creator: stage.operator,
+            };
+            w.webhooks.insert(id, webhook);
+        }
+    });
+    let first = scene.say("pm", "My part. TURN_COMPLETE");
+    scene.until("the notice", |v| v.iter().any(|m| m.content.contains("15 webhooks")).then_some(())).await;
+    scene.until("dev's floor", |v| v.iter().any(|m| is_floor(m, "dev")).then_some(())).await;
+    let id = scene.say("dev", "Observed now. TURN_COMPLETE");
+    scene.until("critic's floor", |v| v.iter().any(|m| is_floor(m, "critic")).then_some(())).await;
+    scene.handled(id).await;
+
+    assert_eq!(scene.session().await.display_mode, DisplayMode::Observe);
+    let view = scene.view();
+    assert_eq!(view.iter().filter(|m| m.content.contains("15 webhooks")).count(), 1, "one notice: {}", render(&view));
+    assert!(view.iter().any(|m| m.id == first), "the relay that failed leaves the original as posted");
+    let kept = view.iter().find(|m| m.id == id).expect("observe mode leaves the message");
+    assert_eq!(kept.reactions, vec![("✅".to_owned(), 1)]);
+    let made = calls(&scene, "POST", "/webhooks");
+    assert_eq!(made.len(), 1, "one try to make a webhook, refused, never retried: {made:?}");
+    assert_eq!(scene.events("display_mode_changed").len(), 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -190,6 +190,12 @@ pub fn fallback_notice(missing: &[&str]) -> String {
     )
 }
 
+/// What the bot says, once, when a relay finds no webhook of its own in the channel and Discord lets it make none.
+pub const WEBHOOKS_FULL_NOTICE: &str = "⚠️ I can't relay messages in this channel: it has 15 webhooks, Discord's most, \
+     and none is mine. Switching to observe mode: agents' messages stay as they posted them and I react ✅ to each \
+     completed turn. Delete a webhook (Server Settings → Integrations → Webhooks), then `!turn stop` and `!turn start` \
+     to relay.";
+
 /// What the bot says, once, when Discord refuses it a relay mid-session (a permission was taken away).
 pub fn lost_permission_notice(missing: &[&str]) -> String {
     let what = match missing {

@@ -48,6 +48,8 @@ pub enum Outcome {
     Refused { status: u16 },
     /// Still failing after [`GIVE_UP_AFTER`], or not possible at all.
     GaveUp,
+    /// A relay had no webhook to post through: the channel has Discord's most, none of them the bot's.
+    NoWebhook,
 }
 
 impl Outcome {
@@ -55,7 +57,7 @@ impl Outcome {
     pub fn accepted_at(&self) -> Option<DateTime<Utc>> {
         match self {
             Outcome::Done { at, .. } => Some(*at),
-            Outcome::Refused { .. } | Outcome::GaveUp => None,
+            Outcome::Refused { .. } | Outcome::GaveUp | Outcome::NoWebhook => None,
         }
     }
 }
@@ -238,6 +240,7 @@ fn report(tools: &Tools, queued: &Queued, done: Result<Option<MessageId>, RestEr
             tracing::warn!(channel = %tools.channel, "could not {}: {e}{hint}", describe(&queued.effect));
             match e {
                 RestError::Status { status, .. } if !e.is_transient() => Outcome::Refused { status },
+                RestError::WebhooksFull => Outcome::NoWebhook,
                 _ => Outcome::GaveUp,
             }
         }
@@ -393,7 +396,7 @@ fn outcome_unknown(error: &RestError) -> bool {
     match error {
         RestError::Timeout(_) | RestError::Transport(_) => true,
         RestError::Status { status, .. } => *status >= 500,
-        RestError::Unavailable(_) | RestError::Impossible(_) => false,
+        RestError::Unavailable(_) | RestError::Impossible(_) | RestError::WebhooksFull => false,
     }
 }
 

@@ -12,7 +12,7 @@ mod saving;
 #[cfg(test)]
 mod tests;
 
-use super::access::{fallback_notice, lost_permission_notice};
+use super::access::{WEBHOOKS_FULL_NOTICE, fallback_notice, lost_permission_notice};
 use super::clock::Clock;
 use super::persist::Saver;
 use super::rest::{Rest, RestError};
@@ -642,8 +642,8 @@ impl Actor {
     }
 
     /// An effect of the outbox is done or failed for good. Losing Manage Messages or Manage Webhooks mid-session
-    /// (a 403 on relaying or deleting) switches the channel to observe mode with one notice, instead of failing
-    /// every turn. An announcement refused with 404 or 403 means the channel is gone or closed to the bot.
+    /// (a 403 on relaying or deleting), or a channel with no room for the bot's webhook, switches the channel to
+    /// observe mode with one notice, instead of failing every turn. An announcement refused with 404 or 403 means the channel is gone or closed to the bot.
     async fn on_sent(&mut self, report: Report) {
         self.handoff.reported(&self.session, report.id, report.outcome.accepted_at());
         let queued = self.session.outbox.iter().find(|q| q.id == report.id);
@@ -661,14 +661,18 @@ impl Actor {
             Outcome::Done { at, posted } => self.session.effect_done(report.id, at, posted),
             Outcome::Refused { status } => self.session.effect_failed(report.id, Some(status), now, ctx),
             Outcome::GaveUp => self.session.effect_failed(report.id, None, now, ctx),
+            // Discord answered 400 to making a webhook.
+            Outcome::NoWebhook => self.session.effect_failed(report.id, Some(400), now, ctx),
         };
         self.commit(t).await;
-        if report.outcome == (Outcome::Refused { status: 403 })
-            && relaying
-            && self.session.display_mode == DisplayMode::Relay
-        {
+        if !relaying || self.session.display_mode != DisplayMode::Relay {
+            return;
+        }
+        if report.outcome == (Outcome::Refused { status: 403 }) {
             let missing = self.env.rest.relay_permissions_missing(self.channel).await.unwrap_or_default();
             self.apply_display_mode(Some((DisplayMode::Observe, Some(lost_permission_notice(&missing))))).await;
+        } else if report.outcome == Outcome::NoWebhook {
+            self.apply_display_mode(Some((DisplayMode::Observe, Some(WEBHOOKS_FULL_NOTICE.to_owned())))).await;
         }
     }
 

@@ -142,6 +142,10 @@ pub enum RestError {
     /// The call can never be made, e.g. in a channel that is not a server channel.
     #[error("{0}")]
     Impossible(String),
+    /// A repost found none of the bot's webhooks in the channel and could not make one: the channel has Discord's
+    /// most (15, code 30007). Relay is not possible there until someone deletes one.
+    #[error("the channel has Discord's most webhooks (15) and none is mine")]
+    WebhooksFull,
 }
 
 impl RestError {
@@ -151,7 +155,7 @@ impl RestError {
         match self {
             RestError::Status { status, .. } => *status == 429 || *status >= 500,
             RestError::Timeout(_) | RestError::Transport(_) | RestError::Unavailable(_) => true,
-            RestError::Impossible(_) => false,
+            RestError::Impossible(_) | RestError::WebhooksFull => false,
         }
     }
 

@@ -27,6 +27,10 @@ pub async fn call<T>(
 
 fn rest_error(error: &serenity::Error) -> RestError {
     match error {
+        // Only making a webhook answers this code ("Maximum number of webhooks reached").
+        serenity::Error::Http(discord::HttpError::UnsuccessfulRequest(response)) if response.error.code == 30007 => {
+            RestError::WebhooksFull
+        }
         serenity::Error::Http(discord::HttpError::UnsuccessfulRequest(response)) => RestError::Status {
             status: response.status_code.as_u16(),
             message: response.error.message.clone(),
