@@ -265,7 +265,7 @@ async fn tend_leases(store: Arc<dyn SessionStore>, router: Arc<Router>, shards: 
             Ok(orphans) => {
                 // Their actors here are stale: stopped now, with what their senders still had to do.
                 for channel in store.lost_channels() {
-                    router.deliver(channel, Input::TakenOver);
+                    router.lost(channel);
                 }
                 if !orphans.is_empty() {
                     tracing::info!("taking over {} channel(s) that no live process holds", orphans.len());

@@ -104,6 +104,21 @@ impl Router {
         true
     }
 
+    /// This process no longer holds the channel's lease (a renewal found it taken): its actor stops, leaving what it
+    /// had not done to whoever holds the channel now. While shutting down, when the actor waits on its sender and
+    /// reads no input, it is stopped at once (which stops its sender).
+    pub fn lost(&self, channel: ChannelId) {
+        if !self.closing.load(Ordering::SeqCst) {
+            self.deliver(channel, Input::TakenOver);
+            return;
+        }
+        let actors = self.actors.lock().expect("actors lock");
+        if let Some(handle) = actors.get(&channel).filter(|_| !self.env.saver.holds(channel)) {
+            tracing::warn!(%channel, "this channel's lease was lost while shutting down: its actor stops here");
+            handle.task.abort();
+        }
+    }
+
     /// Gives the same input to every actor.
     pub fn broadcast(&self, input: impl Fn() -> Input) {
         for handle in self.handles() {
@@ -151,15 +166,24 @@ impl Router {
         }
         // An actor dropped takes its sender with it. One stopped in the middle of a step (on another worker) may still
         // hand effects to a new sender: the senders are waited for once every actor is gone.
-        let actors: Vec<Handle> =
+        let mut actors: Vec<Handle> =
             std::mem::take(&mut *self.actors.lock().expect("actors lock")).into_values().collect();
         for handle in &actors {
             handle.task.abort();
         }
         let gone = async {
-            // A stopped task is dropped at its next turn on a worker: a few yields, not a wait.
-            while !actors.iter().all(|handle| handle.task.is_finished()) {
-                tokio::task::yield_now().await;
+            // A stopped task is dropped at its next turn on a worker: a few yields, then short waits (a task stuck in
+            // blocking code must not have this loop spin a worker).
+            for round in 0u32.. {
+                actors.retain(|handle| !handle.task.is_finished());
+                if actors.is_empty() {
+                    break;
+                }
+                if round < 64 {
+                    tokio::task::yield_now().await;
+                } else {
+                    tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+                }
             }
             self.env.tasks.close();
             self.env.tasks.wait().await;

@@ -30,6 +30,9 @@ use tokio_util::task::TaskTracker;
 /// Discord's the clock of the process that decided an announcement may run for it to be found there: it is looked
 /// for from this long before it was decided (but only after the announcement before it).
 const NONCE_REMEMBERED_FOR: chrono::TimeDelta = chrono::TimeDelta::seconds(60);
+/// How far ahead of Discord's the deciding clock may run for an announcement to be found when no announcement before
+/// it is known.
+const CLOCK_AHEAD_UNANCHORED: chrono::TimeDelta = chrono::TimeDelta::seconds(5);
 /// How long an effect is retried before it is given up.
 pub const GIVE_UP_AFTER: Duration = Duration::from_secs(600);
 /// The first wait after a server error or a time-out; it doubles each time, up to [`BACKOFF_MAX`].
@@ -182,8 +185,8 @@ async fn run(tools: Tools, mut queue: mpsc::UnboundedReceiver<Job>) {
                     })));
                 }
                 done => {
-                    if let Ok(Some(posted)) = done {
-                        announced = Some(posted);
+                    if let Ok(Some(posted)) = done.as_ref().map(|posted| posted.filter(|id| id.0 != 0)) {
+                        announced = announced.max(Some(posted));
                     }
                     report(&tools, &queued, done)
                 }
@@ -318,7 +321,10 @@ async fn announce_once(
     let mut policy = Policy::new();
     loop {
         if let Some(since) = unsure_since.filter(|since| tools.clock.now() - *since > NONCE_REMEMBERED_FOR) {
-            let from = MessageId::first_at(decided.unwrap_or(since) - NONCE_REMEMBERED_FOR);
+            // Without an announcement known before it (a session saved by an older build), only a small allowance:
+            // the same words a minute earlier may be another session's.
+            let allowance = if announced.is_some() { NONCE_REMEMBERED_FOR } else { CLOCK_AHEAD_UNANCHORED };
+            let from = MessageId::first_at(decided.unwrap_or(since) - allowance);
             let after = announced.map_or(from, |before| before.max(from));
             match retrying(|| rest.announcement_made(channel, after, &announcement.text)).await {
                 Ok(Some(found)) => return Ok(found),

@@ -120,8 +120,9 @@ pub fn nonce_for(channel: ChannelId, now: DateTime<Utc>, seq: u64) -> String {
     format!("t{:08x}{millis:0>8}{}", z as u32, base36(seq % 36u64.pow(8)))
 }
 
-/// When the announcement with this nonce was decided, read back from it (the inverse of [`nonce_for`]): no message
-/// of it can be older. `None` for a nonce of another form.
+/// When the announcement with this nonce was decided, on the deciding process's clock, read back from it (the inverse
+/// of [`nonce_for`]): its message is no older, but for how far that clock ran ahead of Discord's. `None` for a nonce
+/// of another form.
 pub fn decided_at(nonce: &str) -> Option<DateTime<Utc>> {
     let millis = nonce.strip_prefix('t')?.get(8..16)?;
     DateTime::from_timestamp_millis(i64::try_from(u64::from_str_radix(millis, 36).ok()?).ok()?)

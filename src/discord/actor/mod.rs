@@ -54,8 +54,8 @@ pub struct Env {
     pub catch_up_permits: Arc<Semaphore>,
     /// Which of the process's shards are connected: a channel on one that is not waits for its catch-up.
     pub shards: Arc<ShardsUp>,
-    /// The channels' senders: a shutdown stops the ones still at work when its wait ends, and waits until they are
-    /// gone before the process lets go of its channels.
+    /// The channels' senders and the deletions they run beside their posts: a shutdown stops the ones still at work
+    /// when its wait ends, and waits until they are gone before the process lets go of its channels.
     pub tasks: TaskTracker,
 }
 

@@ -90,7 +90,7 @@ impl Rest for DiscordRest {
             }
             from = page.last().map_or(from, page_id);
         }
-        tracing::warn!(%channel, "no announcement found in {REPOST_SEARCH_PAGES} pages after it was decided; posting it");
+        tracing::warn!(%channel, "no announcement found in {REPOST_SEARCH_PAGES} pages from where it may be; posting it");
         Ok(None)
     }
 

@@ -153,3 +153,23 @@ async fn a_notice_decided_while_shutting_down_is_posted_before_the_shutdown_ends
     assert_eq!(h.events(A, "display_mode_changed"), 1, "{lines:#?}");
     assert_eq!(lines.iter().filter(|l| l.starts_with("notice") && l.contains("observe mode")).count(), 1, "{lines:#?}");
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_lease_found_lost_while_shutting_down_stops_the_channels_sender_at_once() {
+    let h = Harness::new();
+    h.start(A).await;
+    h.settle(A).await;
+    h.rest.fail(A, "announce", vec![status(503); 100]);
+    h.deliver(A, &h.written(PM, "Done. TURN_COMPLETE", 1_000));
+    h.router.ask(A, Input::Snapshot).await;
+    let router = h.router.clone();
+    let shutdown = tokio::spawn(async move { router.shutdown().await });
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    // The renewal finds the channel taken by another process, which carries out the saved outbox from now on.
+    h.saver.lease_lost.store(true, Ordering::Relaxed);
+    h.router.lost(A);
+    let at_loss = calls(&h, A);
+    tokio::time::sleep(Duration::from_secs(3)).await; // within the shutdown's wait
+    assert_eq!(calls(&h, A), at_loss, "nothing more from this process: {:#?}", h.journal.of(A));
+    shutdown.await.unwrap();
+}
