@@ -331,6 +331,24 @@ async fn a_slow_route_in_one_channel_does_not_delay_another_channels_timeout() {
     }
 }
 
+/// pm ends its turn as relay meets what stops it, whose notice names `notice`; dev then ends its own. Checks the
+/// channel is in observe mode with one notice and dev's message kept with its ✅; answers pm's and dev's messages.
+async fn switched_to_observe(scene: &Scene, notice: &str) -> (u64, u64) {
+    let first = scene.say("pm", "My part. TURN_COMPLETE");
+    scene.until("the notice", |v| v.iter().any(|m| m.content.contains(notice)).then_some(())).await;
+    scene.until("dev's floor", |v| v.iter().any(|m| is_floor(m, "dev")).then_some(())).await;
+    let id = scene.say("dev", "Observed now. TURN_COMPLETE");
+    scene.until("critic's floor", |v| v.iter().any(|m| is_floor(m, "critic")).then_some(())).await;
+    scene.handled(id).await;
+
+    assert_eq!(scene.session().await.display_mode, DisplayMode::Observe);
+    let view = scene.view();
+    assert_eq!(view.iter().filter(|m| m.content.contains(notice)).count(), 1, "one notice: {}", render(&view));
+    let kept = view.iter().find(|m| m.id == id).expect("observe mode leaves the message");
+    assert_eq!(kept.reactions, vec![("✅".to_owned(), 1)]);
+    (first, id)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn losing_manage_messages_mid_session_switches_to_observe_once_and_nothing_is_lost() {
     let scene = Scene::started().await;
@@ -342,18 +360,7 @@ async fn losing_manage_messages_mid_session_switches_to_observe_once_and_nothing
         Permissions::empty(),
         Permissions::MANAGE_MESSAGES,
     );
-    scene.say("pm", "My part. TURN_COMPLETE");
-    scene.until("the notice", |v| v.iter().any(|m| m.content.contains("Manage Messages")).then_some(())).await;
-    scene.until("dev's floor", |v| v.iter().any(|m| is_floor(m, "dev")).then_some(())).await;
-    let id = scene.say("dev", "Observed now. TURN_COMPLETE");
-    scene.until("critic's floor", |v| v.iter().any(|m| is_floor(m, "critic")).then_some(())).await;
-    scene.handled(id).await;
-
-    assert_eq!(scene.session().await.display_mode, DisplayMode::Observe);
-    let view = scene.view();
-    assert_eq!(view.iter().filter(|m| m.content.contains("Manage Messages")).count(), 1, "one notice");
-    let kept = view.iter().find(|m| m.id == id).expect("observe mode leaves the message");
-    assert_eq!(kept.reactions, vec![("✅".to_owned(), 1)]);
+    let (_, id) = switched_to_observe(&scene, "Manage Messages").await;
     // Usually pm's relay meets the refusal (a 403 on deleting its message) and the bot switches then. Under a heavy
     // load the server's arrival (GUILD_CREATE, whose handler checks the permissions) can be handled only after the
     // permission was taken away: the bot then falls back before pm's signal, which it never tries to delete. Either
@@ -385,19 +392,8 @@ async fn a_channel_full_of_other_webhooks_switches_to_observe_once_with_what_to_
             w.webhooks.insert(id, webhook);
         }
     });
-    let first = scene.say("pm", "My part. TURN_COMPLETE");
-    scene.until("the notice", |v| v.iter().any(|m| m.content.contains("15 webhooks")).then_some(())).await;
-    scene.until("dev's floor", |v| v.iter().any(|m| is_floor(m, "dev")).then_some(())).await;
-    let id = scene.say("dev", "Observed now. TURN_COMPLETE");
-    scene.until("critic's floor", |v| v.iter().any(|m| is_floor(m, "critic")).then_some(())).await;
-    scene.handled(id).await;
-
-    assert_eq!(scene.session().await.display_mode, DisplayMode::Observe);
-    let view = scene.view();
-    assert_eq!(view.iter().filter(|m| m.content.contains("15 webhooks")).count(), 1, "one notice: {}", render(&view));
-    assert!(view.iter().any(|m| m.id == first), "the relay that failed leaves the original as posted");
-    let kept = view.iter().find(|m| m.id == id).expect("observe mode leaves the message");
-    assert_eq!(kept.reactions, vec![("✅".to_owned(), 1)]);
+    let (first, _) = switched_to_observe(&scene, "15 webhooks").await;
+    assert!(scene.view().iter().any(|m| m.id == first), "the relay that failed leaves the original as posted");
     let made = calls(&scene, "POST", "/webhooks");
     assert_eq!(made.len(), 1, "one try to make a webhook, refused, never retried: {made:?}");
     assert_eq!(scene.events("display_mode_changed").len(), 1);

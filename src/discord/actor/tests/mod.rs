@@ -345,6 +345,17 @@ impl Harness {
         self.restarted_on(ShardsUp::default())
     }
 
+    /// [`Harness::restarted`] with the session `saved` as the crash left it on disk, once it has carried out what
+    /// was left undone and read what was missed.
+    async fn restarted_from(&self, saved: Session) -> Self {
+        let channel = saved.channel_id;
+        let restarted = self.restarted();
+        restarted.router.resume(vec![saved]);
+        restarted.router.broadcast(|| Input::CatchUp(None));
+        restarted.settle(channel).await;
+        restarted
+    }
+
     /// [`Harness::restarted`], running these shards.
     fn restarted_on(&self, shards: ShardsUp) -> Self {
         let next_id = self.next_id.load(Ordering::Relaxed) + 1000;
@@ -752,10 +763,7 @@ async fn effects_left_undone_by_a_crash_are_carried_out_at_restart_without_a_sec
     let crashed = h.saver.saved.lock().unwrap()[&A].clone();
     assert_eq!(crashed.outbox.len(), 2, "relay and announcement saved, undone: {:?}", crashed.outbox);
 
-    let restarted = h.restarted();
-    restarted.router.resume(vec![crashed]);
-    restarted.router.broadcast(|| Input::CatchUp(None));
-    restarted.settle(A).await;
+    let restarted = h.restarted_from(crashed).await;
     let lines = restarted.journal.of(A);
     assert_eq!(lines.iter().filter(|l| l.starts_with("repost") && l.ends_with("-> ok")).count(), 1, "{lines:#?}");
     assert!(lines.iter().any(|l| l == &format!("delete {A} {} -> ok", signal.id)));
@@ -877,10 +885,7 @@ async fn an_announcement_replayed_after_a_crash_does_not_move_the_deadline_by_th
     h.router.shutdown().await;
     tokio::time::advance(Duration::from_secs(20)).await;
 
-    let restarted = h.restarted();
-    restarted.router.resume(vec![crashed]);
-    restarted.router.broadcast(|| Input::CatchUp(None));
-    restarted.settle(A).await;
+    let restarted = h.restarted_from(crashed).await;
     let lines = restarted.journal.of(A);
     assert_eq!(lines.iter().filter(|l| l.ends_with("-> deduplicated")).count(), 2, "{lines:#?}");
     let session = restarted.session(A).await;
@@ -906,10 +911,7 @@ async fn an_announcement_replayed_after_a_stop_longer_than_discord_remembers_non
     h.router.shutdown().await;
     tokio::time::advance(Duration::from_secs(600)).await;
 
-    let restarted = h.restarted();
-    restarted.router.resume(vec![crashed]);
-    restarted.router.broadcast(|| Input::CatchUp(None));
-    restarted.settle(A).await;
+    let restarted = h.restarted_from(crashed).await;
     let lines = restarted.journal.of(A);
     assert_eq!(announcements_made(&restarted, "Turn management started"), 1, "{lines:#?}");
     assert_eq!(announcements_made(&restarted, "(pm) has the floor"), 1, "{lines:#?}");
@@ -932,10 +934,7 @@ async fn an_announcement_not_posted_before_a_long_stop_is_looked_for_then_posted
     h.router.shutdown().await;
     tokio::time::advance(Duration::from_secs(600)).await;
 
-    let restarted = h.restarted();
-    restarted.router.resume(vec![crashed]);
-    restarted.router.broadcast(|| Input::CatchUp(None));
-    restarted.settle(A).await;
+    let restarted = h.restarted_from(crashed).await;
     let lines = restarted.journal.of(A);
     assert_eq!(announcements_made(&restarted, "(dev) has the floor"), 1, "{lines:#?}");
     let looked = format!("(dev) has the floor: 60s. End your message with TURN_COMPLETE. after {pm_floor}");
