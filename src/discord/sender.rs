@@ -289,10 +289,18 @@ async fn posting(
                     0
                 };
                 let nothing = Carried::default();
+                let mut made_now = Vec::new();
                 for posted in made..parts.len() {
                     // The files and embeds go with the last part, below the whole text.
                     let carried = if posted + 1 == parts.len() { &carries } else { &nothing };
-                    repost_once(tools, *message_id, voice, &parts[..=posted], carried).await?;
+                    match repost_once(tools, *message_id, voice, &parts[..=posted], carried).await {
+                        Ok(part) => made_now.extend(part),
+                        Err(e) => {
+                            // The original stays, so the parts showing above it would show its text twice.
+                            take_back_parts(tools, &made_now).await;
+                            return Err(e);
+                        }
+                    }
                 }
             }
             Ok(None)
@@ -371,27 +379,49 @@ fn gone_is_done(result: Result<(), RestError>) -> Result<(), RestError> {
 
 /// Posts the last of `parts` (those before it are showing), retried as [`retrying`] does; but a repost whose
 /// outcome is unknown (a time-out, a broken connection, a server error) may have been made, and a webhook execute
-/// has no nonce: the channel is looked at before each such retry.
+/// has no nonce: the channel is looked at before each such retry. Answers the message made, when it is known.
 async fn repost_once(
     tools: &Tools,
     original: MessageId,
     voice: Voice<'_>,
     parts: &[String],
     carries: &Carried,
-) -> Result<(), RestError> {
+) -> Result<Option<MessageId>, RestError> {
     let (rest, channel) = (tools.rest.as_ref(), tools.channel);
     let part = parts.last().expect("at least the part to post");
     let mut policy = Policy::new();
     loop {
         let error = match rest.repost(channel, voice, part, carries).await {
-            Ok(()) => return Ok(()),
+            Ok(made) => return Ok(Some(made)),
             Err(e) if e.is_transient() => e,
             Err(e) => return Err(e),
         };
         let unknown = outcome_unknown(&error);
         policy.wait(error).await?;
         if unknown && retrying(|| rest.reposts_made(channel, original, voice.name, parts)).await? == parts.len() {
-            return Ok(());
+            return Ok(None);
+        }
+    }
+}
+
+/// Deletes the parts of a repost posted before a later part failed for good, tried a few times over some seconds
+/// (not the sender's ten minutes, which would hold the channel's announcements). Parts found already made after a
+/// crash are not known by id, and stay.
+async fn take_back_parts(tools: &Tools, parts: &[MessageId]) {
+    for part in parts {
+        let mut wait = BACKOFF_FIRST;
+        for tries_left in (0..4).rev() {
+            match gone_is_done(tools.rest.delete(tools.channel, *part).await) {
+                Ok(()) => break,
+                Err(e) if e.is_transient() && tries_left > 0 => {
+                    tokio::time::sleep(wait).await;
+                    wait *= 2;
+                }
+                Err(e) => {
+                    tracing::warn!(channel = %tools.channel, "could not take back a part of a failed repost: {e}");
+                    break;
+                }
+            }
         }
     }
 }

@@ -105,7 +105,7 @@ impl Rest for DiscordRest {
         voice: Voice<'_>,
         text: &str,
         carries: &Carried,
-    ) -> Result<(), RestError> {
+    ) -> Result<MessageId, RestError> {
         self.webhooks.repost(channel, voice, text, carries).await
     }
 

@@ -56,14 +56,14 @@ pub trait Rest: Send + Sync + 'static {
     /// that was lost does not post it twice).
     async fn notice(&self, channel: ChannelId, text: &str, nonce: &str) -> Result<(), RestError>;
     /// Posts `text` as the persona through the channel's webhook, with what it `carries` (files, embeds); pings
-    /// users at most.
+    /// users at most. Answers the message made.
     async fn repost(
         &self,
         channel: ChannelId,
         voice: Voice<'_>,
         text: &str,
         carries: &Carried,
-    ) -> Result<(), RestError>;
+    ) -> Result<MessageId, RestError>;
     /// The files (downloaded) and embeds of a message, for its repost. A 404 means the message is gone; a file
     /// that cannot be carried over (too large, or its download refused) is [`RestError::Impossible`].
     async fn carried(&self, channel: ChannelId, message: MessageId) -> Result<Carried, RestError>;

@@ -5,7 +5,7 @@ use super::form;
 use super::http::{DiscordHttp, Posted};
 use super::serenity::call;
 use super::{Carried, RestError, Voice};
-use crate::core::ids::ChannelId;
+use crate::core::ids::{ChannelId, MessageId};
 use crate::discord::access::Access;
 use crate::discord::identity::Identity;
 use secrecy::ExposeSecret;
@@ -43,7 +43,7 @@ impl Webhooks {
         voice: Voice<'_>,
         text: &str,
         carries: &Carried,
-    ) -> Result<(), RestError> {
+    ) -> Result<MessageId, RestError> {
         let (owner, thread) = self.route(channel).await?;
         let mut body = serde_json::json!({
             "content": text,
@@ -66,7 +66,7 @@ impl Webhooks {
             };
             let token = hook.token.as_ref().map(|t| t.expose_secret().to_owned()).unwrap_or_default();
             match self.http.execute_webhook(hook.id.get(), &token, thread.map(|t| t.0), &body, &carries.files).await {
-                Ok(posted) if posted.channel == thread.unwrap_or(owner).0 => return Ok(()),
+                Ok(posted) if posted.channel == thread.unwrap_or(owner).0 => return Ok(MessageId(posted.id)),
                 // Someone moved the webhook to another channel (Server Settings let them): the text went there. It is
                 // taken back, and a webhook of this channel is found or made; the original stays until a repost
                 // lands here.

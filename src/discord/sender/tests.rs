@@ -18,6 +18,8 @@ const ORIGINAL: MessageId = MessageId(1 << 40);
 
 /// How the fake answers a repost.
 enum Answer {
+    /// Posted, and answered.
+    Made,
     /// Refused before anything was posted.
     Fail(RestError),
     /// Posted, but the answer was lost or an error.
@@ -84,20 +86,27 @@ impl Rest for FakeChannel {
             notices.push((text.to_owned(), nonce.to_owned()));
         }
         match answer {
-            None => Ok(()),
+            None | Some(Answer::Made) => Ok(()),
             Some(Answer::Fail(e) | Answer::MadeThenFail(e)) => Err(e),
         }
     }
 
-    async fn repost(&self, _: ChannelId, voice: Voice<'_>, text: &str, carries: &Carried) -> Result<(), RestError> {
+    async fn repost(
+        &self,
+        _: ChannelId,
+        voice: Voice<'_>,
+        text: &str,
+        carries: &Carried,
+    ) -> Result<MessageId, RestError> {
         let answer = self.answers.lock().unwrap().pop_front();
         self.calls.lock().unwrap().push(format!("repost {text}"));
+        let mut reposts = self.reposts.lock().unwrap();
         if !matches!(answer, Some(Answer::Fail(_))) {
-            self.reposts.lock().unwrap().push((voice.name.to_owned(), text.to_owned()));
+            reposts.push((voice.name.to_owned(), text.to_owned()));
             self.files.lock().unwrap().push(carries.files.iter().map(|f| f.name.clone()).collect());
         }
         match answer {
-            None => Ok(()),
+            None | Some(Answer::Made) => Ok(repost_id(reposts.len() - 1)),
             Some(Answer::Fail(e) | Answer::MadeThenFail(e)) => Err(e),
         }
     }
@@ -141,6 +150,11 @@ impl Rest for FakeChannel {
     async fn relay_permissions_missing(&self, _: ChannelId) -> Result<Vec<&'static str>, RestError> {
         Ok(Vec::new())
     }
+}
+
+/// The id of the `n`th repost the fake channel shows.
+fn repost_id(n: usize) -> MessageId {
+    MessageId(ORIGINAL.0 + 1_000 + n as u64)
 }
 
 /// Carries out one relay of `text` (replayed from the outbox, or not) and answers its report.
@@ -427,4 +441,20 @@ async fn a_replayed_announcement_is_found_even_if_the_deciding_clock_ran_ahead_o
         channel.calls.lock().unwrap()
     );
     assert!(matches!(reports.lock().unwrap()[0].outcome, Outcome::Done { posted: Some(id), .. } if id == posted));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_later_part_refused_for_good_takes_back_the_parts_posted_before_it_and_leaves_the_original() {
+    let text = long_text(3);
+    let channel = Arc::new(FakeChannel::default());
+    // The last part carries a file the server refuses as too large.
+    let too_large = RestError::Status { status: 413, message: "Request entity too large".into(), retry_after: None };
+    channel.answers.lock().unwrap().extend([Answer::Made, Answer::Made, Answer::Fail(too_large)]);
+    let report = relay(&channel, &text, false).await;
+    assert_eq!(report.outcome, Outcome::Refused { status: 413 });
+    assert_eq!(
+        *channel.deleted.lock().unwrap(),
+        [repost_id(0), repost_id(1)],
+        "both parts taken back, not the original"
+    );
 }

@@ -172,8 +172,15 @@ impl Rest for FakeRest {
         self.call(channel, "notice", format!("notice {channel} {text}")).await
     }
 
-    async fn repost(&self, channel: ChannelId, voice: Voice<'_>, text: &str, _: &Carried) -> Result<(), RestError> {
-        self.call(channel, "repost", format!("repost {channel} {}: {text}", voice.name)).await
+    async fn repost(
+        &self,
+        channel: ChannelId,
+        voice: Voice<'_>,
+        text: &str,
+        _: &Carried,
+    ) -> Result<MessageId, RestError> {
+        self.call(channel, "repost", format!("repost {channel} {}: {text}", voice.name)).await?;
+        Ok(MessageId(MessageId::first_at(self.clock.now()).0 + self.next_id.fetch_add(1, Ordering::Relaxed)))
     }
 
     async fn carried(&self, _: ChannelId, _: MessageId) -> Result<Carried, RestError> {
