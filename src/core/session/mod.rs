@@ -155,6 +155,10 @@ pub struct Session {
     pub guild_id: Option<GuildId>,
     pub status: SessionStatus,
     pub display_mode: DisplayMode,
+    /// Relay fell back to observe mode for want of room for the bot's webhook (Discord's 15 per channel): the
+    /// permission checks at the server's arrivals leave it in observe mode; the next start tries relay again.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub webhooks_full: bool,
     pub roster: Vec<PersonaId>,
     pub active_agent: Option<PersonaId>,
     pub round: u32,
@@ -361,6 +365,7 @@ impl Session {
             guild_id: None,
             status: SessionStatus::Stopped,
             display_mode: DisplayMode::Relay,
+            webhooks_full: false,
             roster: Vec::new(),
             active_agent: None,
             round: 0,

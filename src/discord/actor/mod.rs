@@ -604,6 +604,9 @@ impl Actor {
                 if self.session.is_active() {
                     self.learn_guild().await;
                     let choice = self.choose_display_mode().await;
+                    // Permissions say nothing of the webhooks' room: only a new start tries relay again.
+                    let choice =
+                        choice.filter(|(mode, _)| !(self.session.webhooks_full && *mode == DisplayMode::Relay));
                     self.apply_display_mode(choice).await;
                 }
             }
@@ -665,13 +668,15 @@ impl Actor {
             Outcome::NoWebhook => self.session.effect_failed(report.id, Some(400), now, ctx),
         };
         self.commit(t).await;
-        if !relaying || self.session.display_mode != DisplayMode::Relay {
+        // A stopped session's last relay says nothing more: the next start chooses again.
+        if !relaying || self.session.display_mode != DisplayMode::Relay || !self.session.is_active() {
             return;
         }
         if report.outcome == (Outcome::Refused { status: 403 }) {
             let missing = self.env.rest.relay_permissions_missing(self.channel).await.unwrap_or_default();
             self.apply_display_mode(Some((DisplayMode::Observe, Some(lost_permission_notice(&missing))))).await;
         } else if report.outcome == Outcome::NoWebhook {
+            self.session.webhooks_full = true; // saved with the switch
             self.apply_display_mode(Some((DisplayMode::Observe, Some(WEBHOOKS_FULL_NOTICE.to_owned())))).await;
         }
     }

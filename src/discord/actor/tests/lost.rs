@@ -173,3 +173,28 @@ async fn a_lease_found_lost_while_shutting_down_stops_the_channels_sender_at_onc
     assert_eq!(calls(&h, A), at_loss, "nothing more from this process: {:#?}", h.journal.of(A));
     shutdown.await.unwrap();
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_channel_without_room_for_a_webhook_stays_in_observe_mode_until_the_next_start() {
+    let h = Harness::new();
+    h.start(A).await;
+    h.settle(A).await;
+    h.rest.fail(A, "repost", vec![RestError::WebhooksFull]);
+    h.deliver(A, &h.written(PM, "First. TURN_COMPLETE", 1_000));
+    h.settle(A).await;
+    h.settle(A).await; // the switch is decided when the refusal is reported
+    assert_eq!(h.session(A).await.display_mode, crate::core::session::DisplayMode::Observe);
+    // The server arrives again (a reconnect, a restart): its permissions allow relay, but the room is still gone.
+    h.router.deliver(A, Input::CheckDisplayMode);
+    h.settle(A).await;
+    assert_eq!(h.session(A).await.display_mode, crate::core::session::DisplayMode::Observe);
+    let notices = |h: &Harness| h.journal.of(A).iter().filter(|l| l.starts_with("notice")).count();
+    assert_eq!(notices(&h), 1, "one notice: {:#?}", h.journal.of(A));
+    // A manager deleted a webhook and starts again, as the notice says.
+    h.command(A, Command::Stop).await;
+    h.command(A, Command::Start { roster: vec![] }).await;
+    h.settle(A).await;
+    let session = h.session(A).await;
+    assert_eq!(session.display_mode, crate::core::session::DisplayMode::Relay, "a new start tries relay again");
+    assert!(!session.webhooks_full);
+}
