@@ -46,17 +46,17 @@ async fn a_repost_is_found_after_more_than_a_page_of_messages_in_a_busy_channel(
     for i in 0..150 {
         stage.operator_says(&format!("chatter {i}"));
     }
-    webhook_says(&stage, "PM", "Part one.");
+    let one = MessageId(webhook_says(&stage, "PM", "Part one."));
     for i in 0..120 {
         stage.operator_says(&format!("more chatter {i}"));
     }
-    webhook_says(&stage, "PM", "Part two.");
+    let two = MessageId(webhook_says(&stage, "PM", "Part two."));
     let rest = rest_of(&stage);
     let (channel, after) = (ChannelId(stage.channel), MessageId(original));
     let parts = ["Part one.".to_owned(), "Part two.".to_owned(), "Part three.".to_owned()];
-    assert_eq!(rest.reposts_made(channel, after, "PM", &parts[..1]).await.unwrap(), 1, "past 150 messages");
-    assert_eq!(rest.reposts_made(channel, after, "PM", &parts).await.unwrap(), 2, "two of three, to the end");
-    assert_eq!(rest.reposts_made(channel, after, "Developer", &parts).await.unwrap(), 0, "another persona's name");
+    assert_eq!(rest.reposts_made(channel, after, "PM", &parts[..1]).await.unwrap(), [one], "past 150 messages");
+    assert_eq!(rest.reposts_made(channel, after, "PM", &parts).await.unwrap(), [one, two], "two of three, to the end");
+    assert!(rest.reposts_made(channel, after, "Developer", &parts).await.unwrap().is_empty(), "another persona's name");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -64,11 +64,11 @@ async fn a_repost_part_is_found_without_the_whitespace_discord_drops_around_it()
     let stage = Stage::new(&personas([60, 60, 60])).await.expect("local server");
     let original = stage.server.post(stage.channel, stage.user_of("pm"), "Long answer. TURN_COMPLETE");
     // A part cut at a blank line ends with a line break; Discord keeps its text without it.
-    webhook_says(&stage, "PM", "First paragraph.");
+    let first = MessageId(webhook_says(&stage, "PM", "First paragraph."));
     let rest = rest_of(&stage);
     let parts = ["First paragraph.\n".to_owned(), "Second paragraph.".to_owned()];
     let found = rest.reposts_made(ChannelId(stage.channel), MessageId(original), "PM", &parts).await.unwrap();
-    assert_eq!(found, 1, "the first part is made: only the second is posted again");
+    assert_eq!(found, [first], "the first part is made: only the second is posted again");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

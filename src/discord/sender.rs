@@ -283,21 +283,20 @@ async fn posting(
                 };
                 let parts = split_message(text.as_deref().unwrap_or_default());
                 // After a crash some parts may be showing already: post only the missing ones, in order.
-                let made = if replay {
+                let mut made = if replay {
                     retrying(|| rest.reposts_made(channel, *message_id, voice.name, &parts)).await?
                 } else {
-                    0
+                    Vec::new()
                 };
                 let nothing = Carried::default();
-                let mut made_now = Vec::new();
-                for posted in made..parts.len() {
+                for posted in made.len()..parts.len() {
                     // The files and embeds go with the last part, below the whole text.
                     let carried = if posted + 1 == parts.len() { &carries } else { &nothing };
                     match repost_once(tools, *message_id, voice, &parts[..=posted], carried).await {
-                        Ok(part) => made_now.extend(part),
+                        Ok(part) => made.push(part),
                         Err(e) => {
                             // The original stays, so the parts showing above it would show its text twice.
-                            take_back_parts(tools, &made_now).await;
+                            take_back_parts(tools, &made).await;
                             return Err(e);
                         }
                     }
@@ -379,34 +378,36 @@ fn gone_is_done(result: Result<(), RestError>) -> Result<(), RestError> {
 
 /// Posts the last of `parts` (those before it are showing), retried as [`retrying`] does; but a repost whose
 /// outcome is unknown (a time-out, a broken connection, a server error) may have been made, and a webhook execute
-/// has no nonce: the channel is looked at before each such retry. Answers the message made, when it is known.
+/// has no nonce: the channel is looked at before each such retry. Answers the message made.
 async fn repost_once(
     tools: &Tools,
     original: MessageId,
     voice: Voice<'_>,
     parts: &[String],
     carries: &Carried,
-) -> Result<Option<MessageId>, RestError> {
+) -> Result<MessageId, RestError> {
     let (rest, channel) = (tools.rest.as_ref(), tools.channel);
     let part = parts.last().expect("at least the part to post");
     let mut policy = Policy::new();
     loop {
         let error = match rest.repost(channel, voice, part, carries).await {
-            Ok(made) => return Ok(Some(made)),
+            Ok(made) => return Ok(made),
             Err(e) if e.is_transient() => e,
             Err(e) => return Err(e),
         };
         let unknown = outcome_unknown(&error);
         policy.wait(error).await?;
-        if unknown && retrying(|| rest.reposts_made(channel, original, voice.name, parts)).await? == parts.len() {
-            return Ok(None);
+        if unknown {
+            let found = retrying(|| rest.reposts_made(channel, original, voice.name, parts)).await?;
+            if found.len() == parts.len() {
+                return Ok(*found.last().expect("at least the part to post"));
+            }
         }
     }
 }
 
-/// Deletes the parts of a repost posted before a later part failed for good, tried a few times over some seconds
-/// (not the sender's ten minutes, which would hold the channel's announcements). Parts found already made after a
-/// crash are not known by id, and stay.
+/// Deletes the parts of a repost posted (or found posted) before a later part failed for good, each tried a few
+/// times (not for the sender's ten minutes, which would hold the channel's announcements).
 async fn take_back_parts(tools: &Tools, parts: &[MessageId]) {
     for part in parts {
         let mut wait = BACKOFF_FIRST;
@@ -414,7 +415,11 @@ async fn take_back_parts(tools: &Tools, parts: &[MessageId]) {
             match gone_is_done(tools.rest.delete(tools.channel, *part).await) {
                 Ok(()) => break,
                 Err(e) if e.is_transient() && tries_left > 0 => {
-                    tokio::time::sleep(wait).await;
+                    let asked = match &e {
+                        RestError::Status { retry_after, .. } => *retry_after,
+                        _ => None,
+                    };
+                    tokio::time::sleep(asked.unwrap_or(wait)).await;
                     wait *= 2;
                 }
                 Err(e) => {

@@ -119,8 +119,8 @@ impl Rest for DiscordRest {
         after: MessageId,
         name: &str,
         parts: &[String],
-    ) -> Result<usize, RestError> {
-        let mut found = 0;
+    ) -> Result<Vec<MessageId>, RestError> {
+        let mut found = Vec::new();
         let mut from = after.0;
         for _ in 0..REPOST_SEARCH_PAGES {
             let mut page = self.http.messages_after(channel.0, from, 100).await?;
@@ -128,16 +128,16 @@ impl Rest for DiscordRest {
             // The parts were posted in order: each one found moves on to the next. Compared without the whitespace
             // around them, which Discord drops (a part cut at a blank line ends with a line break).
             for message in &page {
-                let part = parts.get(found);
+                let part = parts.get(found.len());
                 if part.is_some_and(|p| {
                     message.webhook_id.is_some()
                         && message.author.username == name
                         && message.content.trim() == p.trim()
                 }) {
-                    found += 1;
+                    found.push(MessageId(page_id(message)));
                 }
             }
-            if found == parts.len() || page.len() < 100 {
+            if found.len() == parts.len() || page.len() < 100 {
                 return Ok(found);
             }
             from = page.last().map_or(from, page_id);

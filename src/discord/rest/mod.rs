@@ -67,7 +67,8 @@ pub trait Rest: Send + Sync + 'static {
     /// The files (downloaded) and embeds of a message, for its repost. A 404 means the message is gone; a file
     /// that cannot be carried over (too large, or its download refused) is [`RestError::Impossible`].
     async fn carried(&self, channel: ChannelId, message: MessageId) -> Result<Carried, RestError>;
-    /// How many of `parts`, in order, the channel already shows as reposts as `name` made after message `after`:
+    /// The messages of the first of `parts`, in order, that the channel already shows as reposts as `name` made after
+    /// message `after` (as many as are found):
     /// a repost whose outcome was unknown (a time-out, a 5xx), or one replayed from the outbox after a crash, may
     /// have been made already, and a webhook execute has no nonce. Reads every page after `after`, up to
     /// [`REPOST_SEARCH_PAGES`] pages.
@@ -77,7 +78,7 @@ pub trait Rest: Send + Sync + 'static {
         after: MessageId,
         name: &str,
         parts: &[String],
-    ) -> Result<usize, RestError>;
+    ) -> Result<Vec<MessageId>, RestError>;
     async fn delete(&self, channel: ChannelId, message: MessageId) -> Result<(), RestError>;
     async fn react(&self, channel: ChannelId, message: MessageId, emoji: &str) -> Result<(), RestError>;
     /// Up to `limit` messages created after `after`, oldest first, without the bot's own and its reposts.

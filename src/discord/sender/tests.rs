@@ -117,11 +117,11 @@ impl Rest for FakeChannel {
         _after: MessageId,
         name: &str,
         parts: &[String],
-    ) -> Result<usize, RestError> {
-        let mut found = 0;
-        for (by, text) in self.reposts.lock().unwrap().iter() {
-            if parts.get(found).is_some_and(|p| by == name && p == text) {
-                found += 1;
+    ) -> Result<Vec<MessageId>, RestError> {
+        let mut found = Vec::new();
+        for (n, (by, text)) in self.reposts.lock().unwrap().iter().enumerate() {
+            if parts.get(found.len()).is_some_and(|p| by == name && p == text) {
+                found.push(repost_id(n));
             }
         }
         Ok(found)
@@ -457,4 +457,26 @@ async fn a_later_part_refused_for_good_takes_back_the_parts_posted_before_it_and
         [repost_id(0), repost_id(1)],
         "both parts taken back, not the original"
     );
+}
+
+#[tokio::test(start_paused = true)]
+async fn parts_found_made_after_a_lost_answer_or_a_crash_are_taken_back_too_when_a_later_part_is_refused() {
+    let text = long_text(3);
+    let parts = split_message(&text);
+    let too_large = || RestError::Status { status: 413, message: "Request entity too large".into(), retry_after: None };
+    // The second part is posted but its answer lost (found by looking), the third refused.
+    let channel = Arc::new(FakeChannel::default());
+    channel.answers.lock().unwrap().extend([
+        Answer::Made,
+        Answer::MadeThenFail(RestError::Timeout(Duration::from_secs(10))),
+        Answer::Fail(too_large()),
+    ]);
+    assert_eq!(relay(&channel, &text, false).await.outcome, Outcome::Refused { status: 413 });
+    assert_eq!(*channel.deleted.lock().unwrap(), [repost_id(0), repost_id(1)]);
+    // After a crash that came once two parts were posted, the third is refused on the replay.
+    let channel = Arc::new(FakeChannel::default());
+    channel.reposts.lock().unwrap().extend(parts[..2].iter().map(|p| ("pm".to_owned(), p.clone())));
+    channel.answers.lock().unwrap().push_back(Answer::Fail(too_large()));
+    assert_eq!(relay(&channel, &text, true).await.outcome, Outcome::Refused { status: 413 });
+    assert_eq!(*channel.deleted.lock().unwrap(), [repost_id(0), repost_id(1)]);
 }
