@@ -13,7 +13,7 @@
 //! may already have made and posts only the missing parts, in order.
 
 use super::clock::Clock;
-use super::rest::{Carried, Rest, RestError, Voice};
+use super::rest::{Carried, Rest, RestError, Voice, delete_in_a_few_tries};
 use crate::core::ids::{ChannelId, MessageId};
 use crate::core::persona::PersonaCatalog;
 use crate::core::session::effects::{Announcement, Effect, Queued, decided_at, split_message};
@@ -406,27 +406,11 @@ async fn repost_once(
     }
 }
 
-/// Deletes the parts of a repost posted (or found posted) before a later part failed for good, each tried a few
-/// times (not for the sender's ten minutes, which would hold the channel's announcements).
+/// Deletes the parts of a repost posted (or found posted) before a later part failed for good, each in a few tries.
 async fn take_back_parts(tools: &Tools, parts: &[MessageId]) {
     for part in parts {
-        let mut wait = BACKOFF_FIRST;
-        for tries_left in (0..4).rev() {
-            match gone_is_done(tools.rest.delete(tools.channel, *part).await) {
-                Ok(()) => break,
-                Err(e) if e.is_transient() && tries_left > 0 => {
-                    let asked = match &e {
-                        RestError::Status { retry_after, .. } => *retry_after,
-                        _ => None,
-                    };
-                    tokio::time::sleep(asked.unwrap_or(wait)).await;
-                    wait *= 2;
-                }
-                Err(e) => {
-                    tracing::warn!(channel = %tools.channel, "could not take back a part of a failed repost: {e}");
-                    break;
-                }
-            }
+        if let Err(e) = delete_in_a_few_tries(|| tools.rest.delete(tools.channel, *part)).await {
+            tracing::warn!(channel = %tools.channel, "could not take back a part of a failed repost: {e}");
         }
     }
 }

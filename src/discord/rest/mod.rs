@@ -149,6 +149,33 @@ pub enum RestError {
     WebhooksFull,
 }
 
+/// Deletes a message the bot made (404: gone already, done), tried a few times over some seconds, a 429 waiting
+/// Discord's `retry_after`: for taking back what should not show, where the sender's ten minutes of retries would hold
+/// up the channel's next effects. Answers the last failure.
+pub async fn delete_in_a_few_tries<F, Fut>(mut delete: F) -> Result<(), RestError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<(), RestError>>,
+{
+    let mut wait = Duration::from_millis(500);
+    for tries_left in (0..4).rev() {
+        match delete().await {
+            Ok(()) => return Ok(()),
+            Err(e) if e.status() == Some(404) => return Ok(()),
+            Err(e) if e.is_transient() && tries_left > 0 => {
+                let asked = match &e {
+                    RestError::Status { retry_after, .. } => *retry_after,
+                    _ => None,
+                };
+                tokio::time::sleep(asked.unwrap_or(wait)).await;
+                wait *= 2;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    unreachable!("the last try answers")
+}
+
 impl RestError {
     /// A failure that may pass: a 429, a server error, a time-out, a broken connection, or not connected yet. A
     /// refusal (other 4xx) will not.
@@ -171,6 +198,33 @@ impl RestError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn a_take_back_waits_out_a_rate_limit_counts_gone_as_done_and_stops_at_a_refusal() {
+        let answers = std::sync::Mutex::new(vec![
+            Err(RestError::Status { status: 429, message: String::new(), retry_after: Some(Duration::from_secs(3)) }),
+            Ok(()),
+        ]);
+        let started = tokio::time::Instant::now();
+        assert_eq!(delete_in_a_few_tries(|| async { answers.lock().unwrap().remove(0) }).await, Ok(()));
+        assert_eq!(started.elapsed(), Duration::from_secs(3), "Discord's retry_after, not the back-off");
+        let status = |status| RestError::Status { status, message: String::new(), retry_after: None };
+        assert_eq!(delete_in_a_few_tries(|| async { Err(status(404)) }).await, Ok(()), "gone already");
+        let tries = std::sync::atomic::AtomicU32::new(0);
+        let refused = delete_in_a_few_tries(|| async {
+            tries.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            Err(status(403))
+        });
+        assert_eq!(refused.await, Err(status(403)));
+        assert_eq!(tries.into_inner(), 1, "a refusal is never tried again");
+        let tries = std::sync::atomic::AtomicU32::new(0);
+        let failing = delete_in_a_few_tries(|| async {
+            tries.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            Err(status(503))
+        });
+        assert_eq!(failing.await, Err(status(503)));
+        assert_eq!(tries.into_inner(), 4, "a few tries, not the sender's ten minutes");
+    }
 
     #[test]
     fn rate_limits_server_errors_and_timeouts_are_transient_refusals_are_not() {

@@ -4,7 +4,7 @@
 use super::form;
 use super::http::{DiscordHttp, Posted};
 use super::serenity::call;
-use super::{Carried, RestError, Voice};
+use super::{Carried, RestError, Voice, delete_in_a_few_tries};
 use crate::core::ids::{ChannelId, MessageId};
 use crate::discord::access::Access;
 use crate::discord::identity::Identity;
@@ -94,24 +94,8 @@ impl Webhooks {
     /// people it was not meant for. Tried a few times over some seconds (not the sender's ten minutes, which would
     /// hold the channel's repost and its announcements).
     async fn take_back(&self, hook: u64, token: &str, posted: Posted) {
-        let mut wait = std::time::Duration::from_millis(500);
-        for tries_left in (0..4).rev() {
-            match self.http.delete_webhook_message(hook, token, posted.id).await {
-                Ok(()) => return,
-                Err(e) if e.status() == Some(404) => return, // gone already
-                Err(e) if e.is_transient() && tries_left > 0 => {
-                    let asked = match &e {
-                        RestError::Status { retry_after, .. } => *retry_after,
-                        _ => None,
-                    };
-                    tokio::time::sleep(asked.unwrap_or(wait)).await;
-                    wait *= 2;
-                }
-                Err(e) => {
-                    tracing::warn!(channel = posted.channel, "could not take back the misplaced repost: {e}");
-                    return;
-                }
-            }
+        if let Err(e) = delete_in_a_few_tries(|| self.http.delete_webhook_message(hook, token, posted.id)).await {
+            tracing::warn!(channel = posted.channel, "could not take back the misplaced repost: {e}");
         }
     }
 
