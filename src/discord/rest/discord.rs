@@ -75,23 +75,20 @@ impl Rest for DiscordRest {
     ) -> Result<Option<MessageId>, RestError> {
         // Before the gateway's READY the bot does not know its own id yet: asked again in a moment.
         let me = self.identity.user().ok_or_else(|| RestError::Unavailable("not connected yet".into()))?.to_string();
-        let mut from = after.0;
-        for _ in 0..REPOST_SEARCH_PAGES {
-            let mut page = self.http.messages_after(channel.0, from, 100).await?;
-            page.sort_by_key(page_id);
-            let found = page
-                .iter()
-                .find(|m| m.webhook_id.is_none() && m.author.id == me && shows_announcement(&m.content, text));
-            if let Some(found) = found {
-                return Ok(Some(MessageId(page_id(found))));
-            }
-            if page.len() < 100 {
-                return Ok(None);
-            }
-            from = page.last().map_or(from, page_id);
+        let mut found = None;
+        let searched = self
+            .search_after(channel, after, |m| {
+                let shows = m.webhook_id.is_none() && m.author.id == me && shows_announcement(&m.content, text);
+                if shows {
+                    found = Some(MessageId(page_id(m)));
+                }
+                shows
+            })
+            .await?;
+        if searched == Searched::TooFar {
+            tracing::warn!(%channel, "no announcement found in {REPOST_SEARCH_PAGES} pages from where it may be; posting it");
         }
-        tracing::warn!(%channel, "no announcement found in {REPOST_SEARCH_PAGES} pages from where it may be; posting it");
-        Ok(None)
+        Ok(found)
     }
 
     async fn notice(&self, channel: ChannelId, text: &str, nonce: &str) -> Result<(), RestError> {
@@ -121,13 +118,10 @@ impl Rest for DiscordRest {
         parts: &[String],
     ) -> Result<Vec<MessageId>, RestError> {
         let mut found = Vec::new();
-        let mut from = after.0;
-        for _ in 0..REPOST_SEARCH_PAGES {
-            let mut page = self.http.messages_after(channel.0, from, 100).await?;
-            page.sort_by_key(page_id);
-            // The parts were posted in order: each one found moves on to the next. Compared without the whitespace
-            // around them, which Discord drops (a part cut at a blank line ends with a line break).
-            for message in &page {
+        // The parts were posted in order: each one found moves on to the next. Compared without the whitespace around
+        // them, which Discord drops (a part cut at a blank line ends with a line break).
+        let searched = self
+            .search_after(channel, after, |message| {
                 let part = parts.get(found.len());
                 if part.is_some_and(|p| {
                     message.webhook_id.is_some()
@@ -136,13 +130,12 @@ impl Rest for DiscordRest {
                 }) {
                     found.push(MessageId(page_id(message)));
                 }
-            }
-            if found.len() == parts.len() || page.len() < 100 {
-                return Ok(found);
-            }
-            from = page.last().map_or(from, page_id);
+                found.len() == parts.len()
+            })
+            .await?;
+        if searched == Searched::TooFar {
+            tracing::warn!(%channel, "no repost found in {REPOST_SEARCH_PAGES} pages after the original; reposting");
         }
-        tracing::warn!(channel = %channel, "no repost found in {REPOST_SEARCH_PAGES} pages after the original; reposting");
         Ok(found)
     }
 
@@ -178,6 +171,42 @@ impl Rest for DiscordRest {
 
     async fn guild_of(&self, channel: ChannelId) -> Result<Option<GuildId>, RestError> {
         self.access.guild_of(channel).await.map(Some)
+    }
+}
+
+/// How a search of the channel's messages ended.
+#[derive(PartialEq, Eq)]
+enum Searched {
+    /// The look said it found what it wanted.
+    Found,
+    /// The channel's newest message was read first.
+    Ended,
+    /// [`REPOST_SEARCH_PAGES`] pages were read first.
+    TooFar,
+}
+
+impl DiscordRest {
+    /// Reads the channel's messages after `after`, oldest first, a page at a time, showing each to `look` until it
+    /// answers true, for at most [`REPOST_SEARCH_PAGES`] pages.
+    async fn search_after(
+        &self,
+        channel: ChannelId,
+        after: MessageId,
+        mut look: impl FnMut(&PageMessage) -> bool,
+    ) -> Result<Searched, RestError> {
+        let mut from = after.0;
+        for _ in 0..REPOST_SEARCH_PAGES {
+            let mut page = self.http.messages_after(channel.0, from, 100).await?;
+            page.sort_by_key(page_id);
+            if page.iter().any(&mut look) {
+                return Ok(Searched::Found);
+            }
+            if page.len() < 100 {
+                return Ok(Searched::Ended);
+            }
+            from = page.last().map_or(from, page_id);
+        }
+        Ok(Searched::TooFar)
     }
 }
 
