@@ -213,7 +213,8 @@ mod tests {
         let t = session.handle_command(&Command::Skip, None, t0() + TimeDelta::seconds(1), ctx).unwrap();
         session.enqueue(t.effects);
         let after_skip = session.turn_timeout_at.unwrap();
-        session.effect_done(queued[1].id, t0() + TimeDelta::seconds(5), None); // pm's floor, accepted after pm's turn ended
+        // pm's floor, accepted after pm's turn ended.
+        session.effect_done(queued[1].id, t0() + TimeDelta::seconds(5), None);
         assert_eq!(session.turn_timeout_at, Some(after_skip), "dev's turn keeps its deadline");
     }
 

@@ -497,7 +497,12 @@ impl Actor {
 
     /// Whether a message must be left to the history: the held queue is full, or a message older than it was.
     fn must_leave(&self, message: &IncomingMessage) -> bool {
-        self.held.len() >= HELD_MAX || (!message.edited && self.left_from.is_some_and(|left| message.id > left))
+        self.held.len() >= HELD_MAX || self.newer_than_left(message)
+    }
+
+    /// Whether a message (not an edit) is newer than one left to the history, which it must not overtake.
+    fn newer_than_left(&self, message: &IncomingMessage) -> bool {
+        !message.edited && self.left_from.is_some_and(|left| message.id > left)
     }
 
     /// Whether the missed messages are still unread (being read, or waiting for the connection to come back): spec 8
@@ -564,7 +569,7 @@ impl Actor {
                     // place among what is held, by when each was written (its live copy, if it came, is then a
                     // repeat). A `pause` given before a signal is not overtaken by a page that shows the signal.
                     if first_command.is_some_and(|given| written_after(&message, given)) {
-                        if !message.edited && self.left_from.is_some_and(|left| message.id > left) {
+                        if self.newer_than_left(&message) {
                             self.leave_to_history(message.id);
                             continue;
                         }
@@ -646,7 +651,8 @@ impl Actor {
 
     /// An effect of the outbox is done or failed for good. Losing Manage Messages or Manage Webhooks mid-session
     /// (a 403 on relaying or deleting), or a channel with no room for the bot's webhook, switches the channel to
-    /// observe mode with one notice, instead of failing every turn. An announcement refused with 404 or 403 means the channel is gone or closed to the bot.
+    /// observe mode with one notice, instead of failing every turn. An announcement refused with 404 or 403 means the
+    /// channel is gone or closed to the bot.
     async fn on_sent(&mut self, report: Report) {
         self.handoff.reported(&self.session, report.id, report.outcome.accepted_at());
         let queued = self.session.outbox.iter().find(|q| q.id == report.id);

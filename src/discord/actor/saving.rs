@@ -103,8 +103,8 @@ impl Actor {
     }
 
     /// Another process acts for the channel now: its effects are not handed to the sender, what the sender still
-    /// had is abandoned, no notice is given, and the save is not tried again. The other process carries on from the session it read after taking the channel
-    /// (what this one saved before is in it, its outbox included).
+    /// had is abandoned, no notice is given, and the save is not tried again. The other process carries on from the
+    /// session it read after taking the channel (what this one saved before is in it, its outbox included).
     fn stop_acting(&mut self, e: &SessionStoreError) {
         self.abandon_sender();
         if !std::mem::replace(&mut self.taken_over, true) {

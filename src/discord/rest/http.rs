@@ -395,6 +395,8 @@ fn percent_encode(segment: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::Ordering::Relaxed;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
     #[test]
     fn a_call_with_files_is_given_time_to_upload_them() {
@@ -405,8 +407,6 @@ mod tests {
         assert_eq!(timeout_for(Some(&form(1_000))), REST_TIMEOUT, "a small form: no more");
         assert_eq!(timeout_for(Some(&form(25 * 1024 * 1024))), REST_TIMEOUT + Duration::from_secs(100));
     }
-    use std::sync::atomic::Ordering::Relaxed;
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
     /// A server that answers each request with a message id only once the test lets it (one permit of `release` per
     /// answer); every request's arrival is sent on the channel.

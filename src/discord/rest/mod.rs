@@ -157,23 +157,22 @@ where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<(), RestError>>,
 {
-    let mut wait = Duration::from_millis(500);
-    for tries_left in (0..4).rev() {
+    let (mut wait, mut tries) = (Duration::from_millis(500), 1);
+    loop {
         match delete().await {
             Ok(()) => return Ok(()),
             Err(e) if e.status() == Some(404) => return Ok(()),
-            Err(e) if e.is_transient() && tries_left > 0 => {
+            Err(e) if e.is_transient() && tries < 4 => {
                 let asked = match &e {
                     RestError::Status { retry_after, .. } => *retry_after,
                     _ => None,
                 };
                 tokio::time::sleep(asked.unwrap_or(wait)).await;
-                wait *= 2;
+                (wait, tries) = (wait * 2, tries + 1);
             }
             Err(e) => return Err(e),
         }
     }
-    unreachable!("the last try answers")
 }
 
 impl RestError {
