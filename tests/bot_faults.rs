@@ -400,6 +400,35 @@ async fn a_channel_full_of_other_webhooks_switches_to_observe_once_with_what_to_
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_full_of_webhooks_switches_to_observe_once_with_what_to_do() {
+    let scene = Scene::started().await;
+    let stage = &scene.stage;
+    // A thousand webhooks in the server's other channels, Discord's most per server: none in this one, and the bot
+    // cannot make its own.
+    let elsewhere: Vec<u64> =
+        (0..70).map(|n| stage.server.create_channel(stage.guild, &format!("other-{n}"))).collect();
+    stage.server.with(|w| {
+        for n in 0..1_000 {
+            let id = w.snowflake();
+            let webhook = local_discord::world::Webhook {
+                id,
+                token: format!("tok{id:x}"),
+                channel_id: elsewhere[n % elsewhere.len()],
+                guild_id: stage.guild,
+                name: format!("integration {n}"),
+                creator: stage.operator,
+            };
+            w.webhooks.insert(id, webhook);
+        }
+    });
+    let (first, _) = switched_to_observe(&scene, "this server has 1,000 webhooks").await;
+    assert!(scene.view().iter().any(|m| m.id == first), "the relay that failed leaves the original as posted");
+    let made: Vec<u16> = calls(&scene, "POST", "/webhooks").into_iter().map(|(status, _)| status).collect();
+    assert_eq!(made, vec![400], "one try to make a webhook, refused, never retried");
+    assert_eq!(scene.events("display_mode_changed").len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_webhook_deleted_mid_session_answers_404_and_a_new_one_relays_once() {
     let scene = Scene::started().await;
     scene.say("pm", "Through the first webhook. TURN_COMPLETE");

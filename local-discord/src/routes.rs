@@ -13,6 +13,8 @@ use std::collections::HashMap;
 
 /// Discord's most webhooks in one channel.
 const WEBHOOKS_PER_CHANNEL_MAX: usize = 15;
+/// Discord's most webhooks in one server.
+const WEBHOOKS_PER_GUILD_MAX: usize = 1_000;
 /// Discord's largest upload for a bot without boosts, per file.
 pub const ATTACHMENT_SIZE_MAX: usize = 10 * 1024 * 1024;
 /// Discord's most pinned messages in one channel.
@@ -192,8 +194,11 @@ fn channel_routes(w: &mut World, me: u64, call: &Call<'_>) -> Reply {
             if w.webhooks.values().filter(|h| h.channel_id == channel).count() >= WEBHOOKS_PER_CHANNEL_MAX {
                 return Err(ApiError::new(400, 30007, "Maximum number of webhooks reached (15)"));
             }
-            let name = body["name"].as_str().unwrap_or("webhook").to_owned();
             let guild_id = w.channels[&channel].guild_id;
+            if w.webhooks.values().filter(|h| h.guild_id == guild_id).count() >= WEBHOOKS_PER_GUILD_MAX {
+                return Err(ApiError::new(400, 30058, "Maximum number of webhooks per guild reached (1000)"));
+            }
+            let name = body["name"].as_str().unwrap_or("webhook").to_owned();
             let (hook, token) = (w.snowflake(), format!("tok{:x}", w.snowflake()));
             w.webhooks.insert(hook, Webhook { id: hook, token, channel_id: channel, guild_id, name, creator: me });
             Ok((200, webhook_json(w, hook)))

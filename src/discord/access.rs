@@ -2,9 +2,9 @@
 //! Reads the gateway cache, falling back to REST for what the cache does not hold (threads, members).
 
 use super::identity::Identity;
-use super::rest::RestError;
 use super::rest::budget::RestBudget;
 use super::rest::serenity::call;
+use super::rest::{RestError, WebhookLimit};
 use crate::core::ids::{ChannelId, GuildId};
 use serenity::all as discord;
 use std::sync::{Arc, OnceLock};
@@ -191,10 +191,17 @@ pub fn fallback_notice(missing: &[&str]) -> String {
 }
 
 /// What the bot says, once, when a relay finds no webhook of its own in the channel and Discord lets it make none.
-pub const WEBHOOKS_FULL_NOTICE: &str = "⚠️ I can't relay messages in this channel: it has 15 webhooks, Discord's most, \
-     and none is mine. Switching to observe mode: agents' messages stay as they posted them and I react ✅ to each \
-     completed turn. Delete a webhook (Server Settings → Integrations → Webhooks), then `!turn stop` and `!turn start` \
-     to relay.";
+pub fn webhooks_full_notice(limit: WebhookLimit) -> String {
+    let full = match limit {
+        WebhookLimit::Channel => "this channel has 15 webhooks, Discord's most, and none is mine",
+        WebhookLimit::Server => "this server has 1,000 webhooks, Discord's most, and none in this channel is mine",
+    };
+    format!(
+        "⚠️ I can't relay messages in this channel: {full}. Switching to observe mode: agents' messages stay as they \
+         posted them and I react ✅ to each completed turn. Delete a webhook (Server Settings → Integrations → \
+         Webhooks), then `!turn stop` and `!turn start` to relay."
+    )
+}
 
 /// What the bot says, once, when Discord refuses it a relay mid-session (a permission was taken away).
 pub fn lost_permission_notice(missing: &[&str]) -> String {

@@ -13,7 +13,7 @@
 //! may already have made and posts only the missing parts, in order.
 
 use super::clock::Clock;
-use super::rest::{Carried, Rest, RestError, Voice, delete_in_a_few_tries};
+use super::rest::{Carried, Rest, RestError, Voice, WebhookLimit, delete_in_a_few_tries};
 use crate::core::ids::{ChannelId, MessageId};
 use crate::core::persona::PersonaCatalog;
 use crate::core::session::effects::{Announcement, Effect, Queued, decided_at, split_message};
@@ -51,8 +51,8 @@ pub enum Outcome {
     Refused { status: u16 },
     /// Still failing after [`GIVE_UP_AFTER`], or not possible at all.
     GaveUp,
-    /// A relay had no webhook to post through: the channel has Discord's most, none of them the bot's.
-    NoWebhook,
+    /// A relay had no webhook to post through: the channel or the server has Discord's most, none of them the bot's.
+    NoWebhook(WebhookLimit),
 }
 
 impl Outcome {
@@ -60,7 +60,7 @@ impl Outcome {
     pub fn accepted_at(&self) -> Option<DateTime<Utc>> {
         match self {
             Outcome::Done { at, .. } => Some(*at),
-            Outcome::Refused { .. } | Outcome::GaveUp | Outcome::NoWebhook => None,
+            Outcome::Refused { .. } | Outcome::GaveUp | Outcome::NoWebhook(_) => None,
         }
     }
 }
@@ -243,7 +243,7 @@ fn report(tools: &Tools, queued: &Queued, done: Result<Option<MessageId>, RestEr
             tracing::warn!(channel = %tools.channel, "could not {}: {e}{hint}", describe(&queued.effect));
             match e {
                 RestError::Status { status, .. } if !e.is_transient() => Outcome::Refused { status },
-                RestError::WebhooksFull => Outcome::NoWebhook,
+                RestError::WebhooksFull(limit) => Outcome::NoWebhook(limit),
                 _ => Outcome::GaveUp,
             }
         }
@@ -421,7 +421,7 @@ fn outcome_unknown(error: &RestError) -> bool {
     match error {
         RestError::Timeout(_) | RestError::Transport(_) => true,
         RestError::Status { status, .. } => *status >= 500,
-        RestError::Unavailable(_) | RestError::Impossible(_) | RestError::WebhooksFull => false,
+        RestError::Unavailable(_) | RestError::Impossible(_) | RestError::WebhooksFull(_) => false,
     }
 }
 

@@ -146,8 +146,8 @@ impl Answer {
             Ok(_) => Answer::Status(200),
             Err(RestError::Status { status, .. }) => Answer::Status(*status),
             Err(RestError::Timeout(_)) => Answer::Timeout,
-            // Discord's own refusal (400, code 30007), named for what it means.
-            Err(RestError::WebhooksFull) => Answer::Status(400),
+            // Discord's own refusal (400, code 30007 or 30058), named for what it means.
+            Err(RestError::WebhooksFull(_)) => Answer::Status(400),
             Err(_) => Answer::Failed,
         }
     }

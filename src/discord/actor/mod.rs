@@ -12,7 +12,7 @@ mod saving;
 #[cfg(test)]
 mod tests;
 
-use super::access::{WEBHOOKS_FULL_NOTICE, fallback_notice, lost_permission_notice};
+use super::access::{fallback_notice, lost_permission_notice, webhooks_full_notice};
 use super::clock::Clock;
 use super::persist::Saver;
 use super::rest::{Rest, RestError};
@@ -671,7 +671,7 @@ impl Actor {
             Outcome::Refused { status } => self.session.effect_failed(report.id, Some(status), now, ctx),
             Outcome::GaveUp => self.session.effect_failed(report.id, None, now, ctx),
             // Discord answered 400 to making a webhook.
-            Outcome::NoWebhook => self.session.effect_failed(report.id, Some(400), now, ctx),
+            Outcome::NoWebhook(_) => self.session.effect_failed(report.id, Some(400), now, ctx),
         };
         self.commit(t).await;
         // A stopped session's last relay says nothing more: the next start chooses again.
@@ -681,9 +681,9 @@ impl Actor {
         if report.outcome == (Outcome::Refused { status: 403 }) {
             let missing = self.env.rest.relay_permissions_missing(self.channel).await.unwrap_or_default();
             self.apply_display_mode(Some((DisplayMode::Observe, Some(lost_permission_notice(&missing))))).await;
-        } else if report.outcome == Outcome::NoWebhook {
+        } else if let Outcome::NoWebhook(limit) = report.outcome {
             self.session.webhooks_full = true; // saved with the switch
-            self.apply_display_mode(Some((DisplayMode::Observe, Some(WEBHOOKS_FULL_NOTICE.to_owned())))).await;
+            self.apply_display_mode(Some((DisplayMode::Observe, Some(webhooks_full_notice(limit))))).await;
         }
     }
 

@@ -143,10 +143,37 @@ pub enum RestError {
     /// The call can never be made, e.g. in a channel that is not a server channel.
     #[error("{0}")]
     Impossible(String),
-    /// A repost found none of the bot's webhooks in the channel and could not make one: the channel has Discord's
-    /// most (15, code 30007). Relay is not possible there until someone deletes one.
-    #[error("the channel has Discord's most webhooks (15) and none is mine")]
-    WebhooksFull,
+    /// A repost found none of the bot's webhooks in the channel and Discord refused to make one: the channel, or the
+    /// whole server, has Discord's most webhooks. Relay is not possible there until someone deletes one.
+    #[error("{}", .0.describe())]
+    WebhooksFull(WebhookLimit),
+}
+
+/// Which of Discord's webhook limits refused a new webhook.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WebhookLimit {
+    /// 15 in one channel (code 30007).
+    Channel,
+    /// 1,000 in one server (code 30058).
+    Server,
+}
+
+impl WebhookLimit {
+    /// The limit Discord names by this JSON error code, if it is one of them.
+    pub fn from_code(code: isize) -> Option<WebhookLimit> {
+        match code {
+            30007 => Some(WebhookLimit::Channel),
+            30058 => Some(WebhookLimit::Server),
+            _ => None,
+        }
+    }
+
+    fn describe(self) -> &'static str {
+        match self {
+            WebhookLimit::Channel => "the channel has Discord's most webhooks (15) and none is mine",
+            WebhookLimit::Server => "the server has Discord's most webhooks (1,000) and none in this channel is mine",
+        }
+    }
 }
 
 /// Deletes a message the bot made (404: gone already, done), tried a few times over some seconds, a 429 waiting
@@ -182,7 +209,7 @@ impl RestError {
         match self {
             RestError::Status { status, .. } => *status == 429 || *status >= 500,
             RestError::Timeout(_) | RestError::Transport(_) | RestError::Unavailable(_) => true,
-            RestError::Impossible(_) | RestError::WebhooksFull => false,
+            RestError::Impossible(_) | RestError::WebhooksFull(_) => false,
         }
     }
 

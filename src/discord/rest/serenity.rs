@@ -1,9 +1,9 @@
 //! The serenity calls the bot still makes (permissions, channels, members, finding or making its webhook), each with
 //! a time limit (serenity's client has none) and its failure as a [`RestError`].
 
-use super::RestError;
 use super::budget::RestBudget;
 use super::http::REST_TIMEOUT;
+use super::{RestError, WebhookLimit};
 use serenity::all as discord;
 use std::future::Future;
 
@@ -27,16 +27,18 @@ pub async fn call<T>(
 
 fn rest_error(error: &serenity::Error) -> RestError {
     match error {
-        // Only making a webhook answers this code ("Maximum number of webhooks reached").
-        serenity::Error::Http(discord::HttpError::UnsuccessfulRequest(response)) if response.error.code == 30007 => {
-            RestError::WebhooksFull
+        // Only making a webhook answers these codes ("Maximum number of webhooks reached", in the channel or the server).
+        serenity::Error::Http(discord::HttpError::UnsuccessfulRequest(response)) => {
+            match WebhookLimit::from_code(response.error.code) {
+                Some(limit) => RestError::WebhooksFull(limit),
+                None => RestError::Status {
+                    status: response.status_code.as_u16(),
+                    message: response.error.message.clone(),
+                    // serenity does not pass on `retry_after`; these calls are rare, and the retry policy waits its own.
+                    retry_after: None,
+                },
+            }
         }
-        serenity::Error::Http(discord::HttpError::UnsuccessfulRequest(response)) => RestError::Status {
-            status: response.status_code.as_u16(),
-            message: response.error.message.clone(),
-            // serenity does not pass on `retry_after`; these calls are rare, and the retry policy waits its own.
-            retry_after: None,
-        },
         serenity::Error::Http(discord::HttpError::Request(e)) => RestError::Transport(e.to_string()),
         other => RestError::Transport(other.to_string()),
     }

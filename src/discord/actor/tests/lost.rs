@@ -179,7 +179,7 @@ async fn a_channel_without_room_for_a_webhook_stays_in_observe_mode_until_the_ne
     let h = Harness::new();
     h.start(A).await;
     h.settle(A).await;
-    h.rest.fail(A, "repost", vec![RestError::WebhooksFull]);
+    h.rest.fail(A, "repost", vec![RestError::WebhooksFull(WebhookLimit::Channel)]);
     h.deliver(A, &h.written(PM, "First. TURN_COMPLETE", 1_000));
     h.settle(A).await;
     h.settle(A).await; // the switch is decided when the refusal is reported
@@ -197,4 +197,25 @@ async fn a_channel_without_room_for_a_webhook_stays_in_observe_mode_until_the_ne
     let session = h.session(A).await;
     assert_eq!(session.display_mode, crate::core::session::DisplayMode::Relay, "a new start tries relay again");
     assert!(!session.webhooks_full);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_server_without_room_for_a_webhook_switches_to_observe_once_saying_the_server_is_full() {
+    let h = Harness::new();
+    h.start(A).await;
+    h.settle(A).await;
+    h.rest.fail(A, "repost", vec![RestError::WebhooksFull(WebhookLimit::Server)]);
+    h.deliver(A, &h.written(PM, "First. TURN_COMPLETE", 1_000));
+    h.settle(A).await;
+    h.settle(A).await;
+    let session = h.session(A).await;
+    assert_eq!(session.display_mode, crate::core::session::DisplayMode::Observe);
+    assert!(session.webhooks_full, "kept in observe mode across the server's arrivals");
+    let notices: Vec<String> = h.journal.of(A).into_iter().filter(|l| l.starts_with("notice")).collect();
+    assert_eq!(notices.len(), 1, "{notices:#?}");
+    assert!(notices[0].contains("this server has 1,000 webhooks"), "says which limit: {notices:#?}");
+    // Another signal in observe mode: no relay, so no second try to make a webhook and no second notice.
+    h.deliver(A, &h.written(DEV, "Second. TURN_COMPLETE", 2_000));
+    h.settle(A).await;
+    assert_eq!(h.journal.of(A).iter().filter(|l| l.starts_with("notice")).count(), 1);
 }

@@ -5,7 +5,7 @@
 
 use super::super::clock::Clock;
 use super::super::persist::Saver;
-use super::super::rest::{Carried, Page, Rest, RestError, Voice};
+use super::super::rest::{Carried, Page, Rest, RestError, Voice, WebhookLimit};
 use super::super::router::Router;
 use super::super::shards_up::ShardsUp;
 use super::super::stats::Stats;
