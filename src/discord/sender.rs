@@ -396,14 +396,33 @@ async fn repost_once(
             Err(e) => return Err(e),
         };
         let unknown = outcome_unknown(&error);
-        policy.wait(error).await?;
+        if let Err(given_up) = policy.wait(error).await {
+            // The last try may have been made all the same: one look, so that a repost showing is not left above
+            // the original the failure keeps.
+            let found = if unknown { repost_found(rest, channel, original, voice, parts).await } else { Ok(None) };
+            return match found {
+                Ok(Some(made)) => Ok(made),
+                _ => Err(given_up),
+            };
+        }
         if unknown {
-            let found = retrying(|| rest.reposts_made(channel, original, voice.name, parts)).await?;
-            if found.len() == parts.len() {
-                return Ok(*found.last().expect("at least the part to post"));
+            if let Some(made) = retrying(|| repost_found(rest, channel, original, voice, parts)).await? {
+                return Ok(made);
             }
         }
     }
+}
+
+/// The message of the last of `parts`, if every one of them shows after `original`.
+async fn repost_found(
+    rest: &dyn Rest,
+    channel: ChannelId,
+    original: MessageId,
+    voice: Voice<'_>,
+    parts: &[String],
+) -> Result<Option<MessageId>, RestError> {
+    let found = rest.reposts_made(channel, original, voice.name, parts).await?;
+    Ok(if found.len() == parts.len() { found.last().copied() } else { None })
 }
 
 /// Deletes the parts of a repost posted (or found posted) before a later part failed for good, each in a few tries.

@@ -480,3 +480,19 @@ async fn parts_found_made_after_a_lost_answer_or_a_crash_are_taken_back_too_when
     assert_eq!(relay(&channel, &text, true).await.outcome, Outcome::Refused { status: 413 });
     assert_eq!(*channel.deleted.lock().unwrap(), [repost_id(0), repost_id(1)]);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_repost_made_by_the_last_try_before_giving_up_is_found_and_the_original_deleted() {
+    let channel = Arc::new(FakeChannel::default());
+    // Ten minutes of 502s refused before anything was posted; the last try, just before the sender gives up, is
+    // made but answered 502 too. (24 tries fit in the ten minutes of back-off: 0.5 s doubling to 30 s.)
+    let mut answers: VecDeque<Answer> = (0..24).map(|_| Answer::Fail(server_error())).collect();
+    answers.push_back(Answer::MadeThenFail(server_error()));
+    *channel.answers.lock().unwrap() = answers;
+    let report = relay(&channel, "Here it is.", false).await;
+    let tries = channel.calls.lock().unwrap().iter().filter(|c| c.starts_with("repost")).count();
+    assert_eq!(tries, 25, "precondition: the 25th try is the last before giving up");
+    assert!(matches!(report.outcome, Outcome::Done { .. }), "the repost shows, so the relay is done: {report:?}");
+    assert_eq!(texts(&channel), ["Here it is."]);
+    assert_eq!(*channel.deleted.lock().unwrap(), [ORIGINAL], "the original does not stay below its repost");
+}
