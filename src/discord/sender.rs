@@ -325,14 +325,17 @@ async fn announce_once(
     // Since when it may be showing unknown to this process: since it was decided, if a run before a crash may have
     // posted it; in this run, since the first try whose outcome is unknown.
     let mut unsure_since = if replay { decided } else { None };
+    // Where to look for it, if it may be showing since `since`: without an announcement known before it (a session
+    // saved by an older build), only a small allowance, as the same words a minute earlier may be another session's.
+    let look_after = |since: DateTime<Utc>| {
+        let allowance = if announced.is_some() { NONCE_REMEMBERED_FOR } else { CLOCK_AHEAD_UNANCHORED };
+        let from = MessageId::first_at(decided.unwrap_or(since) - allowance);
+        announced.map_or(from, |before| before.max(from))
+    };
     let mut policy = Policy::new();
     loop {
         if let Some(since) = unsure_since.filter(|since| tools.clock.now() - *since > NONCE_REMEMBERED_FOR) {
-            // Without an announcement known before it (a session saved by an older build), only a small allowance:
-            // the same words a minute earlier may be another session's.
-            let allowance = if announced.is_some() { NONCE_REMEMBERED_FOR } else { CLOCK_AHEAD_UNANCHORED };
-            let from = MessageId::first_at(decided.unwrap_or(since) - allowance);
-            let after = announced.map_or(from, |before| before.max(from));
+            let after = look_after(since);
             match retrying(|| rest.announcement_made(channel, after, &announcement.text)).await {
                 Ok(Some(found)) => return Ok(found),
                 Ok(None) => {}
@@ -351,7 +354,18 @@ async fn announce_once(
         if outcome_unknown(&error) {
             unsure_since.get_or_insert(tried);
         }
-        policy.wait(error).await?;
+        if let Err(given_up) = policy.wait(error).await {
+            // A try whose outcome is unknown may have posted it: one look, so that history does not say it failed
+            // (and the turn's clock does not restart) while the channel shows it.
+            let found = match unsure_since {
+                Some(since) => rest.announcement_made(channel, look_after(since), &announcement.text).await,
+                None => Ok(None),
+            };
+            return match found {
+                Ok(Some(posted)) => Ok(posted),
+                _ => Err(given_up),
+            };
+        }
     }
 }
 

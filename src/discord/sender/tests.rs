@@ -48,6 +48,8 @@ struct FakeChannel {
     notice_answers: Mutex<VecDeque<Answer>>,
     /// The announcements the channel shows, in order (the bot's own messages).
     announcements: Mutex<Vec<(MessageId, String)>>,
+    /// How the fake answers each announcement tried (posted, and answered, once these run out).
+    announce_answers: Mutex<VecDeque<Answer>>,
     /// Looking for an announcement is refused with this status (the bot cannot read the channel's history).
     look_refused: Option<u16>,
     /// The newest announcement known posted, as the session saved it, for the sender made next.
@@ -59,10 +61,16 @@ impl Rest for FakeChannel {
     async fn announce(&self, _: ChannelId, announcement: &Announcement) -> Result<MessageId, RestError> {
         assert!(self.announcing, "no announcement expected");
         self.calls.lock().unwrap().push(format!("announce {}", announcement.text));
+        let answer = self.announce_answers.lock().unwrap().pop_front();
         let mut shown = self.announcements.lock().unwrap();
         let id = MessageId(shown.last().map_or(ORIGINAL.0, |(id, _)| id.0) + 1);
-        shown.push((id, announcement.text.clone()));
-        Ok(id)
+        if !matches!(answer, Some(Answer::Fail(_))) {
+            shown.push((id, announcement.text.clone()));
+        }
+        match answer {
+            None | Some(Answer::Made) => Ok(id),
+            Some(Answer::Fail(e) | Answer::MadeThenFail(e)) => Err(e),
+        }
     }
 
     async fn announcement_made(
@@ -406,6 +414,36 @@ fn floor_decided(ago: chrono::TimeDelta, seq: u64) -> Announcement {
     }
 }
 
+/// Ten minutes of 502s answered before anything was posted, then a last try, just before the sender gives up, that
+/// is posted but answered 502 too. (24 tries fit in the ten minutes of back-off: 0.5 s doubling to 30 s.)
+fn failing_until_the_last_try_posts() -> VecDeque<Answer> {
+    let mut answers: VecDeque<Answer> = (0..24).map(|_| Answer::Fail(server_error())).collect();
+    answers.push_back(Answer::MadeThenFail(server_error()));
+    answers
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_announcement_posted_by_the_last_try_before_giving_up_is_found_and_reported_done() {
+    let channel = Arc::new(FakeChannel { announcing: true, ..FakeChannel::default() });
+    *channel.announce_answers.lock().unwrap() = failing_until_the_last_try_posts();
+    let floor = floor_decided(chrono::TimeDelta::zero(), 1);
+    // The fake numbers its messages after the newest it shows: one from when the announcement was decided.
+    let decided = crate::core::session::effects::decided_at(&floor.nonce).unwrap();
+    channel.announcements.lock().unwrap().push((MessageId::first_at(decided), "🎬 Session started".into()));
+    let (sender, reports) = sender_for(&channel);
+    sender.effects([Queued { id: 1, effect: Effect::Announce(floor) }], false);
+    sender.flush().await;
+    let tries = channel.calls.lock().unwrap().iter().filter(|c| c.starts_with("announce")).count();
+    assert_eq!(tries, 25, "precondition: the 25th try is the last before giving up");
+    let shown = channel.announcements.lock().unwrap().clone();
+    assert_eq!(shown.len(), 2, "posted once: {shown:?}");
+    let outcome = reports.lock().unwrap()[0].outcome.clone();
+    assert!(
+        matches!(outcome, Outcome::Done { posted: Some(id), .. } if id == shown[1].0),
+        "it shows, so it is done (not a failure that restarts the turn's clock): {outcome:?}"
+    );
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_replayed_announcement_is_not_taken_for_one_of_the_same_words_the_saved_session_knows_was_posted() {
     // The first "pm has the floor" was decided, then the second; the first was posted only after the second was
@@ -484,11 +522,7 @@ async fn parts_found_made_after_a_lost_answer_or_a_crash_are_taken_back_too_when
 #[tokio::test(start_paused = true)]
 async fn a_repost_made_by_the_last_try_before_giving_up_is_found_and_the_original_deleted() {
     let channel = Arc::new(FakeChannel::default());
-    // Ten minutes of 502s refused before anything was posted; the last try, just before the sender gives up, is
-    // made but answered 502 too. (24 tries fit in the ten minutes of back-off: 0.5 s doubling to 30 s.)
-    let mut answers: VecDeque<Answer> = (0..24).map(|_| Answer::Fail(server_error())).collect();
-    answers.push_back(Answer::MadeThenFail(server_error()));
-    *channel.answers.lock().unwrap() = answers;
+    *channel.answers.lock().unwrap() = failing_until_the_last_try_posts();
     let report = relay(&channel, "Here it is.", false).await;
     let tries = channel.calls.lock().unwrap().iter().filter(|c| c.starts_with("repost")).count();
     assert_eq!(tries, 25, "precondition: the 25th try is the last before giving up");
