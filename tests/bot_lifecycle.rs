@@ -303,6 +303,47 @@ async fn a_server_outage_ends_nothing_but_being_removed_from_the_server_ends_its
     assert_eq!(scene.view().iter().filter(|m| m.author == "turn-manager").count(), said, "nothing more is posted");
 }
 
+/// Waits until the session of `channel` has ended, and answers how its history says it ended.
+async fn ended(scene: &Scene, channel: u64) -> String {
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    while scene.bot().session(ChannelId(channel)).await.is_some_and(|s| s.is_active()) {
+        assert!(tokio::time::Instant::now() < deadline, "the session of {channel} never ended");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let history = scene.bot().store().read_log(ChannelId(channel)).expect("history log");
+    let ended: Vec<String> =
+        history.iter().filter(|e| e.kind.name() == "session_ended").map(|e| format!("{:?}", e.kind)).collect();
+    assert_eq!(ended.len(), 1, "{ended:?}");
+    ended[0].clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deleting_a_thread_or_a_channel_ends_its_session_at_once_even_a_paused_one() {
+    let scene = Scene::started().await;
+    let (server, channel) = (&scene.stage.server, scene.stage.channel);
+    let thread = server.create_thread(channel, "design");
+    server.post(thread, scene.stage.operator, "!turn start");
+    server
+        .wait_for("pm's floor in the thread", PATIENCE, |w| {
+            w.view(thread).iter().any(|m| is_floor(m, "pm")).then_some(())
+        })
+        .await
+        .unwrap();
+    // Paused: nothing would be posted there again, so no refused announcement would tell the bot.
+    let pause = scene.stage.operator_says("!turn pause");
+    scene.handled(pause).await;
+    assert_eq!(scene.session().await.status, turn_manager::core::session::SessionStatus::Paused);
+
+    // The turns last 60 s: only the deletion can end these sessions within the test's patience.
+    server.delete_channel(thread);
+    assert!(ended(&scene, thread).await.contains("deleted"));
+    assert!(scene.bot().session(ChannelId(channel)).await.is_some_and(|s| s.is_active()), "the parent's goes on");
+    server.delete_channel(channel);
+    assert!(ended(&scene, channel).await.contains("deleted"));
+    let refused: Vec<String> = scene.rest_calls().into_iter().filter(|c| c.ends_with("-> 404")).collect();
+    assert!(refused.is_empty(), "nothing was tried in the deleted channels: {refused:#?}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn after_a_restart_each_running_channel_reads_what_it_missed_once() {
     let mut scene = Scene::started().await;

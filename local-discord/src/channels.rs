@@ -96,6 +96,32 @@ impl World {
 }
 
 impl World {
+    /// Deletes a channel or a thread, as a person in Server Settings would: CHANNEL_DELETE (THREAD_DELETE for a
+    /// thread, with Discord's short payload) goes out first, then the channel, its threads, their messages and its
+    /// webhooks are gone, and every call naming it answers 404 Unknown Channel. A channel's threads go with it
+    /// without events of their own, as on Discord.
+    pub fn delete_channel(&mut self, channel: u64) -> Result<(), ApiError> {
+        let c = self.channels.get(&channel).ok_or(ApiError::not_found("Channel", 10003))?;
+        let (event, value) = if c.kind.is_thread() {
+            let short = json!({
+                "id": channel.to_string(),
+                "guild_id": c.guild_id.to_string(),
+                "parent_id": c.parent_id.map(|p| p.to_string()),
+                "type": self.channel_json(c)["type"],
+            });
+            ("THREAD_DELETE", short)
+        } else {
+            ("CHANNEL_DELETE", self.channel_json(c))
+        };
+        self.dispatch_in_channel(channel, event, value);
+        let gone: Vec<u64> =
+            self.channels.values().filter(|c| c.id == channel || c.parent_id == Some(channel)).map(|c| c.id).collect();
+        self.channels.retain(|id, _| !gone.contains(id));
+        self.messages.retain(|_, m| !gone.contains(&m.channel_id));
+        self.webhooks.retain(|_, h| !gone.contains(&h.channel_id));
+        Ok(())
+    }
+
     /// Renames a channel or changes its topic (what is `None` stays) and dispatches CHANNEL_UPDATE (THREAD_UPDATE
     /// for a thread).
     pub fn edit_channel(

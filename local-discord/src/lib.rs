@@ -236,6 +236,11 @@ impl LocalDiscord {
         })
     }
 
+    /// Deletes a channel or a thread (see [`World::delete_channel`]).
+    pub fn delete_channel(&self, channel: u64) {
+        self.with(|w| w.delete_channel(channel)).unwrap_or_else(|e| panic!("channel not deleted: {}", e.message))
+    }
+
     /// A public thread under `parent`, started by the guild's owner; bots see THREAD_CREATE.
     pub fn create_thread(&self, parent: u64, name: &str) -> u64 {
         self.with(|w| {

@@ -8,7 +8,7 @@ use super::configured::ConfiguredStarts;
 use super::identity::Identity;
 use super::in_order::{self, CommandSettles, InOrder, Taken};
 use super::router::Router;
-use crate::core::ids::ChannelId;
+use crate::core::ids::{ChannelId, GuildId};
 use crate::core::session::lost::Unreachable;
 use serenity::all as discord;
 use serenity::async_trait;
@@ -79,16 +79,36 @@ impl discord::EventHandler for Gateway {
         if incomplete.unavailable {
             return;
         }
-        let Some(guild) = full else {
-            tracing::warn!(
-                guild = %incomplete.id,
-                "removed from a server the cache did not hold; its sessions stop at their next refused announcement"
-            );
-            return;
-        };
-        for channel in channels_of(&guild) {
-            self.router.deliver(channel, Input::Unreachable(Unreachable::LeftServer));
+        match full {
+            Some(guild) => {
+                for channel in channels_of(&guild) {
+                    self.router.deliver(channel, Input::Unreachable(Unreachable::LeftServer));
+                }
+            }
+            // Not in the cache (removed while the server was out, say): each channel knows its own server.
+            None => self.router.broadcast(|| Input::LeftServer(GuildId(incomplete.id.get()))),
         }
+    }
+
+    /// A channel was deleted: its session ends (a paused one would otherwise wait for an announcement that is never
+    /// posted to learn it). A thread's come as THREAD_DELETE; a deleted channel's threads come with no event of their
+    /// own, and their sessions end at their next read or announcement, which Discord answers 404.
+    async fn channel_delete(
+        &self,
+        _ctx: discord::Context,
+        channel: discord::GuildChannel,
+        _messages: Option<Vec<discord::Message>>,
+    ) {
+        self.router.deliver(ChannelId(channel.id.get()), Input::Unreachable(Unreachable::ChannelDeleted));
+    }
+
+    async fn thread_delete(
+        &self,
+        _ctx: discord::Context,
+        thread: discord::PartialGuildChannel,
+        _full: Option<discord::GuildChannel>,
+    ) {
+        self.router.deliver(ChannelId(thread.id.get()), Input::Unreachable(Unreachable::ChannelDeleted));
     }
 
     /// A message opening with the prefix goes to poise too, after the channel's actor has it.

@@ -10,7 +10,8 @@ use chrono::{DateTime, Utc};
 /// Why the channel can no longer be spoken in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Unreachable {
-    /// A message posted there was refused with 404 (Unknown Channel): the channel was deleted.
+    /// The channel was deleted: Discord said so (CHANNEL_DELETE, THREAD_DELETE), or answered 404 (Unknown Channel)
+    /// to a message posted there or to a read of its history.
     ChannelDeleted,
     /// The bot was removed from the channel's server (kicked or banned; not an outage).
     LeftServer,
@@ -33,7 +34,7 @@ impl Unreachable {
     /// Why, in a few words, for history, `status` and the log.
     pub fn reason(self) -> &'static str {
         match self {
-            Unreachable::ChannelDeleted => "the channel is gone (Discord answered 404 to an announcement)",
+            Unreachable::ChannelDeleted => "the channel was deleted",
             Unreachable::LeftServer => "the bot was removed from this server",
             Unreachable::MayNotPost => {
                 "Discord refused my announcements here (403: I lack access or Send Messages); once my permissions \
@@ -122,7 +123,8 @@ mod tests {
         let mut session = started(&personas, &config);
         let t = session.unreachable(Unreachable::ChannelDeleted, t0() + TimeDelta::seconds(5), ctx);
         assert!(t.effects.is_empty(), "nothing can be said in a deleted channel");
-        let ended = |e: &HistoryEvent| matches!(&e.kind, EventKind::SessionEnded { reason } if reason.contains("404"));
+        let ended =
+            |e: &HistoryEvent| matches!(&e.kind, EventKind::SessionEnded { reason } if reason.contains("deleted"));
         assert!(matches!(&t.events[..], [e] if ended(e)), "{:?}", t.events);
         assert!(!session.is_active() && session.next_deadline().is_none());
         assert!(session.outbox.is_empty() && !session.awaiting_floor_announcement());

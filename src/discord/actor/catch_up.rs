@@ -8,12 +8,13 @@
 //! A failure that may pass is retried by the senders' policy, and after it gives up, again later: the channel waits
 //! (its deadline held) until the range is read, since skipping it would end turns whose signals are on it. Only a
 //! refusal for good (Read Message History missing, the channel gone) ends the catch-up early, with one warning, so
-//! that the channel does not wait forever.
+//! that the channel does not wait forever; a channel gone (404) ends its session.
 
 use super::inbox::InboxSender;
 use super::{Env, Input, MissedPage};
 use crate::core::ids::{ChannelId, MessageId};
 use crate::core::session::history::EventKind;
+use crate::core::session::lost::Unreachable;
 use crate::core::session::{IncomingMessage, Session};
 use crate::discord::rest::{Page, RestError};
 use crate::discord::sender::retrying;
@@ -110,7 +111,14 @@ pub(super) async fn read_missed(
         }
     };
     let edited = edited.unwrap_or_else(|e| {
-        tracing::warn!(channel = %channel, "could not read the messages missed while away, so overdue turns end now: {e}");
+        if e.status() == Some(404) {
+            // The channel was deleted while the bot could not see: the session ends rather than read again at every
+            // start (a paused one would never post the announcement whose 404 would tell).
+            tracing::warn!(channel = %channel, "the channel is gone (Discord answered 404 to reading it)");
+            let _ = inbox.send(Input::Unreachable(Unreachable::ChannelDeleted));
+        } else {
+            tracing::warn!(channel = %channel, "could not read the messages missed while away, so overdue turns end now: {e}");
+        }
         Vec::new()
     });
     let _ = inbox.send(Input::Missed(Box::new(MissedPage { messages: edited, done: true, handled: None })));

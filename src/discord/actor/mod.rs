@@ -20,7 +20,7 @@ use super::sender::{Outcome, Report, Sender, Tools};
 use super::shards_up::ShardsUp;
 use super::stats::Stats;
 use crate::core::config::{Config, DisplayModeSetting};
-use crate::core::ids::{ChannelId, MessageId};
+use crate::core::ids::{ChannelId, GuildId, MessageId};
 use crate::core::persona::PersonaCatalog;
 use crate::core::session::effects::Effect;
 use crate::core::session::history::HistoryEvent;
@@ -100,8 +100,10 @@ pub enum Input {
     CheckDisplayMode,
     /// The channel's sender carried out (or gave up) an effect of the outbox.
     Sent(Box<Report>),
-    /// The channel can no longer be spoken in (the bot left its server).
+    /// The channel can no longer be spoken in (deleted, or the bot left its server).
     Unreachable(Unreachable),
+    /// The bot was removed from this server: the channel's session ends if it is there.
+    LeftServer(GuildId),
     /// This process no longer holds the channel's lease (lost at a renewal), and the channel is to be taken over
     /// afresh: this actor stops when it comes to it (a save before that is refused: the lease is not held), and a
     /// new one starts once it has.
@@ -620,6 +622,11 @@ impl Actor {
                 self.on_sent(*report).await
             }
             Input::Unreachable(why) => self.on_unreachable(why).await,
+            Input::LeftServer(guild) => {
+                if self.session.guild_id == Some(guild) {
+                    self.on_unreachable(Unreachable::LeftServer).await;
+                }
+            }
             Input::Flush(done) => {
                 self.flush_sender().await;
                 let _ = done.send(());

@@ -72,6 +72,42 @@ async fn leaving_the_server_ends_the_session_without_a_word_in_the_channel() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn leaving_a_server_the_cache_did_not_hold_ends_the_sessions_of_that_server_only() {
+    let h = Harness::new();
+    *h.rest.guild.lock().unwrap() = Some(GuildId(3 << 22));
+    h.start(A).await;
+    h.settle(A).await;
+    assert_eq!(h.session(A).await.guild_id, Some(GuildId(3 << 22)), "precondition: the server is known");
+    h.router.broadcast(|| Input::LeftServer(GuildId(4 << 22)));
+    h.settle(A).await;
+    assert!(h.session(A).await.is_active(), "another server's removal ends nothing here");
+    let before = calls(&h, A);
+    h.router.broadcast(|| Input::LeftServer(GuildId(3 << 22)));
+    let_turns_time_out(&h, A, 2).await;
+    assert_eq!(h.events(A, "session_ended"), 1);
+    assert_eq!(calls(&h, A), before, "nothing is posted to a server the bot left");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_paused_session_whose_channel_was_deleted_while_the_bot_was_away_ends_at_the_catch_up() {
+    let h = Harness::new();
+    h.start(A).await;
+    h.settle(A).await;
+    h.command(A, Command::Pause).await;
+    h.settle(A).await;
+    let saved = h.session(A).await;
+    // Deleted while the bot was down: reading its history answers 404 (Unknown Channel).
+    let restarted = h.restarted();
+    restarted.rest.fail(A, "read", vec![status(404)]);
+    restarted.router.resume(vec![saved]);
+    restarted.router.broadcast(|| Input::CatchUp(None));
+    restarted.settle(A).await;
+    restarted.settle(A).await;
+    assert!(!restarted.session(A).await.is_active(), "ended, not resumed at every start to read a 404 again");
+    assert_eq!(restarted.events(A, "session_ended"), 1);
+}
+
+#[tokio::test(start_paused = true)]
 async fn shutdown_with_a_hanging_rest_call_ends_within_its_bound_and_the_effect_stays_in_the_saved_outbox() {
     let h = Harness::new();
     h.start(A).await;
