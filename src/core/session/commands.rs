@@ -203,7 +203,8 @@ impl Session {
                 self.roster_changed(now, ctx, &mut t);
                 if !self.roster.contains(&active) {
                     self.end_turn(turn_end);
-                    let first = self.roster[0].clone();
+                    // The first of the new order still in the rotation: a benched persona waits to speak or be added.
+                    let (first, _) = self.first_in_rotation_from(0);
                     self.begin_turn(first, now, ctx, &mut t);
                 }
             }
@@ -216,8 +217,10 @@ impl Session {
                 if self.roster.contains(&persona) {
                     return Err(refuse(&format!("{persona} is already in the roster ({}).", join_ids(&self.roster))));
                 }
-                self.roster.push(persona);
+                self.roster.push(persona.clone());
                 self.roster_changed(now, ctx, &mut t);
+                // Benched before it was removed: adding it back brings it back into the rotation.
+                self.unbench(&persona, "added back", now, ctx, &mut t);
             }
             Command::Remove { persona } => {
                 let persona = self.roster_member(persona, ctx)?;
@@ -228,11 +231,10 @@ impl Session {
                 self.roster.remove(index);
                 self.roster_changed(now, ctx, &mut t);
                 if persona == active {
-                    // The floor goes to whoever came after the removed persona.
+                    // The floor goes to whoever came after the removed persona, the benched skipped as in any turn.
                     self.end_turn(turn_end);
                     // Past the end of the roster the floor wraps: a new round, which `maxRounds` may not allow.
-                    let wraps = index >= self.roster.len();
-                    let next = self.roster[index % self.roster.len()].clone();
+                    let (next, wraps) = self.first_in_rotation_from(index);
                     self.move_floor(next, wraps, now, ctx, &mut t);
                 }
             }

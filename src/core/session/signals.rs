@@ -20,7 +20,7 @@ impl Session {
         ctx: Context,
         t: &mut Transition,
     ) {
-        if self.status == SessionStatus::Paused {
+        if self.status == SessionStatus::Paused && !self.ends_turn_before_the_pause(message, &detected, ctx) {
             return self.hold(message, persona, detected, now, ctx, t);
         }
         let said = |d: &Option<Detected>| match d {
@@ -196,6 +196,28 @@ impl Session {
         }
     }
 
+    /// Whether a message handled while a manager's pause holds ends the turn all the same: it was written before the
+    /// pause was given (spec 5.7: judged by when it was written) and its signal (or completion phrase) ends the turn.
+    /// The floor then moves, and the next turn waits, unannounced, for `resume`. What would go on within the turn
+    /// (a keep, progress, an escalation, a record) is held as any signal during a pause. A pause the session took by
+    /// itself (an escalation, a loop, a refused announcement) followed the messages it was decided on: it holds all.
+    fn ends_turn_before_the_pause(&self, message: &IncomingMessage, detected: &Option<Detected>, ctx: Context) -> bool {
+        let before = self.pause_reason.is_none() && self.paused_at.is_some_and(|paused| message.written_at < paused);
+        let ends = match detected {
+            Some(d) => matches!(
+                d.rule.action,
+                Action::Complete
+                    | Action::Pass
+                    | Action::Handoff { .. }
+                    | Action::Route { .. }
+                    | Action::FinishTask { .. }
+                    | Action::End
+            ),
+            None => ctx.config.signals.completion_phrase(&message.text).is_some(),
+        };
+        before && ends
+    }
+
     /// The holder's message while the session is paused (by a manager, an escalation or a loop): nothing acts on
     /// it, whatever it says: no turn end, no task moved, no keep, progress, escalation or end, no unknown-signal
     /// reply, no loop counting. A signal is shown as any signal is (stripped, so none stays visible in relay mode)
@@ -264,7 +286,11 @@ impl Session {
         let limit = signals.recovery.unknown_limit;
         match signals.unknown_signal(&message.text).filter(|_| limit > 0) {
             Some(line) => self.unknown_signal(message, persona, line, limit, now, ctx, t),
-            None => self.remember_editable(message),
+            None => {
+                // A message with no line that looks like a signal breaks the row of unknown ones.
+                self.agents.entry(persona.clone()).or_default().unknown_signals = 0;
+                self.remember_editable(message);
+            }
         }
     }
 

@@ -225,15 +225,16 @@ impl Session {
     /// The persona after `persona` in the roster, wrapping around, skipping the benched (unless all others are).
     pub(super) fn following(&self, persona: &PersonaId) -> PersonaId {
         let start = self.roster.iter().position(|p| p == persona);
+        self.first_in_rotation_from(start.map_or(0, |i| i + 1)).0
+    }
+
+    /// The first persona of the roster from position `index` on, wrapping around, skipping the benched (unless all
+    /// are), and whether reaching it wraps past the roster's end (a new round).
+    pub(super) fn first_in_rotation_from(&self, index: usize) -> (PersonaId, bool) {
         let len = self.roster.len();
-        let candidates = (1..=len).map(|k| &self.roster[(start.map_or(len - 1, |i| i) + k) % len]);
         let benched = |p: &PersonaId| self.agents.get(p).is_some_and(|a| a.benched);
-        candidates
-            .clone()
-            .find(|p| !benched(p))
-            .or_else(|| candidates.clone().next())
-            .expect("a running session has a roster")
-            .clone()
+        let k = (0..len).find(|k| !benched(&self.roster[(index + k) % len])).unwrap_or(0);
+        (self.roster[(index + k) % len].clone(), index + k >= len)
     }
 
     /// Records the span of the holder's turn as it ends by its signal or a command, `until` marking the end in
@@ -324,6 +325,8 @@ impl Session {
         if self.active_agent.as_ref() != Some(&persona) {
             self.keeps_in_row = 0;
         }
+        // Unknown signals count in a row within a turn: a new turn starts a new row.
+        self.agents.entry(persona.clone()).or_default().unknown_signals = 0;
         self.turn_progress_extended = false;
         self.signal_held = false; // what was held belonged to the turn that ends here
         self.active_agent = Some(persona.clone());

@@ -310,6 +310,36 @@ fn a_recognised_signal_resets_the_unknown_count() {
 }
 
 #[test]
+fn a_message_with_nothing_signal_like_breaks_the_row_of_unknown_signals() {
+    let mut f = Fixture::new();
+    // An agent writing "TODO:" and "NOTE:" in its prose is not confused about signals.
+    f.say(PM, "TODO: tests", 1_000);
+    f.say(PM, "Here is my analysis of the parser.", 2_000);
+    f.say(PM, "NOTE: see above", 3_000);
+    f.say(PM, "More prose, nothing signal-like.", 4_000);
+    let t = f.say(PM, "URL: http://x", 5_000);
+    assert_eq!(f.active(), "pm", "never three in a row: {:?}", event_names(&t));
+    assert!(matches!(only_event(&t, "unknown_signal"), EventKind::UnknownSignal { count: 1, .. }));
+}
+
+#[test]
+fn a_new_turn_starts_a_new_row_of_unknown_signals() {
+    let mut f = Fixture::new();
+    f.say(PM, "TODO: tests", 1_000);
+    f.tick(90_000); // pm times out with one unknown signal counted
+    f.say(DEV, "Done. TURN_COMPLETE", 91_000);
+    f.say(CRITIC, "Done. TURN_COMPLETE", 92_000);
+    f.say(PM, "TODO: more", 93_000);
+    f.tick(183_000);
+    f.say(DEV, "Done. TURN_COMPLETE", 184_000);
+    f.say(CRITIC, "Done. TURN_COMPLETE", 185_000);
+    assert_eq!(f.active(), "pm");
+    let t = f.say(PM, "NOTE: first of this turn", 186_000);
+    assert_eq!(f.active(), "pm", "the first unknown signal of a turn ends nothing: {:?}", event_names(&t));
+    assert!(matches!(only_event(&t, "unknown_signal"), EventKind::UnknownSignal { count: 1, .. }));
+}
+
+#[test]
 fn unknown_signal_recovery_can_be_turned_off() {
     let mut f = Fixture::with_config(config(r#"{"unknownPattern": null}"#));
     let t = f.say(PM, "NOTE: something", 1_000);
@@ -375,6 +405,46 @@ fn add_brings_a_benched_persona_back() {
     assert_eq!(event_names(&t), ["unbenched"]);
     assert_eq!(texts(&t), ["🪑 pm is back in the rotation."]);
     assert!(!f.session.agents[&id("pm")].benched);
+}
+
+/// dev benched (`benchAfter` 1): pm completed, dev timed out; critic holds the floor.
+fn dev_benched() -> Fixture {
+    let mut f = Fixture::with_config(config(r#"{"benchAfter": 1}"#));
+    f.say(PM, "Mine. TURN_COMPLETE", 1_000);
+    f.tick(121_000);
+    assert!(f.session.agents[&id("dev")].benched, "precondition");
+    assert_eq!(f.active(), "critic");
+    f
+}
+
+#[test]
+fn removing_the_holder_passes_the_floor_over_a_benched_persona() {
+    let mut f = dev_benched();
+    f.say(CRITIC, "Mine. TURN_COMPLETE", 122_000);
+    assert_eq!(f.active(), "pm");
+    // dev comes after pm, but is benched: the rotation skips it, as a completed turn's would.
+    let t = f.command(Command::Remove { persona: "pm".into() }, 123_000).unwrap();
+    assert_eq!(f.active(), "critic", "{:?}", texts(&t));
+    assert!(f.session.agents[&id("dev")].benched, "still benched: {:?}", event_names(&t));
+    assert_eq!(f.session.round, 2, "critic comes later in the same round");
+}
+
+#[test]
+fn a_new_order_without_the_holder_starts_with_the_first_persona_not_benched() {
+    let mut f = dev_benched();
+    f.say(CRITIC, "Mine. TURN_COMPLETE", 122_000);
+    let t = f.command(Command::Order { roster: vec!["dev".into(), "critic".into()] }, 123_000).unwrap();
+    assert_eq!(f.active(), "critic", "{:?}", texts(&t));
+    assert!(f.session.agents[&id("dev")].benched);
+}
+
+#[test]
+fn a_benched_persona_removed_then_added_is_back_in_the_rotation() {
+    let mut f = dev_benched();
+    f.command(Command::Remove { persona: "dev".into() }, 122_000).unwrap();
+    let t = f.command(Command::Add { persona: "dev".into() }, 123_000).unwrap();
+    assert!(!f.session.agents[&id("dev")].benched, "{:?}", event_names(&t));
+    assert!(texts(&t).contains(&"🪑 dev is back in the rotation."), "{:?}", texts(&t));
 }
 
 #[test]

@@ -115,3 +115,43 @@ fn a_held_signal_survives_a_save_and_a_load() {
     let t = f.command(Command::Resume, 50_000).unwrap();
     assert_eq!(announcements(&t).iter().map(|a| a.mention).collect::<Vec<_>>(), [Some(PM)], "asked again");
 }
+
+#[test]
+fn a_signal_written_before_a_managers_pause_but_handled_after_it_ends_the_turn() {
+    let mut f = Fixture::new();
+    let signal = f.message(PM, "Done. TURN_COMPLETE", 9_000);
+    f.command_given(Command::Pause, 10_000, 10_000).unwrap();
+    let t = f.deliver(&signal, 10_500);
+    assert_eq!(event_names(&t), ["turn_complete"], "judged by when it was written");
+    assert!(announcements(&t).is_empty(), "dev's turn waits, unannounced, for the resume");
+    assert_eq!((f.active(), f.session.status), ("dev", SessionStatus::Paused));
+    let t = f.command(Command::Resume, 30_000).unwrap();
+    assert!(
+        texts(&t).iter().any(|s| s.starts_with("🎙️ <@102> (dev) has the floor: 120s")),
+        "dev is called at the resume, with its whole turn: {:?}",
+        texts(&t)
+    );
+    assert_eq!(f.session.turn_timeout_at, Some(Fixture::at(150_000)));
+}
+
+#[test]
+fn a_keep_written_before_a_pause_is_held_like_any_signal_that_would_go_on_within_the_turn() {
+    let mut f = workflow();
+    let keep = f.message(PM, "More to say <more>part two</more>", 9_000);
+    f.command_given(Command::Pause, 10_000, 10_000).unwrap();
+    let t = f.deliver(&keep, 10_500);
+    assert_eq!(event_names(&t), ["signal_held"]);
+    assert_eq!((f.active(), f.session.paused_remaining_ms), ("pm", Some(80_000)));
+}
+
+#[test]
+fn a_signal_written_before_an_escalation_paused_the_session_is_held() {
+    let mut f = workflow();
+    let signal = f.message(PM, "Done. TURN_COMPLETE", 9_000);
+    f.say(PM, "BLOCKED: need-creds", 10_000);
+    assert_eq!(f.session.status, SessionStatus::Paused);
+    // The pause followed the messages it was decided on: what comes after it waits for a person.
+    let t = f.deliver(&signal, 10_500);
+    assert_eq!(event_names(&t), ["signal_held"]);
+    assert_eq!(f.active(), "pm");
+}
