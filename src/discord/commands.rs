@@ -5,6 +5,7 @@
 
 use super::access::Access;
 use super::actor::Input;
+use super::rest::serenity::call;
 use super::router::Router;
 use crate::core::ids::{ChannelId, MessageId, UserId};
 use crate::core::session::Command;
@@ -101,10 +102,16 @@ pub fn framework(data: Arc<Commands>) -> CommandGate {
         .setup(move |ctx, _ready, framework| {
             Box::pin(async move {
                 if data.registers {
-                    data.access.budget().take().await;
-                    if let Err(e) = poise::builtins::register_globally(ctx, &framework.options().commands).await {
-                        tracing::warn!("could not register the /turn slash commands ({e}); `!turn` still works");
-                    }
+                    // Beside the commands, not before them: poise holds every command until its setup is done, and
+                    // a slash command must be answered within 3 s of being given.
+                    let commands = poise::builtins::create_application_commands(&framework.options().commands);
+                    let (http, access) = (ctx.http.clone(), data.access.clone());
+                    tokio::spawn(async move {
+                        let register = discord::Command::set_global_commands(&http, commands);
+                        if let Err(e) = call(access.budget(), "PUT /applications/{id}/commands", register).await {
+                            tracing::warn!("could not register the /turn slash commands ({e}); `!turn` still works");
+                        }
+                    });
                 }
                 Ok(data)
             })
@@ -296,14 +303,17 @@ fn let_go(ctx: Ctx<'_>) {
     ctx.data().router.deliver(ChannelId(ctx.channel_id().get()), Input::CommandGone(origin(ctx)));
 }
 
-/// Waits for `answer`. A slash command not answered within [`DEFER_AFTER`] is deferred first (Discord shows "thinking"
-/// and waits up to 15 minutes), so its reply then comes as the follow-up; `ephemeral` as the reply will be.
+/// Waits for `answer`. A slash command not answered within [`DEFER_AFTER`] of being given is deferred first (Discord
+/// shows "thinking" and waits up to 15 minutes), so its reply then comes as the follow-up; `ephemeral` as the reply
+/// will be.
 async fn in_time<T>(ctx: Ctx<'_>, ephemeral: bool, answer: impl std::future::Future<Output = T>) -> Result<T, Error> {
-    if !matches!(ctx, poise::Context::Application(_)) {
+    let poise::Context::Application(application) = ctx else {
         return Ok(answer.await);
-    }
+    };
     tokio::pin!(answer);
-    if let Ok(found) = tokio::time::timeout(DEFER_AFTER, &mut answer).await {
+    let given = MessageId(application.interaction.id.get()).created_at();
+    let age_ms = u64::try_from((ctx.data().router.env().clock.now() - given).num_milliseconds()).unwrap_or(0);
+    if let Ok(found) = tokio::time::timeout(defer_after(age_ms), &mut answer).await {
         return Ok(found);
     }
     // Interaction callbacks are not bound to the bot's global rate limit, so the deferral takes no REST budget.
@@ -313,6 +323,13 @@ async fn in_time<T>(ctx: Ctx<'_>, ephemeral: bool, answer: impl std::future::Fut
         ctx.defer().await?;
     }
     Ok(answer.await)
+}
+
+/// How long a slash command given `age_ms` ago may still take before it is deferred: Discord's 3 s run from when it
+/// was given, and the gateway, the handler and poise's setup may have taken some of them. Never later than
+/// [`DEFER_AFTER`] from now, should this clock run behind Discord's.
+fn defer_after(age_ms: u64) -> std::time::Duration {
+    DEFER_AFTER.saturating_sub(std::time::Duration::from_millis(age_ms))
 }
 
 /// Who may run what: personas nothing; people `status` and `history`; managers everything.
@@ -426,6 +443,13 @@ mod tests {
         msg.webhook_id = webhook.map(discord::WebhookId::new);
         msg.content = content.into();
         msg
+    }
+
+    #[test]
+    fn a_slash_command_is_deferred_within_its_time_counted_from_when_it_was_given() {
+        assert_eq!(defer_after(0), DEFER_AFTER);
+        assert_eq!(defer_after(1_200), DEFER_AFTER - std::time::Duration::from_millis(1_200), "1.2 s spent on the way");
+        assert_eq!(defer_after(5_000), std::time::Duration::ZERO, "late already: deferred at once");
     }
 
     #[test]
