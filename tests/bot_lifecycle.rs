@@ -53,6 +53,32 @@ async fn messages_posted_while_the_bot_was_down_are_handled_after_it_restarts() 
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn commands_typed_while_the_bot_was_down_run_in_their_place_with_the_same_permission_rule() {
+    let mut scene = Scene::started().await;
+    let visitor = scene.stage.server.create_user("visitor");
+    scene.stage.server.add_member(scene.stage.guild, visitor, &[]);
+    scene.stop_bot().await;
+    scene.stage.server.post(scene.stage.channel, visitor, "!turn stop");
+    scene.stage.operator_says("!turn pause");
+    let signal = scene.say("pm", "Finished while you were away. TURN_COMPLETE");
+    scene.restart_bot().await;
+    scene.handled(signal).await;
+
+    let session = scene.session().await;
+    assert!(session.is_active(), "the visitor may not stop it");
+    assert_eq!(session.status, turn_manager::core::session::SessionStatus::Paused, "the operator's pause ran");
+    assert_eq!(session.active_agent, Some(PersonaId::parse("pm").unwrap()), "the signal after the pause is held");
+    assert_eq!(scene.events("signal_held").len(), 1);
+    let view = scene.view();
+    let refusal = view.iter().find(|m| m.content.starts_with("`!turn stop` (sent while I was away"));
+    assert!(
+        refusal.is_some_and(|m| m.content.contains("You can't change the session here")),
+        "{}",
+        common::render(&view)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_late_reply_posted_while_the_bot_was_down_after_the_signal_giving_its_author_the_floor_stays_late() {
     // The soak's seed 2026112504: critic's turn times out; the bot is down when dev's signal gives critic the floor
     // again, and critic's late reply to the call it timed out on is posted after that signal.

@@ -5,8 +5,9 @@ use super::identity::Identity;
 use super::rest::budget::RestBudget;
 use super::rest::serenity::call;
 use super::rest::{RestError, WebhookLimit};
-use crate::core::ids::{ChannelId, GuildId};
+use crate::core::ids::{ChannelId, GuildId, UserId};
 use serenity::all as discord;
+use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
 pub struct Access {
@@ -42,7 +43,8 @@ impl Access {
     /// The permissions relay mode needs, by name, that the bot lacks in `channel`.
     pub async fn relay_permissions_missing(&self, channel: ChannelId) -> Result<Vec<&'static str>, RestError> {
         let me = self.identity.user().ok_or_else(|| RestError::Unavailable("not connected yet".into()))?;
-        let (permissions, _) = self.standing(channel, discord::UserId::new(me.0), None).await?;
+        // The gateway describes the server soon after connecting; the checks that need this wait for it.
+        let (permissions, _) = self.standing(channel, discord::UserId::new(me.0), None, false).await?;
         let mut missing = Vec::new();
         if !permissions.manage_messages() {
             missing.push("Manage Messages");
@@ -61,10 +63,23 @@ impl Access {
     /// Whether `member` may change the session in `channel`: administrators, Manage Channels there, or a member of
     /// a control role (named by id or by name). The refusal says what it takes.
     pub async fn may_manage(&self, channel: ChannelId, member: discord::Member) -> Result<(), String> {
-        let (permissions, roles) = self
-            .standing(channel, member.user.id, Some(member))
-            .await
-            .map_err(|e| format!("I could not check: {e}"))?;
+        self.may_manage_as(channel, member.user.id, Some(member)).await
+    }
+
+    /// [`Access::may_manage`] for a user whose membership is not at hand (a command read back from the history):
+    /// from the cache, else read over REST.
+    pub async fn may_manage_user(&self, channel: ChannelId, user: UserId) -> Result<(), String> {
+        self.may_manage_as(channel, discord::UserId::new(user.0), None).await
+    }
+
+    async fn may_manage_as(
+        &self,
+        channel: ChannelId,
+        user: discord::UserId,
+        member: Option<discord::Member>,
+    ) -> Result<(), String> {
+        let (permissions, roles) =
+            self.standing(channel, user, member, true).await.map_err(|e| format!("I could not check: {e}"))?;
         if permissions.administrator()
             || permissions.manage_channels()
             || holds_control_role(&self.control_roles, &roles)
@@ -112,11 +127,13 @@ impl Access {
     }
 
     /// A member's permissions in a channel (a thread counts as its parent) and its roles (id, name).
+    /// A server not in the cache yet is read over REST when `guild_from_rest`, else `Unavailable`.
     async fn standing(
         &self,
         channel: ChannelId,
         user: discord::UserId,
         member: Option<discord::Member>,
+        guild_from_rest: bool,
     ) -> Result<(discord::Permissions, Vec<(u64, String)>), RestError> {
         let (place, _) = self.home_channel(channel).await?;
         let member = match member {
@@ -129,16 +146,20 @@ impl Access {
                 }
             },
         };
-        let unknown = || RestError::Unavailable("this server is not in my cache yet".into());
-        let cache = self.cache.get().ok_or_else(unknown)?;
-        let guild = cache.guild(place.guild_id).ok_or_else(unknown)?;
-        let permissions = guild.user_permissions_in(&place, &member);
-        let roles = member
-            .roles
-            .iter()
-            .filter_map(|id| guild.roles.get(id).map(|role| (id.get(), role.name.clone())))
-            .collect();
-        Ok((permissions, roles))
+        let cached = self.cache.get().and_then(|cache| {
+            let guild = cache.guild(place.guild_id)?;
+            Some((guild.user_permissions_in(&place, &member), role_names(&member, &guild.roles)))
+        });
+        if let Some(found) = cached {
+            return Ok(found);
+        }
+        if !guild_from_rest {
+            return Err(RestError::Unavailable("this server is not in my cache yet".into()));
+        }
+        // Not described by the gateway yet (a command read back from the history at start-up, before the server's
+        // GUILD_CREATE): its roles and owner from REST.
+        let guild = call(&self.budget, "GET /guilds/{id}", self.http()?.get_guild(place.guild_id)).await?;
+        Ok((guild.user_permissions_in(&place, &member), role_names(&member, &guild.roles)))
     }
 
     /// The channel that holds permissions and webhooks for `channel`: itself, or a thread's parent (with the thread).
@@ -166,6 +187,11 @@ impl Access {
             .guild()
             .ok_or_else(|| RestError::Impossible("this is not a server channel".into()))
     }
+}
+
+/// A member's roles (id, name), as the server's roles name them.
+fn role_names(member: &discord::Member, roles: &HashMap<discord::RoleId, discord::Role>) -> Vec<(u64, String)> {
+    member.roles.iter().filter_map(|id| roles.get(id).map(|role| (id.get(), role.name.clone()))).collect()
 }
 
 /// Whether one of `roles` (id, name) is a control role: an entry that is a snowflake names a role by id and matches

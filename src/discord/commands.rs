@@ -383,6 +383,56 @@ async fn spend_for_reply(ctx: Ctx<'_>) {
     }
 }
 
+/// A `!turn ...` command found in a message the gateway never delivered: read back from the channel's history after
+/// the bot was away (a restart, a new gateway session), where poise never saw it. Parsed as poise parses the live ones.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Typed {
+    /// A command that changes the session, to run in its place among the messages read back.
+    Change(Command),
+    /// `status` or `history`: what it would answer is the session as it is now, not when it was asked; not answered.
+    ReadOnly,
+    /// Not a command poise would run (an unknown subcommand, a missing or extra argument): how to write it.
+    Unreadable(String),
+}
+
+/// What `text` is as a command typed in the channel, or `None` when it is not one (`!turnip`, a message about turns).
+pub fn typed(text: &str) -> Option<Typed> {
+    let mut words = text.strip_prefix(PREFIX)?.split_whitespace();
+    if words.next()? != COMMAND_NAME {
+        return None;
+    }
+    let definitions = turn().subcommands;
+    let every = || {
+        let subcommands: Vec<&str> = definitions.iter().map(|c| c.name.as_ref()).collect();
+        Typed::Unreadable(format!("Usage: `{PREFIX}turn <{}>`", subcommands.join("|")))
+    };
+    let Some(name) = words.next() else { return Some(every()) };
+    let args: Vec<&str> = words.collect();
+    let unreadable = |name: &str| match definitions.iter().find(|c| c.name == name) {
+        Some(command) => Typed::Unreadable(format!("Usage: `{}`", usage(command))),
+        None => every(),
+    };
+    let listed = || names(Some(&args.join(" ")));
+    let command = match (name, args.as_slice()) {
+        ("start", _) => Command::Start { roster: listed() },
+        ("stop", []) => Command::Stop,
+        ("pause", []) => Command::Pause,
+        ("resume", []) => Command::Resume,
+        ("skip", []) => Command::Skip,
+        ("give", [persona]) => Command::Give { persona: (*persona).to_owned() },
+        ("extend", [seconds]) => match seconds.parse() {
+            Ok(seconds) => Command::Extend { seconds },
+            Err(_) => return Some(unreadable(name)),
+        },
+        ("order", [_, ..]) => Command::Order { roster: listed() },
+        ("add", [persona]) => Command::Add { persona: (*persona).to_owned() },
+        ("remove", [persona]) => Command::Remove { persona: (*persona).to_owned() },
+        ("status" | "history", _) => return Some(Typed::ReadOnly),
+        _ => return Some(unreadable(name)),
+    };
+    Some(Typed::Change(command))
+}
+
 /// Persona ids as typed: separated by spaces or commas.
 fn names(typed: Option<&str>) -> Vec<String> {
     typed
@@ -450,6 +500,35 @@ mod tests {
         assert_eq!(defer_after(0), DEFER_AFTER);
         assert_eq!(defer_after(1_200), DEFER_AFTER - std::time::Duration::from_millis(1_200), "1.2 s spent on the way");
         assert_eq!(defer_after(5_000), std::time::Duration::ZERO, "late already: deferred at once");
+    }
+
+    #[test]
+    fn commands_read_back_from_the_history_are_parsed_as_poise_parses_the_live_ones() {
+        let change = |text: &str| match typed(text) {
+            Some(Typed::Change(command)) => command,
+            other => panic!("{text}: {other:?}"),
+        };
+        assert_eq!(change("!turn pause"), Command::Pause);
+        assert_eq!(
+            change("!turn  start pm, dev critic"),
+            Command::Start { roster: vec!["pm".into(), "dev".into(), "critic".into()] }
+        );
+        assert_eq!(change("!turn start"), Command::Start { roster: vec![] });
+        assert_eq!(change("!turn give dev"), Command::Give { persona: "dev".into() });
+        assert_eq!(change("!turn extend -30"), Command::Extend { seconds: -30 });
+        assert_eq!(change("!turn order critic pm"), Command::Order { roster: vec!["critic".into(), "pm".into()] });
+        assert_eq!(typed("!turn status"), Some(Typed::ReadOnly));
+        assert_eq!(typed("!turn history 5"), Some(Typed::ReadOnly));
+        assert_eq!(typed("!turn give"), Some(Typed::Unreadable("Usage: `!turn give <persona>`".into())));
+        assert_eq!(typed("!turn extend soon"), Some(Typed::Unreadable("Usage: `!turn extend <seconds>`".into())));
+        assert_eq!(typed("!turn pause now"), Some(Typed::Unreadable("Usage: `!turn pause`".into())));
+        assert!(
+            matches!(typed("!turn dance"), Some(Typed::Unreadable(u)) if u.starts_with("Usage: `!turn <start|stop|"))
+        );
+        assert!(matches!(typed("!turn"), Some(Typed::Unreadable(_))));
+        assert_eq!(typed("!turnip pause"), None);
+        assert_eq!(typed("turn pause"), None);
+        assert_eq!(typed("Whose turn is it?"), None);
     }
 
     #[test]

@@ -14,13 +14,14 @@ mod tests;
 
 use super::access::{fallback_notice, lost_permission_notice, webhooks_full_notice};
 use super::clock::Clock;
+use super::commands::{self, Typed};
 use super::persist::Saver;
 use super::rest::{Rest, RestError};
 use super::sender::{Outcome, Report, Sender, Tools};
 use super::shards_up::ShardsUp;
 use super::stats::Stats;
 use crate::core::config::{Config, DisplayModeSetting};
-use crate::core::ids::{ChannelId, GuildId, MessageId};
+use crate::core::ids::{ChannelId, GuildId, MessageId, UserId};
 use crate::core::persona::PersonaCatalog;
 use crate::core::session::effects::Effect;
 use crate::core::session::history::HistoryEvent;
@@ -592,7 +593,12 @@ impl Actor {
                         }
                         continue;
                     }
+                    let typed = self.typed_while_away(&message);
+                    let (id, author) = (message.id, message.author);
                     self.on_message(message).await;
+                    if let Some((typed, text)) = typed {
+                        self.run_typed_while_away(id, author, typed, &text).await;
+                    }
                 }
                 if done {
                     self.catch_ups_running = self.catch_ups_running.saturating_sub(1);
@@ -705,17 +711,51 @@ impl Actor {
         self.commit(t).await;
     }
 
+    /// A command in a message read back from the history that poise never saw (written while the bot was away), with
+    /// its first line for the reply: a person's, not handled before (then poise had it) and not run already.
+    fn typed_while_away(&self, message: &IncomingMessage) -> Option<(Typed, String)> {
+        let person = self.env.personas.by_user(message.author).is_none();
+        let new = !self.session.has_handled(message.id) && !self.commands_seen.contains(&message.id);
+        if message.edited || !person || !new {
+            return None;
+        }
+        let typed = commands::typed(&message.text)?;
+        Some((typed, message.text.lines().next().unwrap_or_default().to_owned()))
+    }
+
+    /// Runs a command [`Actor::typed_while_away`] found, in its place among the messages read back, as if poise had
+    /// handed it over then: the same permission rule and the same core; its refusal (or how to write it) is said in
+    /// the channel, naming it. `status` and `history` are not answered: the answer would be about now.
+    async fn run_typed_while_away(&mut self, id: MessageId, author: UserId, typed: Typed, text: &str) {
+        let refusal = match typed {
+            Typed::ReadOnly => return,
+            Typed::Unreadable(usage) => usage,
+            Typed::Change(command) => {
+                let allowed = self.env.rest.may_manage(self.channel, author).await;
+                match allowed {
+                    Ok(()) => match self.on_command(&command, Some(id)).await {
+                        Ok(()) => return,
+                        Err(refusal) => refusal.0,
+                    },
+                    Err(reason) => {
+                        self.remember_command(id); // poise may still bring it (its message was left to the history)
+                        reason
+                    }
+                }
+            }
+        };
+        let typed = crate::core::templates::quotable(text);
+        self.sender().notice(format!("`{typed}` (sent while I was away, so only read now): {refusal}"));
+    }
+
     /// Runs a command. Starting a session first picks relay or observe from the bot's permissions (when the
     /// configuration says `auto`) and says once in the channel if it had to fall back.
     async fn on_command(&mut self, command: &Command, origin: Option<MessageId>) -> Result<(), Refusal> {
         if let Some(id) = origin {
             if self.commands_seen.contains(&id) {
-                return Ok(()); // The same command delivered again around a reconnect.
+                return Ok(()); // The same command delivered again around a reconnect, or read back already.
             }
-            self.commands_seen.push(id);
-            if self.commands_seen.len() > COMMANDS_REMEMBERED {
-                self.commands_seen.remove(0);
-            }
+            self.remember_command(id);
         }
         if matches!(command, Command::Start { .. }) && !self.session.is_active() {
             // A start that will be refused (a name typed wrong, no personas) changes nothing, not even the display
@@ -728,6 +768,13 @@ impl Actor {
         let t = self.session.handle_command(command, origin, self.env.clock.now(), self.env.context())?;
         self.commit(t).await;
         Ok(())
+    }
+
+    fn remember_command(&mut self, id: MessageId) {
+        self.commands_seen.push(id);
+        if self.commands_seen.len() > COMMANDS_REMEMBERED {
+            self.commands_seen.remove(0);
+        }
     }
 
     /// Records the channel's server if it is not known yet: it decides which process keeps the session when the bot

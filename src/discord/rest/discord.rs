@@ -172,6 +172,10 @@ impl Rest for DiscordRest {
     async fn guild_of(&self, channel: ChannelId) -> Result<Option<GuildId>, RestError> {
         self.access.guild_of(channel).await.map(Some)
     }
+
+    async fn may_manage(&self, channel: ChannelId, user: UserId) -> Result<(), String> {
+        self.access.may_manage_user(channel, user).await
+    }
 }
 
 /// How a search of the channel's messages ended.

@@ -10,7 +10,7 @@ pub mod http;
 pub mod serenity;
 pub mod webhooks;
 
-use crate::core::ids::{ChannelId, GuildId, MessageId};
+use crate::core::ids::{ChannelId, GuildId, MessageId, UserId};
 use crate::core::session::IncomingMessage;
 use crate::core::session::effects::Announcement;
 use async_trait::async_trait;
@@ -89,6 +89,11 @@ pub trait Rest: Send + Sync + 'static {
     /// The server `channel` is in (from the gateway's cache, else REST); `None` where it cannot be known.
     async fn guild_of(&self, _channel: ChannelId) -> Result<Option<GuildId>, RestError> {
         Ok(None)
+    }
+    /// Whether `user` may change the session in `channel` (see `commands.rs`), for a command read back from the
+    /// history, which carries no membership: the refusal says why, or that it could not be checked.
+    async fn may_manage(&self, _channel: ChannelId, _user: UserId) -> Result<(), String> {
+        Err("I could not check your permissions.".into())
     }
 }
 

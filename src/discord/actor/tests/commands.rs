@@ -198,3 +198,86 @@ async fn commands_handed_over_out_of_order_run_in_the_order_the_gateway_carried_
     assert_eq!((h.events(A, "skipped"), h.events(A, "floor_given")), (1, 1));
     assert_eq!(h.holder(A).await.as_deref(), Some("pm"));
 }
+
+// --- commands typed while the bot was away: read back from the history, run in their place ----------------------
+
+/// The bot restarts after `written` were posted while it was away, and reads them back.
+async fn restarted_after(h: &Harness, written: Vec<IncomingMessage>, not_managers: Vec<UserId>) -> Harness {
+    let saved = h.session(A).await;
+    let restarted = h.restarted();
+    restarted.rest.history.lock().unwrap().insert(A, written);
+    *restarted.rest.not_managers.lock().unwrap() = not_managers;
+    restarted.router.resume(vec![saved]);
+    restarted.router.broadcast(|| Input::CatchUp(None));
+    restarted.settle(A).await;
+    restarted.settle(A).await;
+    restarted
+}
+
+fn notices(h: &Harness) -> Vec<String> {
+    h.journal.of(A).into_iter().filter(|l| l.starts_with("notice")).collect()
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_pause_typed_while_the_bot_was_away_runs_before_the_signal_written_after_it() {
+    let h = Harness::new();
+    h.start(A).await;
+    h.settle(A).await;
+    let written = vec![h.written(HUMAN, "!turn pause", 20_000), h.written(PM, "Done. TURN_COMPLETE", 21_000)];
+    let restarted = restarted_after(&h, written, vec![]).await;
+    let session = restarted.session(A).await;
+    assert_eq!(session.status, crate::core::session::SessionStatus::Paused, "{:#?}", restarted.journal.of(A));
+    assert_eq!(session.active_agent.as_ref().map(|p| p.as_str()), Some("pm"), "the signal after it is held");
+    assert_eq!(restarted.events(A, "signal_held"), 1);
+    assert!(restarted.journal.of(A).iter().any(|l| l == &format!("may {HUMAN} manage {A} ?")), "checked first");
+    assert!(notices(&restarted).is_empty(), "{:#?}", notices(&restarted));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_command_typed_while_away_by_someone_who_may_not_change_the_session_is_refused_in_the_channel() {
+    let h = Harness::new();
+    h.start(A).await;
+    h.settle(A).await;
+    let written = vec![h.written(HUMAN, "!turn stop", 20_000), h.written(HUMAN, "!turn give", 21_000)];
+    let restarted = restarted_after(&h, written, vec![HUMAN]).await;
+    assert!(restarted.session(A).await.is_active());
+    let said = notices(&restarted);
+    assert_eq!(said.len(), 2, "{said:#?}");
+    assert!(said[0].contains("`!turn stop` (sent while I was away, so only read now): You can't change"), "{said:#?}");
+    assert!(said[1].contains("`!turn give` (sent while I was away, so only read now): Usage: `!turn give <persona>`"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_command_poise_ran_while_its_message_was_left_to_the_history_is_not_run_again_when_read_back() {
+    let h = Harness::new();
+    h.start(A).await;
+    h.settle(A).await;
+    // A full inbox left the message to the history; poise, which saw it live, handed its command over.
+    let typed = h.written(HUMAN, "!turn skip", 20_000);
+    h.router.deliver(A, Input::command(Command::Skip, Some(typed.id), None));
+    h.settle(A).await;
+    h.rest.history.lock().unwrap().insert(A, vec![typed]);
+    h.router.broadcast(|| Input::CatchUp(None));
+    h.settle(A).await;
+    h.settle(A).await;
+    assert_eq!(h.events(A, "skipped"), 1, "{:#?}", h.journal.of(A));
+    assert_eq!(h.session(A).await.active_agent.as_ref().map(|p| p.as_str()), Some("dev"));
+    assert!(notices(&h).is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn status_typed_while_away_and_commands_already_handled_live_are_not_run_from_the_history() {
+    let h = Harness::new();
+    h.start(A).await;
+    h.settle(A).await;
+    // Handled live (its message and its command): the catch-up's reorder window shows it again.
+    let live = h.written(HUMAN, "!turn extend 30", 20_000);
+    h.deliver(A, &live);
+    h.router.deliver(A, Input::command(Command::Extend { seconds: 30 }, Some(live.id), None));
+    h.settle(A).await;
+    let written = vec![live, h.written(HUMAN, "!turn status", 21_000)];
+    let restarted = restarted_after(&h, written, vec![]).await;
+    assert_eq!(restarted.events(A, "extended"), 1, "{:#?}", restarted.journal.of(A));
+    assert!(notices(&restarted).is_empty());
+    assert!(!restarted.journal.of(A).iter().any(|l| l.starts_with("may")), "nothing to check");
+}

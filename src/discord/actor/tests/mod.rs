@@ -81,6 +81,8 @@ struct FakeRest {
     missing: Mutex<Vec<&'static str>>,
     /// The server every channel is in, once known.
     guild: Mutex<Option<GuildId>>,
+    /// People whom [`Rest::may_manage`] refuses (everyone else may manage).
+    not_managers: Mutex<Vec<UserId>>,
     clock: Clock,
 }
 
@@ -224,6 +226,14 @@ impl Rest for FakeRest {
 
     async fn guild_of(&self, _channel: ChannelId) -> Result<Option<GuildId>, RestError> {
         Ok(*self.guild.lock().unwrap())
+    }
+
+    async fn may_manage(&self, channel: ChannelId, user: UserId) -> Result<(), String> {
+        self.journal.push(format!("may {user} manage {channel} ?"));
+        match self.not_managers.lock().unwrap().contains(&user) {
+            true => Err("You can't change the session here.".into()),
+            false => Ok(()),
+        }
     }
 }
 
@@ -394,6 +404,7 @@ impl Harness {
             answers_lost: Mutex::default(),
             missing: Mutex::default(),
             guild: Mutex::default(),
+            not_managers: Mutex::default(),
             clock,
         });
         let env = Arc::new(Env {
