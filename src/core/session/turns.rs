@@ -377,7 +377,9 @@ impl Session {
         let user = ctx.personas.get(&persona).map(|p| p.discord_user_id);
         let mut values = self.common_values(ctx, &persona);
         values.push(("userId", user.map(|u| u.to_string()).unwrap_or_default()));
-        values.push(("timeout", self.turn_timeout_seconds.to_string()));
+        // With what `extend` added before it was announced (during a pause), as `status` and the deadline count it.
+        let timeout = u64::from(self.turn_timeout_seconds) + self.turn_extended_seconds;
+        values.push(("timeout", timeout.to_string()));
         values.push(("signal", ctx.config.signals.turn_end_hint()));
         values.extend(extra.iter().cloned());
         let text = ctx.config.templates.render(template, &values);

@@ -155,3 +155,18 @@ fn a_signal_written_before_an_escalation_paused_the_session_is_held() {
     assert_eq!(event_names(&t), ["signal_held"]);
     assert_eq!(f.active(), "pm");
 }
+
+#[test]
+fn a_turn_extended_during_the_pause_it_began_in_is_announced_with_its_whole_time() {
+    let mut f = Fixture::new();
+    f.command(Command::Pause, 10_000).unwrap();
+    f.command(Command::Skip, 11_000).unwrap();
+    f.command(Command::Extend { seconds: 60 }, 12_000).unwrap();
+    let t = f.command(Command::Resume, 20_000).unwrap();
+    assert_eq!(f.session.turn_timeout_at, Some(Fixture::at(200_000)), "dev's 120 s and the 60 s added");
+    assert!(
+        texts(&t).iter().any(|s| s.starts_with("🎙️ <@102> (dev) has the floor: 180s")),
+        "one figure, the one the deadline keeps: {:?}",
+        texts(&t)
+    );
+}
