@@ -322,7 +322,9 @@ impl Session {
         let timeout = ctx.timeout_of(&persona);
         // Whoever is given the floor (by a handoff, a command, a roster change) is back in the rotation.
         self.unbench(&persona, "given the floor", now, ctx, t);
-        if self.active_agent.as_ref() != Some(&persona) {
+        // Keeps count in a row: any other turn start ends the row, even one giving the floor back to the same
+        // persona (a roster of one, or everyone else benched).
+        if template != Template::Kept {
             self.keeps_in_row = 0;
         }
         // Unknown signals count in a row within a turn: a new turn starts a new row.

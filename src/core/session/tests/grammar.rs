@@ -448,6 +448,20 @@ fn a_benched_persona_removed_then_added_is_back_in_the_rotation() {
 }
 
 #[test]
+fn keeps_count_in_a_row_even_when_the_floor_comes_back_to_the_same_persona() {
+    let rules = r#"{"rules": [{"name": "TURN_COMPLETE", "pattern": "TURN_COMPLETE", "action": "complete"},
+        {"name": "MORE", "pattern": "<more>(?P<payload>[^<]*)</more>", "at": "anywhere", "action": "keep",
+         "maxKeeps": 1}]}"#;
+    let mut f = Fixture::with_config(Config::parse("c.json", &format!(r#"{{"signals": {rules}}}"#)).unwrap());
+    f.command(Command::Order { roster: vec!["pm".into()] }, 0).unwrap();
+    f.say(PM, "One part <more>one</more>", 1_000);
+    f.say(PM, "Done. TURN_COMPLETE", 2_000);
+    assert_eq!((f.active(), f.session.round), ("pm", 2), "a roster of one: pm again, a new round");
+    let t = f.say(PM, "Another part <more>two</more>", 3_000);
+    assert_eq!(event_names(&t), ["kept"], "a new row: {:?}", texts(&t));
+}
+
+#[test]
 fn the_last_persona_not_benched_is_never_benched() {
     let rules = r#"{"benchAfter": 1}"#;
     let mut f = Fixture::with_config(config(rules));
