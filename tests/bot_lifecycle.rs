@@ -168,6 +168,19 @@ async fn channels_in_the_configuration_are_managed_from_start_up() {
         .await;
     assert_eq!(start.content, "▶️ Turn management started. Roster: critic, dev.");
     scene.until("critic's floor", |v| v.iter().any(|m| is_floor(m, "critic")).then_some(())).await;
+
+    // Removed from the server, the session ends; invited back, the configured channel is managed again.
+    let (server, guild, bot) = (&scene.stage.server, scene.stage.guild, scene.stage.bot_user);
+    server.remove_member(guild, bot);
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    while scene.session().await.is_active() {
+        assert!(tokio::time::Instant::now() < deadline, "the session never ended");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    server.add_member(guild, bot, &[scene.stage.bot_role]);
+    let starts = |v: &[local_discord::world::SeenMessage]| v.iter().filter(|m| m.content.starts_with("▶️")).count();
+    scene.until("the session to start again", |v| (starts(v) == 2).then_some(())).await;
+    assert!(scene.session().await.is_active());
 }
 
 /// `turn-manager run` against the stage's server, with the stage's token.

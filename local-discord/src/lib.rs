@@ -183,7 +183,8 @@ impl LocalDiscord {
         })
     }
 
-    /// Adds a member with roles; if the guild is live, bots connected to it see GUILD_MEMBER_ADD.
+    /// Adds a member with roles; if the guild is live, bots connected to it see GUILD_MEMBER_ADD, and a bot added
+    /// (invited back, say) gets the server's GUILD_CREATE, as on Discord.
     pub fn add_member(&self, guild: u64, user: u64, roles: &[u64]) {
         self.with(|w| {
             w.guilds.get_mut(&guild).expect("guild").members.insert(user, roles.to_vec());
@@ -191,6 +192,10 @@ impl LocalDiscord {
             let mut member = w.member_json(g, user);
             member["guild_id"] = json!(guild.to_string());
             w.dispatch(Some(guild), "GUILD_MEMBER_ADD", member);
+            if w.users.get(&user).is_some_and(|u| u.bot) {
+                let created = w.guild_json(&w.guilds[&guild]);
+                w.dispatch_to_users(Some(guild), &[user], "GUILD_CREATE", created);
+            }
         })
     }
 

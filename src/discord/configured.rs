@@ -14,21 +14,38 @@ use std::sync::{Arc, Mutex};
 pub struct ConfiguredStarts {
     /// The `start` of each configured channel not started yet.
     waiting: Mutex<HashMap<ChannelId, Command>>,
+    /// The `start` of every configured channel, for a server the bot is added back to.
+    every: HashMap<ChannelId, Command>,
 }
 
 impl ConfiguredStarts {
     /// Every channel the configuration manages from start-up that has no running or paused session.
     pub fn new(config: &Config, saved: &[Session]) -> Self {
-        let waiting = config
+        let every: HashMap<ChannelId, Command> = config
             .channels
             .iter()
-            .filter(|managed| !saved.iter().any(|s| s.channel_id == managed.channel_id && s.is_active()))
             .map(|managed| {
                 let roster = managed.roster.iter().map(|p| p.as_str().to_owned()).collect();
                 (managed.channel_id, Command::Start { roster })
             })
             .collect();
-        Self { waiting: Mutex::new(waiting) }
+        let waiting = every
+            .iter()
+            .filter(|(channel, _)| !saved.iter().any(|s| s.channel_id == **channel && s.is_active()))
+            .map(|(channel, start)| (*channel, start.clone()))
+            .collect();
+        Self { waiting: Mutex::new(waiting), every }
+    }
+
+    /// The bot was removed from the server of `channels`, ending their sessions: those the configuration manages
+    /// start again when it is added back (the server's next GUILD_CREATE), as a headless deployment expects.
+    pub fn rearm(&self, channels: impl Iterator<Item = ChannelId>) {
+        let mut waiting = self.waiting.lock().expect("configured starts lock");
+        for channel in channels {
+            if let Some(start) = self.every.get(&channel) {
+                waiting.insert(channel, start.clone());
+            }
+        }
     }
 
     pub fn waiting(&self) -> usize {
@@ -82,6 +99,16 @@ mod tests {
         assert!(matches!(&first[0].1, Command::Start { roster } if roster == &["dev".to_owned()]));
         assert!(starts.take([1, 2].map(ChannelId).into_iter()).is_empty(), "a server seen again starts nothing again");
         assert_eq!(starts.waiting(), 1, "channel 3's server was never seen");
+    }
+
+    #[test]
+    fn a_configured_channel_of_a_server_the_bot_left_starts_again_when_the_server_is_seen_again() {
+        let starts = ConfiguredStarts::new(&config(&[1, 2]), &[]);
+        assert_eq!(starts.take([1, 2].map(ChannelId).into_iter()).len(), 2);
+        starts.rearm([1, 5].map(ChannelId).into_iter());
+        assert_eq!(starts.waiting(), 1, "only the configured channels of that server");
+        let again: Vec<u64> = starts.take([1, 2].map(ChannelId).into_iter()).iter().map(|(c, _)| c.0).collect();
+        assert_eq!(again, [1]);
     }
 
     #[test]

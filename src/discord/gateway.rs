@@ -84,6 +84,7 @@ impl discord::EventHandler for Gateway {
                 for channel in channels_of(&guild) {
                     self.router.deliver(channel, Input::Unreachable(Unreachable::LeftServer));
                 }
+                self.configured.rearm(channels_of(&guild));
             }
             // Not in the cache (removed while the server was out, say): each channel knows its own server.
             None => self.router.broadcast(|| Input::LeftServer(GuildId(incomplete.id.get()))),
