@@ -30,6 +30,10 @@ pub struct Commands {
 pub const PREFIX: &str = "!";
 /// The one top-level command; the rest are its subcommands.
 pub const COMMAND_NAME: &str = "turn";
+/// The answer when the channel's actor gave none: the process is shutting down, or the channel's lease is held by
+/// another process for a moment (a takeover between processes sharing a store).
+const UNREACHABLE_NOW: &str =
+    "I can't reach this channel's session right now (I may be restarting); try again in a moment.";
 /// Events `history` shows when no number is given, and at most.
 const HISTORY_DEFAULT: usize = 10;
 const HISTORY_MAX: usize = 50;
@@ -230,7 +234,8 @@ async fn status(ctx: Ctx<'_>) -> Result<(), Error> {
         let router = &ctx.data().router;
         match router.ask(ChannelId(ctx.channel_id().get()), Input::Snapshot).await {
             Some(session) if session.is_active() => session.status_report(router.env().clock.now()).to_string(),
-            _ => format!("No session is running here. Start one with `{PREFIX}turn start`."),
+            Some(_) => format!("No session is running here. Start one with `{PREFIX}turn start`."),
+            None => UNREACHABLE_NOW.to_owned(),
         }
     })
     .await?;
@@ -284,7 +289,7 @@ async fn run(ctx: Ctx<'_>, command: Command) -> Result<(), String> {
     match outcome {
         Some(Ok(())) => Ok(()),
         Some(Err(refusal)) => Err(refusal.0),
-        None => Err("I am shutting down; try again in a moment.".into()),
+        None => Err(UNREACHABLE_NOW.into()),
     }
 }
 
