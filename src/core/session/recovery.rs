@@ -47,7 +47,8 @@ impl Session {
         self.strike(persona, now, ctx, t);
         let next = self.following(persona);
         t.events.insert(at, self.event(now, Some(persona), EventKind::AgentSignalFailure { count, next_agent: next }));
-        self.floor_moves(message.id);
+        // Ended by one of its messages: what it wrote before that one, handled later, is still of this turn.
+        self.end_turn(message.id);
         self.advance(now, ctx, t);
     }
 

@@ -28,7 +28,12 @@ impl Session {
                 return t;
             };
             let author = ctx.personas.by_user(message.author).map(|p| &p.id);
-            if !author.is_some_and(|a| ctx.config.signals.has_signal(&message.text, a)) {
+            let signals = &ctx.config.signals;
+            // A completion phrase ends a turn like a signal (auto-detection), added by an edit too.
+            let ends = |a: &PersonaId| {
+                signals.has_signal(&message.text, a) || signals.completion_phrase(&message.text).is_some()
+            };
+            if !author.is_some_and(ends) {
                 // A holder streaming its answer by editing is not silent (auto-detection by silence).
                 let silence_on = ctx.config.signals.recovery.silence_seconds.is_some();
                 if let Some(holder) = author.filter(|a| silence_on && Some(*a) == self.active_agent.as_ref()) {

@@ -641,3 +641,32 @@ fn unknown_limit_sets_how_many_unknown_signals_end_the_turn() {
     assert!(matches!(only_event(&t, "agent_signal_failure"), EventKind::AgentSignalFailure { count: 1, .. }));
     assert_eq!(f.active(), "dev");
 }
+
+#[test]
+fn an_edit_that_adds_a_completion_phrase_ends_the_turn_like_a_signal() {
+    let mut f = Fixture::with_config(config(r#"{"completionPhrases": ["that's all from me"]}"#));
+    f.say(PM, "Thinking", 1_000);
+    let t = f.deliver(&Fixture::edit(f.last_id, PM, "My points. That's all from me.", 2_000), 2_000);
+    assert_eq!(event_names(&t), ["turn_complete"]);
+    assert_eq!(f.active(), "dev");
+}
+
+#[test]
+fn messages_written_before_the_unknown_signal_that_ended_the_turn_stay_in_that_turn() {
+    let mut f = Fixture::with_config(config(r#"{"unknownLimit": 1}"#));
+    let earlier = f.message(PM, "My analysis, part 1.", 1_000);
+    f.say(PM, "DONE: all of it", 2_000);
+    assert_eq!(f.active(), "dev");
+    // Overtaken by the message that ended the turn (a reordered dispatch, a catch-up).
+    let t = f.deliver(&earlier, 2_100);
+    assert!(
+        !t.effects.iter().any(|e| matches!(e, Effect::Delete { .. })),
+        "not removed as out of turn: {:?}",
+        t.events
+    );
+    assert!(
+        !t.events.iter().any(|e| matches!(e.kind.name(), "out_of_turn" | "late_signal")),
+        "written in its turn: {:?}",
+        event_names(&t)
+    );
+}
