@@ -377,8 +377,18 @@ async fn deleting_a_thread_or_a_channel_ends_its_session_at_once_even_a_paused_o
     server.delete_channel(thread);
     assert!(ended(&scene, thread).await.contains("deleted"));
     assert!(scene.bot().session(ChannelId(channel)).await.is_some_and(|s| s.is_active()), "the parent's goes on");
+    // A second thread with a session goes with its channel, with no event of its own.
+    let second = server.create_thread(channel, "review");
+    server.post(second, scene.stage.operator, "!turn start");
+    server
+        .wait_for("pm's floor in the second thread", PATIENCE, |w| {
+            w.view(second).iter().any(|m| is_floor(m, "pm")).then_some(())
+        })
+        .await
+        .unwrap();
     server.delete_channel(channel);
     assert!(ended(&scene, channel).await.contains("deleted"));
+    assert!(ended(&scene, second).await.contains("deleted"));
     let refused: Vec<String> = scene.rest_calls().into_iter().filter(|c| c.ends_with("-> 404")).collect();
     assert!(refused.is_empty(), "nothing was tried in the deleted channels: {refused:#?}");
 }

@@ -63,23 +63,23 @@ impl Access {
     /// Whether `member` may change the session in `channel`: administrators, Manage Channels there, or a member of
     /// a control role (named by id or by name). The refusal says what it takes.
     pub async fn may_manage(&self, channel: ChannelId, member: discord::Member) -> Result<(), String> {
-        self.may_manage_as(channel, member.user.id, Some(member)).await
+        let standing = self.standing(channel, member.user.id, Some(member), true).await;
+        self.judge(standing.map_err(|e| format!("I could not check: {e}"))?)
     }
 
     /// [`Access::may_manage`] for a user whose membership is not at hand (a command read back from the history):
-    /// from the cache, else read over REST.
-    pub async fn may_manage_user(&self, channel: ChannelId, user: UserId) -> Result<(), String> {
-        self.may_manage_as(channel, discord::UserId::new(user.0), None).await
+    /// from the cache, else read over REST. `Err(None)`: the author is no member of the server (Discord answers 404
+    /// for the member: a webhook's message, someone who left).
+    pub async fn may_manage_user(&self, channel: ChannelId, user: UserId) -> Result<(), Option<String>> {
+        match self.standing(channel, discord::UserId::new(user.0), None, true).await {
+            Ok(standing) => self.judge(standing).map_err(Some),
+            Err(e) if e.status() == Some(404) => Err(None),
+            Err(e) => Err(Some(format!("I could not check: {e}"))),
+        }
     }
 
-    async fn may_manage_as(
-        &self,
-        channel: ChannelId,
-        user: discord::UserId,
-        member: Option<discord::Member>,
-    ) -> Result<(), String> {
-        let (permissions, roles) =
-            self.standing(channel, user, member, true).await.map_err(|e| format!("I could not check: {e}"))?;
+    /// Whether a member's permissions in the channel and roles let it change the session, and if not, what would.
+    fn judge(&self, (permissions, roles): (discord::Permissions, Vec<(u64, String)>)) -> Result<(), String> {
         if permissions.administrator()
             || permissions.manage_channels()
             || holds_control_role(&self.control_roles, &roles)

@@ -401,9 +401,11 @@ pub enum Typed {
 }
 
 /// What `text` is as a command typed in the channel, or `None` when it is not one (`!turnip`, a message about turns).
+/// As poise reads a live one: names in any case, an argument in double quotes (with `\` escapes) as one word, no
+/// argument too many.
 pub fn typed(text: &str) -> Option<Typed> {
-    let mut words = text.strip_prefix(PREFIX)?.split_whitespace();
-    if words.next()? != COMMAND_NAME {
+    let (name, rest) = first_word(text.strip_prefix(PREFIX)?);
+    if !name.eq_ignore_ascii_case(COMMAND_NAME) {
         return None;
     }
     let definitions = turn().subcommands;
@@ -411,31 +413,74 @@ pub fn typed(text: &str) -> Option<Typed> {
         let subcommands: Vec<&str> = definitions.iter().map(|c| c.name.as_ref()).collect();
         Typed::Unreadable(format!("Usage: `{PREFIX}turn <{}>`", subcommands.join("|")))
     };
-    let Some(name) = words.next() else { return Some(every()) };
-    let args: Vec<&str> = words.collect();
-    let unreadable = |name: &str| match definitions.iter().find(|c| c.name == name) {
-        Some(command) => Typed::Unreadable(format!("Usage: `{}`", usage(command))),
-        None => every(),
+    let (name, args) = first_word(rest);
+    let Some(definition) = definitions.iter().find(|c| c.name.eq_ignore_ascii_case(name)) else {
+        return Some(every());
     };
-    let listed = || names(Some(&args.join(" ")));
-    let command = match (name, args.as_slice()) {
-        ("start", _) => Command::Start { roster: listed() },
-        ("stop", []) => Command::Stop,
-        ("pause", []) => Command::Pause,
-        ("resume", []) => Command::Resume,
-        ("skip", []) => Command::Skip,
-        ("give", [persona]) => Command::Give { persona: (*persona).to_owned() },
-        ("extend", [seconds]) => match seconds.parse() {
-            Ok(seconds) => Command::Extend { seconds },
-            Err(_) => return Some(unreadable(name)),
+    let unreadable = || Some(Typed::Unreadable(format!("Usage: `{}`", usage(definition))));
+    // One argument, the whole of what follows it.
+    let one = || match pop_argument(args) {
+        Some((argument, after)) if after.trim().is_empty() => Some(argument),
+        _ => None,
+    };
+    let listed = || names(Some(args));
+    let command = match definition.name.as_ref() {
+        "start" => Command::Start { roster: listed() },
+        "order" if !args.trim().is_empty() => Command::Order { roster: listed() },
+        "stop" | "pause" | "resume" | "skip" if !args.trim().is_empty() => return unreadable(),
+        "stop" => Command::Stop,
+        "pause" => Command::Pause,
+        "resume" => Command::Resume,
+        "skip" => Command::Skip,
+        "give" | "add" | "remove" => {
+            let Some(persona) = one() else { return unreadable() };
+            match definition.name.as_ref() {
+                "give" => Command::Give { persona },
+                "add" => Command::Add { persona },
+                _ => Command::Remove { persona },
+            }
+        }
+        "extend" => match one().and_then(|seconds| seconds.parse().ok()) {
+            Some(seconds) => Command::Extend { seconds },
+            None => return unreadable(),
         },
-        ("order", [_, ..]) => Command::Order { roster: listed() },
-        ("add", [persona]) => Command::Add { persona: (*persona).to_owned() },
-        ("remove", [persona]) => Command::Remove { persona: (*persona).to_owned() },
-        ("status" | "history", _) => return Some(Typed::ReadOnly),
-        _ => return Some(unreadable(name)),
+        "status" | "history" => return Some(Typed::ReadOnly),
+        _ => return unreadable(),
     };
     Some(Typed::Change(command))
+}
+
+/// The first word of `text` and what follows it (trimmed at its start), split at whitespace as poise splits names.
+fn first_word(text: &str) -> (&str, &str) {
+    let mut parts = text.splitn(2, char::is_whitespace);
+    (parts.next().unwrap_or_default(), parts.next().unwrap_or_default().trim_start())
+}
+
+/// One argument as poise pops a `String`: up to whitespace outside double quotes, the quotes dropped, `\` escaping
+/// the next character; `None` when nothing is left.
+fn pop_argument(args: &str) -> Option<(String, &str)> {
+    let args = args.trim_start();
+    if args.is_empty() {
+        return None;
+    }
+    let (mut word, mut quoted, mut escaping) = (String::new(), false, false);
+    let mut end = args.len();
+    for (at, c) in args.char_indices() {
+        if escaping {
+            word.push(c);
+            escaping = false;
+        } else if !quoted && c.is_whitespace() {
+            end = at;
+            break;
+        } else if c == '"' {
+            quoted = !quoted;
+        } else if c == '\\' {
+            escaping = true;
+        } else {
+            word.push(c);
+        }
+    }
+    Some((word, &args[end..]))
 }
 
 /// Persona ids as typed: separated by spaces or commas.
@@ -531,6 +576,10 @@ mod tests {
             matches!(typed("!turn dance"), Some(Typed::Unreadable(u)) if u.starts_with("Usage: `!turn <start|stop|"))
         );
         assert!(matches!(typed("!turn"), Some(Typed::Unreadable(_))));
+        assert_eq!(change("!Turn PAUSE"), Command::Pause, "names in any case, as poise's default");
+        assert_eq!(change("!turn give \"dev\""), Command::Give { persona: "dev".into() }, "quotes dropped");
+        assert_eq!(change("!turn remove \"d\\\"v\""), Command::Remove { persona: "d\"v".into() }, "escapes");
+        assert_eq!(typed("!turn give dev critic"), Some(Typed::Unreadable("Usage: `!turn give <persona>`".into())));
         assert_eq!(typed("!turnip pause"), None);
         assert_eq!(typed("turn pause"), None);
         assert_eq!(typed("Whose turn is it?"), None);

@@ -92,15 +92,26 @@ impl discord::EventHandler for Gateway {
     }
 
     /// A channel was deleted: its session ends (a paused one would otherwise wait for an announcement that is never
-    /// posted to learn it). A thread's come as THREAD_DELETE; a deleted channel's threads come with no event of their
-    /// own, and their sessions end at their next read or announcement, which Discord answers 404.
+    /// posted to learn it), and so do those of its threads the cache knows (they go with it, without events of
+    /// their own; one it does not know ends at its next read or announcement, which Discord answers 404). A thread
+    /// deleted alone comes as THREAD_DELETE.
     async fn channel_delete(
         &self,
-        _ctx: discord::Context,
+        ctx: discord::Context,
         channel: discord::GuildChannel,
         _messages: Option<Vec<discord::Message>>,
     ) {
-        self.router.deliver(ChannelId(channel.id.get()), Input::Unreachable(Unreachable::ChannelDeleted));
+        let threads: Vec<ChannelId> = ctx
+            .cache
+            .guild(channel.guild_id)
+            .map(|guild| {
+                let of_it = guild.threads.iter().filter(|thread| thread.parent_id == Some(channel.id));
+                of_it.map(|thread| ChannelId(thread.id.get())).collect()
+            })
+            .unwrap_or_default();
+        for gone in threads.into_iter().chain([ChannelId(channel.id.get())]) {
+            self.router.deliver(gone, Input::Unreachable(Unreachable::ChannelDeleted));
+        }
     }
 
     async fn thread_delete(

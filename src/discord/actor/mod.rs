@@ -101,6 +101,9 @@ pub enum Input {
     CheckDisplayMode,
     /// The channel's sender carried out (or gave up) an effect of the outbox.
     Sent(Box<Report>),
+    /// A message read back from the history that may carry a command typed while the bot was away, held in its
+    /// place behind a command given during the catch-up (see [`Actor::typed_while_away`]).
+    ReadBack(Box<IncomingMessage>),
     /// The channel can no longer be spoken in (deleted, or the bot left its server).
     Unreachable(Unreachable),
     /// The bot was removed from this server: the channel's session ends if it is there.
@@ -425,11 +428,7 @@ impl Actor {
     /// The place in the held queue of the first command held that says when it was given (a live one, or one the
     /// gateway said is coming), and when.
     fn first_command_held(&self) -> Option<(usize, MessageId)> {
-        self.held.iter().enumerate().find_map(|(place, held)| match held {
-            Input::Command(command) => command.origin.map(|given| (place, given)),
-            Input::CommandComing(id) => Some((place, *id)),
-            _ => None,
-        })
+        self.held.iter().enumerate().find_map(|(place, held)| given(held).map(|given| (place, given)))
     }
 
     /// Where a message read from the history goes among the held inputs: right after the last one written before
@@ -438,15 +437,10 @@ impl Actor {
     /// `None` when its live copy is held there already; a live copy held later is taken out, the page's copy going
     /// in its place. Only called for a message written after the first held command.
     fn make_place_for(&mut self, message: &IncomingMessage) -> Option<usize> {
-        let given_after = |held: &Input| match held {
-            Input::Command(command) => command.origin.is_some_and(|given| !written_after(message, given)),
-            Input::CommandComing(given) => !written_after(message, *given),
-            _ => false,
-        };
-        let before = |held: &Input| match held {
-            Input::Command(command) => command.origin.is_some_and(|given| written_after(message, given)),
-            Input::CommandComing(given) => written_after(message, *given),
-            Input::Message(other) => written_no_later(other, message),
+        let given_after = |held: &Input| given(held).is_some_and(|given| !written_after(message, given));
+        let before = |held: &Input| match (held, given(held)) {
+            (_, Some(given)) => written_after(message, given),
+            (Input::Message(other), None) => written_no_later(other, message),
             _ => false,
         };
         let bound = self.held.iter().position(given_after).unwrap_or(self.held.len());
@@ -470,8 +464,7 @@ impl Actor {
     /// [`Actor::leave_to_history`]). Messages held before a command given after them are never left: read again
     /// after it, they would act after it.
     fn leave_newest_held_after(&mut self, place: usize, message: &IncomingMessage) -> bool {
-        let last_command =
-            self.held.iter().rposition(|held| matches!(held, Input::Command(_) | Input::CommandComing(_)));
+        let last_command = self.held.iter().rposition(|held| given(held).is_some());
         let from = last_command.map_or(place, |at| place.max(at + 1));
         let newest = (from..self.held.len())
             .filter_map(|at| match &self.held[at] {
@@ -526,6 +519,7 @@ impl Actor {
     async fn handle(&mut self, input: Input) {
         match input {
             Input::Message(message) => self.on_message(*message).await,
+            Input::ReadBack(message) => self.on_read_back(*message).await,
             Input::Command(input) => {
                 let CommandInput { command, origin, reply } = *input;
                 let outcome = self.on_command(&command, origin).await;
@@ -576,6 +570,8 @@ impl Actor {
                             self.leave_to_history(message.id);
                             continue;
                         }
+                        // Before its live copy, if any, is taken out: seen live, poise has it.
+                        let read_back = self.typed_while_away(&message).is_some();
                         // None: its live copy is held already, no later than where it goes.
                         if let Some(place) = self.make_place_for(&message) {
                             let room = self.held.len() < HELD_MAX
@@ -584,7 +580,9 @@ impl Actor {
                                 // that might start after it.
                                 || self.held.len() < 2 * HELD_MAX;
                             if room {
-                                self.held.insert(place, Input::Message(Box::new(message)));
+                                let message = Box::new(message);
+                                let input = if read_back { Input::ReadBack(message) } else { Input::Message(message) };
+                                self.held.insert(place, input);
                             } else if message.edited {
                                 self.read_again = true;
                             } else {
@@ -593,12 +591,7 @@ impl Actor {
                         }
                         continue;
                     }
-                    let typed = self.typed_while_away(&message);
-                    let (id, author) = (message.id, message.author);
-                    self.on_message(message).await;
-                    if let Some((typed, text)) = typed {
-                        self.run_typed_while_away(id, author, typed, &text).await;
-                    }
+                    self.on_read_back(message).await;
                 }
                 if done {
                     self.catch_ups_running = self.catch_ups_running.saturating_sub(1);
@@ -716,11 +709,32 @@ impl Actor {
     fn typed_while_away(&self, message: &IncomingMessage) -> Option<(Typed, String)> {
         let person = self.env.personas.by_user(message.author).is_none();
         let new = !self.session.has_handled(message.id) && !self.commands_seen.contains(&message.id);
-        if message.edited || !person || !new {
+        if message.edited || !person || !new || self.seen_live(message.id) {
             return None;
         }
         let typed = commands::typed(&message.text)?;
         Some((typed, message.text.lines().next().unwrap_or_default().to_owned()))
+    }
+
+    /// Whether the gateway brought message `id` during the catch-up: its live copy, or the command it carries (on
+    /// its way from poise, or handed over), is held until the reading is done.
+    fn seen_live(&self, id: MessageId) -> bool {
+        self.held.iter().any(|held| match held {
+            Input::Message(live) => !live.edited && live.id == id,
+            Input::CommandComing(given) => *given == id,
+            Input::Command(command) => command.origin == Some(id),
+            _ => false,
+        })
+    }
+
+    /// A message read back from the history, and the command typed in it while the bot was away, if any.
+    async fn on_read_back(&mut self, message: IncomingMessage) {
+        let typed = self.typed_while_away(&message);
+        let (id, author) = (message.id, message.author);
+        self.on_message(message).await;
+        if let Some((typed, text)) = typed {
+            self.run_typed_while_away(id, author, typed, &text).await;
+        }
     }
 
     /// Runs a command [`Actor::typed_while_away`] found, in its place among the messages read back, as if poise had
@@ -730,19 +744,16 @@ impl Actor {
         let refusal = match typed {
             Typed::ReadOnly => return,
             Typed::Unreadable(usage) => usage,
-            Typed::Change(command) => {
-                let allowed = self.env.rest.may_manage(self.channel, author).await;
-                match allowed {
-                    Ok(()) => match self.on_command(&command, Some(id)).await {
-                        Ok(()) => return,
-                        Err(refusal) => refusal.0,
-                    },
-                    Err(reason) => {
-                        self.remember_command(id); // poise may still bring it (its message was left to the history)
-                        reason
-                    }
-                }
-            }
+            Typed::Change(command) => match self.env.rest.may_manage(self.channel, author).await {
+                Ok(()) => match self.on_command(&command, Some(id)).await {
+                    Ok(()) => return,
+                    Err(refusal) => refusal.0,
+                },
+                Err(Some(reason)) => reason,
+                // No member of the server: a webhook's message (the bot's own reposts among them, before it has
+                // found its webhook again), or someone who left. Nothing to say to it.
+                Err(None) => return,
+            },
         };
         let typed = crate::core::templates::quotable(text);
         self.sender().notice(format!("`{typed}` (sent while I was away, so only read now): {refusal}"));
@@ -995,6 +1006,17 @@ async fn load(env: &Env, channel: ChannelId) -> Session {
 /// and a read of the log), so they are answered at once.
 fn waits_for_catch_up(input: &Input) -> bool {
     matches!(input, Input::Message(_) | Input::Command(_))
+}
+
+/// When a held command was given: a live one's (or one on its way) snowflake, or a read-back message's that may carry
+/// one. `None` for a held message, or a command without one.
+fn given(held: &Input) -> Option<MessageId> {
+    match held {
+        Input::Command(command) => command.origin,
+        Input::CommandComing(id) => Some(*id),
+        Input::ReadBack(message) => Some(message.id),
+        _ => None,
+    }
 }
 
 /// Whether `a` was written (or, an edit, last edited) no later than `b`: by id when neither is an edit (ids order

@@ -173,7 +173,7 @@ impl Rest for DiscordRest {
         self.access.guild_of(channel).await.map(Some)
     }
 
-    async fn may_manage(&self, channel: ChannelId, user: UserId) -> Result<(), String> {
+    async fn may_manage(&self, channel: ChannelId, user: UserId) -> Result<(), Option<String>> {
         self.access.may_manage_user(channel, user).await
     }
 }

@@ -91,9 +91,10 @@ pub trait Rest: Send + Sync + 'static {
         Ok(None)
     }
     /// Whether `user` may change the session in `channel` (see `commands.rs`), for a command read back from the
-    /// history, which carries no membership: the refusal says why, or that it could not be checked.
-    async fn may_manage(&self, _channel: ChannelId, _user: UserId) -> Result<(), String> {
-        Err("I could not check your permissions.".into())
+    /// history, which carries no membership: the refusal says why, or that it could not be checked; `Err(None)` for
+    /// an author who is no member of the server (a webhook, someone who left), to whom nothing is said.
+    async fn may_manage(&self, _channel: ChannelId, _user: UserId) -> Result<(), Option<String>> {
+        Err(Some("I could not check your permissions.".into()))
     }
 }
 

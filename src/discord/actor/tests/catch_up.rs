@@ -706,6 +706,45 @@ async fn catching_up_with_an_extend_held() -> Harness {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_command_typed_while_away_held_behind_a_live_command_runs_in_its_place() {
+    let h = catching_up_with_an_extend_held().await;
+    tokio::time::advance(Duration::from_millis(500)).await;
+    // Typed after the extend, while the gateway could not bring it (a new gateway session): only a page shows it,
+    // then pm's signal after it.
+    let pause = h.written(HUMAN, "!turn pause", h.now_ms());
+    tokio::time::advance(Duration::from_millis(100)).await;
+    let signal = h.written(PM, "Done. TURN_COMPLETE", h.now_ms());
+    h.rest.history.lock().unwrap().insert(A, vec![pause, signal]);
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    h.settle(A).await;
+    assert_eq!(h.events(A, "extended"), 1);
+    assert_eq!(h.session(A).await.status, SessionStatus::Paused, "{:#?}", h.journal.of(A));
+    assert_eq!(h.holder(A).await.as_deref(), Some("pm"), "the pause was typed before the signal");
+    assert_eq!(h.events(A, "signal_held"), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_command_typed_live_during_a_catch_up_is_run_once_by_poise_not_read_back() {
+    let h = Harness::new();
+    h.start(A).await;
+    h.settle(A).await;
+    *h.rest.read_delay.lock().unwrap() = Duration::from_secs(5);
+    h.router.broadcast(|| Input::CatchUp(None));
+    tokio::time::advance(Duration::from_secs(1)).await;
+    // As the gateway brings a `!turn skip`: the message, the command's place, then poise's command.
+    let typed = h.written(HUMAN, "!turn skip", h.now_ms());
+    h.deliver(A, &typed);
+    h.router.deliver(A, Input::CommandComing(typed.id));
+    h.router.deliver(A, Input::command(Command::Skip, Some(typed.id), None));
+    h.rest.history.lock().unwrap().insert(A, vec![typed]);
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    h.settle(A).await;
+    assert_eq!(h.events(A, "skipped"), 1, "{:#?}", h.journal.of(A));
+    assert!(!h.journal.of(A).iter().any(|l| l.starts_with("may")), "not taken for one typed while away");
+    assert!(!h.journal.of(A).iter().any(|l| l.starts_with("notice")));
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_signal_written_after_a_second_held_command_waits_for_that_command_too() {
     let h = catching_up_with_an_extend_held().await;
     tokio::time::advance(Duration::from_millis(500)).await;

@@ -263,6 +263,25 @@ async fn a_command_poise_ran_while_its_message_was_left_to_the_history_is_not_ru
     assert_eq!(h.events(A, "skipped"), 1, "{:#?}", h.journal.of(A));
     assert_eq!(h.session(A).await.active_agent.as_ref().map(|p| p.as_str()), Some("dev"));
     assert!(notices(&h).is_empty());
+    assert!(!h.journal.of(A).iter().any(|l| l.starts_with("may")), "known as run: not even checked");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_command_read_back_from_an_author_in_no_server_is_neither_run_nor_answered() {
+    let h = Harness::new();
+    h.start(A).await;
+    h.settle(A).await;
+    // A webhook's message (the bot's own repost of a persona's `!turn stop TURN_COMPLETE`, say, before it has
+    // found its webhook again since the restart): Discord knows no such member.
+    let saved = h.session(A).await;
+    let restarted = h.restarted();
+    restarted.rest.history.lock().unwrap().insert(A, vec![h.written(HUMAN, "!turn stop", 20_000)]);
+    *restarted.rest.not_members.lock().unwrap() = vec![HUMAN];
+    restarted.router.resume(vec![saved]);
+    restarted.router.broadcast(|| Input::CatchUp(None));
+    restarted.settle(A).await;
+    assert!(restarted.session(A).await.is_active());
+    assert!(notices(&restarted).is_empty(), "{:#?}", notices(&restarted));
 }
 
 #[tokio::test(start_paused = true)]

@@ -81,8 +81,9 @@ struct FakeRest {
     missing: Mutex<Vec<&'static str>>,
     /// The server every channel is in, once known.
     guild: Mutex<Option<GuildId>>,
-    /// People whom [`Rest::may_manage`] refuses (everyone else may manage).
+    /// People whom [`Rest::may_manage`] refuses (everyone else may manage), and authors it finds in no server.
     not_managers: Mutex<Vec<UserId>>,
+    not_members: Mutex<Vec<UserId>>,
     clock: Clock,
 }
 
@@ -228,10 +229,13 @@ impl Rest for FakeRest {
         Ok(*self.guild.lock().unwrap())
     }
 
-    async fn may_manage(&self, channel: ChannelId, user: UserId) -> Result<(), String> {
+    async fn may_manage(&self, channel: ChannelId, user: UserId) -> Result<(), Option<String>> {
         self.journal.push(format!("may {user} manage {channel} ?"));
+        if self.not_members.lock().unwrap().contains(&user) {
+            return Err(None);
+        }
         match self.not_managers.lock().unwrap().contains(&user) {
-            true => Err("You can't change the session here.".into()),
+            true => Err(Some("You can't change the session here.".into())),
             false => Ok(()),
         }
     }
@@ -405,6 +409,7 @@ impl Harness {
             missing: Mutex::default(),
             guild: Mutex::default(),
             not_managers: Mutex::default(),
+            not_members: Mutex::default(),
             clock,
         });
         let env = Arc::new(Env {
