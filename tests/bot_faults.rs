@@ -373,25 +373,30 @@ async fn losing_manage_messages_mid_session_switches_to_observe_once_and_nothing
     assert!(found.is_empty(), "{}", list(&found));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_channel_full_of_other_webhooks_switches_to_observe_once_with_what_to_do() {
-    let scene = Scene::started().await;
-    let stage = &scene.stage;
-    // Fifteen webhooks of other integrations, Discord's most, and none of the bot's: it cannot make its own.
+/// `n` webhooks of other integrations (made by the operator), spread over `channels` in turn.
+fn others_webhooks(stage: &turn_manager::demo::stage::Stage, channels: &[u64], n: usize) {
     stage.server.with(|w| {
-        for n in 0..15 {
+        for k in 0..n {
             let id = w.snowflake();
             let webhook = local_discord::world::Webhook {
                 id,
                 token: format!("tok{id:x}"),
-                channel_id: stage.channel,
+                channel_id: channels[k % channels.len()],
                 guild_id: stage.guild,
-                name: format!("integration {n}"),
+                name: format!("integration {k}"),
                 creator: stage.operator,
             };
             w.webhooks.insert(id, webhook);
         }
     });
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_channel_full_of_other_webhooks_switches_to_observe_once_with_what_to_do() {
+    let scene = Scene::started().await;
+    let stage = &scene.stage;
+    // Fifteen webhooks of other integrations, Discord's most, and none of the bot's: it cannot make its own.
+    others_webhooks(stage, &[stage.channel], 15);
     let (first, _) = switched_to_observe(&scene, "15 webhooks").await;
     assert!(scene.view().iter().any(|m| m.id == first), "the relay that failed leaves the original as posted");
     let made = calls(&scene, "POST", "/webhooks");
@@ -407,20 +412,7 @@ async fn a_server_full_of_webhooks_switches_to_observe_once_with_what_to_do() {
     // cannot make its own.
     let elsewhere: Vec<u64> =
         (0..70).map(|n| stage.server.create_channel(stage.guild, &format!("other-{n}"))).collect();
-    stage.server.with(|w| {
-        for n in 0..1_000 {
-            let id = w.snowflake();
-            let webhook = local_discord::world::Webhook {
-                id,
-                token: format!("tok{id:x}"),
-                channel_id: elsewhere[n % elsewhere.len()],
-                guild_id: stage.guild,
-                name: format!("integration {n}"),
-                creator: stage.operator,
-            };
-            w.webhooks.insert(id, webhook);
-        }
-    });
+    others_webhooks(stage, &elsewhere, 1_000);
     let (first, _) = switched_to_observe(&scene, "this server has 1,000 webhooks").await;
     assert!(scene.view().iter().any(|m| m.id == first), "the relay that failed leaves the original as posted");
     let made: Vec<u16> = calls(&scene, "POST", "/webhooks").into_iter().map(|(status, _)| status).collect();

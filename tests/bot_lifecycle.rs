@@ -356,18 +356,21 @@ async fn ended(scene: &Scene, channel: u64) -> String {
     ended[0].clone()
 }
 
+/// A thread of the scene's channel where the operator started a session and pm has the floor.
+async fn session_in_a_thread(scene: &Scene, name: &str) -> u64 {
+    let server = &scene.stage.server;
+    let thread = server.create_thread(scene.stage.channel, name);
+    server.post(thread, scene.stage.operator, "!turn start");
+    let floor = |w: &local_discord::world::World| w.view(thread).iter().any(|m| is_floor(m, "pm")).then_some(());
+    server.wait_for("pm's floor in the thread", PATIENCE, floor).await.unwrap();
+    thread
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deleting_a_thread_or_a_channel_ends_its_session_at_once_even_a_paused_one() {
     let scene = Scene::started().await;
     let (server, channel) = (&scene.stage.server, scene.stage.channel);
-    let thread = server.create_thread(channel, "design");
-    server.post(thread, scene.stage.operator, "!turn start");
-    server
-        .wait_for("pm's floor in the thread", PATIENCE, |w| {
-            w.view(thread).iter().any(|m| is_floor(m, "pm")).then_some(())
-        })
-        .await
-        .unwrap();
+    let thread = session_in_a_thread(&scene, "design").await;
     // Paused: nothing would be posted there again, so no refused announcement would tell the bot.
     let pause = scene.stage.operator_says("!turn pause");
     scene.handled(pause).await;
@@ -378,14 +381,7 @@ async fn deleting_a_thread_or_a_channel_ends_its_session_at_once_even_a_paused_o
     assert!(ended(&scene, thread).await.contains("deleted"));
     assert!(scene.bot().session(ChannelId(channel)).await.is_some_and(|s| s.is_active()), "the parent's goes on");
     // A second thread with a session goes with its channel, with no event of its own.
-    let second = server.create_thread(channel, "review");
-    server.post(second, scene.stage.operator, "!turn start");
-    server
-        .wait_for("pm's floor in the second thread", PATIENCE, |w| {
-            w.view(second).iter().any(|m| is_floor(m, "pm")).then_some(())
-        })
-        .await
-        .unwrap();
+    let second = session_in_a_thread(&scene, "review").await;
     server.delete_channel(channel);
     assert!(ended(&scene, channel).await.contains("deleted"));
     assert!(ended(&scene, second).await.contains("deleted"));

@@ -201,12 +201,20 @@ async fn commands_handed_over_out_of_order_run_in_the_order_the_gateway_carried_
 
 // --- commands typed while the bot was away: read back from the history, run in their place ----------------------
 
+/// People the permission check refuses, and authors it finds in no server.
+#[derive(Default)]
+struct Refused {
+    not_managers: Vec<UserId>,
+    not_members: Vec<UserId>,
+}
+
 /// The bot restarts after `written` were posted while it was away, and reads them back.
-async fn restarted_after(h: &Harness, written: Vec<IncomingMessage>, not_managers: Vec<UserId>) -> Harness {
+async fn restarted_after(h: &Harness, written: Vec<IncomingMessage>, refused: Refused) -> Harness {
     let saved = h.session(A).await;
     let restarted = h.restarted();
     restarted.rest.history.lock().unwrap().insert(A, written);
-    *restarted.rest.not_managers.lock().unwrap() = not_managers;
+    *restarted.rest.not_managers.lock().unwrap() = refused.not_managers;
+    *restarted.rest.not_members.lock().unwrap() = refused.not_members;
     restarted.router.resume(vec![saved]);
     restarted.router.broadcast(|| Input::CatchUp(None));
     restarted.settle(A).await;
@@ -224,7 +232,7 @@ async fn a_pause_typed_while_the_bot_was_away_runs_before_the_signal_written_aft
     h.start(A).await;
     h.settle(A).await;
     let written = vec![h.written(HUMAN, "!turn pause", 20_000), h.written(PM, "Done. TURN_COMPLETE", 21_000)];
-    let restarted = restarted_after(&h, written, vec![]).await;
+    let restarted = restarted_after(&h, written, Refused::default()).await;
     let session = restarted.session(A).await;
     assert_eq!(session.status, crate::core::session::SessionStatus::Paused, "{:#?}", restarted.journal.of(A));
     assert_eq!(session.active_agent.as_ref().map(|p| p.as_str()), Some("pm"), "the signal after it is held");
@@ -239,7 +247,7 @@ async fn a_command_typed_while_away_by_someone_who_may_not_change_the_session_is
     h.start(A).await;
     h.settle(A).await;
     let written = vec![h.written(HUMAN, "!turn stop", 20_000), h.written(HUMAN, "!turn give", 21_000)];
-    let restarted = restarted_after(&h, written, vec![HUMAN]).await;
+    let restarted = restarted_after(&h, written, Refused { not_managers: vec![HUMAN], ..Refused::default() }).await;
     assert!(restarted.session(A).await.is_active());
     let said = notices(&restarted);
     assert_eq!(said.len(), 2, "{said:#?}");
@@ -273,13 +281,8 @@ async fn a_command_read_back_from_an_author_in_no_server_is_neither_run_nor_answ
     h.settle(A).await;
     // A webhook's message (the bot's own repost of a persona's `!turn stop TURN_COMPLETE`, say, before it has
     // found its webhook again since the restart): Discord knows no such member.
-    let saved = h.session(A).await;
-    let restarted = h.restarted();
-    restarted.rest.history.lock().unwrap().insert(A, vec![h.written(HUMAN, "!turn stop", 20_000)]);
-    *restarted.rest.not_members.lock().unwrap() = vec![HUMAN];
-    restarted.router.resume(vec![saved]);
-    restarted.router.broadcast(|| Input::CatchUp(None));
-    restarted.settle(A).await;
+    let written = vec![h.written(HUMAN, "!turn stop", 20_000)];
+    let restarted = restarted_after(&h, written, Refused { not_members: vec![HUMAN], ..Refused::default() }).await;
     assert!(restarted.session(A).await.is_active());
     assert!(notices(&restarted).is_empty(), "{:#?}", notices(&restarted));
 }
@@ -295,7 +298,7 @@ async fn status_typed_while_away_and_commands_already_handled_live_are_not_run_f
     h.router.deliver(A, Input::command(Command::Extend { seconds: 30 }, Some(live.id), None));
     h.settle(A).await;
     let written = vec![live, h.written(HUMAN, "!turn status", 21_000)];
-    let restarted = restarted_after(&h, written, vec![]).await;
+    let restarted = restarted_after(&h, written, Refused::default()).await;
     assert_eq!(restarted.events(A, "extended"), 1, "{:#?}", restarted.journal.of(A));
     assert!(notices(&restarted).is_empty());
     assert!(!restarted.journal.of(A).iter().any(|l| l.starts_with("may")), "nothing to check");
