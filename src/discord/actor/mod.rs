@@ -384,10 +384,11 @@ impl Actor {
             && self.save_retry.is_none()
             && self.held.is_empty()
         {
-            // A stopped channel needs no task: its state is on disk; what it said is sent first.
+            // A stopped channel needs no task: its state is on disk; what it said is sent first. Saved for good, not
+            // lazily: an actor started at once after this one (a new `start`) reads the store, which shows no lazy
+            // save before it is written, and would carry out again what the outbox held.
             self.flush_sender().await;
-            self.save_activity();
-            return true;
+            return self.activity_save_at.is_none() || self.save_durably().await;
         }
         false
     }
@@ -707,12 +708,13 @@ impl Actor {
     /// A command in a message read back from the history that poise never saw (written while the bot was away), with
     /// its first line for the reply: a person's, not handled before (then poise had it) and not run already.
     fn typed_while_away(&self, message: &IncomingMessage) -> Option<(Typed, String)> {
+        // Most messages are no command: that is looked at first, the queue of held inputs last.
+        let typed = commands::typed(&message.text)?;
         let person = self.env.personas.by_user(message.author).is_none();
         let new = !self.session.has_handled(message.id) && !self.commands_seen.contains(&message.id);
         if message.edited || !person || !new || self.seen_live(message.id) {
             return None;
         }
-        let typed = commands::typed(&message.text)?;
         Some((typed, message.text.lines().next().unwrap_or_default().to_owned()))
     }
 

@@ -303,3 +303,18 @@ async fn status_typed_while_away_and_commands_already_handled_live_are_not_run_f
     assert!(notices(&restarted).is_empty());
     assert!(!restarted.journal.of(A).iter().any(|l| l.starts_with("may")), "nothing to check");
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_start_right_after_a_stop_carries_out_nothing_the_stopped_session_did_already() {
+    let h = Harness::new();
+    h.start(A).await;
+    h.settle(A).await;
+    h.command(A, Command::Stop).await;
+    h.settle(A).await; // the stop's line is posted; its removal from the outbox is what the actor saves last
+    // At once, within the writer's lazy delay: the new actor reads the session from the store.
+    h.command(A, Command::Start { roster: vec![] }).await;
+    h.settle(A).await;
+    let stopped: Vec<String> =
+        h.journal.of(A).into_iter().filter(|l| l.starts_with("announce") && l.contains("⏹️")).collect();
+    assert_eq!(stopped.len(), 1, "the stop's line is not carried out again: {stopped:#?}");
+}
