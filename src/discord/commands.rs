@@ -404,7 +404,7 @@ pub enum Typed {
 /// As poise reads a live one: names in any case, an argument in double quotes (with `\` escapes) as one word, no
 /// argument too many.
 pub fn typed(text: &str) -> Option<Typed> {
-    let (name, rest) = first_word(text.strip_prefix(PREFIX)?);
+    let (name, rest) = first_word(text.strip_prefix(PREFIX)?.trim_start());
     if !name.eq_ignore_ascii_case(COMMAND_NAME) {
         return None;
     }
@@ -577,6 +577,7 @@ mod tests {
         );
         assert!(matches!(typed("!turn"), Some(Typed::Unreadable(_))));
         assert_eq!(change("!Turn PAUSE"), Command::Pause, "names in any case, as poise's default");
+        assert_eq!(change("! turn pause"), Command::Pause, "poise trims after the prefix");
         assert_eq!(change("!turn give \"dev\""), Command::Give { persona: "dev".into() }, "quotes dropped");
         assert_eq!(change("!turn remove \"d\\\"v\""), Command::Remove { persona: "d\"v".into() }, "escapes");
         assert_eq!(typed("!turn give dev critic"), Some(Typed::Unreadable("Usage: `!turn give <persona>`".into())));

@@ -384,11 +384,10 @@ impl Actor {
             && self.save_retry.is_none()
             && self.held.is_empty()
         {
-            // A stopped channel needs no task: its state is on disk; what it said is sent first. Saved for good, not
-            // lazily: an actor started at once after this one (a new `start`) reads the store, which shows no lazy
-            // save before it is written, and would carry out again what the outbox held.
+            // A stopped channel needs no task: its state is on disk; what it said is sent first.
             self.flush_sender().await;
-            return self.activity_save_at.is_none() || self.save_durably().await;
+            self.save_on_retiring().await;
+            return true;
         }
         false
     }
@@ -520,7 +519,9 @@ impl Actor {
     async fn handle(&mut self, input: Input) {
         match input {
             Input::Message(message) => self.on_message(*message).await,
-            Input::ReadBack(message) => self.on_read_back(*message).await,
+            // Placed as a command typed while away: that stands, though the gateway may have brought it since
+            // (poise's copy, held behind, is then a repeat).
+            Input::ReadBack(message) => self.on_read_back(*message, true).await,
             Input::Command(input) => {
                 let CommandInput { command, origin, reply } = *input;
                 let outcome = self.on_command(&command, origin).await;
@@ -592,7 +593,7 @@ impl Actor {
                         }
                         continue;
                     }
-                    self.on_read_back(message).await;
+                    self.on_read_back(message, false).await;
                 }
                 if done {
                     self.catch_ups_running = self.catch_ups_running.saturating_sub(1);
@@ -708,11 +709,16 @@ impl Actor {
     /// A command in a message read back from the history that poise never saw (written while the bot was away), with
     /// its first line for the reply: a person's, not handled before (then poise had it) and not run already.
     fn typed_while_away(&self, message: &IncomingMessage) -> Option<(Typed, String)> {
-        // Most messages are no command: that is looked at first, the queue of held inputs last.
+        self.typed_in(message).filter(|_| !self.seen_live(message.id))
+    }
+
+    /// [`Actor::typed_while_away`] but for the look at what the gateway brought.
+    fn typed_in(&self, message: &IncomingMessage) -> Option<(Typed, String)> {
+        // Most messages are no command: that is looked at first.
         let typed = commands::typed(&message.text)?;
         let person = self.env.personas.by_user(message.author).is_none();
         let new = !self.session.has_handled(message.id) && !self.commands_seen.contains(&message.id);
-        if message.edited || !person || !new || self.seen_live(message.id) {
+        if message.edited || !person || !new {
             return None;
         }
         Some((typed, message.text.lines().next().unwrap_or_default().to_owned()))
@@ -729,9 +735,10 @@ impl Actor {
         })
     }
 
-    /// A message read back from the history, and the command typed in it while the bot was away, if any.
-    async fn on_read_back(&mut self, message: IncomingMessage) {
-        let typed = self.typed_while_away(&message);
+    /// A message read back from the history, and the command typed in it while the bot was away, if any; `placed`:
+    /// held as one already ([`Input::ReadBack`]).
+    async fn on_read_back(&mut self, message: IncomingMessage, placed: bool) {
+        let typed = if placed { self.typed_in(&message) } else { self.typed_while_away(&message) };
         let (id, author) = (message.id, message.author);
         self.on_message(message).await;
         if let Some((typed, text)) = typed {

@@ -85,6 +85,25 @@ impl Actor {
         true
     }
 
+    /// The last activity of a retiring actor, saved for good rather than lazily: an actor started at once after
+    /// this one (a new `start`) reads the store, which shows no lazy save before it is written, and would carry out
+    /// again what the outbox held. Nothing is held back by it (the outbox is empty), so a failure is not told in the
+    /// channel nor retried: the activity goes lazily then, as before.
+    pub(super) async fn save_on_retiring(&mut self) {
+        if self.activity_save_at.take().is_none() {
+            return;
+        }
+        match self.env.saver.save_durable(self.session.clone(), Vec::new()).await {
+            Ok(()) => {}
+            // Another process acts for the channel now, from what it read.
+            Err(e) if e.is_fenced() => tracing::debug!(channel = %self.channel, "{e}"),
+            Err(e) => {
+                tracing::warn!(channel = %self.channel, "could not save a stopped session for good ({e}); lazily then");
+                self.env.saver.save_lazy(self.session.clone());
+            }
+        }
+    }
+
     /// Hands the writer the activity not saved yet, if any (its timer is due, or the actor is about to stop).
     pub(super) fn save_activity(&mut self) {
         if self.activity_save_at.take().is_some() {

@@ -724,6 +724,32 @@ async fn a_command_typed_while_away_held_behind_a_live_command_runs_in_its_place
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_command_read_back_before_the_gateway_brings_it_still_runs_in_its_place() {
+    let h = catching_up_with_an_extend_held().await;
+    tokio::time::advance(Duration::from_millis(500)).await;
+    let pause = h.written(HUMAN, "!turn pause", h.now_ms());
+    tokio::time::advance(Duration::from_millis(100)).await;
+    let signal = h.written(PM, "Done. TURN_COMPLETE", h.now_ms());
+    // A full page, so that a second one is read (5 s) after the first is placed.
+    let mut history = vec![pause.clone(), signal];
+    history.extend((0..98).map(|n| h.written(HUMAN, &format!("chat {n}"), h.now_ms())));
+    h.rest.history.lock().unwrap().insert(A, history);
+    while reads(&h, A) == 0 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    h.router.ask(A, Input::Snapshot).await; // the first page is placed, the second being read
+    // Only now does the gateway bring the pause: its message, its place, poise's command.
+    h.deliver(A, &pause);
+    h.router.deliver(A, Input::CommandComing(pause.id));
+    h.router.deliver(A, Input::command(Command::Pause, Some(pause.id), None));
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    h.settle(A).await;
+    assert_eq!(h.session(A).await.status, SessionStatus::Paused, "{:#?}", h.journal.of(A));
+    assert_eq!(h.holder(A).await.as_deref(), Some("pm"), "the pause was typed before the signal");
+    assert_eq!((h.events(A, "paused"), h.events(A, "signal_held")), (1, 1));
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_command_typed_live_during_a_catch_up_is_run_once_by_poise_not_read_back() {
     let h = Harness::new();
     h.start(A).await;

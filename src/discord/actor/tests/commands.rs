@@ -318,3 +318,19 @@ async fn a_start_right_after_a_stop_carries_out_nothing_the_stopped_session_did_
         h.journal.of(A).into_iter().filter(|l| l.starts_with("announce") && l.contains("⏹️")).collect();
     assert_eq!(stopped.len(), 1, "the stop's line is not carried out again: {stopped:#?}");
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_stopped_channel_whose_last_save_fails_still_retires_without_a_word() {
+    let h = Harness::new();
+    h.start(A).await;
+    h.settle(A).await;
+    *h.rest.announce_delay.lock().unwrap() = Duration::from_millis(500);
+    h.command(A, Command::Stop).await;
+    // The stop is saved, its line on its way; the save of its removal from the outbox, as the actor retires, fails.
+    h.saver.fail_next_durable_saves(1);
+    h.settle(A).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(!h.router.channels().contains(&A), "retired");
+    assert!(notices(&h).is_empty(), "nothing was held back to tell of: {:#?}", notices(&h));
+    assert!(h.saver.lazy_saves.load(std::sync::atomic::Ordering::Relaxed) > 0, "saved lazily then");
+}
