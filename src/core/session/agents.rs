@@ -43,6 +43,10 @@ impl Agents {
         self.find(persona).ok().map(|at| &self.0[at].1)
     }
 
+    pub fn get_mut(&mut self, persona: &PersonaId) -> Option<&mut AgentState> {
+        self.find(persona).ok().map(|at| &mut self.0[at].1)
+    }
+
     pub fn contains_key(&self, persona: &PersonaId) -> bool {
         self.find(persona).is_ok()
     }

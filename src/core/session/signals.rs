@@ -288,7 +288,9 @@ impl Session {
             Some(line) => self.unknown_signal(message, persona, line, limit, now, ctx, t),
             None => {
                 // A message with no line that looks like a signal breaks the row of unknown ones.
-                self.agents.entry(persona.clone()).or_default().unknown_signals = 0;
+                if let Some(agent) = self.agents.get_mut(persona) {
+                    agent.unknown_signals = 0;
+                }
                 self.remember_editable(message);
             }
         }

@@ -333,7 +333,9 @@ impl Session {
             self.keeps_in_row = 0;
         }
         // Unknown signals count in a row within a turn: a new turn starts a new row.
-        self.agents.entry(persona.clone()).or_default().unknown_signals = 0;
+        if let Some(agent) = self.agents.get_mut(&persona) {
+            agent.unknown_signals = 0;
+        }
         self.turn_progress_extended = false;
         self.signal_held = false; // what was held belonged to the turn that ends here
         self.active_agent = Some(persona.clone());
