@@ -86,32 +86,22 @@ impl fmt::Debug for PostgresUrl {
     }
 }
 
-/// The URL with the password of its user part (`user:password@`) and of a `password=` parameter replaced by `***`.
+/// The URL with the password of its user part (`user:password@`) and of any `...password=` parameter replaced by
+/// `***`. The user part runs to the URL's last `@`: a password may hold `/`, `?`, `#` or `@` (the URL is then invalid,
+/// and printed in the error saying so), and where that is in doubt more is hidden, never less.
 pub fn redact(url: &str) -> String {
+    static PASSWORD_PARAMETER: std::sync::LazyLock<regex::Regex> =
+        std::sync::LazyLock::new(|| regex::Regex::new(r"(?i)([?&][a-z_]*password=)[^&#]*").expect("a valid pattern"));
     let Some((scheme, rest)) = url.split_once("://") else { return url.to_owned() };
-    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let (authority, tail) = rest.split_at(authority_end);
-    let authority = match authority.rsplit_once('@') {
+    let rest = PASSWORD_PARAMETER.replace_all(rest, "${1}***");
+    let rest = match rest.rsplit_once('@') {
         Some((user_info, host)) => match user_info.split_once(':') {
             Some((user, _password)) => format!("{user}:***@{host}"),
             None => format!("{user_info}@{host}"),
         },
-        None => authority.to_owned(),
+        None => rest.into_owned(),
     };
-    let tail = match tail.split_once('?') {
-        Some((path, query)) => {
-            let query: Vec<String> = query
-                .split('&')
-                .map(|pair| match pair.split_once('=') {
-                    Some((key, _)) if key.eq_ignore_ascii_case("password") => format!("{key}=***"),
-                    _ => pair.to_owned(),
-                })
-                .collect();
-            format!("{path}?{}", query.join("&"))
-        }
-        None => tail.to_owned(),
-    };
-    format!("{scheme}://{authority}{tail}")
+    format!("{scheme}://{rest}")
 }
 
 #[cfg(test)]
@@ -124,6 +114,21 @@ mod tests {
         assert_eq!(redact("postgres://tm@db/tm?sslmode=require"), "postgres://tm@db/tm?sslmode=require");
         assert_eq!(redact("postgresql://db/tm?user=tm&password=hunter2"), "postgresql://db/tm?user=tm&password=***");
         assert_eq!(redact("postgres://"), "postgres://");
+        // Generated passwords hold characters a URL reserves; the URL is then invalid and printed in its error.
+        for password in ["pa/ss", "pa?ss", "pa#ss", "pa@ss", "p/a@s?s#"] {
+            let url = format!("postgres://tm:{password}@db:5432/tm");
+            assert_eq!(redact(&url), "postgres://tm:***@db:5432/tm", "{url}");
+        }
+        assert_eq!(redact("postgres://tm:5432/x@db/tm"), "postgres://tm:***@db/tm");
+        assert_eq!(
+            redact("postgres://db/tm?user=a@b&password=hunter2&sslpassword=k3y#x"),
+            "postgres://db/tm?user=a@b&password=***&sslpassword=***#x"
+        );
+        assert_eq!(
+            redact("postgres://tm:p@db/tm?options=a@b"),
+            "postgres://tm:***@b",
+            "a doubt hides more, never less"
+        );
         let StoreLocation::Postgres(url) = StoreLocation::parse("postgres://u:pw@h/d").unwrap() else { panic!() };
         assert_eq!(format!("{url} {url:?}"), "postgres://u:***@h/d postgres://u:***@h/d");
         assert_eq!(url.expose(), "postgres://u:pw@h/d");
