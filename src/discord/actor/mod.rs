@@ -984,7 +984,8 @@ fn task(
         match origin {
             Origin::Saved(session) => (actor.session, actor.awaiting) = (*session, Awaiting::Read),
             Origin::Load => {
-                actor.session = load(&actor.env, actor.channel).await;
+                let Some(session) = Box::pin(actor.read_saved()).await else { return };
+                actor.session = session;
                 if actor.session.is_active() {
                     // A running session no actor of this process ran (another process's, before its lease ran out;
                     // or a stale actor's, stopped): what was written meanwhile is read before any turn ends.
@@ -996,17 +997,6 @@ fn task(
             }
         }
         actor.run().await;
-    }
-}
-
-async fn load(env: &Env, channel: ChannelId) -> Session {
-    match env.saver.load(channel).await {
-        Ok(Some(session)) => session,
-        Ok(None) => Session::new(channel),
-        Err(e) => {
-            tracing::error!(channel = %channel, "could not read this channel's saved session, starting afresh: {e}");
-            Session::new(channel)
-        }
     }
 }
 

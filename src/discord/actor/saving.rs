@@ -172,6 +172,55 @@ impl Actor {
     }
 }
 
+impl Actor {
+    /// The channel's session as saved (a new one where none is). A store that fails to answer (a database out or
+    /// busy, a disk error) is asked again, after 1 s doubling to 30 s, as long as the lease is held: a blank session
+    /// in its place would leave a running one without its deadline and be saved over it. `None` when the lease was
+    /// lost meanwhile, or when the saved session cannot be used by this build (a newer build's, or edited by hand):
+    /// it is left as it is, the lease let go for a process that can read it, and the commands waiting told why.
+    pub(super) async fn read_saved(&mut self) -> Option<crate::core::session::Session> {
+        let mut wait = RETRY_FIRST;
+        loop {
+            match self.env.saver.load(self.channel).await {
+                Ok(saved) => return Some(saved.unwrap_or_else(|| crate::core::session::Session::new(self.channel))),
+                Err(e @ SessionStoreError::Unreadable { .. }) => {
+                    tracing::error!(
+                        channel = %self.channel,
+                        "{e}: it is left as it is, and this process does not act on the channel"
+                    );
+                    self.env.saver.let_go(self.channel);
+                    self.refuse_waiting_commands(&e);
+                    return None;
+                }
+                Err(e) => {
+                    tracing::warn!(channel = %self.channel, "could not read this channel's session (trying again in {wait:?}): {e}");
+                    tokio::time::sleep(wait).await;
+                    if !self.env.saver.holds(self.channel) {
+                        return None;
+                    }
+                    wait = (wait * 2).min(RETRY_MAX);
+                }
+            }
+        }
+    }
+
+    /// Answers the commands in the inbox, which this actor will not run, with why.
+    fn refuse_waiting_commands(&mut self, e: &SessionStoreError) {
+        self.inbox.close();
+        while let Some(input) = self.inbox.try_recv() {
+            if let super::Input::Command(command) = input
+                && let Some(reply) = command.reply
+            {
+                let why = format!(
+                    "This channel's saved session cannot be read by this version of turn-manager ({e}); nothing was \
+                     changed. Check my logs."
+                );
+                let _ = reply.send(Err(crate::core::session::Refusal(why)));
+            }
+        }
+    }
+}
+
 /// Whether this process may act for the channel: always with the state folder; with a shared store, once it holds
 /// the channel's lease. Said in the log when it may not.
 pub(super) async fn claimed(env: &Env, channel: ChannelId) -> bool {

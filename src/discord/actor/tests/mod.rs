@@ -258,6 +258,10 @@ struct MemorySaver {
     lease_unsure: AtomicBool,
     /// A renewal found the lease taken by another process (until the next claim).
     lease_lost: AtomicBool,
+    /// The next reads of a session fail, as a database unreachable for a moment or a pool timeout makes them.
+    failing_loads: AtomicU32,
+    /// Channels whose saved session this build cannot decode (a newer build's, or one edited by hand).
+    undecodable: Mutex<Vec<ChannelId>>,
 }
 
 impl MemorySaver {
@@ -303,6 +307,14 @@ impl Saver for MemorySaver {
     }
 
     async fn load(&self, channel: ChannelId) -> Result<Option<Session>, SessionStoreError> {
+        self.journal.push(format!("load {channel}"));
+        if self.undecodable.lock().unwrap().contains(&channel) {
+            return Err(SessionStoreError::Unreadable { channel, reason: "unknown field `newer`".into() });
+        }
+        if self.failing_loads.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1)).is_ok() {
+            let source = std::io::Error::new(std::io::ErrorKind::TimedOut, "pool timed out while waiting");
+            return Err(StoreError::Io { action: "read", path: "sessions".into(), source }.into());
+        }
         Ok(self.saved.lock().unwrap().get(&channel).cloned())
     }
 
@@ -357,6 +369,8 @@ impl Harness {
             leases: Mutex::default(),
             lease_unsure: AtomicBool::new(false),
             lease_lost: AtomicBool::new(false),
+            failing_loads: AtomicU32::new(0),
+            undecodable: Mutex::default(),
         });
         let clock = Clock::starting_at(t0());
         let shards = Arc::new(ShardsUp::default());

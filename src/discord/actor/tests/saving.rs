@@ -208,3 +208,45 @@ async fn a_channel_another_process_holds_is_not_acted_on_here() {
     assert!(h.journal.of(A).is_empty(), "{:#?}", h.journal.of(A));
     assert_eq!(h.floors(A, "pm"), 0);
 }
+
+/// A session running with pm on the floor, saved by a process that then stopped: another one takes it over.
+async fn left_running_by_another_process() -> Harness {
+    let h = Harness::new();
+    h.start(A).await;
+    h.settle(A).await;
+    h.router.shutdown().await;
+    h.restarted()
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_channel_taken_over_while_the_store_cannot_be_read_waits_for_its_session_rather_than_starting_blank() {
+    let other = left_running_by_another_process().await;
+    // Its first reads of the session fail (a pool timeout, the database out for a moment).
+    other.saver.failing_loads.store(3, Ordering::Relaxed);
+    let loads = || other.journal.lines().iter().filter(|l| **l == format!("load {A}")).count();
+    let loads_before = loads();
+    assert!(other.router.take_over(A));
+    tokio::time::sleep(Duration::from_secs(u64::from(TURN_SECONDS) + 30)).await;
+    other.settle(A).await;
+    assert_eq!(loads() - loads_before, 4, "read again until it could be: {:#?}", other.journal.of(A));
+    assert_eq!(other.events(A, "turn_timeout"), 1, "pm's turn timed out as saved: {:#?}", other.journal.of(A));
+    assert_eq!(other.holder(A).await.as_deref(), Some("dev"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_saved_session_this_build_cannot_read_is_left_as_it_is_and_commands_are_told_why() {
+    let other = left_running_by_another_process().await;
+    let saved = other.saver.saved.lock().unwrap()[&A].clone();
+    other.saver.undecodable.lock().unwrap().push(A);
+    let before = other.journal.of(A).len();
+    let (reply, answer) = tokio::sync::oneshot::channel();
+    other.router.deliver_or_start(A, Input::command(Command::Start { roster: vec![] }, None, Some(reply)));
+    let refusal = answer.await.expect("answered").expect_err("refused");
+    assert!(refusal.0.contains("cannot be read"), "{}", refusal.0);
+    tokio::time::sleep(Duration::from_secs(u64::from(TURN_SECONDS) + 30)).await;
+    assert_eq!(other.saver.saved.lock().unwrap()[&A], saved, "the saved session is left as it is");
+    let lines = other.journal.of(A).split_off(before);
+    assert!(lines.is_empty(), "nothing saved, said or read in the channel: {lines:#?}");
+    let leases = other.saver.leases.lock().unwrap().clone();
+    assert_eq!(leases.last(), Some(&(A, "let go")), "the lease is let go for a build that can read it: {leases:?}");
+}
