@@ -10,7 +10,8 @@
 //! out again after a crash: announcements carry their nonce (and are looked for in the channel once Discord may have
 //! forgotten it), a deletion whose message is gone is done, and a repost (which has no nonce) replayed from the
 //! outbox, or retried after an answer that leaves its outcome unknown (a time-out, a 5xx), first looks for what it
-//! may already have made and posts only the missing parts, in order.
+//! may already have made and posts only the missing parts, in order. With a shared store, nothing is tried while the
+//! process may have lost the channel's lease (see [`Acting`]).
 
 use super::clock::Clock;
 use super::rest::{Carried, Rest, RestError, Voice, WebhookLimit, delete_in_a_few_tries};
@@ -40,6 +41,8 @@ const BACKOFF_FIRST: Duration = Duration::from_millis(500);
 const BACKOFF_MAX: Duration = Duration::from_secs(30);
 /// The wait after a 429 when Discord's own `retry_after` is not known.
 const RATE_LIMIT_WAIT: Duration = Duration::from_secs(1);
+/// How often a sender waiting for its process to be sure of the channel's lease looks again.
+const LEASE_LOOK_EVERY: Duration = Duration::from_secs(1);
 
 /// How an effect ended, for the actor.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -105,7 +108,14 @@ pub struct Tools {
     /// The newest message of the channel's announcements known to be posted (saved in the session): every
     /// announcement this sender is given comes after it.
     pub announced: Option<MessageId>,
+    /// Whether this process surely still acts for the channel (see [`Acting`]).
+    pub acting: Acting,
 }
+
+/// Whether this process surely still acts for the channel: with a shared store, false once its lease may have run
+/// out (renewals failing for a lease time: the database out of its reach, the process paused), when another process
+/// may be carrying out the same saved outbox. Always true with the state folder.
+pub type Acting = Arc<dyn Fn() -> bool + Send + Sync>;
 
 /// Takes each effect's outcome to whoever decided the effect.
 pub type Reports = Box<dyn Fn(Report) + Send + Sync>;
@@ -174,6 +184,9 @@ async fn run(tools: Tools, mut queue: mpsc::UnboundedReceiver<Job>) {
         if !posts_only {
             finish(&mut tidying).await;
         }
+        if !matches!(job, Job::Flush(_)) {
+            while_unsure(&tools).await;
+        }
         match job {
             Job::Effect { queued, replay } => match posting(&tools, &queued.effect, replay, announced).await {
                 // Nothing is under way here: an effect that tidies is not `posts_only`, so it waited above.
@@ -192,7 +205,7 @@ async fn run(tools: Tools, mut queue: mpsc::UnboundedReceiver<Job>) {
                 }
             },
             Job::Notice { text, nonce } => {
-                if let Err(e) = retrying(|| tools.rest.notice(tools.channel, &text, &nonce)).await {
+                if let Err(e) = tools.retrying(|| tools.rest.notice(tools.channel, &text, &nonce)).await {
                     tracing::warn!(channel = %tools.channel, "could not post a notice: {e}");
                 }
             }
@@ -265,7 +278,7 @@ async fn posting(
             // Its files and embeds, fetched only when the gateway saw some. What cannot be carried over fails the
             // relay here, before anything is posted or deleted: the original stays, files and all.
             let carries = if *has_files {
-                match retrying(|| rest.carried(channel, *message_id)).await {
+                match tools.retrying(|| rest.carried(channel, *message_id)).await {
                     Ok(carries) => carries,
                     // Its author deleted it already: nothing is left to carry.
                     Err(e) if e.status() == Some(404) => Carried::default(),
@@ -284,7 +297,7 @@ async fn posting(
                 let parts = split_message(text.as_deref().unwrap_or_default());
                 // After a crash some parts may be showing already: post only the missing ones, in order.
                 let mut made = if replay {
-                    retrying(|| rest.reposts_made(channel, *message_id, voice.name, &parts)).await?
+                    tools.retrying(|| rest.reposts_made(channel, *message_id, voice.name, &parts)).await?
                 } else {
                     Vec::new()
                 };
@@ -332,11 +345,11 @@ async fn announce_once(
         let from = MessageId::first_at(decided.unwrap_or(since) - allowance);
         announced.map_or(from, |before| before.max(from))
     };
-    let mut policy = Policy::new();
+    let mut policy = Policy::new(Some(tools));
     loop {
         if let Some(since) = unsure_since.filter(|since| tools.clock.now() - *since > NONCE_REMEMBERED_FOR) {
             let after = look_after(since);
-            match retrying(|| rest.announcement_made(channel, after, &announcement.text)).await {
+            match tools.retrying(|| rest.announcement_made(channel, after, &announcement.text)).await {
                 Ok(Some(found)) => return Ok(found),
                 Ok(None) => {}
                 // Posting it is better than leaving the persona untold (or pausing the channel on a 403 that
@@ -374,9 +387,11 @@ async fn tidy(tools: &Tools, effect: &Effect) -> Result<(), RestError> {
     let (rest, channel) = (tools.rest.as_ref(), tools.channel);
     match effect {
         Effect::Relay { message_id, .. } | Effect::Delete { message_id } => {
-            gone_is_done(retrying(|| rest.delete(channel, *message_id)).await)
+            gone_is_done(tools.retrying(|| rest.delete(channel, *message_id)).await)
         }
-        Effect::React { message_id, emoji } => gone_is_done(retrying(|| rest.react(channel, *message_id, emoji)).await),
+        Effect::React { message_id, emoji } => {
+            gone_is_done(tools.retrying(|| rest.react(channel, *message_id, emoji)).await)
+        }
         Effect::Announce(_) => Ok(()),
     }
 }
@@ -402,7 +417,7 @@ async fn repost_once(
 ) -> Result<MessageId, RestError> {
     let (rest, channel) = (tools.rest.as_ref(), tools.channel);
     let part = parts.last().expect("at least the part to post");
-    let mut policy = Policy::new();
+    let mut policy = Policy::new(Some(tools));
     loop {
         let error = match rest.repost(channel, voice, part, carries).await {
             Ok(made) => return Ok(made),
@@ -420,7 +435,7 @@ async fn repost_once(
             };
         }
         if unknown {
-            if let Some(made) = retrying(|| repost_found(rest, channel, original, voice, parts)).await? {
+            if let Some(made) = tools.retrying(|| repost_found(rest, channel, original, voice, parts)).await? {
                 return Ok(made);
             }
         }
@@ -459,12 +474,21 @@ fn outcome_unknown(error: &RestError) -> bool {
 }
 
 /// Runs a REST call until it succeeds, fails for good, or [`GIVE_UP_AFTER`] has passed.
-pub async fn retrying<T, F, Fut>(mut call: F) -> Result<T, RestError>
+pub async fn retrying<T, F, Fut>(call: F) -> Result<T, RestError>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<T, RestError>>,
 {
-    let mut policy = Policy::new();
+    retrying_while(None, call).await
+}
+
+/// [`retrying`], each retry waiting first until this process is sure it acts for the sender's channel.
+async fn retrying_while<T, F, Fut>(sender: Option<&Tools>, mut call: F) -> Result<T, RestError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, RestError>>,
+{
+    let mut policy = Policy::new(sender);
     loop {
         match call().await {
             Ok(answer) => return Ok(answer),
@@ -474,15 +498,47 @@ where
     }
 }
 
-/// The retry policy's state for one call: since when it is tried, and the next back-off.
-struct Policy {
-    started: Instant,
-    backoff: Duration,
+impl Tools {
+    /// A sender's calls are [`retrying`], but never tried again while another process may act for the channel.
+    async fn retrying<T, F, Fut>(&self, call: F) -> Result<T, RestError>
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = Result<T, RestError>>,
+    {
+        retrying_while(Some(self), call).await
+    }
 }
 
-impl Policy {
-    fn new() -> Self {
-        Self { started: Instant::now(), backoff: BACKOFF_FIRST }
+/// Waits while this process may no longer act for the channel, looking again every [`LEASE_LOOK_EVERY`]; answers
+/// how long it waited. Either its lease is renewed (it is sure again) or a renewal finds the channel taken, and
+/// the actor abandons this sender: its effects are left to the process that holds the channel, whose carrying out
+/// the same saved outbox meanwhile would otherwise meet this one's retries (a repost made twice, an announcement
+/// after the new owner's).
+async fn while_unsure(tools: &Tools) -> Duration {
+    let started = Instant::now();
+    if !(tools.acting)() {
+        tracing::warn!(
+            channel = %tools.channel,
+            "this process may have lost the channel's lease (its renewals fail): its effects wait until it is sure"
+        );
+        while !(tools.acting)() {
+            tokio::time::sleep(LEASE_LOOK_EVERY).await;
+        }
+    }
+    started.elapsed()
+}
+
+/// The retry policy's state for one call: since when it is tried, the next back-off, and whether this process
+/// acts for the channel (a wait for that is not counted against [`GIVE_UP_AFTER`]).
+struct Policy<'a> {
+    started: Instant,
+    backoff: Duration,
+    sender: Option<&'a Tools>,
+}
+
+impl<'a> Policy<'a> {
+    fn new(sender: Option<&'a Tools>) -> Self {
+        Self { started: Instant::now(), backoff: BACKOFF_FIRST, sender }
     }
 
     /// Waits before the next try after a transient `error`, or answers it when the call is to be given up.
@@ -500,6 +556,9 @@ impl Policy {
         }
         tracing::debug!("retrying in {wait:?}: {error}");
         tokio::time::sleep(wait).await;
+        if let Some(tools) = self.sender {
+            self.started += while_unsure(tools).await;
+        }
         Ok(())
     }
 }

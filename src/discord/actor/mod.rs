@@ -871,6 +871,10 @@ impl Actor {
                 reports: Box::new(move |report| drop(inbox.send(Input::Sent(Box::new(report))))),
                 tasks: env.tasks.clone(),
                 announced,
+                acting: {
+                    let saver = env.saver.clone();
+                    Arc::new(move || saver.surely_held(channel))
+                },
             })
         })
     }

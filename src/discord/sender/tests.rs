@@ -54,6 +54,8 @@ struct FakeChannel {
     look_refused: Option<u16>,
     /// The newest announcement known posted, as the session saved it, for the sender made next.
     announced_before: Mutex<Option<MessageId>>,
+    /// This process's lease renewals have failed for a lease time: another process may act for the channel.
+    lease_unsure: Arc<std::sync::atomic::AtomicBool>,
 }
 
 #[async_trait]
@@ -182,6 +184,10 @@ fn sender_for(channel: &Arc<FakeChannel>) -> (Sender, Arc<Mutex<Vec<Report>>>) {
         reports: Box::new(move |report| sink.lock().unwrap().push(report)),
         tasks: tokio_util::task::TaskTracker::new(),
         announced: *channel.announced_before.lock().unwrap(),
+        acting: {
+            let unsure = channel.lease_unsure.clone();
+            Arc::new(move || !unsure.load(std::sync::atomic::Ordering::Relaxed))
+        },
     });
     (sender, reports)
 }
@@ -529,4 +535,27 @@ async fn a_repost_made_by_the_last_try_before_giving_up_is_found_and_the_origina
     assert!(matches!(report.outcome, Outcome::Done { .. }), "the repost shows, so the relay is done: {report:?}");
     assert_eq!(texts(&channel), ["Here it is."]);
     assert_eq!(*channel.deleted.lock().unwrap(), [ORIGINAL], "the original does not stay below its repost");
+}
+
+#[tokio::test(start_paused = true)]
+async fn effects_wait_untried_while_the_lease_may_have_run_out_and_go_on_once_it_is_sure_again() {
+    let channel = Arc::new(FakeChannel { announcing: true, ..FakeChannel::default() });
+    *channel.announce_answers.lock().unwrap() = VecDeque::from([Answer::Fail(server_error())]);
+    let (sender, reports) = sender_for(&channel);
+    let tries = || channel.calls.lock().unwrap().iter().filter(|c| c.starts_with("announce")).count();
+    sender.effects([Queued { id: 1, effect: Effect::Announce(floor_decided(chrono::TimeDelta::zero(), 1)) }], false);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(tries(), 1, "precondition: the first try failed, a retry waits");
+    // The renewals fail for a lease time (the database out of reach): another process may carry out the same
+    // saved outbox now. Neither the retry nor the next effect's first try is made meanwhile, however long.
+    channel.lease_unsure.store(true, std::sync::atomic::Ordering::Relaxed);
+    sender.effects([Queued { id: 2, effect: Effect::Announce(floor_decided(chrono::TimeDelta::zero(), 2)) }], false);
+    tokio::time::sleep(Duration::from_secs(900)).await;
+    assert_eq!(tries(), 1, "{:?}", channel.calls.lock().unwrap());
+    assert!(reports.lock().unwrap().is_empty(), "nothing given up: the wait is not counted against the ten minutes");
+    // A renewal works again: this process still holds the channel.
+    channel.lease_unsure.store(false, std::sync::atomic::Ordering::Relaxed);
+    sender.flush().await;
+    assert_eq!(tries(), 3, "{:?}", channel.calls.lock().unwrap());
+    assert!(reports.lock().unwrap().iter().all(|r| matches!(r.outcome, Outcome::Done { .. })));
 }
