@@ -145,6 +145,16 @@ impl ShardsUp {
         self.state().down.is_empty()
     }
 
+    /// Whether this process runs the shard carrying `guild`.
+    pub fn runs(&self, guild: GuildId) -> bool {
+        self.range.owns(guild)
+    }
+
+    /// Whether this process runs every shard (a single process does).
+    pub fn runs_all(&self) -> bool {
+        self.range == ShardRange::whole(self.range.total)
+    }
+
     /// Whether the shard carrying `guild` is connected.
     pub fn carries_up(&self, guild: GuildId) -> bool {
         self.is_up(self.range.shard_of(guild))

@@ -243,7 +243,9 @@ impl Actor {
     async fn run(&mut self) {
         // Every step but the wait itself is boxed: a future holds room for the largest of its steps for as long as it
         // lives, and an idle channel's task lives on in the wait, so only what waiting needs stays resident.
-        Box::pin(self.begin()).await;
+        if !Box::pin(self.begin()).await {
+            return;
+        }
         loop {
             if self.taken_over {
                 return;
@@ -290,12 +292,16 @@ impl Actor {
         }
     }
 
-    /// What comes before the first input: what was left undone, and the personas as they are now.
-    async fn begin(&mut self) {
+    /// What comes before the first input: what was left undone, and the personas as they are now. False when the
+    /// channel is another process's (see [`Actor::hand_over_if_elsewhere`]): this actor has stopped.
+    async fn begin(&mut self) -> bool {
         // A session read from disk may stay idle for long: its lists keep no room a decoder left. (Done here, not
         // on a local of the spawning task: a local borrowed there would keep a second session's room in the task.)
         self.session.shrink_to_fit();
         self.session.forget_delivered_announcement();
+        if self.hand_over_if_elsewhere().await {
+            return false;
+        }
         // What was decided and saved but maybe not carried out before the process stopped comes first.
         if let Some(last) = self.session.outbox.back() {
             self.handed = last.id;
@@ -306,6 +312,41 @@ impl Actor {
         // Personas may have changed while the bot was down.
         let t = self.session.reconcile(self.env.clock.now(), self.env.context());
         self.commit(t).await;
+        true
+    }
+
+    /// A session saved before sessions recorded their server, resumed by a process that runs only some shards
+    /// (each such process claims those sessions): its server is looked up first. On another process's shard, that
+    /// process gets the channel's messages, not this one: the server is saved and the channel let go untouched
+    /// (its outbox too), for that process to take over at its next lease round. True when handed over.
+    async fn hand_over_if_elsewhere(&mut self) -> bool {
+        if self.session.guild_id.is_some() || self.env.shards.runs_all() {
+            return false;
+        }
+        let guild = match self.env.rest.guild_of(self.channel).await {
+            Ok(Some(guild)) => guild,
+            Ok(None) => return false,
+            Err(e) => {
+                tracing::debug!(channel = %self.channel, "the channel's server is not known yet: {e}");
+                return false;
+            }
+        };
+        let t = self.session.set_guild(guild);
+        if self.env.shards.runs(guild) {
+            self.commit(t).await;
+            return false;
+        }
+        // Durably, not as activity (saved later): the other process reads the server to know the channel is its.
+        if !self.save_durably().await {
+            return false;
+        }
+        // Nothing waiting here is this channel's to act on (the connection's news, a snapshot asked for): its
+        // messages and commands come on the other process's shard.
+        self.inbox.close();
+        while self.inbox.try_recv().is_some() {}
+        (self.retire)(&mut self.inbox);
+        tracing::info!(channel = %self.channel, "this channel's server is on another process's shard: left to it");
+        true
     }
 
     /// The earliest of the actor's own timers, if any is set. One timer is waited for, not one per kind: each wait
