@@ -8,8 +8,9 @@
 //! the disk, about 1 ms a file here, against some 30 µs for the exchanges.
 //!
 //! A checkpoint (the journal holds the save) skips the syncs; they come later, for many files at once, before the
-//! journal that covers them is deleted. Where names cannot be exchanged (not Linux or macOS), a temporary file is
-//! renamed over the current one, the old version kept as a hard link.
+//! journal that covers them is deleted. Where names cannot be exchanged (not Linux or macOS, or a file system that
+//! refuses the exchange: OpenZFS before 2.2, NFS, some FUSE mounts), a temporary file is renamed over the current
+//! one, the old version kept as a hard link.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
@@ -33,17 +34,50 @@ pub fn replace_unsynced(path: &Path, previous: &Path, bytes: &[u8]) -> io::Resul
     replace(path, previous, bytes, false)
 }
 
+/// The state folder's file system refused to exchange two names (found at the first save that tried): every save
+/// since replaces files by a rename.
+#[cfg(any(target_os = "linux", target_os = "macos"))]
+static EXCHANGE_REFUSED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+#[cfg(test)]
+thread_local! {
+    /// A test's file system refuses the exchange (on this thread only, so that no other test's saves change way).
+    static EXCHANGE_REFUSED_IN_TEST: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+#[cfg(any(target_os = "linux", target_os = "macos"))]
+fn exchange_refused() -> bool {
+    #[cfg(test)]
+    if EXCHANGE_REFUSED_IN_TEST.with(std::cell::Cell::get) {
+        return true;
+    }
+    EXCHANGE_REFUSED.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 #[cfg(any(target_os = "linux", target_os = "macos"))]
 fn replace(path: &Path, previous: &Path, bytes: &[u8], durable: bool) -> io::Result<()> {
+    if exchange_refused() {
+        return replace_by_rename(path, previous, bytes, durable);
+    }
     let spare = spare_path(path);
     // The error names the spare, which the caller's (the session file's) does not.
     write_in_place(&spare, bytes, durable)
         .map_err(|e| io::Error::new(e.kind(), format!("writing its spare copy {}: {e}", spare.display())))?;
-    if swap(&spare, path)? {
+    match swap(&spare, path)? {
         // The spare holds the version just replaced.
-        swap(&spare, previous)?;
+        Swapped::Exchanged => swap(&spare, previous).map(drop),
+        Swapped::Renamed => Ok(()),
+        Swapped::Refused(errno) => {
+            tracing::warn!(
+                folder = %path.parent().unwrap_or(Path::new(".")).display(),
+                "this file system cannot exchange two file names atomically ({errno}): session files are replaced by \
+                 a rename from now on (a little slower)"
+            );
+            EXCHANGE_REFUSED.store(true, std::sync::atomic::Ordering::Relaxed);
+            let _ = std::fs::remove_file(&spare);
+            replace_by_rename(path, previous, bytes, durable)
+        }
     }
-    Ok(())
 }
 
 /// Writes `bytes` over the file at `path` (created if missing). A file with another name too (a hard link left by
@@ -68,19 +102,35 @@ fn write_in_place(path: &Path, bytes: &[u8], durable: bool) -> io::Result<()> {
     Ok(())
 }
 
-/// Exchanges the names `a` and `b` atomically; renames `a` to `b` when there is no `b`. True when exchanged.
+/// What [`swap`] did.
 #[cfg(any(target_os = "linux", target_os = "macos"))]
-fn swap(a: &Path, b: &Path) -> io::Result<bool> {
+enum Swapped {
+    Exchanged,
+    /// There was no `b`: `a` was renamed to it.
+    Renamed,
+    /// The file system does not exchange names (nothing was changed).
+    Refused(rustix::io::Errno),
+}
+
+/// Exchanges the names `a` and `b` atomically; renames `a` to `b` when there is no `b`.
+#[cfg(any(target_os = "linux", target_os = "macos"))]
+fn swap(a: &Path, b: &Path) -> io::Result<Swapped> {
     use rustix::fs::{CWD, RenameFlags, renameat_with};
+    use rustix::io::Errno;
+    #[cfg(test)]
+    if EXCHANGE_REFUSED_IN_TEST.with(std::cell::Cell::get) {
+        return Ok(Swapped::Refused(Errno::INVAL));
+    }
     match renameat_with(CWD, a, CWD, b, RenameFlags::EXCHANGE) {
-        Ok(()) => Ok(true),
-        Err(rustix::io::Errno::NOENT) if a.exists() => std::fs::rename(a, b).map(|()| false),
+        Ok(()) => Ok(Swapped::Exchanged),
+        Err(Errno::NOENT) if a.exists() => std::fs::rename(a, b).map(|()| Swapped::Renamed),
+        Err(errno @ (Errno::INVAL | Errno::NOSYS | Errno::OPNOTSUPP)) => Ok(Swapped::Refused(errno)),
         Err(e) => Err(e.into()),
     }
 }
 
-#[cfg(not(any(target_os = "linux", target_os = "macos")))]
-fn replace(path: &Path, previous: &Path, bytes: &[u8], durable: bool) -> io::Result<()> {
+/// Writes `bytes` to a temporary file renamed over `path`, the version it replaces kept as `previous`.
+fn replace_by_rename(path: &Path, previous: &Path, bytes: &[u8], durable: bool) -> io::Result<()> {
     let tmp = path.with_extension("json.tmp");
     let mut file = File::create(&tmp)?;
     file.write_all(bytes)?;
@@ -93,9 +143,13 @@ fn replace(path: &Path, previous: &Path, bytes: &[u8], durable: bool) -> io::Res
     })
 }
 
+#[cfg(not(any(target_os = "linux", target_os = "macos")))]
+fn replace(path: &Path, previous: &Path, bytes: &[u8], durable: bool) -> io::Result<()> {
+    replace_by_rename(path, previous, bytes, durable)
+}
+
 /// Keeps the current version of `path` as `previous` (a hard link, or a copy where links are not supported). When
 /// there is no `path`, `previous` is left as it is.
-#[cfg(not(any(target_os = "linux", target_os = "macos")))]
 fn keep_previous(path: &Path, previous: &Path) -> io::Result<()> {
     let linked = match std::fs::hard_link(path, previous) {
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
@@ -148,6 +202,27 @@ mod tests {
             }
         }
         assert!(spare_path(&path).exists(), "the oldest version waits in the spare for the next save");
+    }
+
+    #[cfg(any(target_os = "linux", target_os = "macos"))]
+    #[test]
+    fn a_file_system_that_cannot_exchange_names_gets_each_version_by_a_rename_keeping_the_one_before() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, previous) = (dir.path().join("1.json"), dir.path().join("1.prev.json"));
+        replace_unsynced(&path, &previous, b"first").unwrap();
+        replace_unsynced(&path, &previous, b"second").unwrap();
+        // Moved to a file system that refuses RENAME_EXCHANGE with EINVAL (the exchange worked until now).
+        EXCHANGE_REFUSED_IN_TEST.with(|refused| refused.set(true));
+        for (text, before) in [("third", "second"), ("fourth, longer", "third"), ("5", "fourth, longer")] {
+            write_atomically(&path, &previous, text.as_bytes()).unwrap();
+            assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
+            assert_eq!(std::fs::read_to_string(&previous).unwrap(), before);
+        }
+        EXCHANGE_REFUSED_IN_TEST.with(|refused| refused.set(false));
+        let mut left: Vec<String> =
+            std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+        left.sort();
+        assert_eq!(left, ["1.json", "1.prev.json"], "no spare nor temporary file left behind");
     }
 
     #[cfg(any(target_os = "linux", target_os = "macos"))]
