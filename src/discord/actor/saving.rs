@@ -104,9 +104,12 @@ impl Actor {
         }
     }
 
-    /// Hands the writer the activity not saved yet, if any (its timer is due, or the actor is about to stop).
+    /// Hands the writer the activity not saved yet, if any (its timer is due, or the actor is about to stop). Not
+    /// while a failed durable save waits for its retry: the session holds that save's change (a turn ended, effects
+    /// in the outbox) whose events only the retry writes, and a lazy copy would put the one in the store without the
+    /// other; the retry carries the activity too.
     pub(super) fn save_activity(&mut self) {
-        if self.activity_save_at.take().is_some() {
+        if self.activity_save_at.take().is_some() && self.save_retry.is_none() {
             self.env.saver.save_lazy(self.session.clone());
         }
     }

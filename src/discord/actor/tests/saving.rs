@@ -30,6 +30,29 @@ async fn a_signal_whose_save_fails_is_announced_once_after_a_retry_saves_it_with
 }
 
 #[tokio::test(start_paused = true)]
+async fn activity_while_a_failed_save_waits_is_not_saved_apart_from_the_turn_change_and_its_events() {
+    let h = Harness::new();
+    h.start(A).await;
+    h.settle(A).await;
+    h.saver.fail_next_durable_saves(3);
+    h.deliver(A, &h.written(PM, "Done. TURN_COMPLETE", 1_000));
+    h.settle(A).await;
+    // dev speaks while the signal's save waits for its retry: activity, saved lazily as a rule.
+    h.deliver(A, &h.written(DEV, "Reading the task.", 1_200));
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    // A lazy copy holding dev's floor would put the turn change and its outbox in the store without its event: a
+    // process taking the channel over would carry out the effects with `turn_complete` never in the history.
+    if let Some(lazy) = h.saver.last_lazy.lock().unwrap().clone() {
+        assert_eq!(lazy.active_agent.as_ref().map(|p| p.as_str()), Some("pm"), "{lazy:?}");
+    }
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    h.settle(A).await;
+    assert_eq!(h.events(A, "turn_complete"), 1, "{:#?}", h.journal.of(A));
+    let saved = h.saver.saved.lock().unwrap()[&A].clone();
+    assert!(saved.agents[&crate::core::ids::PersonaId::parse("dev").unwrap()].last_activity.is_some(), "{saved:?}");
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_failing_save_is_not_said_in_a_channel_this_process_may_no_longer_hold_until_it_is_sure_of_it_again() {
     for fails in [1, 2] {
         let h = Harness::new();
