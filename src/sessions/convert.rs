@@ -156,7 +156,7 @@ async fn write_folder(dir: &Path, channels: &[SavedChannel], force: bool) -> any
         for channel in &channels {
             store.save(&channel.session, &channel.history)?;
         }
-        drop(lock);
+        // The lock is held until the copy is in place: a bot started meanwhile would run on the folder moved aside.
         if full {
             let aside = sibling(&dir, &format!("replaced-{}", unix_time()));
             std::fs::rename(&dir, &aside)
@@ -167,6 +167,10 @@ async fn write_folder(dir: &Path, channels: &[SavedChannel], force: bool) -> any
         }
         std::fs::rename(&incoming, &dir)
             .with_context(|| format!("moving the copy {} to {}", incoming.display(), dir.display()))?;
+        drop(lock);
+        // The renames themselves durable: a power cut must not leave the destination missing.
+        let parent = dir.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        crate::store::sync_folder(parent).with_context(|| format!("syncing {}", parent.display()))?;
         Ok(before)
     })
     .await?

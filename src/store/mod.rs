@@ -61,6 +61,7 @@ mod save;
 pub(crate) mod validate;
 pub mod writer;
 
+pub use atomic::sync_folder;
 pub use load::LoadReport;
 pub use writer::Writer;
 
