@@ -14,9 +14,23 @@ pub(super) fn in_parallel<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + S
     let chunk = items.len().div_ceil(threads);
     std::thread::scope(|scope| {
         let f = &f;
-        let handles: Vec<_> =
-            items.chunks(chunk).map(|part| scope.spawn(move || part.iter().map(f).collect::<Vec<R>>())).collect();
-        handles.into_iter().flat_map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))).collect()
+        // A thread the system will not start (a container's limit on threads) leaves its part to this one: a panic
+        // here would stop the store's writer, and with it every save, for good.
+        let parts: Vec<Result<_, Vec<R>>> = items
+            .chunks(chunk)
+            .map(|part| {
+                std::thread::Builder::new()
+                    .spawn_scoped(scope, move || part.iter().map(f).collect::<Vec<R>>())
+                    .map_err(|_| part.iter().map(f).collect())
+            })
+            .collect();
+        parts
+            .into_iter()
+            .flat_map(|part| match part {
+                Ok(thread) => thread.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+                Err(done_here) => done_here,
+            })
+            .collect()
     })
 }
 
