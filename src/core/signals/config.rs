@@ -335,12 +335,9 @@ fn read_recovery(c: &mut Checker, signals: &Map<String, Value>, recovery: &mut R
         None => {}
         Some(Value::Null) => *unknown = None,
         Some(Value::String(s)) if s.is_empty() => *unknown = None,
-        Some(Value::String(s)) => match regex::Regex::new(s) {
+        Some(Value::String(s)) => match SignalRules::unknown_regex(s) {
             Ok(_) => *unknown = Some(s.clone()),
-            Err(e) => c.error(
-                &["signals", "unknownPattern"],
-                format!("does not compile: {}", e.to_string().lines().last().unwrap_or_default()),
-            ),
+            Err(e) => c.error(&["signals", "unknownPattern"], e),
         },
         Some(other) => c.error(
             &["signals", "unknownPattern"],

@@ -103,11 +103,13 @@ pub fn keyword_rule(keyword: &str) -> Rule {
 impl SignalRules {
     /// Rules in their listed order; `unknown_pattern` is matched at line starts.
     pub fn new(rules: Vec<Rule>, unknown_pattern: Option<&str>, recovery: Recovery) -> Result<Self, String> {
-        let unknown = match unknown_pattern {
-            Some(p) => Some(Regex::new(&format!(r"(?mR)^[ \t]*(?:{p})")).map_err(|e| e.to_string())?),
-            None => None,
-        };
+        let unknown = unknown_pattern.map(Self::unknown_regex).transpose()?;
         Ok(Self { rules, unknown, recovery })
+    }
+
+    /// `unknownPattern` as it is matched: at a line's start, after its indentation.
+    pub fn unknown_regex(pattern: &str) -> Result<Regex, String> {
+        rules::anchored_regex(pattern, &format!(r"(?mR)^[ \t]*(?:{pattern})"))
     }
 
     pub fn rules(&self) -> &[Rule] {

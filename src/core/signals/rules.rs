@@ -133,7 +133,7 @@ impl Rule {
             At::Line => format!(r"(?mR)^[ \t]*(?:{pattern})"),
             At::Anywhere => pattern.clone(),
         };
-        let regex = Regex::new(&anchored).map_err(|e| compact_regex_error(&e))?;
+        let regex = anchored_regex(&pattern, &anchored)?;
         Ok(Rule { name, pattern, at, strip, priority, from, action, listed_at: None, regex })
     }
 
@@ -189,6 +189,18 @@ fn found(c: &Captures) -> Found {
 }
 
 /// The regex crate's error on one line (its own is a multi-line drawing).
+/// `anchored`, the user's `pattern` wrapped as it is used, compiled. The error is the regex crate's, or, when the
+/// pattern compiles alone, why it cannot be used: under `(?x)` a `#` comment runs to the end of the line, over the
+/// wrapper's closing parenthesis.
+pub(super) fn anchored_regex(pattern: &str, anchored: &str) -> Result<Regex, String> {
+    Regex::new(anchored).map_err(|e| match Regex::new(pattern) {
+        Ok(_) => "does not compile where it is used, after its anchor: under `(?x)`, end a `#` comment with a new \
+                  line (`\\n` in JSON)"
+            .to_owned(),
+        Err(_) => compact_regex_error(&e),
+    })
+}
+
 fn compact_regex_error(e: &regex::Error) -> String {
     let text = e.to_string();
     let last = text.lines().rev().find(|l| l.trim_start().starts_with("error:")).unwrap_or(&text);

@@ -448,3 +448,25 @@ fn every_mistake_in_the_rules_is_reported_at_once_with_its_field_and_line() {
     ];
     assert_eq!(lines, expected, "\n{}", lines.join("\n"));
 }
+
+#[test]
+fn a_verbose_pattern_ending_in_a_comment_is_refused_with_how_to_fix_it_never_a_panic() {
+    let text = r##"{
+  "signals": {
+    "unknownPattern": "(?x)[A-Z]+: # looks like a signal",
+    "rules": [{ "name": "done", "pattern": "(?x) DONE # the end", "action": "complete" }]
+  }
+}"##;
+    let problems = Config::parse("c.json", text).unwrap_err();
+    let lines: Vec<String> = problems.0.iter().map(ToString::to_string).collect();
+    assert_eq!(lines.len(), 2, "{lines:#?}");
+    for field in ["signals.unknownPattern", "signals.rules[0].pattern"] {
+        let said = |l: &&String| l.contains(field) && l.contains("end a `#` comment with a new line");
+        assert!(lines.iter().any(|l| said(&l)), "{field}: {lines:#?}");
+    }
+    // With the new line it asks for, both are used.
+    let fixed = text.replace("a signal\"", "a signal\\n\"").replace("the end\"", "the end\\n\"");
+    let config = Config::parse("c.json", &fixed).unwrap();
+    let found = crate::core::signals::rules::find_in(&config.signals.rules()[0], "All done. DONE");
+    assert!(found.is_some());
+}
