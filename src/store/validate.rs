@@ -1,5 +1,6 @@
 //! What a session file must hold to be used: a session the engine could not have written (a running turn without a
-//! deadline, a pause without its remaining time, a floor held by a persona outside the roster) is refused at load,
+//! deadline, a pause without its remaining time, a floor held by a persona outside the roster, a persona twice in
+//! the roster, a duration past a century) is refused at load,
 //! so the last good copy is used instead of a session that would misbehave or panic later.
 
 use crate::core::ids::ChannelId;
@@ -28,5 +29,26 @@ pub fn check_session(session: &Session, channel: ChannelId) -> Result<(), String
     if session.is_active() && !session.active_agent.as_ref().is_some_and(|a| session.roster.contains(a)) {
         return Err("its active persona is not in its roster".into());
     }
+    if let Some(twice) = session.roster.iter().enumerate().find(|(n, p)| session.roster[..*n].contains(p)) {
+        return Err(format!("its roster lists {} twice", twice.1));
+    }
+    // Durations the engine adds to instants: one past a century either way (a hand edit) would overflow that
+    // arithmetic. Some are negative at times (a pause after the deadline, within the grace; a clock set back).
+    let within = |ms: i128| ms.abs() <= i128::from(CENTURY_MS);
+    let durations = [
+        ("pausedRemainingMs", session.paused_remaining_ms.map_or(0, i128::from)),
+        ("turnPausedMs", i128::from(session.turn_paused_ms)),
+        ("turnExtendedSeconds", i128::from(session.turn_extended_seconds) * 1000),
+        ("turnTimeoutSeconds", i128::from(session.turn_timeout_seconds) * 1000),
+    ];
+    if let Some((field, _)) = durations.iter().find(|(_, ms)| !within(*ms)) {
+        return Err(format!("its {field} is out of range (over a century)"));
+    }
+    if session.round == u32::MAX {
+        return Err("its round is out of range".into());
+    }
     Ok(())
 }
+
+/// A hundred years, in milliseconds: more than any turn lasts, far less than what overflows a date.
+const CENTURY_MS: i64 = 100 * 366 * 86_400 * 1000;

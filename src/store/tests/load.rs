@@ -139,9 +139,28 @@ fn impossible_sessions() -> Vec<(&'static str, Session, &'static str)> {
     let mut s = running.clone();
     s.active_agent = Some(PersonaId::parse("ghost").unwrap());
     cases.push(("running, the floor held outside the roster", s, "not in its roster"));
-    let mut s = paused;
+    let mut s = paused.clone();
     s.active_agent = None;
     cases.push(("paused, nobody holding the floor", s, "not in its roster"));
+    // Hand-edited values that would overflow the engine's arithmetic (a resume panicked on this one).
+    let mut s = paused.clone();
+    s.paused_remaining_ms = Some(9_000_000_000_000_000_000);
+    cases.push(("paused for longer than a calendar holds", s, "pausedRemainingMs"));
+    let mut s = paused;
+    s.paused_remaining_ms = Some(i64::MIN);
+    cases.push(("paused with less than any calendar holds", s, "pausedRemainingMs"));
+    let mut s = running.clone();
+    s.turn_extended_seconds = u64::MAX;
+    cases.push(("extended past any calendar", s, "turnExtendedSeconds"));
+    let mut s = running.clone();
+    s.turn_paused_ms = i64::MAX;
+    cases.push(("paused within its turn past any calendar", s, "turnPausedMs"));
+    let mut s = running.clone();
+    s.round = u32::MAX;
+    cases.push(("at the last round a number holds", s, "round"));
+    let mut s = running;
+    s.roster.push(PersonaId::parse("pm").unwrap());
+    cases.push(("a persona twice in the roster", s, "lists pm twice"));
     cases
 }
 
