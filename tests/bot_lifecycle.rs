@@ -185,9 +185,14 @@ async fn channels_in_the_configuration_are_managed_from_start_up() {
 
 /// `turn-manager run` against the stage's server, with the stage's token.
 fn run(stage: &Stage, personas: &std::path::Path, state: &std::path::Path) -> Command {
+    run_at(&stage.server.base_url(), stage, personas, state)
+}
+
+/// [`run`] with another API base.
+fn run_at(base: &str, stage: &Stage, personas: &std::path::Path, state: &std::path::Path) -> Command {
     let mut command = Command::new(BINARY);
     command
-        .args(["run", "--api-base", &stage.server.base_url()])
+        .args(["run", "--api-base", base])
         .arg("--personas")
         .arg(personas)
         .arg("--state")
@@ -253,6 +258,38 @@ async fn run_connects_through_api_base_and_shuts_down_gracefully_on_sigterm() {
     let saved = std::fs::read_to_string(state.path().join("channels").join(format!("{channel}.json"))).unwrap();
     let saved: serde_json::Value = serde_json::from_str(&saved).unwrap();
     assert_eq!(saved["activeAgent"], "pm");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_refuses_an_api_base_that_gives_no_gateway_address_rather_than_connecting_to_discord() {
+    let stage = Stage::new(&common::personas([60, 60, 60])).await.unwrap();
+    let (personas, state) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    write_personas(&stage, personas.path());
+    // A path where the server answers 404: serenity would take Discord's own gateway for the token instead.
+    let wrong = format!("{}/discord", stage.server.base_url());
+    let log_path = state.path().join("run.log");
+    let log = std::fs::File::create(&log_path).unwrap();
+    let mut child = run_at(&wrong, &stage, personas.path(), state.path()).stderr(log).spawn().unwrap();
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > PATIENCE {
+            child.kill().unwrap();
+            panic!("still running: {}", std::fs::read_to_string(&log_path).unwrap());
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    let stderr = std::fs::read_to_string(&log_path).unwrap();
+    let output = std::process::Output { status, stdout: Vec::new(), stderr: stderr.clone().into_bytes() };
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("did not give the gateway's address") && stderr.contains("--api-base"), "{stderr}");
+    assert!(!stderr.contains(&stage.bot_token), "{stderr}");
+    // Not a URL at all: refused before anything starts.
+    let output = run_at("not a url", &stage, personas.path(), state.path()).output().unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("--api-base (DISCORD_API_BASE): `not a url`"));
 }
 
 #[test]

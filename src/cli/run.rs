@@ -58,7 +58,14 @@ pub fn run(args: &RunArgs) -> ExitCode {
     for warning in &setup.warnings.0 {
         eprintln!("{warning}");
     }
-    let (api_base, metrics) = (args.api_base.clone(), args.metrics);
+    let api_base = match args.api_base.as_deref().map(api_base_of).transpose() {
+        Ok(base) => base.flatten(),
+        Err(e) => {
+            eprintln!("error: --api-base (DISCORD_API_BASE): {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let metrics = args.metrics;
     let location = store.unwrap_or_else(|| StoreLocation::Folder(setup.config.state_dir.clone()));
     let leases = LeaseOptions { ttl: Duration::from_secs(args.lease_seconds), ..LeaseOptions::default() };
     super::run_async(async move {
@@ -105,5 +112,45 @@ async fn ctrl_c() -> &'static str {
     match tokio::signal::ctrl_c().await {
         Ok(()) => "Ctrl-C",
         Err(_) => std::future::pending().await,
+    }
+}
+
+/// The API base as given, checked: empty is none (an unset variable in an env file); an http(s) address, with a
+/// path up to `/api/v10` taken off (what `sandbox.json` calls `apiUrl`, the agents' base, is accepted too).
+fn api_base_of(text: &str) -> Result<Option<String>, String> {
+    let text = text.trim();
+    if text.is_empty() {
+        return Ok(None);
+    }
+    let url = reqwest::Url::parse(text)
+        .map_err(|e| format!("`{text}` is not a URL ({e}); give the server's address, e.g. http://127.0.0.1:3799"))?;
+    if !matches!(url.scheme(), "http" | "https") || url.host().is_none() {
+        return Err(format!("`{text}` is not an http(s) address, e.g. http://127.0.0.1:3799"));
+    }
+    let base = text.trim_end_matches('/');
+    let base = base.strip_suffix("/api/v10").or_else(|| base.strip_suffix("/api")).unwrap_or(base);
+    Ok(Some(base.to_owned()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::api_base_of;
+
+    #[test]
+    fn an_api_base_is_an_http_address_taken_without_its_api_path() {
+        for given in [
+            "http://127.0.0.1:3799",
+            "http://127.0.0.1:3799/",
+            "http://127.0.0.1:3799/api/v10",
+            " http://127.0.0.1:3799/api/ ",
+        ] {
+            assert_eq!(api_base_of(given), Ok(Some("http://127.0.0.1:3799".into())), "{given}");
+        }
+        assert_eq!(api_base_of("https://proxy.example/discord"), Ok(Some("https://proxy.example/discord".into())));
+        assert_eq!(api_base_of("  "), Ok(None), "an empty variable is no base");
+        for bad in ["not a url", "127.0.0.1:3799", "ftp://host", "unix:/tmp/sock"] {
+            let error = api_base_of(bad).unwrap_err();
+            assert!(error.contains(bad) && error.contains("http://127.0.0.1:3799"), "{bad}: {error}");
+        }
     }
 }

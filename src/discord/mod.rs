@@ -227,6 +227,9 @@ pub async fn start(options: BotOptions) -> anyhow::Result<RunningBot> {
         store: store.clone(),
         registers,
     });
+    if let Some(base) = &options.api_base {
+        check_api_base(&http, base, &budget).await?;
+    }
     // Building the client asks for the gateway's address (GET /gateway), once: that call spends from the budget
     // too. Reconnections use the address it got.
     budget.take().await;
@@ -348,6 +351,34 @@ fn tell_lost_sessions(env: &Arc<Env>, lost: Vec<ChannelId>) {
             }
         });
     }
+}
+
+/// Asks the API base for the gateway's address before the client does: serenity, when that fails, connects to
+/// Discord's own gateway with the token, while every REST call goes to the base. A few tries while nothing answers
+/// (a local server still starting), none after a refusal; the error says which setting to check.
+async fn check_api_base(http: &discord::Http, base: &str, budget: &RestBudget) -> anyhow::Result<()> {
+    const TRIES: u32 = 5;
+    for attempt in 1..=TRIES {
+        budget.take().await;
+        match http.get_gateway().await {
+            Ok(_) => return Ok(()),
+            // An answer, but not the address (a 404 from a wrong path): trying again changes nothing.
+            Err(e)
+                if attempt == TRIES
+                    || matches!(e, discord::Error::Http(discord::HttpError::UnsuccessfulRequest(_))) =>
+            {
+                anyhow::bail!(
+                    "the API base {base} did not give the gateway's address (GET /api/v10/gateway: {e}); check --api-base \
+                 (DISCORD_API_BASE): it is the server's address, such as http://127.0.0.1:3799, without /api/v10"
+                )
+            }
+            Err(e) => {
+                tracing::warn!("the API base {base} did not give the gateway's address ({e}); trying again in 1 s");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        }
+    }
+    unreachable!("the last try returns")
 }
 
 /// Turns the gateway errors people meet on a real server into what to do about them.
