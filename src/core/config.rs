@@ -199,7 +199,7 @@ fn choice(c: &mut Checker, object: &Map<String, Value>, key: &str, allowed: &[&s
         Some(value)
     } else {
         let quoted: Vec<String> = allowed.iter().map(|a| format!("\"{a}\"")).collect();
-        c.error(&[key], format!("is \"{value}\"; use one of {}", quoted.join(", ")));
+        c.error(&[key], format!("is {}; use one of {}", crate::core::ids::quoted(&value), quoted.join(", ")));
         None
     }
 }

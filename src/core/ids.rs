@@ -89,12 +89,12 @@ pub fn parse_snowflake(text: &str) -> Result<u64, String> {
         return Err("is empty; expected a Discord id such as \"1234567890123456789\"".into());
     }
     if !text.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(format!("\"{text}\" is not a Discord id: only the digits 0-9 are allowed"));
+        return Err(format!("{} is not a Discord id: only the digits 0-9 are allowed", quoted(text)));
     }
     match text.parse::<u64>() {
         Ok(0) => Err("0 is not a valid Discord id".into()),
         Ok(value) => Ok(value),
-        Err(_) => Err(format!("\"{text}\" is too large for a Discord id (at most 20 digits, below 2^64)")),
+        Err(_) => Err(format!("{} is too large for a Discord id (at most 20 digits, below 2^64)", quoted(text))),
     }
 }
 
@@ -204,5 +204,41 @@ mod snowflake_time_tests {
         assert_eq!(MessageId(175928847299117063).created_at(), at);
         assert_eq!(MessageId::first_at(at).created_at(), at);
         assert_eq!(MessageId(u64::MAX).created_at().timestamp_millis(), (u64::MAX >> 22) as i64 + DISCORD_EPOCH_MS);
+    }
+}
+
+/// A value a person wrote, quoted for an error message: one that looks like a bot token (pasted into the wrong
+/// field) is not repeated, since errors reach logs; a very long one is cut.
+pub fn quoted(value: &str) -> String {
+    let parts: Vec<&str> = value.split('.').collect();
+    let token_like = parts.len() == 3
+        && value.len() >= 50
+        && parts
+            .iter()
+            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'));
+    if token_like {
+        return "a value that looks like a bot token (not repeated here)".to_owned();
+    }
+    match value.char_indices().nth(60) {
+        Some((cut, _)) => format!("\"{}…\"", &value[..cut]),
+        None => format!("\"{value}\""),
+    }
+}
+
+#[cfg(test)]
+mod quoting {
+    use super::{parse_snowflake, quoted};
+
+    #[test]
+    fn a_token_pasted_as_an_id_is_not_repeated_in_the_error() {
+        let token = "MTMxMjAwMDAwMDAwMDAwMDAwOQ.GaBcDe.abcdefghijklmnopqrstuvwxyz0123456789AB";
+        let error = parse_snowflake(token).unwrap_err();
+        assert!(!error.contains("GaBcDe") && error.contains("looks like a bot token"), "{error}");
+        assert_eq!(
+            parse_snowflake("12ab").unwrap_err(),
+            "\"12ab\" is not a Discord id: only the digits 0-9 are allowed"
+        );
+        assert_eq!(quoted(&"x".repeat(100)), format!("\"{}…\"", "x".repeat(60)));
+        assert_eq!(quoted("relay"), "\"relay\"");
     }
 }
