@@ -172,10 +172,13 @@ impl Config {
     pub fn check_against(&self, file: &str, text: &str, personas: &PersonaCatalog) -> Vec<Problem> {
         let mut c = Checker::new(file, text);
         super::signals::config::check_against(&mut c, &self.signals, personas);
-        for channel in &self.channels {
+        // Listed in order, one per channel id (a repeat is refused at parse): the i-th entry is the i-th listed.
+        for (i, channel) in self.channels.iter().enumerate() {
             for id in channel.roster.iter().filter(|id| personas.get(id).is_none()) {
-                c.error(
-                    &["channels", "roster"],
+                let line = c.line_in_list(&["channels"], i, "roster");
+                c.error_at(
+                    &format!("channels[{i}].roster"),
+                    line,
                     format!(
                         "channel {} names \"{id}\", which no persona file defines; known: {}",
                         channel.channel_id,
@@ -229,35 +232,61 @@ fn read_channels(c: &mut Checker, object: &Map<String, Value>, config: &mut Conf
         c.error(&["channels"], "must be a list of {\"channelId\": \"...\", \"roster\": [...]}");
         return;
     };
+    // Each problem names `channels[i].field` and the line of that entry's field, not the list's first.
+    let error = |c: &mut Checker, i: usize, field: &str, message: String| {
+        let line = c.line_in_list(&["channels"], i, if field.is_empty() { "channelId" } else { field });
+        let name = if field.is_empty() { format!("channels[{i}]") } else { format!("channels[{i}].{field}") };
+        c.error_at(&name, line, message);
+    };
     for (i, item) in items.iter().enumerate() {
         let Value::Object(entry) = item else {
-            c.error(&["channels"], format!("item {i} must be an object with \"channelId\""));
+            error(c, i, "", "must be an object with \"channelId\"".into());
             continue;
         };
         c.unknown_fields(entry, &["channels"], CHANNEL_FIELDS, true);
-        let channel_id = match c.string(entry, &["channels"], "channelId") {
-            Some(raw) => parse_snowflake(&raw)
-                .map(ChannelId)
-                .map_err(|why| c.error(&["channels", "channelId"], format!("item {i}: {why}")))
-                .ok(),
+        let channel_id = match entry.get("channelId") {
+            Some(Value::String(raw)) => {
+                parse_snowflake(raw).map(ChannelId).map_err(|why| error(c, i, "channelId", why)).ok()
+            }
+            Some(other) => {
+                let found = crate::core::problems::kind_of(other);
+                error(c, i, "channelId", format!("must be a string (the id in quotes), found {found}"));
+                None
+            }
             None => {
-                c.error(&["channels"], format!("item {i} has no \"channelId\""));
+                error(c, i, "", "has no \"channelId\"".into());
                 None
             }
         };
         let mut roster = Vec::new();
-        for raw in c.string_list(entry, &["channels"], "roster").unwrap_or_default() {
+        let names = match entry.get("roster") {
+            None => Vec::new(),
+            Some(Value::Array(names)) => names.clone(),
+            Some(other) => {
+                let found = crate::core::problems::kind_of(other);
+                error(c, i, "roster", format!("must be a list of persona ids, found {found}"));
+                Vec::new()
+            }
+        };
+        for name in names {
+            let Value::String(raw) = name else {
+                error(
+                    c,
+                    i,
+                    "roster",
+                    format!("must hold persona ids (strings), found {}", crate::core::problems::kind_of(&name)),
+                );
+                continue;
+            };
             match PersonaId::parse(&raw) {
-                Ok(id) if roster.contains(&id) => {
-                    c.error(&["channels", "roster"], format!("item {i} names \"{id}\" twice"))
-                }
+                Ok(id) if roster.contains(&id) => error(c, i, "roster", format!("names \"{id}\" twice")),
                 Ok(id) => roster.push(id),
-                Err(why) => c.error(&["channels", "roster"], format!("item {i}: {why}")),
+                Err(why) => error(c, i, "roster", why),
             }
         }
         if let Some(channel_id) = channel_id {
             if config.channels.iter().any(|m| m.channel_id == channel_id) {
-                c.error(&["channels", "channelId"], format!("item {i}: channel {channel_id} is listed twice"));
+                error(c, i, "channelId", format!("channel {channel_id} is listed twice"));
             }
             config.channels.push(ManagedChannel { channel_id, roster });
         }
@@ -322,6 +351,30 @@ mod tests {
         let text = problems.to_string();
         assert!(text.contains("DISCORD_TOKEN"));
         assert!(!text.contains("secret-value"));
+    }
+
+    #[test]
+    fn each_problem_of_a_channel_names_its_entry_and_line() {
+        let text = r#"{"channels": [
+  {"channelId": "111"},
+  {"channelId": "222"},
+  {"channelId": "333", "roster": ["pm", 7]},
+  {"channelId": 444},
+  {"channelId": "222"},
+  {"channelId": "44x"}
+]}"#;
+        let problems = Config::parse("c6.json", text).unwrap_err();
+        let said: Vec<String> = problems.0.iter().map(ToString::to_string).collect();
+        let expected = [
+            "c6.json:4: field \"channels[2].roster\" must hold persona ids (strings), found a number",
+            "c6.json:5: field \"channels[3].channelId\" must be a string (the id in quotes), found a number",
+            "c6.json:6: field \"channels[4].channelId\" channel 222 is listed twice",
+            "c6.json:7: field \"channels[5].channelId\" \"44x\" is not a Discord id",
+        ];
+        assert_eq!(said.len(), expected.len(), "{said:#?}");
+        for (said, expected) in said.iter().zip(expected) {
+            assert!(said.contains(expected), "{said}\n  expected: {expected}");
+        }
     }
 
     #[test]
