@@ -36,7 +36,7 @@ pub fn load_setup(sources: &Sources) -> Result<Setup, Problems> {
         Some(path) => (path.clone(), true),
         None => (PathBuf::from(DEFAULT_CONFIG_FILE), false),
     };
-    let (mut config, config_text, config_file) = match std::fs::read_to_string(&config_path) {
+    let (mut config, config_text, config_file) = match read_text(&config_path) {
         Ok(text) => {
             // What could be read is still checked against the personas below, so that every problem shows at once.
             let (config, found) = Config::parse_partly(&display(&config_path), &text);
@@ -60,17 +60,22 @@ pub fn load_setup(sources: &Sources) -> Result<Setup, Problems> {
     let mut catalog = None;
     match read_persona_files(&personas_dir) {
         Err(problem) => problems.push(problem),
-        Ok(files) if files.is_empty() => problems.push(file_problem(
+        Ok((files, unreadable)) if files.is_empty() && !unreadable.is_empty() => problems.extend(unreadable),
+        Ok((files, _)) if files.is_empty() => problems.push(file_problem(
             &personas_dir,
             "has no persona files (*.json); add one per agent, see the README".into(),
         )),
-        Ok(files) => match PersonaCatalog::from_files(&files) {
-            Ok((found, warnings)) => {
-                problems.extend(warnings.0);
-                catalog = Some(found);
+        // The files that could be read are checked too, so that every problem shows at once.
+        Ok((files, unreadable)) => {
+            problems.extend(unreadable);
+            match PersonaCatalog::from_files(&files) {
+                Ok((found, warnings)) => {
+                    problems.extend(warnings.0);
+                    catalog = Some(found);
+                }
+                Err(found) => problems.extend(found.0),
             }
-            Err(found) => problems.extend(found.0),
-        },
+        }
     }
     if let (Some(catalog), Some(file)) = (&catalog, &config_file) {
         problems.extend(config.check_against(&display(file), &config_text, catalog));
@@ -85,8 +90,12 @@ pub fn load_setup(sources: &Sources) -> Result<Setup, Problems> {
     }
 }
 
-/// Every `*.json` file of a folder as (path, text), sorted by name. Unreadable files are errors.
-pub fn read_persona_files(dir: &Path) -> Result<Vec<(String, String)>, Problem> {
+/// Files as (path, text).
+pub type Texts = Vec<(String, String)>;
+
+/// Every `*.json` file of a folder as (path, text), sorted by name, and a problem for each one that cannot be read.
+/// The error is the folder's.
+pub fn read_persona_files(dir: &Path) -> Result<(Texts, Vec<Problem>), Problem> {
     let entries = std::fs::read_dir(dir).map_err(|e| file_problem(dir, format!("cannot be read as a folder: {e}")))?;
     let mut paths: Vec<PathBuf> = entries
         .filter_map(Result::ok)
@@ -94,13 +103,28 @@ pub fn read_persona_files(dir: &Path) -> Result<Vec<(String, String)>, Problem> 
         .filter(|path| path.extension().is_some_and(|ext| ext == "json") && path.is_file())
         .collect();
     paths.sort();
-    paths
-        .into_iter()
-        .map(|path| match std::fs::read_to_string(&path) {
-            Ok(text) => Ok((display(&path), text)),
-            Err(e) => Err(file_problem(&path, format!("cannot be read: {e}"))),
-        })
-        .collect()
+    let (mut files, mut unreadable) = (Vec::new(), Vec::new());
+    for path in paths {
+        match read_text(&path) {
+            Ok(text) => files.push((display(&path), text)),
+            Err(e) => unreadable.push(file_problem(&path, format!("cannot be read: {e}"))),
+        }
+    }
+    Ok((files, unreadable))
+}
+
+/// A file's text: UTF-8, with the byte-order mark some editors (Notepad) put first taken off, since JSON has none.
+fn read_text(path: &Path) -> std::io::Result<String> {
+    let bytes = std::fs::read(path)?;
+    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&bytes);
+    String::from_utf8(bytes.to_vec()).map_err(|e| {
+        let at = e.utf8_error().valid_up_to();
+        let line = bytes[..at].iter().filter(|b| **b == b'\n').count() + 1;
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("it is not UTF-8 text (line {line}, byte {at}); save it as UTF-8"),
+        )
+    })
 }
 
 fn file_problem(path: &Path, message: String) -> Problem {
@@ -159,6 +183,22 @@ mod tests {
         assert!(load_setup(&sources).unwrap_err().to_string().contains("has no persona files"));
         let sources = Sources { personas_dir: Some(dir.path().join("missing")), ..Sources::default() };
         assert!(load_setup(&sources).unwrap_err().to_string().contains("cannot be read as a folder"));
+    }
+
+    #[test]
+    fn a_file_with_a_byte_order_mark_is_read_and_one_not_utf8_is_reported_beside_every_other_problem() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.json"), b"\xEF\xBB\xBF{\"id\": \"pm\", \"discordUserId\": \"1\"}").unwrap();
+        std::fs::write(dir.path().join("b.json"), b"{\"id\": \"dev\",\n \"displayName\": \"D\xE9v\"}").unwrap();
+        write(dir.path(), "c.json", r#"{"id": "critic"}"#);
+        let sources = Sources { personas_dir: Some(dir.path().into()), ..Sources::default() };
+        let problems = load_setup(&sources).unwrap_err().to_string();
+        assert!(!problems.contains("a.json"), "the mark is taken off: {problems}");
+        assert!(problems.contains("b.json: cannot be read: it is not UTF-8 text (line 2"), "{problems}");
+        assert!(
+            problems.contains("c.json") && problems.contains("discordUserId"),
+            "the others are checked too: {problems}"
+        );
     }
 
     #[test]
