@@ -79,9 +79,22 @@ pub fn parse_persona(file: &str, text: &str) -> (Option<Persona>, Vec<Problem>) 
         }
     }
 
+    // A turn length written where it is not read would leave the persona on the default without a word.
+    for misplaced in ["timeoutSeconds", "timeout"].into_iter().filter(|key| object.contains_key(*key)) {
+        c.warning(
+            &[misplaced],
+            "is not read here: a persona's turn length goes in \"turnBehavior\": {\"timeoutSeconds\": N}; the \
+             default applies",
+        );
+    }
     let mut timeout_seconds = None;
     if let Some(behavior) = c.object(&object, &[], "turnBehavior") {
+        // `turnBehavior` is this bot's alone: any other key in it is a mistake, said even when not a near miss.
         c.unknown_fields(behavior, &["turnBehavior"], KNOWN_TURN_BEHAVIOR_FIELDS, false);
+        let missed = |key: &String| !KNOWN_TURN_BEHAVIOR_FIELDS.contains(&key.as_str());
+        for key in behavior.keys().filter(|key| missed(key) && closest_field(key).is_none()) {
+            c.warning(&["turnBehavior", key], "is not a turn setting (only \"timeoutSeconds\" is read); it is ignored");
+        }
         timeout_seconds = c
             .integer(behavior, &["turnBehavior"], "timeoutSeconds", TIMEOUT_SECONDS_MIN, TIMEOUT_SECONDS_MAX)
             .map(|n| n as u32);
@@ -102,6 +115,11 @@ pub fn parse_persona(file: &str, text: &str) -> (Option<Persona>, Vec<Problem>) 
         _ => None,
     };
     (persona, c.problems)
+}
+
+/// The known `turnBehavior` field a key is a near miss of (already warned about by `unknown_fields`).
+fn closest_field(key: &str) -> Option<&'static str> {
+    crate::core::problems::closest(key, KNOWN_TURN_BEHAVIOR_FIELDS)
 }
 
 /// Discord refuses webhook names that are empty, too long, or contain "clyde" or "discord".
@@ -325,6 +343,20 @@ mod tests {
         assert!(warnings.iter().all(|w| w.starts_with("warning:")));
         assert!(warnings.iter().any(|w| w.contains("\"displayname\"") && w.contains("did you mean \"displayName\"")));
         assert!(warnings.iter().any(|w| w.contains("turnBehavior.timeoutSecond") && w.contains("\"timeoutSeconds\"")));
+    }
+
+    #[test]
+    fn a_turn_length_written_where_it_is_not_read_is_a_warning() {
+        for text in [
+            r#"{"id": "b", "discordUserId": "2", "timeoutSeconds": 5}"#,
+            r#"{"id": "b", "discordUserId": "2", "turnBehavior": {"timeout": 5}}"#,
+        ] {
+            let (persona, problems) = parse_persona("p.json", text);
+            assert_eq!(persona.unwrap().timeout_seconds, None, "{text}");
+            let warnings: Vec<String> = problems.iter().map(ToString::to_string).collect();
+            assert_eq!(warnings.len(), 1, "{text}: {warnings:#?}");
+            assert!(warnings[0].starts_with("warning:") && warnings[0].contains("timeoutSeconds"), "{warnings:?}");
+        }
     }
 
     #[test]
