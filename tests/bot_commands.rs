@@ -139,6 +139,15 @@ async fn refusals_and_bad_arguments_say_what_is_wrong() {
     );
     let again = command(&scene, op, "start", starts("A session is already running here")).await;
     assert!(again.content.contains("pm has the floor"));
+    // poise leaves out an optional argument it cannot read, then finds it extra.
+    let negative = command(&scene, op, "history -1", |m| m.content.starts_with("I couldn't read")).await;
+    assert!(
+        negative.content.contains("not of the kind the command takes")
+            && negative.content.contains("Usage: `!turn history [n]`")
+            && !negative.content.contains("Too many"),
+        "{}",
+        negative.content
+    );
     let which = command(&scene, op, "frobnicate", starts("Usage: `!turn <")).await;
     assert!(which.content.contains("start|stop|pause|resume|skip|give|extend|order|add|remove|status|history"));
 }

@@ -503,15 +503,28 @@ fn usage(command: &poise::Command<Arc<Commands>, Error>) -> String {
     text
 }
 
+/// The reply to arguments poise could not read: what was wrong, as a sentence, and how to write the command.
+fn unreadable(error: &(dyn std::error::Error + Send + Sync + 'static), input: Option<&str>, usage: &str) -> String {
+    // poise takes an argument of the wrong kind for an optional one left out, and then finds it extra
+    // (`history -1`): "too many arguments" alone would puzzle.
+    let why = if error.is::<poise::TooManyArguments>() {
+        "an argument is extra, or not of the kind the command takes".to_owned()
+    } else {
+        let text = error.to_string();
+        let mut chars = text.trim_end_matches('.').chars();
+        chars.next().map(|first| first.to_lowercase().chain(chars).collect()).unwrap_or_default()
+    };
+    let what = input.map(|i| format!("`{i}`: ")).unwrap_or_default();
+    format!("I couldn't read that: {what}{why}. Usage: `{usage}`")
+}
+
 async fn on_error(error: poise::FrameworkError<'_, Arc<Commands>, Error>) {
     if let Some(ctx) = error.ctx() {
         let_go(ctx); // Before the reply: nothing of this command reaches the channel's actor any more.
     }
     let outcome = match error {
         poise::FrameworkError::ArgumentParse { error, input, ctx, .. } => {
-            let what = input.map(|i| format!("`{i}`: ")).unwrap_or_default();
-            let text = format!("I couldn't read {what}{error}. Usage: `{}`", usage(ctx.command()));
-            reply(ctx, &text).await
+            reply(ctx, &unreadable(error.as_ref(), input.as_deref(), &usage(ctx.command()))).await
         }
         poise::FrameworkError::SubcommandRequired { ctx } => {
             let names: Vec<String> = ctx.command().subcommands.iter().map(|c| c.name.to_string()).collect();

@@ -34,6 +34,8 @@ pub enum LockError {
     Taken { dir: PathBuf, lock: PathBuf },
     #[error("failed to lock the state folder {} with {}: {source}", dir.display(), lock.display())]
     Io { dir: PathBuf, lock: PathBuf, source: std::io::Error },
+    #[error("the state folder {} is a file, not a folder: give a folder (it is created if missing)", dir.display())]
+    NotAFolder { dir: PathBuf },
 }
 
 impl FolderLock {
@@ -41,6 +43,9 @@ impl FolderLock {
     pub fn take(dir: &Path) -> Result<Self, LockError> {
         let lock = dir.join(LOCK_FILE);
         let failed = |source| LockError::Io { dir: dir.to_owned(), lock: lock.clone(), source };
+        if dir.exists() && !dir.is_dir() {
+            return Err(LockError::NotAFolder { dir: dir.to_owned() });
+        }
         std::fs::create_dir_all(dir).map_err(failed)?;
         let file = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&lock).map_err(failed)?;
         match try_lock(&file) {
@@ -169,5 +174,16 @@ mod tests {
         assert!(matches!(FolderLock::take(dir.path()), Err(LockError::Taken { .. })));
         first.close().await;
         FileSessions::open(dir.path()).expect("free again once closed");
+    }
+
+    #[test]
+    fn a_file_given_as_the_state_folder_is_refused_saying_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("state");
+        std::fs::write(&file, "not a folder").unwrap();
+        let Err(error) = FolderLock::take(&file) else { panic!("a file taken for a folder") };
+        let error = error.to_string();
+        assert!(error.contains("is a file, not a folder") && error.contains("state"), "{error}");
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "not a folder", "left as it is");
     }
 }
