@@ -262,8 +262,7 @@ pub async fn start(options: BotOptions) -> anyhow::Result<RunningBot> {
 /// that claims its lease, reads the session as the other process left it, and reads the messages posted since
 /// before acting, as after a restart.
 async fn tend_leases(store: Arc<dyn SessionStore>, router: Arc<Router>, shards: Option<ShardRange>, period: Duration) {
-    loop {
-        tokio::time::sleep(period).await;
+    every_period(period, || async {
         match store.tend_leases(shards).await {
             Ok(orphans) => {
                 // Their actors here are stale: stopped now, with what their senders still had to do.
@@ -278,9 +277,33 @@ async fn tend_leases(store: Arc<dyn SessionStore>, router: Arc<Router>, shards: 
                         crate::metrics::lease_taken_over();
                     }
                 }
+                true
             }
-            Err(e) => tracing::warn!("could not renew the leases (trying again in {period:?}): {e}"),
+            Err(e) => {
+                tracing::warn!("could not renew the leases (trying again in {RENEWAL_RETRY:?}): {e}");
+                false
+            }
         }
+    })
+    .await
+}
+
+/// How soon a lease round that failed is tried again: the leases last three periods, and a round that waited a
+/// whole period again after one failure (a connection waited for 10 s) could let every lease expire.
+const RENEWAL_RETRY: Duration = Duration::from_secs(1);
+
+/// Runs `round` a `period` after the start of the last one that worked (the time a round takes is not added to
+/// the wait), and [`RENEWAL_RETRY`] after one that failed, forever.
+async fn every_period<F, Fut>(period: Duration, mut round: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let mut next = tokio::time::Instant::now() + period;
+    loop {
+        tokio::time::sleep_until(next).await;
+        let started = tokio::time::Instant::now();
+        next = if round().await { started + period } else { tokio::time::Instant::now() + RENEWAL_RETRY.min(period) };
     }
 }
 
@@ -410,6 +433,32 @@ pub fn permissions_used() -> discord::Permissions {
 
 #[cfg(test)]
 mod tests {
+    #[tokio::test(start_paused = true)]
+    async fn a_lease_round_that_fails_is_tried_again_within_a_second_and_a_slow_one_does_not_push_the_next() {
+        let start = tokio::time::Instant::now();
+        let rounds = std::sync::Mutex::new(Vec::new());
+        let round = || async {
+            let n = {
+                let mut rounds = rounds.lock().unwrap();
+                rounds.push(start.elapsed().as_secs_f64());
+                rounds.len()
+            };
+            // The second round waits 8 s for a connection and fails; the third fails at once; the fourth is slow.
+            match n {
+                2 => tokio::time::sleep(std::time::Duration::from_secs(8)).await,
+                4 => tokio::time::sleep(std::time::Duration::from_secs(4)).await,
+                _ => {}
+            }
+            !(2..=3).contains(&n)
+        };
+        let _ = tokio::time::timeout(
+            std::time::Duration::from_secs(45),
+            super::every_period(std::time::Duration::from_secs(10), round),
+        )
+        .await;
+        assert_eq!(*rounds.lock().unwrap(), [10.0, 20.0, 29.0, 30.0, 40.0]);
+    }
+
     use super::clean_token;
 
     #[test]
