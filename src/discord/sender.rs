@@ -108,14 +108,26 @@ pub struct Tools {
     /// The newest message of the channel's announcements known to be posted (saved in the session): every
     /// announcement this sender is given comes after it.
     pub announced: Option<MessageId>,
-    /// Whether this process surely still acts for the channel (see [`Acting`]).
+    /// Whether this process still acts for the channel (see [`Acting`]).
     pub acting: Acting,
+    /// How long this sender has waited for the lease so far, in ms: no call's ten minutes count it, however its
+    /// retries nest.
+    pub waited_for_lease_ms: std::sync::atomic::AtomicU64,
 }
 
-/// Whether this process surely still acts for the channel: with a shared store, false once its lease may have run
-/// out (renewals failing for a lease time: the database out of its reach, the process paused), when another process
-/// may be carrying out the same saved outbox. Always true with the state folder.
-pub type Acting = Arc<dyn Fn() -> bool + Send + Sync>;
+/// Whether this process still acts for the channel. Always [`Lease::Sure`] with the state folder.
+pub type Acting = Arc<dyn Fn() -> Lease + Send + Sync>;
+
+/// The channel's lease as this process knows it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Lease {
+    Sure,
+    /// It may have run out (renewals failing for a lease time: the database out of reach, the process paused):
+    /// another process may be carrying out the same saved outbox.
+    Unsure,
+    /// Another process holds it, or this one let it go: nothing more is done here.
+    Lost,
+}
 
 /// Takes each effect's outcome to whoever decided the effect.
 pub type Reports = Box<dyn Fn(Report) + Send + Sync>;
@@ -184,8 +196,9 @@ async fn run(tools: Tools, mut queue: mpsc::UnboundedReceiver<Job>) {
         if !posts_only {
             finish(&mut tidying).await;
         }
-        if !matches!(job, Job::Flush(_)) {
-            while_unsure(&tools).await;
+        if !matches!(job, Job::Flush(_)) && while_unsure(&tools).await == Lease::Lost {
+            // Left to the process that holds the channel, from the saved outbox (a flush waiting is let go).
+            return;
         }
         match job {
             Job::Effect { queued, replay } => match posting(&tools, &queued.effect, replay, announced).await {
@@ -509,36 +522,47 @@ impl Tools {
     }
 }
 
-/// Waits while this process may no longer act for the channel, looking again every [`LEASE_LOOK_EVERY`]; answers
-/// how long it waited. Either its lease is renewed (it is sure again) or a renewal finds the channel taken, and
-/// the actor abandons this sender: its effects are left to the process that holds the channel, whose carrying out
-/// the same saved outbox meanwhile would otherwise meet this one's retries (a repost made twice, an announcement
+/// Waits while this process may no longer act for the channel, looking again every [`LEASE_LOOK_EVERY`], until its
+/// lease is renewed ([`Lease::Sure`]) or found lost; the wait is added to the sender's. A process that carried on
+/// meanwhile would meet the new owner carrying out the same saved outbox (a repost made twice, an announcement
 /// after the new owner's).
-async fn while_unsure(tools: &Tools) -> Duration {
-    let started = Instant::now();
-    if !(tools.acting)() {
+async fn while_unsure(tools: &Tools) -> Lease {
+    let mut lease = (tools.acting)();
+    if lease == Lease::Unsure {
+        let started = Instant::now();
         tracing::warn!(
             channel = %tools.channel,
             "this process may have lost the channel's lease (its renewals fail): its effects wait until it is sure"
         );
-        while !(tools.acting)() {
+        while lease == Lease::Unsure {
             tokio::time::sleep(LEASE_LOOK_EVERY).await;
+            lease = (tools.acting)();
         }
+        let waited = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        tools.waited_for_lease_ms.fetch_add(waited, std::sync::atomic::Ordering::Relaxed);
     }
-    started.elapsed()
+    lease
 }
 
-/// The retry policy's state for one call: since when it is tried, the next back-off, and whether this process
-/// acts for the channel (a wait for that is not counted against [`GIVE_UP_AFTER`]).
+impl Tools {
+    fn waited_for_lease(&self) -> Duration {
+        Duration::from_millis(self.waited_for_lease_ms.load(std::sync::atomic::Ordering::Relaxed))
+    }
+}
+
+/// The retry policy's state for one call: since when it is tried, the next back-off, and the sender whose lease
+/// it waits for (the sender's waits since the call began are not counted against [`GIVE_UP_AFTER`]).
 struct Policy<'a> {
     started: Instant,
     backoff: Duration,
     sender: Option<&'a Tools>,
+    waited_before: Duration,
 }
 
 impl<'a> Policy<'a> {
     fn new(sender: Option<&'a Tools>) -> Self {
-        Self { started: Instant::now(), backoff: BACKOFF_FIRST, sender }
+        let waited_before = sender.map_or(Duration::ZERO, Tools::waited_for_lease);
+        Self { started: Instant::now(), backoff: BACKOFF_FIRST, sender, waited_before }
     }
 
     /// Waits before the next try after a transient `error`, or answers it when the call is to be given up.
@@ -551,13 +575,16 @@ impl<'a> Policy<'a> {
                 wait
             }
         };
-        if self.started.elapsed() + wait > GIVE_UP_AFTER {
+        let waited = self.sender.map_or(Duration::ZERO, |tools| tools.waited_for_lease() - self.waited_before);
+        if self.started.elapsed().saturating_sub(waited) + wait > GIVE_UP_AFTER {
             return Err(error);
         }
         tracing::debug!("retrying in {wait:?}: {error}");
         tokio::time::sleep(wait).await;
         if let Some(tools) = self.sender {
-            self.started += while_unsure(tools).await;
+            if while_unsure(tools).await == Lease::Lost {
+                return Err(error); // Left to the process that holds the channel.
+            }
         }
         Ok(())
     }

@@ -17,7 +17,7 @@ use super::clock::Clock;
 use super::commands::{self, Typed};
 use super::persist::Saver;
 use super::rest::{Rest, RestError};
-use super::sender::{Outcome, Report, Sender, Tools};
+use super::sender::{Lease, Outcome, Report, Sender, Tools};
 use super::shards_up::ShardsUp;
 use super::stats::Stats;
 use crate::core::config::{Config, DisplayModeSetting};
@@ -316,35 +316,50 @@ impl Actor {
     }
 
     /// A session saved before sessions recorded their server, resumed by a process that runs only some shards
-    /// (each such process claims those sessions): its server is looked up first. On another process's shard, that
-    /// process gets the channel's messages, not this one: the server is saved and the channel let go untouched
-    /// (its outbox too), for that process to take over at its next lease round. True when handed over.
+    /// (each such process claims those sessions): its server is looked up (at the start, and again at each catch-up
+    /// while the REST client is not connected yet). On another process's shard, that process gets the channel's
+    /// messages, not this one: the server is saved and the channel let go, its outbox left for that process to carry
+    /// out, and it takes the channel over at its next lease round. True when handed over: this actor stops.
     async fn hand_over_if_elsewhere(&mut self) -> bool {
-        if self.session.guild_id.is_some() || self.env.shards.runs_all() {
+        if self.env.shards.runs_all() {
             return false;
         }
-        let guild = match self.env.rest.guild_of(self.channel).await {
-            Ok(Some(guild)) => guild,
-            Ok(None) => return false,
-            Err(e) => {
-                tracing::debug!(channel = %self.channel, "the channel's server is not known yet: {e}");
-                return false;
-            }
+        let guild = match self.session.guild_id {
+            Some(guild) => guild,
+            None => match self.env.rest.guild_of(self.channel).await {
+                Ok(Some(guild)) => {
+                    let t = self.session.set_guild(guild);
+                    if self.env.shards.runs(guild) {
+                        self.commit(t).await;
+                    }
+                    guild
+                }
+                Ok(None) => return false,
+                Err(e) => {
+                    tracing::debug!(channel = %self.channel, "the channel's server is not known yet: {e}");
+                    return false;
+                }
+            },
         };
-        let t = self.session.set_guild(guild);
         if self.env.shards.runs(guild) {
-            self.commit(t).await;
             return false;
         }
         // Durably, not as activity (saved later): the other process reads the server to know the channel is its.
+        // Nothing of the outbox is handed to this process's sender by that save.
+        let handed = self.handed;
+        self.handed = self.session.outbox.back().map_or(handed, |q| q.id);
         if !self.save_durably().await {
+            self.handed = handed; // Still this process's, until a save says otherwise.
             return false;
         }
         // Nothing waiting here is this channel's to act on (the connection's news, a snapshot asked for): its
         // messages and commands come on the other process's shard.
+        self.abandon_sender();
+        self.held.clear();
         self.inbox.close();
         while self.inbox.try_recv().is_some() {}
         (self.retire)(&mut self.inbox);
+        self.taken_over = true;
         tracing::info!(channel = %self.channel, "this channel's server is on another process's shard: left to it");
         true
     }
@@ -577,7 +592,11 @@ impl Actor {
                 let HandledQuery { id, reply } = *query;
                 let _ = reply.send(self.session.has_handled(id));
             }
-            Input::CatchUp(shard) if self.is_on(shard) => self.catch_up_once_connected(),
+            Input::CatchUp(shard) if self.is_on(shard) => {
+                if !Box::pin(self.hand_over_if_elsewhere()).await {
+                    self.catch_up_once_connected();
+                }
+            }
             Input::CatchUp(_) => {}
             Input::ReadAgain => {
                 self.backlog.reading_again();
@@ -914,8 +933,13 @@ impl Actor {
                 announced,
                 acting: {
                     let saver = env.saver.clone();
-                    Arc::new(move || saver.surely_held(channel))
+                    Arc::new(move || match (saver.holds(channel), saver.surely_held(channel)) {
+                        (false, _) => Lease::Lost,
+                        (true, false) => Lease::Unsure,
+                        (true, true) => Lease::Sure,
+                    })
                 },
+                waited_for_lease_ms: Default::default(),
             })
         })
     }

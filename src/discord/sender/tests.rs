@@ -56,6 +56,8 @@ struct FakeChannel {
     announced_before: Mutex<Option<MessageId>>,
     /// This process's lease renewals have failed for a lease time: another process may act for the channel.
     lease_unsure: Arc<std::sync::atomic::AtomicBool>,
+    /// A renewal found the channel taken by another process.
+    lease_lost: Arc<std::sync::atomic::AtomicBool>,
 }
 
 #[async_trait]
@@ -185,9 +187,15 @@ fn sender_for(channel: &Arc<FakeChannel>) -> (Sender, Arc<Mutex<Vec<Report>>>) {
         tasks: tokio_util::task::TaskTracker::new(),
         announced: *channel.announced_before.lock().unwrap(),
         acting: {
-            let unsure = channel.lease_unsure.clone();
-            Arc::new(move || !unsure.load(std::sync::atomic::Ordering::Relaxed))
+            let (unsure, lost) = (channel.lease_unsure.clone(), channel.lease_lost.clone());
+            let on = |flag: &std::sync::atomic::AtomicBool| flag.load(std::sync::atomic::Ordering::Relaxed);
+            Arc::new(move || match (on(&lost), on(&unsure)) {
+                (true, _) => super::Lease::Lost,
+                (false, true) => super::Lease::Unsure,
+                (false, false) => super::Lease::Sure,
+            })
         },
+        waited_for_lease_ms: Default::default(),
     });
     (sender, reports)
 }
@@ -540,7 +548,9 @@ async fn a_repost_made_by_the_last_try_before_giving_up_is_found_and_the_origina
 #[tokio::test(start_paused = true)]
 async fn effects_wait_untried_while_the_lease_may_have_run_out_and_go_on_once_it_is_sure_again() {
     let channel = Arc::new(FakeChannel { announcing: true, ..FakeChannel::default() });
-    *channel.announce_answers.lock().unwrap() = VecDeque::from([Answer::Fail(server_error())]);
+    // The first try fails, and the first after the wait too: with the wait counted, that one would be given up.
+    *channel.announce_answers.lock().unwrap() =
+        VecDeque::from([Answer::Fail(server_error()), Answer::Fail(server_error())]);
     let (sender, reports) = sender_for(&channel);
     let tries = || channel.calls.lock().unwrap().iter().filter(|c| c.starts_with("announce")).count();
     sender.effects([Queued { id: 1, effect: Effect::Announce(floor_decided(chrono::TimeDelta::zero(), 1)) }], false);
@@ -556,6 +566,21 @@ async fn effects_wait_untried_while_the_lease_may_have_run_out_and_go_on_once_it
     // A renewal works again: this process still holds the channel.
     channel.lease_unsure.store(false, std::sync::atomic::Ordering::Relaxed);
     sender.flush().await;
-    assert_eq!(tries(), 3, "{:?}", channel.calls.lock().unwrap());
-    assert!(reports.lock().unwrap().iter().all(|r| matches!(r.outcome, Outcome::Done { .. })));
+    assert_eq!(tries(), 4, "{:?}", channel.calls.lock().unwrap());
+    let outcomes: Vec<Outcome> = reports.lock().unwrap().iter().map(|r| r.outcome.clone()).collect();
+    assert!(outcomes.iter().all(|o| matches!(o, Outcome::Done { .. })), "{outcomes:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_sender_waiting_for_its_lease_stops_once_the_lease_is_found_lost_letting_a_flush_go() {
+    let channel = Arc::new(FakeChannel { announcing: true, ..FakeChannel::default() });
+    channel.lease_unsure.store(true, std::sync::atomic::Ordering::Relaxed);
+    let (sender, reports) = sender_for(&channel);
+    sender.effects([Queued { id: 1, effect: Effect::Announce(floor_decided(chrono::TimeDelta::zero(), 1)) }], false);
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    // A renewal finds the channel taken: a retiring actor flushing this sender must not wait for ever.
+    channel.lease_lost.store(true, std::sync::atomic::Ordering::Relaxed);
+    tokio::time::timeout(Duration::from_secs(5), sender.flush()).await.expect("the flush is let go");
+    assert!(channel.calls.lock().unwrap().is_empty(), "nothing tried: {:?}", channel.calls.lock().unwrap());
+    assert!(reports.lock().unwrap().is_empty(), "left to the process that holds the channel");
 }

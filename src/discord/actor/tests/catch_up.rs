@@ -463,6 +463,27 @@ async fn a_session_of_unknown_server_on_another_process_s_shard_is_handed_to_it_
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_session_of_unknown_server_is_handed_over_at_the_catch_up_when_its_server_was_not_known_at_the_start() {
+    let h = Harness::new();
+    let (signal, mut saved) = on_shard_1_and_signalled_while_down(&h).await;
+    saved.guild_id = None;
+    let restarted = h.restarted_on(ShardsUp::starting(ShardRange::parse("0", 2).unwrap()));
+    restarted.rest.history.lock().unwrap().insert(A, vec![signal]);
+    // At the start the REST client is not connected yet: the server cannot be looked up.
+    restarted.router.resume(vec![saved]);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    // Connected: shard 0's READY brings the catch-up.
+    *restarted.rest.guild.lock().unwrap() = Some(GuildId(3 << 22));
+    restarted.router.env().shards.came_up(0, || {});
+    restarted.router.broadcast(|| Input::CatchUp(None));
+    tokio::time::sleep(Duration::from_secs(u64::from(TURN_SECONDS) * 3)).await;
+    assert_eq!(restarted.saver.saved.lock().unwrap()[&A].guild_id, Some(GuildId(3 << 22)));
+    let leases = restarted.saver.leases.lock().unwrap().clone();
+    assert_eq!(leases.last(), Some(&(A, "let go")), "{leases:?}");
+    assert_eq!(restarted.events(A, "turn_timeout") + restarted.events(A, "turn_complete"), 0);
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_session_of_unknown_server_on_this_process_s_shard_records_it_and_goes_on() {
     let (restarted, _) = unknown_server_resumed_by_shard_0_on(0).await;
     restarted.settle(A).await;
