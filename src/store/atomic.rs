@@ -36,22 +36,31 @@ pub fn replace_unsynced(path: &Path, previous: &Path, bytes: &[u8]) -> io::Resul
 
 /// The state folder's file system refused to exchange two names (found at the first save that tried): every save
 /// since replaces files by a rename.
-#[cfg(any(target_os = "linux", target_os = "macos"))]
+#[cfg(all(any(target_os = "linux", target_os = "macos"), not(test)))]
 static EXCHANGE_REFUSED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 #[cfg(test)]
 thread_local! {
-    /// A test's file system refuses the exchange (on this thread only, so that no other test's saves change way).
+    /// A test's file system refuses the exchange, and what was learnt of it: on this thread only, so that no other
+    /// test's saves change way.
     static EXCHANGE_REFUSED_IN_TEST: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    static EXCHANGE_REFUSED_LEARNT_IN_TEST: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 #[cfg(any(target_os = "linux", target_os = "macos"))]
 fn exchange_refused() -> bool {
     #[cfg(test)]
-    if EXCHANGE_REFUSED_IN_TEST.with(std::cell::Cell::get) {
-        return true;
-    }
+    return EXCHANGE_REFUSED_LEARNT_IN_TEST.with(std::cell::Cell::get);
+    #[cfg(not(test))]
     EXCHANGE_REFUSED.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+#[cfg(any(target_os = "linux", target_os = "macos"))]
+fn learn_exchange_refused() {
+    #[cfg(test)]
+    EXCHANGE_REFUSED_LEARNT_IN_TEST.with(|learnt| learnt.set(true));
+    #[cfg(not(test))]
+    EXCHANGE_REFUSED.store(true, std::sync::atomic::Ordering::Relaxed);
 }
 
 #[cfg(any(target_os = "linux", target_os = "macos"))]
@@ -73,7 +82,7 @@ fn replace(path: &Path, previous: &Path, bytes: &[u8], durable: bool) -> io::Res
                 "this file system cannot exchange two file names atomically ({errno}): session files are replaced by \
                  a rename from now on (a little slower)"
             );
-            EXCHANGE_REFUSED.store(true, std::sync::atomic::Ordering::Relaxed);
+            learn_exchange_refused();
             let _ = std::fs::remove_file(&spare);
             replace_by_rename(path, previous, bytes, durable)
         }
@@ -124,7 +133,10 @@ fn swap(a: &Path, b: &Path) -> io::Result<Swapped> {
     match renameat_with(CWD, a, CWD, b, RenameFlags::EXCHANGE) {
         Ok(()) => Ok(Swapped::Exchanged),
         Err(Errno::NOENT) if a.exists() => std::fs::rename(a, b).map(|()| Swapped::Renamed),
-        Err(errno @ (Errno::INVAL | Errno::NOSYS | Errno::OPNOTSUPP)) => Ok(Swapped::Refused(errno)),
+        // NOTSUP is OPNOTSUPP on Linux, not on macOS.
+        Err(errno) if [Errno::INVAL, Errno::NOSYS, Errno::OPNOTSUPP, Errno::NOTSUP].contains(&errno) => {
+            Ok(Swapped::Refused(errno))
+        }
         Err(e) => Err(e.into()),
     }
 }
@@ -219,6 +231,7 @@ mod tests {
             assert_eq!(std::fs::read_to_string(&previous).unwrap(), before);
         }
         EXCHANGE_REFUSED_IN_TEST.with(|refused| refused.set(false));
+        assert!(exchange_refused(), "learnt once, not tried again");
         let mut left: Vec<String> =
             std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
         left.sort();
