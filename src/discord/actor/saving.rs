@@ -13,6 +13,9 @@ use crate::store::writer::LAZY_SAVE_DELAY;
 use std::time::Duration;
 use tokio::time::Instant;
 
+/// How many times a session is read before the actor leaves the channel (some 30 s of waits, 1 s doubling).
+const READ_TRIES: u32 = 6;
+
 /// The first wait before trying a failed durable save again; it doubles each time, up to [`RETRY_MAX`].
 const RETRY_FIRST: Duration = Duration::from_secs(1);
 const RETRY_MAX: Duration = Duration::from_secs(30);
@@ -177,48 +180,53 @@ impl Actor {
 
 impl Actor {
     /// The channel's session as saved (a new one where none is). A store that fails to answer (a database out or
-    /// busy, a disk error) is asked again, after 1 s doubling to 30 s, as long as the lease is held: a blank session
-    /// in its place would leave a running one without its deadline and be saved over it. `None` when the lease was
-    /// lost meanwhile, or when the saved session cannot be used by this build (a newer build's, or edited by hand):
-    /// it is left as it is, the lease let go for a process that can read it, and the commands waiting told why.
+    /// busy, a disk error) is asked again, after 1 s doubling, [`READ_TRIES`] times while the lease is held: a blank
+    /// session in its place would leave a running one without its deadline and be saved over it. `None` when the
+    /// lease was lost meanwhile, when every try failed, or when the saved session cannot be used by this build (a
+    /// newer build's, or edited by hand: it is left as it is); then the lease is let go, for a later round or input
+    /// (or a process that can read it), and the commands waiting are told why.
     pub(super) async fn read_saved(&mut self) -> Option<crate::core::session::Session> {
         let mut wait = RETRY_FIRST;
-        loop {
-            match self.env.saver.load(self.channel).await {
+        for attempt in 1.. {
+            let e = match self.env.saver.load(self.channel).await {
                 Ok(saved) => return Some(saved.unwrap_or_else(|| crate::core::session::Session::new(self.channel))),
-                Err(e @ SessionStoreError::Unreadable { .. }) => {
-                    tracing::error!(
-                        channel = %self.channel,
-                        "{e}: it is left as it is, and this process does not act on the channel"
-                    );
-                    self.env.saver.let_go(self.channel);
-                    self.refuse_waiting_commands(&e);
-                    return None;
-                }
-                Err(e) => {
-                    tracing::warn!(channel = %self.channel, "could not read this channel's session (trying again in {wait:?}): {e}");
-                    tokio::time::sleep(wait).await;
-                    if !self.env.saver.holds(self.channel) {
-                        return None;
-                    }
-                    wait = (wait * 2).min(RETRY_MAX);
-                }
+                Err(e) => e,
+            };
+            if let SessionStoreError::Unreadable { .. } = e {
+                tracing::error!(channel = %self.channel, "{e}: it is left as it is, and this process does not act on the channel");
+                self.give_up_reading(&format!(
+                    "This channel's saved session cannot be read by this version of turn-manager ({e}); nothing was \
+                     changed. Check my logs."
+                ));
+                return None;
             }
+            if attempt == READ_TRIES {
+                tracing::error!(channel = %self.channel, "could not read this channel's session in {READ_TRIES} tries, so this process leaves it for now: {e}");
+                self.give_up_reading(&format!(
+                    "I could not read this channel's saved session ({e}); nothing was changed. Try again in a moment."
+                ));
+                return None;
+            }
+            tracing::warn!(channel = %self.channel, "could not read this channel's session (trying again in {wait:?}): {e}");
+            tokio::time::sleep(wait).await;
+            if !self.env.saver.holds(self.channel) {
+                return None;
+            }
+            wait = (wait * 2).min(RETRY_MAX);
         }
+        unreachable!("the last try returns")
     }
 
-    /// Answers the commands in the inbox, which this actor will not run, with why.
-    fn refuse_waiting_commands(&mut self, e: &SessionStoreError) {
+    /// This actor will not run the channel: its lease is let go (another process, or a later lease round or input,
+    /// starts it again) and the commands in the inbox are answered with `why`.
+    fn give_up_reading(&mut self, why: &str) {
+        self.env.saver.let_go(self.channel);
         self.inbox.close();
         while let Some(input) = self.inbox.try_recv() {
             if let super::Input::Command(command) = input
                 && let Some(reply) = command.reply
             {
-                let why = format!(
-                    "This channel's saved session cannot be read by this version of turn-manager ({e}); nothing was \
-                     changed. Check my logs."
-                );
-                let _ = reply.send(Err(crate::core::session::Refusal(why)));
+                let _ = reply.send(Err(crate::core::session::Refusal(why.to_owned())));
             }
         }
     }

@@ -273,3 +273,20 @@ async fn a_saved_session_this_build_cannot_read_is_left_as_it_is_and_commands_ar
     let leases = other.saver.leases.lock().unwrap().clone();
     assert_eq!(leases.last(), Some(&(A, "let go")), "the lease is let go for a build that can read it: {leases:?}");
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_session_that_cannot_be_read_for_half_a_minute_is_left_for_now_and_the_command_waiting_told_so() {
+    let other = left_running_by_another_process().await;
+    other.saver.failing_loads.store(100, Ordering::Relaxed);
+    let (reply, answer) = tokio::sync::oneshot::channel();
+    other.router.deliver_or_start(A, Input::command(Command::Pause, None, Some(reply)));
+    let refusal = tokio::time::timeout(Duration::from_secs(60), answer).await.expect("answered within a minute");
+    let refusal = refusal.expect("answered").expect_err("refused");
+    assert!(refusal.0.contains("Try again in a moment"), "{}", refusal.0);
+    let leases = other.saver.leases.lock().unwrap().clone();
+    assert_eq!(leases.last(), Some(&(A, "let go")), "not held while nothing acts on it: {leases:?}");
+    // The database is back: the next command starts the channel again, from the session as saved.
+    other.saver.failing_loads.store(0, Ordering::Relaxed);
+    other.settle(A).await;
+    assert_eq!(other.holder(A).await.as_deref(), Some("pm"));
+}
