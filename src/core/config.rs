@@ -172,8 +172,17 @@ impl Config {
     pub fn check_against(&self, file: &str, text: &str, personas: &PersonaCatalog) -> Vec<Problem> {
         let mut c = Checker::new(file, text);
         super::signals::config::check_against(&mut c, &self.signals, personas);
-        // Listed in order, one per channel id (a repeat is refused at parse): the i-th entry is the i-th listed.
-        for (i, channel) in self.channels.iter().enumerate() {
+        // Where each channel is listed in the file (entries refused at parse are not in `self.channels`).
+        let listed: Vec<Option<String>> = serde_json::from_str::<Value>(text)
+            .ok()
+            .and_then(|file| file.get("channels").and_then(Value::as_array).cloned())
+            .unwrap_or_default()
+            .iter()
+            .map(|entry| entry.get("channelId").and_then(Value::as_str).map(str::to_owned))
+            .collect();
+        for (n, channel) in self.channels.iter().enumerate() {
+            let wanted = channel.channel_id.to_string();
+            let i = listed.iter().position(|id| id.as_deref() == Some(wanted.as_str())).unwrap_or(n);
             for id in channel.roster.iter().filter(|id| personas.get(id).is_none()) {
                 let line = c.line_in_list(&["channels"], i, "roster");
                 c.error_at(
@@ -388,6 +397,13 @@ mod tests {
         let catalog = PersonaCatalog::default();
         let problems = config.check_against("c.json", "", &catalog);
         assert!(problems[0].message.contains("\"ghost\""));
+
+        // An entry refused at parse comes before it: the unknown persona is still placed at its own entry.
+        let text =
+            "{\"channels\": [\n  {\"channelId\": \"abc\"},\n  {\"channelId\": \"7\", \"roster\": [\"ghost\"]}\n]}";
+        let (config, _) = Config::parse_partly("c.json", text);
+        let problems = config.check_against("c.json", text, &catalog);
+        assert_eq!((problems[0].field.as_str(), problems[0].line), ("channels[1].roster", Some(3)), "{problems:?}");
     }
 
     #[test]
