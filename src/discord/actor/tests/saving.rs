@@ -5,15 +5,20 @@ use super::*;
 
 // --- saving fails (a full disk, a read-only folder, the writer gone): held back, then carried out ----------------
 
-#[tokio::test(start_paused = true)]
-async fn a_signal_whose_save_fails_is_announced_once_after_a_retry_saves_it_with_one_notice() {
+/// pm signals while the disk is full for the signal's save and the next two tries.
+async fn signalled_while_the_disk_is_full() -> Harness {
     let h = Harness::new();
     h.start(A).await;
     h.settle(A).await;
-    // The disk is full for the signal's save and the next two tries.
     h.saver.fail_next_durable_saves(3);
     h.deliver(A, &h.written(PM, "Done. TURN_COMPLETE", 1_000));
     h.settle(A).await;
+    h
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_signal_whose_save_fails_is_announced_once_after_a_retry_saves_it_with_one_notice() {
+    let h = signalled_while_the_disk_is_full().await;
     assert_eq!(h.floors(A, "dev"), 0, "not on disk, so not announced");
     // No other input comes: the actor tries again by itself (after 1, 2 and 4 s). Sleeping lets the paused clock
     // wake each timer in turn.
@@ -31,12 +36,7 @@ async fn a_signal_whose_save_fails_is_announced_once_after_a_retry_saves_it_with
 
 #[tokio::test(start_paused = true)]
 async fn activity_while_a_failed_save_waits_is_not_saved_apart_from_the_turn_change_and_its_events() {
-    let h = Harness::new();
-    h.start(A).await;
-    h.settle(A).await;
-    h.saver.fail_next_durable_saves(3);
-    h.deliver(A, &h.written(PM, "Done. TURN_COMPLETE", 1_000));
-    h.settle(A).await;
+    let h = signalled_while_the_disk_is_full().await;
     // dev speaks while the signal's save waits for its retry: activity, saved lazily as a rule.
     h.deliver(A, &h.written(DEV, "Reading the task.", 1_200));
     tokio::time::sleep(Duration::from_millis(1_500)).await;
