@@ -202,12 +202,16 @@ async fn run(tools: Tools, mut queue: mpsc::UnboundedReceiver<Job>) {
         }
         match job {
             Job::Effect { queued, replay } => match posting(&tools, &queued.effect, replay, announced).await {
+                // Given up for the lease lost: the holder's replay finds what was done; nothing is reported here.
+                _ if lease_lost(&tools) => return,
                 // Nothing is under way here: an effect that tidies is not `posts_only`, so it waited above.
                 Ok(posted) if queued.effect.tidies() => {
                     let task = tools.clone();
                     tidying = Some(Tidying(tools.tasks.spawn(async move {
                         let done = tidy(&task, &queued.effect).await.map(|()| posted);
-                        report(&task, &queued, done);
+                        if !lease_lost(&task) {
+                            report(&task, &queued, done);
+                        }
                     })));
                 }
                 done => {
@@ -321,8 +325,11 @@ async fn posting(
                     match repost_once(tools, *message_id, voice, &parts[..=posted], carried).await {
                         Ok(part) => made.push(part),
                         Err(e) => {
-                            // The original stays, so the parts showing above it would show its text twice.
-                            take_back_parts(tools, &made).await;
+                            // The original stays, so the parts showing above it would show its text twice; unless
+                            // the lease is lost: the holder's replay posts the parts missing after those.
+                            if !lease_lost(tools) {
+                                take_back_parts(tools, &made).await;
+                            }
                             return Err(e);
                         }
                     }
@@ -542,6 +549,11 @@ async fn while_unsure(tools: &Tools) -> Lease {
         tools.waited_for_lease_ms.fetch_add(waited, std::sync::atomic::Ordering::Relaxed);
     }
     lease
+}
+
+/// Whether another process holds the channel now (or this one let it go): what is under way stops as it is.
+fn lease_lost(tools: &Tools) -> bool {
+    (tools.acting)() == Lease::Lost
 }
 
 impl Tools {

@@ -324,34 +324,22 @@ impl Actor {
         if self.env.shards.runs_all() {
             return false;
         }
-        let guild = match self.session.guild_id {
-            Some(guild) => guild,
-            None => match self.env.rest.guild_of(self.channel).await {
-                Ok(Some(guild)) => {
-                    let t = self.session.set_guild(guild);
-                    if self.env.shards.runs(guild) {
-                        self.commit(t).await;
-                    }
-                    guild
-                }
-                Ok(None) => return false,
-                Err(e) => {
-                    tracing::debug!(channel = %self.channel, "the channel's server is not known yet: {e}");
-                    return false;
-                }
-            },
-        };
-        if self.env.shards.runs(guild) {
+        self.learn_guild().await;
+        let Some(guild) = self.session.guild_id.filter(|guild| !self.env.shards.runs(*guild)) else {
             return false;
-        }
+        };
         // Durably, not as activity (saved later): the other process reads the server to know the channel is its.
         // Nothing of the outbox is handed to this process's sender by that save.
         let handed = self.handed;
         self.handed = self.session.outbox.back().map_or(handed, |q| q.id);
         if !self.save_durably().await {
-            self.handed = handed; // Still this process's, until a save says otherwise.
+            // Still this process's: the server is forgotten, so that the next catch-up (or the save's retry) looks
+            // it up and tries again, the channel meanwhile taking every shard's news as its own.
+            self.handed = handed;
+            self.session.guild_id = None;
             return false;
         }
+        tracing::debug!(channel = %self.channel, %guild, "handing the channel over");
         // Nothing waiting here is this channel's to act on (the connection's news, a snapshot asked for): its
         // messages and commands come on the other process's shard.
         self.abandon_sender();
@@ -384,7 +372,9 @@ impl Actor {
         match timer {
             Timer::Deadline => self.on_deadline().await,
             Timer::SaveRetry => {
-                self.save_durably().await;
+                if self.save_durably().await {
+                    Box::pin(self.hand_over_if_elsewhere()).await; // One that failed on this save, if any.
+                }
             }
             Timer::SaveActivity => self.save_activity(),
             Timer::CommandWait => {
@@ -867,6 +857,9 @@ impl Actor {
             Ok(Some(guild)) => {
                 let t = self.session.set_guild(guild);
                 self.commit(t).await;
+                if !self.env.shards.runs(guild) {
+                    return; // Another process's: handed over (`hand_over_if_elsewhere`), nothing to wait for here.
+                }
                 // Not knowing its server, the channel took every shard's loss and return for its own; from now on
                 // only its own shard's are meant for it.
                 let shard_up = self.its_shard_is_up();

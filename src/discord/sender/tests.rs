@@ -584,3 +584,20 @@ async fn a_sender_waiting_for_its_lease_stops_once_the_lease_is_found_lost_letti
     assert!(channel.calls.lock().unwrap().is_empty(), "nothing tried: {:?}", channel.calls.lock().unwrap());
     assert!(reports.lock().unwrap().is_empty(), "left to the process that holds the channel");
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_relay_cut_short_by_a_lost_lease_leaves_its_parts_for_the_holder_to_complete() {
+    let channel = Arc::new(FakeChannel::default());
+    // The first part is made; the second meets a 502, and while the sender backs off a renewal finds the channel
+    // taken by another process, whose replay finds the first part and posts the rest.
+    *channel.answers.lock().unwrap() = VecDeque::from([Answer::Made, Answer::Fail(server_error())]);
+    let (sender, reports) = sender_for(&channel);
+    sender.effects([Queued { id: 1, effect: relay_of(Some(&long_text(3)), false) }], false);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(texts(&channel).len(), 1, "precondition: the first part shows");
+    channel.lease_lost.store(true, std::sync::atomic::Ordering::Relaxed);
+    tokio::time::timeout(Duration::from_secs(5), sender.flush()).await.expect("the sender stops");
+    assert!(channel.deleted.lock().unwrap().is_empty(), "no part taken back, the original left: the holder's");
+    assert_eq!(texts(&channel).len(), 1, "nothing more posted here");
+    assert!(reports.lock().unwrap().is_empty(), "nothing reported");
+}

@@ -484,6 +484,23 @@ async fn a_session_of_unknown_server_is_handed_over_at_the_catch_up_when_its_ser
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_hand_over_whose_save_fails_is_made_once_a_save_works() {
+    let h = Harness::new();
+    let (_, mut saved) = on_shard_1_and_signalled_while_down(&h).await;
+    saved.guild_id = None;
+    let restarted = h.restarted_on(ShardsUp::starting(ShardRange::parse("0", 2).unwrap()));
+    *restarted.rest.guild.lock().unwrap() = Some(GuildId(3 << 22));
+    restarted.router.env().shards.came_up(0, || {});
+    restarted.saver.fail_next_durable_saves(1); // the save recording the server, for the other process
+    restarted.router.resume(vec![saved]);
+    tokio::time::sleep(Duration::from_secs(u64::from(TURN_SECONDS) * 3)).await;
+    assert_eq!(restarted.saver.saved.lock().unwrap()[&A].guild_id, Some(GuildId(3 << 22)));
+    let leases = restarted.saver.leases.lock().unwrap().clone();
+    assert_eq!(leases.last(), Some(&(A, "let go")), "{leases:?}");
+    assert_eq!(restarted.events(A, "turn_timeout") + restarted.events(A, "turn_complete"), 0);
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_session_of_unknown_server_on_this_process_s_shard_records_it_and_goes_on() {
     let (restarted, _) = unknown_server_resumed_by_shard_0_on(0).await;
     restarted.settle(A).await;
