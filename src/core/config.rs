@@ -173,16 +173,20 @@ impl Config {
         let mut c = Checker::new(file, text);
         super::signals::config::check_against(&mut c, &self.signals, personas);
         // Where each channel is listed in the file (entries refused at parse are not in `self.channels`).
-        let listed: Vec<Option<String>> = serde_json::from_str::<Value>(text)
+        // A channel listed twice (refused, but kept) is found at its own entry each time: the k-th of its copies
+        // here is the k-th in the file.
+        let listed: Vec<Option<ChannelId>> = serde_json::from_str::<Value>(text)
             .ok()
             .and_then(|file| file.get("channels").and_then(Value::as_array).cloned())
             .unwrap_or_default()
             .iter()
-            .map(|entry| entry.get("channelId").and_then(Value::as_str).map(str::to_owned))
+            .map(|entry| entry.get("channelId").and_then(Value::as_str).and_then(|id| parse_snowflake(id).ok()))
+            .map(|id| id.map(ChannelId))
             .collect();
         for (n, channel) in self.channels.iter().enumerate() {
-            let wanted = channel.channel_id.to_string();
-            let i = listed.iter().position(|id| id.as_deref() == Some(wanted.as_str())).unwrap_or(n);
+            let copy = self.channels[..n].iter().filter(|c| c.channel_id == channel.channel_id).count();
+            let mut places = listed.iter().enumerate().filter(|(_, id)| **id == Some(channel.channel_id));
+            let i = places.nth(copy).map_or(n, |(i, _)| i);
             for id in channel.roster.iter().filter(|id| personas.get(id).is_none()) {
                 let line = c.line_in_list(&["channels"], i, "roster");
                 c.error_at(
@@ -404,6 +408,11 @@ mod tests {
         let (config, _) = Config::parse_partly("c.json", text);
         let problems = config.check_against("c.json", text, &catalog);
         assert_eq!((problems[0].field.as_str(), problems[0].line), ("channels[1].roster", Some(3)), "{problems:?}");
+        // Written with a leading zero, or listed twice: still its own entry.
+        let text = "{\"channels\": [\n  {\"channelId\": \"x\"},\n  {\"channelId\": \"07\"},\n  {\"channelId\": \"7\", \"roster\": [\"ghost\"]}\n]}";
+        let (config, _) = Config::parse_partly("c.json", text);
+        let problems = config.check_against("c.json", text, &catalog);
+        assert_eq!((problems[0].field.as_str(), problems[0].line), ("channels[2].roster", Some(4)), "{problems:?}");
     }
 
     #[test]
