@@ -321,7 +321,8 @@ impl Actor {
     /// messages, not this one: the server is saved and the channel let go, its outbox left for that process to carry
     /// out, and it takes the channel over at its next lease round. True when handed over: this actor stops.
     async fn hand_over_if_elsewhere(&mut self) -> bool {
-        if self.env.shards.runs_all() {
+        // A stopped (or new) session has nothing to hand over, and nothing to save: its actor retires by itself.
+        if self.env.shards.runs_all() || !self.session.is_active() {
             return false;
         }
         self.learn_guild().await;
