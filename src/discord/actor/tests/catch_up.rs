@@ -433,42 +433,52 @@ async fn a_channel_that_learns_its_server_while_waiting_for_another_shard_stops_
     assert_eq!(reads(&restarted, A), reads_before, "nothing of shard 1 was missed: nothing read");
 }
 
-/// A session saved before sessions recorded their server (converted from an older build's folder, say), resumed by
-/// a process running only shard 0 of 2 (every process claims such sessions): its server is on `shard`.
-async fn unknown_server_resumed_by_shard_0_on(shard: u64) -> (Harness, IncomingMessage) {
-    let h = Harness::new();
-    let (signal, mut saved) = on_shard_1_and_signalled_while_down(&h).await;
-    saved.guild_id = None;
-    let restarted = h.restarted_on(ShardsUp::starting(ShardRange::parse("0", 2).unwrap()));
-    *restarted.rest.guild.lock().unwrap() = Some(GuildId((2 + shard) << 22));
-    restarted.rest.history.lock().unwrap().insert(A, vec![signal.clone()]);
-    restarted.router.env().shards.came_up(0, || {});
-    restarted.router.resume(vec![saved]);
-    restarted.router.broadcast(|| Input::CatchUp(None));
-    tokio::time::sleep(Duration::from_secs(1)).await;
-    (restarted, signal)
-}
-
-#[tokio::test(start_paused = true)]
-async fn a_session_of_unknown_server_on_another_process_s_shard_is_handed_to_it_untouched() {
-    let (restarted, _) = unknown_server_resumed_by_shard_0_on(1).await;
-    tokio::time::sleep(Duration::from_secs(u64::from(TURN_SECONDS) * 3)).await;
-    let saved = restarted.saver.saved.lock().unwrap()[&A].clone();
-    assert_eq!(saved.guild_id, Some(GuildId(3 << 22)), "its server saved, for the process that runs shard 1");
-    assert_eq!(saved.active_agent.as_ref().map(|p| p.as_str()), Some("pm"), "nothing else done: {saved:?}");
-    let leases = restarted.saver.leases.lock().unwrap().clone();
-    assert_eq!(leases.last(), Some(&(A, "let go")), "let go at once, for that process to take over: {leases:?}");
-    assert_eq!(restarted.events(A, "turn_timeout") + restarted.events(A, "turn_complete"), 0);
-    assert_eq!(reads(&restarted, A), 0, "its messages come to the other process: none read here");
-}
-
-#[tokio::test(start_paused = true)]
-async fn a_session_of_unknown_server_is_handed_over_at_the_catch_up_when_its_server_was_not_known_at_the_start() {
+/// A session saved before sessions recorded their server (converted from an older build's folder, say), pm holding
+/// the floor on shard 1 of 2 and signalling while the bot was down, for a process running only shard 0 (every process
+/// claims such sessions), which has not resumed it yet.
+async fn unknown_server_for_shard_0() -> (Harness, Session) {
     let h = Harness::new();
     let (signal, mut saved) = on_shard_1_and_signalled_while_down(&h).await;
     saved.guild_id = None;
     let restarted = h.restarted_on(ShardsUp::starting(ShardRange::parse("0", 2).unwrap()));
     restarted.rest.history.lock().unwrap().insert(A, vec![signal]);
+    (restarted, saved)
+}
+
+/// [`unknown_server_for_shard_0`], its server on `shard`, resumed once shard 0 is up.
+async fn unknown_server_resumed_by_shard_0_on(shard: u64) -> Harness {
+    let (restarted, saved) = unknown_server_for_shard_0().await;
+    *restarted.rest.guild.lock().unwrap() = Some(GuildId((2 + shard) << 22));
+    restarted.router.env().shards.came_up(0, || {});
+    restarted.router.resume(vec![saved]);
+    restarted.router.broadcast(|| Input::CatchUp(None));
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    restarted
+}
+
+/// Three turn lengths later: the channel was handed to the process of shard 1, its server saved for it, its lease
+/// let go, no turn ended here.
+async fn assert_handed_to_shard_1(restarted: &Harness) {
+    tokio::time::sleep(Duration::from_secs(u64::from(TURN_SECONDS) * 3)).await;
+    let saved = restarted.saver.saved.lock().unwrap()[&A].clone();
+    assert_eq!(saved.guild_id, Some(GuildId(3 << 22)), "its server saved, for the process that runs shard 1");
+    let leases = restarted.saver.leases.lock().unwrap().clone();
+    assert_eq!(leases.last(), Some(&(A, "let go")), "let go at once, for that process to take over: {leases:?}");
+    assert_eq!(restarted.events(A, "turn_timeout") + restarted.events(A, "turn_complete"), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_session_of_unknown_server_on_another_process_s_shard_is_handed_to_it_untouched() {
+    let restarted = unknown_server_resumed_by_shard_0_on(1).await;
+    assert_handed_to_shard_1(&restarted).await;
+    let saved = restarted.saver.saved.lock().unwrap()[&A].clone();
+    assert_eq!(saved.active_agent.as_ref().map(|p| p.as_str()), Some("pm"), "nothing else done: {saved:?}");
+    assert_eq!(reads(&restarted, A), 0, "its messages come to the other process: none read here");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_session_of_unknown_server_is_handed_over_at_the_catch_up_when_its_server_was_not_known_at_the_start() {
+    let (restarted, saved) = unknown_server_for_shard_0().await;
     // At the start the REST client is not connected yet: the server cannot be looked up.
     restarted.router.resume(vec![saved]);
     tokio::time::sleep(Duration::from_millis(100)).await;
@@ -476,33 +486,22 @@ async fn a_session_of_unknown_server_is_handed_over_at_the_catch_up_when_its_ser
     *restarted.rest.guild.lock().unwrap() = Some(GuildId(3 << 22));
     restarted.router.env().shards.came_up(0, || {});
     restarted.router.broadcast(|| Input::CatchUp(None));
-    tokio::time::sleep(Duration::from_secs(u64::from(TURN_SECONDS) * 3)).await;
-    assert_eq!(restarted.saver.saved.lock().unwrap()[&A].guild_id, Some(GuildId(3 << 22)));
-    let leases = restarted.saver.leases.lock().unwrap().clone();
-    assert_eq!(leases.last(), Some(&(A, "let go")), "{leases:?}");
-    assert_eq!(restarted.events(A, "turn_timeout") + restarted.events(A, "turn_complete"), 0);
+    assert_handed_to_shard_1(&restarted).await;
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_hand_over_whose_save_fails_is_made_once_a_save_works() {
-    let h = Harness::new();
-    let (_, mut saved) = on_shard_1_and_signalled_while_down(&h).await;
-    saved.guild_id = None;
-    let restarted = h.restarted_on(ShardsUp::starting(ShardRange::parse("0", 2).unwrap()));
+    let (restarted, saved) = unknown_server_for_shard_0().await;
     *restarted.rest.guild.lock().unwrap() = Some(GuildId(3 << 22));
     restarted.router.env().shards.came_up(0, || {});
     restarted.saver.fail_next_durable_saves(1); // the save recording the server, for the other process
     restarted.router.resume(vec![saved]);
-    tokio::time::sleep(Duration::from_secs(u64::from(TURN_SECONDS) * 3)).await;
-    assert_eq!(restarted.saver.saved.lock().unwrap()[&A].guild_id, Some(GuildId(3 << 22)));
-    let leases = restarted.saver.leases.lock().unwrap().clone();
-    assert_eq!(leases.last(), Some(&(A, "let go")), "{leases:?}");
-    assert_eq!(restarted.events(A, "turn_timeout") + restarted.events(A, "turn_complete"), 0);
+    assert_handed_to_shard_1(&restarted).await;
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_session_of_unknown_server_on_this_process_s_shard_records_it_and_goes_on() {
-    let (restarted, _) = unknown_server_resumed_by_shard_0_on(0).await;
+    let restarted = unknown_server_resumed_by_shard_0_on(0).await;
     restarted.settle(A).await;
     assert_eq!(restarted.session(A).await.guild_id, Some(GuildId(2 << 22)));
     assert_eq!(restarted.events(A, "turn_complete"), 1, "{:#?}", restarted.journal.of(A));
