@@ -110,13 +110,33 @@ pub struct Tools {
     pub announced: Option<MessageId>,
     /// Whether this process still acts for the channel (see [`Acting`]).
     pub acting: Acting,
-    /// How long this sender has waited for the lease so far, in ms: no call's ten minutes count it, however its
-    /// retries nest.
-    pub waited_for_lease_ms: std::sync::atomic::AtomicU64,
 }
 
-/// Whether this process still acts for the channel. Always [`Lease::Sure`] with the state folder.
-pub type Acting = Arc<dyn Fn() -> Lease + Send + Sync>;
+/// Whether this process still acts for the channel (always [`Lease::Sure`] with the state folder), and how long the
+/// sender has waited for its lease so far: no call's ten minutes count that, however its retries nest.
+pub struct Acting {
+    lease: Box<dyn Fn() -> Lease + Send + Sync>,
+    waited_ms: std::sync::atomic::AtomicU64,
+}
+
+impl Acting {
+    pub fn new(lease: impl Fn() -> Lease + Send + Sync + 'static) -> Self {
+        Self { lease: Box::new(lease), waited_ms: Default::default() }
+    }
+
+    fn lease(&self) -> Lease {
+        (self.lease)()
+    }
+
+    fn waited(&self) -> Duration {
+        Duration::from_millis(self.waited_ms.load(std::sync::atomic::Ordering::Relaxed))
+    }
+
+    fn add_wait(&self, wait: Duration) {
+        let ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX);
+        self.waited_ms.fetch_add(ms, std::sync::atomic::Ordering::Relaxed);
+    }
+}
 
 /// The channel's lease as this process knows it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -534,7 +554,7 @@ impl Tools {
 /// meanwhile would meet the new owner carrying out the same saved outbox (a repost made twice, an announcement
 /// after the new owner's).
 async fn while_unsure(tools: &Tools) -> Lease {
-    let mut lease = (tools.acting)();
+    let mut lease = tools.acting.lease();
     if lease == Lease::Unsure {
         let started = Instant::now();
         tracing::warn!(
@@ -543,23 +563,16 @@ async fn while_unsure(tools: &Tools) -> Lease {
         );
         while lease == Lease::Unsure {
             tokio::time::sleep(LEASE_LOOK_EVERY).await;
-            lease = (tools.acting)();
+            lease = tools.acting.lease();
         }
-        let waited = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-        tools.waited_for_lease_ms.fetch_add(waited, std::sync::atomic::Ordering::Relaxed);
+        tools.acting.add_wait(started.elapsed());
     }
     lease
 }
 
 /// Whether another process holds the channel now (or this one let it go): what is under way stops as it is.
 fn lease_lost(tools: &Tools) -> bool {
-    (tools.acting)() == Lease::Lost
-}
-
-impl Tools {
-    fn waited_for_lease(&self) -> Duration {
-        Duration::from_millis(self.waited_for_lease_ms.load(std::sync::atomic::Ordering::Relaxed))
-    }
+    tools.acting.lease() == Lease::Lost
 }
 
 /// The retry policy's state for one call: since when it is tried, the next back-off, and the sender whose lease
@@ -573,7 +586,7 @@ struct Policy<'a> {
 
 impl<'a> Policy<'a> {
     fn new(sender: Option<&'a Tools>) -> Self {
-        let waited_before = sender.map_or(Duration::ZERO, Tools::waited_for_lease);
+        let waited_before = sender.map_or(Duration::ZERO, |tools| tools.acting.waited());
         Self { started: Instant::now(), backoff: BACKOFF_FIRST, sender, waited_before }
     }
 
@@ -587,7 +600,7 @@ impl<'a> Policy<'a> {
                 wait
             }
         };
-        let waited = self.sender.map_or(Duration::ZERO, |tools| tools.waited_for_lease() - self.waited_before);
+        let waited = self.sender.map_or(Duration::ZERO, |tools| tools.acting.waited() - self.waited_before);
         if self.started.elapsed().saturating_sub(waited) + wait > GIVE_UP_AFTER {
             return Err(error);
         }

@@ -17,7 +17,7 @@ use super::clock::Clock;
 use super::commands::{self, Typed};
 use super::persist::Saver;
 use super::rest::{Rest, RestError};
-use super::sender::{Lease, Outcome, Report, Sender, Tools};
+use super::sender::{Acting, Lease, Outcome, Report, Sender, Tools};
 use super::shards_up::ShardsUp;
 use super::stats::Stats;
 use crate::core::config::{Config, DisplayModeSetting};
@@ -927,13 +927,12 @@ impl Actor {
                 announced,
                 acting: {
                     let saver = env.saver.clone();
-                    Arc::new(move || match (saver.holds(channel), saver.surely_held(channel)) {
+                    Acting::new(move || match (saver.holds(channel), saver.surely_held(channel)) {
                         (false, _) => Lease::Lost,
                         (true, false) => Lease::Unsure,
                         (true, true) => Lease::Sure,
                     })
                 },
-                waited_for_lease_ms: Default::default(),
             })
         })
     }

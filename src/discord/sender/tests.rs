@@ -189,13 +189,12 @@ fn sender_for(channel: &Arc<FakeChannel>) -> (Sender, Arc<Mutex<Vec<Report>>>) {
         acting: {
             let (unsure, lost) = (channel.lease_unsure.clone(), channel.lease_lost.clone());
             let on = |flag: &std::sync::atomic::AtomicBool| flag.load(std::sync::atomic::Ordering::Relaxed);
-            Arc::new(move || match (on(&lost), on(&unsure)) {
+            super::Acting::new(move || match (on(&lost), on(&unsure)) {
                 (true, _) => super::Lease::Lost,
                 (false, true) => super::Lease::Unsure,
                 (false, false) => super::Lease::Sure,
             })
         },
-        waited_for_lease_ms: Default::default(),
     });
     (sender, reports)
 }
