@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 pub enum Template {
     TurnStart,
     Timeout,
+    Silent,
     SessionStart,
     SessionStop,
     Paused,
@@ -35,9 +36,10 @@ pub enum Template {
 }
 
 impl Template {
-    pub const ALL: [Template; 27] = [
+    pub const ALL: [Template; 28] = [
         Template::TurnStart,
         Template::Timeout,
+        Template::Silent,
         Template::SessionStart,
         Template::SessionStop,
         Template::Paused,
@@ -70,6 +72,7 @@ impl Template {
         match self {
             Template::TurnStart => "turnStart",
             Template::Timeout => "timeout",
+            Template::Silent => "silent",
             Template::SessionStart => "sessionStart",
             Template::SessionStop => "sessionStop",
             Template::Paused => "paused",
@@ -104,6 +107,7 @@ impl Template {
                 "🎙️ <@{userId}> ({agent}) has the floor: {timeout}s. End your message with {signal}."
             }
             Template::Timeout => "⏱️ {agent} turn timed out after {duration}s",
+            Template::Silent => "🤫 {agent} was silent for {seconds}s; the floor moves on.",
             Template::SessionStart => "▶️ Turn management started. Roster: {roster}.",
             Template::SessionStop => "⏹️ Turn management stopped after {round} round(s). History is kept.",
             Template::Paused => "⏸️ Paused. {agent} keeps the floor with {remaining}s left.",
@@ -152,6 +156,7 @@ impl Template {
         match self {
             Template::TurnStart => &["agent", "name", "userId", "timeout", "signal", "round", "roster"],
             Template::Timeout => &["agent", "name", "duration", "round", "roster"],
+            Template::Silent => &["agent", "name", "seconds", "round", "roster"],
             Template::SessionStart | Template::RosterChanged | Template::SessionStop => &["roster", "round"],
             Template::Paused | Template::Resumed => &["agent", "name", "remaining", "round", "roster"],
             Template::Extended => &["agent", "name", "seconds", "remaining", "round", "roster"],
@@ -178,6 +183,7 @@ impl Template {
         matches!(
             self,
             Template::Passed
+                | Template::Silent
                 | Template::HandedOff
                 | Template::Routed
                 | Template::TaskFinished

@@ -129,7 +129,7 @@ impl Session {
     }
 
     /// Auto-detection: the holder spoke and then stayed silent until `silence_at`; its turn ends there, like a
-    /// signal, without a timeout notice.
+    /// signal, not counted as a timeout, and said in one short line like every recovery rule (spec 4.2).
     pub(super) fn end_by_silence(
         &mut self,
         holder: &PersonaId,
@@ -141,6 +141,7 @@ impl Session {
         let silent_seconds = u64::from(ctx.config.signals.recovery.silence_seconds.unwrap_or_default());
         let next = self.following(holder);
         t.events.push(self.event(now, Some(holder), EventKind::TurnSilent { silent_seconds, next_agent: next }));
+        self.announce_about(t, ctx, Template::Silent, holder, now, &[("seconds", silent_seconds.to_string())]);
         self.agents.entry(holder.clone()).or_default().consecutive_timeouts = 0;
         self.end_turn(MessageId::first_at(silence_at));
         self.advance(now, ctx, t);

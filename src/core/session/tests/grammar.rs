@@ -1,6 +1,7 @@
 //! The signal grammar in the engine (spec 4.2): every action and every recovery rule, on explicit instants.
 
 use super::*;
+use crate::core::templates::Template;
 
 /// A configuration of `signals` (JSON), parsed as a user's file would be.
 fn config(signals: &str) -> Config {
@@ -554,8 +555,22 @@ fn silence_after_the_holder_spoke_ends_its_turn_when_auto_detection_is_on() {
     assert!(f.tick(15_000).events.is_empty(), "the silence restarts with each message");
     let t = f.tick(18_000);
     assert!(matches!(only_event(&t, "turn_silent"), EventKind::TurnSilent { silent_seconds: 10, .. }));
-    assert!(!texts(&t)[0].contains("timed out"), "no timeout notice: {:?}", texts(&t));
+    let said = texts(&t);
+    assert_eq!(said[0], "🤫 pm was silent for 10s; the floor moves on.", "one short line, no timeout notice");
+    assert!(said[1].contains("(dev) has the floor"), "then the next turn: {said:?}");
+    assert_eq!(said.len(), 2);
     assert_eq!(f.active(), "dev");
+}
+
+#[test]
+fn the_silence_line_may_be_configured_to_say_nothing() {
+    let mut f = Fixture::with_config(config(r#"{"silenceSeconds": 10}"#));
+    f.config.templates.set(Template::Silent, String::new());
+    f.say(PM, "Here is my take.", 5_000);
+    let t = f.tick(15_000);
+    assert_eq!(event_names(&t), ["turn_silent"]);
+    let said = texts(&t);
+    assert!(said.len() == 1 && said[0].contains("(dev) has the floor"), "only the next turn: {said:?}");
 }
 
 #[test]
