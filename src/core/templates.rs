@@ -19,6 +19,7 @@ pub enum Template {
     Passed,
     HandedOff,
     HandoffRefused,
+    HandoffToSelf,
     Routed,
     TaskFinished,
     Kept,
@@ -36,7 +37,7 @@ pub enum Template {
 }
 
 impl Template {
-    pub const ALL: [Template; 28] = [
+    pub const ALL: [Template; 29] = [
         Template::TurnStart,
         Template::Timeout,
         Template::Silent,
@@ -51,6 +52,7 @@ impl Template {
         Template::Passed,
         Template::HandedOff,
         Template::HandoffRefused,
+        Template::HandoffToSelf,
         Template::Routed,
         Template::TaskFinished,
         Template::Kept,
@@ -84,6 +86,7 @@ impl Template {
             Template::Passed => "passed",
             Template::HandedOff => "handedOff",
             Template::HandoffRefused => "handoffRefused",
+            Template::HandoffToSelf => "handoffToSelf",
             Template::Routed => "routed",
             Template::TaskFinished => "taskFinished",
             Template::Kept => "kept",
@@ -120,6 +123,9 @@ impl Template {
             Template::HandedOff => "🤝 {agent} hands the floor to {target}.",
             Template::HandoffRefused => {
                 "⚠️ There is no {target} in this session (roster: {roster}); {agent} keeps the floor."
+            }
+            Template::HandoffToSelf => {
+                "⚠️ {agent} already has the floor: hand it to someone else (roster: {roster}), or end the turn."
             }
             Template::Routed => "📋 Task {task}: {stage}. Over to {target}.",
             Template::TaskFinished => "✅ Task {task} is done.",
@@ -161,7 +167,9 @@ impl Template {
             Template::Paused | Template::Resumed => &["agent", "name", "remaining", "round", "roster"],
             Template::Extended => &["agent", "name", "seconds", "remaining", "round", "roster"],
             Template::Skipped | Template::FloorGiven | Template::Passed | Template::Unbenched => PERSONA,
-            Template::HandedOff | Template::HandoffRefused => &["agent", "name", "target", "round", "roster"],
+            Template::HandedOff | Template::HandoffRefused | Template::HandoffToSelf => {
+                &["agent", "name", "target", "round", "roster"]
+            }
             Template::Routed => &["agent", "name", "task", "stage", "target", "round", "roster"],
             Template::TaskFinished => &["agent", "name", "task", "target", "round", "roster"],
             Template::Kept => &["agent", "name", "userId", "timeout", "count", "maxKeeps", "reason", "round", "roster"],

@@ -59,8 +59,17 @@ impl Session {
             }
             Action::Handoff { to } => {
                 let named = to.map(|p| p.to_string()).or(d.payload).unwrap_or_default();
-                let Some(target) = self.roster_member_named(&named, ctx) else {
-                    return self.refuse_transfer(message, persona, signal, named, now, ctx, t);
+                let target = match self.roster_member_named(&named, ctx) {
+                    Some(target) if target != *persona => target,
+                    found => {
+                        // A handoff to oneself would be a fresh deadline as often as asked: `keep` (with its
+                        // `maxKeeps`) is the way to more time.
+                        let (template, named) = match found {
+                            Some(holder) => (Template::HandoffToSelf, holder.to_string()),
+                            None => (Template::HandoffRefused, named),
+                        };
+                        return self.refuse_transfer(message, persona, signal, named, template, now, ctx, t);
+                    }
                 };
                 self.show_stripped(t, message, persona, d.display, d.stripped, true);
                 let kind =
@@ -73,7 +82,8 @@ impl Session {
             }
             Action::Route { to, stage } => {
                 if !self.roster.contains(&to) {
-                    return self.refuse_transfer(message, persona, signal, to.to_string(), now, ctx, t);
+                    let to = to.to_string();
+                    return self.refuse_transfer(message, persona, signal, to, Template::HandoffRefused, now, ctx, t);
                 }
                 self.show_stripped(t, message, persona, d.display, d.stripped, true);
                 if let Some(task) = &task {
@@ -296,7 +306,8 @@ impl Session {
         }
     }
 
-    /// A handoff or route to a persona not in the session: a reply to the agent, and its turn goes on.
+    /// A handoff or route to a persona not in the session, or a handoff to the holder itself: a reply to the agent
+    /// (`template`), and its turn goes on.
     #[allow(clippy::too_many_arguments)]
     fn refuse_transfer(
         &mut self,
@@ -304,6 +315,7 @@ impl Session {
         persona: &PersonaId,
         signal: String,
         target: String,
+        template: Template,
         now: DateTime<Utc>,
         ctx: Context,
         t: &mut Transition,
@@ -312,7 +324,7 @@ impl Session {
         t.events.push(self.event(now, Some(persona), kind));
         let mut values = self.common_values(ctx, persona);
         values.push(("target", if target.is_empty() { "persona named".into() } else { target }));
-        let text = ctx.config.templates.render(Template::HandoffRefused, &values);
+        let text = ctx.config.templates.render(template, &values);
         let author = ctx.personas.get(persona).map(|p| p.discord_user_id);
         self.post(t, now, text, author, Some(message.id), false);
     }

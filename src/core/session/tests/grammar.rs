@@ -92,6 +92,28 @@ fn handoff_to_an_unknown_persona_is_refused_with_a_reply_and_the_turn_goes_on() 
 }
 
 #[test]
+fn handoff_to_oneself_is_refused_so_that_it_never_buys_a_fresh_deadline() {
+    let mut f = grammar();
+    let deadline = f.session.turn_timeout_at;
+    for (i, text) in ["HANDOFF: pm", "Still mine.\nHANDOFF: @pm", "HANDOFF: pm"].into_iter().enumerate() {
+        let t = f.say(PM, text, 1_000 + 1_000 * i as i64);
+        assert_eq!(f.active(), "pm");
+        assert_eq!(f.session.turn_timeout_at, deadline, "no fresh deadline from {text:?}");
+        let reply = announcements(&t)[0];
+        assert_eq!(reply.reply_to, Some(f.last_id));
+        assert_eq!(
+            reply.text,
+            "⚠️ pm already has the floor: hand it to someone else (roster: pm, dev, critic), or end the turn."
+        );
+        assert!(
+            matches!(only_event(&t, "handoff_refused"), EventKind::HandoffRefused { target, .. } if target == "pm")
+        );
+        assert_eq!(announcements(&t).len(), 1, "no turn start");
+    }
+    assert_eq!(event_names(&f.tick(90_000)), ["turn_timeout"], "the turn times out when it was always going to");
+}
+
+#[test]
 fn route_moves_the_task_and_the_floor_and_status_lists_it() {
     let mut f = grammar();
     let t = f.say(PM, "READY: task-7\n\nFiles Modified:\n- src/a.rs: fix", 1_000);
