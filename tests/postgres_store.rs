@@ -296,6 +296,79 @@ async fn start_up_claims_only_the_sessions_of_its_shards_that_no_live_process_ho
     assert_eq!(everything, [1], "the rest is held by the third process");
 }
 
+/// Takes `turnTimeoutAt` out of a running session's row: a row this build refuses to use.
+async fn spoil(store: &turn_manager::sessions::postgres::PgSessions, channel: u64) {
+    sqlx::query("UPDATE sessions SET session = session - 'turnTimeoutAt' WHERE channel_id = $1")
+        .bind(channel as i64)
+        .execute(store.pool())
+        .await
+        .unwrap();
+}
+
+/// Waits (at most [`LONG`]) until `channel`'s lease has expired.
+async fn expired(store: &turn_manager::sessions::postgres::PgSessions, channel: u64) {
+    let deadline = std::time::Instant::now() + LONG;
+    loop {
+        let free: bool = sqlx::query_scalar("SELECT expires_at <= now() FROM leases WHERE channel_id = $1")
+            .bind(channel as i64)
+            .fetch_one(store.pool())
+            .await
+            .unwrap();
+        if free {
+            return;
+        }
+        assert!(std::time::Instant::now() < deadline, "channel {channel}'s lease was never let go");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// A session row this build cannot use (a newer build's, in a mixed-version rollout; a row edited wrongly) is left as
+/// it is: at start-up its lease is let go at once, not held until it expires; neither that row nor one found so at a
+/// takeover is taken up again by the orphan watch, round after round, until the row changes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_row_this_build_cannot_read_is_let_go_at_once_and_not_taken_up_again_until_it_changes() {
+    let Some(db) = TestDatabase::create("postgres_store::unreadable").await else { return };
+    let writer = db.open(LONG, "writer").await;
+    for channel in [1, 2] {
+        writer.claim(ChannelId(channel)).await.unwrap();
+        writer.save_durable(running(channel, None, 1), vec![]).await.unwrap();
+    }
+    writer.close().await;
+    let dying = db.open(SHORT, "dying").await;
+    dying.claim(ChannelId(3)).await.unwrap();
+    dying.save_durable(running(3, None, 1), vec![]).await.unwrap();
+    spoil(&dying, 1).await;
+
+    let process = db.open(LONG, "process").await;
+    let report = process.load_all(None).await.unwrap();
+    assert_eq!(report.sessions.iter().map(|s| s.channel_id.0).collect::<Vec<_>>(), [2]);
+    assert!(report.problems[0].contains("no turnTimeoutAt"), "{:?}", report.problems);
+    expired(&process, 1).await; // at once: LONG is far away
+
+    spoil(&dying, 3).await;
+    drop(dying); // its process dies; its lease expires
+    tokio::time::sleep(SHORT + Duration::from_millis(200)).await;
+    assert_eq!(process.tend_leases(None).await.unwrap(), [ChannelId(3)], "not the row it could not read at start");
+    assert_eq!(process.claim(ChannelId(3)).await.unwrap(), Claim::Held);
+    assert!(process.load(ChannelId(3)).await.is_err(), "a takeover finds it unreadable");
+    process.let_go(ChannelId(3));
+    expired(&process, 3).await;
+    for round in 0..2 {
+        assert!(process.tend_leases(None).await.unwrap().is_empty(), "round {round}: neither is taken up again");
+    }
+
+    // Mended (by hand, or by a process that can read and save it): taken up at the next round, and read.
+    let mended = serde_json::to_string(&running(1, None, 5)).unwrap();
+    sqlx::query("UPDATE sessions SET session = $1::jsonb WHERE channel_id = 1")
+        .bind(mended)
+        .execute(process.pool())
+        .await
+        .unwrap();
+    assert_eq!(process.tend_leases(None).await.unwrap(), [ChannelId(1)]);
+    assert_eq!(process.claim(ChannelId(1)).await.unwrap(), Claim::Held);
+    assert_eq!(process.load(ChannelId(1)).await.unwrap().unwrap().round, 5);
+}
+
 /// Every lease row: channel, owner and epoch.
 async fn leases(db: &turn_manager::sessions::postgres::PgSessions) -> HashMap<u64, (String, i64)> {
     let rows: Vec<(i64, String, i64)> =

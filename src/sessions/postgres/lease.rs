@@ -210,20 +210,26 @@ impl PgSessions {
         Ok(())
     }
 
-    /// Resumable sessions of `shards` whose lease is free or expired: their process stopped or died.
+    /// Resumable sessions of `shards` whose lease is free or expired: their process stopped or died. Rows this
+    /// process could not decode are passed over while they stay as they were read (else a few of them, first by
+    /// channel id, would be taken up every round and could fill the round's [`ORPHANS_PER_ROUND`]).
     pub(super) async fn orphans(&self, shards: Option<ShardRange>) -> Result<Vec<ChannelId>, SessionStoreError> {
         let (total, first, last) = shard_params(shards);
         let query = format!(
             "SELECT s.channel_id FROM sessions s LEFT JOIN leases l USING (channel_id)
              WHERE s.resumable AND (l.channel_id IS NULL OR l.expires_at <= now()) AND {}
+               AND (s.channel_id, s.xmin::text) NOT IN (SELECT * FROM unnest($5::bigint[], $6::text[]))
              ORDER BY s.channel_id LIMIT $4",
             on_shards(1)
         );
+        let (unreadable, versions) = self.unreadable.as_arrays();
         let rows: Vec<(i64,)> = sqlx::query_as(&query)
             .bind(total)
             .bind(first)
             .bind(last)
             .bind(ORPHANS_PER_ROUND)
+            .bind(unreadable)
+            .bind(versions)
             .fetch_all(&self.pool)
             .await
             .map_err(self.failed("look for sessions no process holds"))?;

@@ -11,6 +11,7 @@
 //! - `lease`: claiming, renewing, letting go, releasing, and finding the channels nobody holds.
 //! - `lazy`: activity-only saves, batched into one statement per [`LAZY_SAVE_DELAY`].
 //! - `rows`: a session or an event as a row, and back.
+//! - `unreadable`: rows this build could not decode, passed over by the orphan watch until they change.
 //! - [`copy`]: every session and history at once, for `convert`.
 //!
 //! [`LAZY_SAVE_DELAY`]: crate::store::writer::LAZY_SAVE_DELAY
@@ -19,6 +20,7 @@ pub mod copy;
 mod lazy;
 mod lease;
 mod rows;
+mod unreadable;
 
 pub use lease::CLAIM_PAGE;
 
@@ -39,6 +41,7 @@ use std::str::FromStr;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
+use unreadable::UnreadableRows;
 
 /// The schema, embedded: every process migrates the database when it opens it (concurrent processes take turns:
 /// sqlx holds an advisory lock while migrating).
@@ -89,6 +92,8 @@ pub struct PgSessions {
     renewed: Mutex<std::time::Instant>,
     /// Channels renewals found taken, for [`SessionStore::lost_channels`].
     lost: Mutex<Vec<ChannelId>>,
+    /// Rows this build could not decode, by version: not taken up again as orphans until they change.
+    unreadable: UnreadableRows,
 }
 
 /// A durable save whose outcome is unknown (see [`PgSessions::unsure`]).
@@ -118,6 +123,7 @@ impl PgSessions {
             unsure: Mutex::default(),
             renewed: Mutex::new(std::time::Instant::now()),
             lost: Mutex::default(),
+            unreadable: UnreadableRows::default(),
         }))
     }
 
@@ -199,14 +205,14 @@ impl PgSessions {
     /// Reads the JSON of the sessions of channels just claimed (channel id, epoch; by channel id), as text, with
     /// each one's epoch. They are read after the claim, in a statement of their own, so that a save the previous
     /// holder committed while the claim waited for its lease row is part of what is read.
-    async fn read_claimed(&self, claimed: &[(i64, i64)]) -> Result<Vec<(ChannelId, i64, String)>, SessionStoreError> {
+    async fn read_claimed(&self, claimed: &[(i64, i64)]) -> Result<Vec<ClaimedRow>, SessionStoreError> {
         if claimed.is_empty() {
             return Ok(Vec::new());
         }
         let ids: Vec<i64> = claimed.iter().map(|(channel, _)| *channel).collect();
         let mut connection = self.pool.acquire().await.map_err(self.failed("read the saved sessions"))?;
-        let rows: Vec<(i64, String)> = sqlx::query_as(
-            "SELECT channel_id, session::text FROM sessions WHERE channel_id = ANY($1) ORDER BY channel_id",
+        let rows: Vec<(i64, String, String)> = sqlx::query_as(
+            "SELECT channel_id, session::text, xmin::text FROM sessions WHERE channel_id = ANY($1) ORDER BY channel_id",
         )
         .bind(&ids)
         .fetch_all(&mut *connection)
@@ -216,33 +222,53 @@ impl PgSessions {
         connection.shrink_buffers();
         Ok(rows
             .into_iter()
-            .filter_map(|(id, json)| {
+            .filter_map(|(id, json, version)| {
                 let at = claimed.binary_search_by_key(&id, |(channel, _)| *channel).ok()?;
-                Some((ChannelId(id as u64), claimed[at].1, json))
+                Some(ClaimedRow { channel: ChannelId(id as u64), epoch: claimed[at].1, json, version })
             })
             .collect())
     }
 
-    /// Holds the channels of a decoded page under their epochs, and reports those that cannot be used (left in
-    /// the database as they are, the channels not resumed).
+    /// Holds the channels of a decoded page under their epochs, and reports those that cannot be used: left in
+    /// the database as they are, the channels not resumed, their leases let go at once (a process of a build that
+    /// can read them, in a mixed-version rollout, takes them without waiting for the lease to expire) and their
+    /// rows passed over by the orphan watch until they change.
     fn keep(&self, page: DecodedPage, report: &mut LoadReport) {
-        for (channel, epoch, decoded) in page {
-            match decoded {
-                Ok(session) => {
-                    self.held().insert(channel, epoch);
-                    report.sessions.push(session);
-                }
+        for Decoded { channel, epoch, version, session } in page {
+            self.unreadable.read(channel, &version, session.is_ok());
+            self.held().insert(channel, epoch);
+            match session {
+                Ok(session) => report.sessions.push(session),
                 Err(e) => {
                     tracing::error!("{e}; it is left in the database as it is, and the channel is not resumed");
                     report.problems.push(e.to_string());
+                    self.let_go_of(channel);
                 }
             }
         }
     }
 }
 
-/// A page of claimed channels with their epochs and their sessions, or why one cannot be used.
-type DecodedPage = Vec<(ChannelId, i64, Result<Session, SessionStoreError>)>;
+/// A session row read just after its channel was claimed.
+struct ClaimedRow {
+    channel: ChannelId,
+    /// The epoch of the lease claimed.
+    epoch: i64,
+    json: String,
+    /// The row's `xmin`: which version of it was read.
+    version: String,
+}
+
+/// A claimed row decoded, or why it cannot be used.
+struct Decoded {
+    channel: ChannelId,
+    epoch: i64,
+    version: String,
+    session: Result<Session, SessionStoreError>,
+}
+
+/// A page of claimed rows, decoded.
+type DecodedPage = Vec<Decoded>;
 
 /// The outcome of [`decode_page`] on its thread (a panic there goes on here).
 async fn decoded(page: tokio::task::JoinHandle<DecodedPage>) -> DecodedPage {
@@ -250,8 +276,15 @@ async fn decoded(page: tokio::task::JoinHandle<DecodedPage>) -> DecodedPage {
 }
 
 /// Decodes a page of sessions read as text (on a blocking thread: about 20 µs each), freeing each text once read.
-fn decode_page(rows: Vec<(ChannelId, i64, String)>) -> DecodedPage {
-    rows.into_iter().map(|(channel, epoch, json)| (channel, epoch, decode_session(channel, &json))).collect()
+fn decode_page(rows: Vec<ClaimedRow>) -> DecodedPage {
+    rows.into_iter()
+        .map(|ClaimedRow { channel, epoch, json, version }| Decoded {
+            channel,
+            epoch,
+            version,
+            session: decode_session(channel, &json),
+        })
+        .collect()
 }
 
 /// Connects to the database and brings its tables up to date, every connection's transactions ended by the server
@@ -373,12 +406,16 @@ impl Saver for PgSessions {
     }
 
     async fn load(&self, channel: ChannelId) -> Result<Option<Session>, SessionStoreError> {
-        let row: Option<(String,)> = sqlx::query_as("SELECT session::text FROM sessions WHERE channel_id = $1")
-            .bind(db_id(channel.0)?)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(self.failed("read a session"))?;
-        row.map(|(json,)| decode_session(channel, &json)).transpose()
+        let row: Option<(String, String)> =
+            sqlx::query_as("SELECT session::text, xmin::text FROM sessions WHERE channel_id = $1")
+                .bind(db_id(channel.0)?)
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(self.failed("read a session"))?;
+        let Some((json, version)) = row else { return Ok(None) };
+        let session = decode_session(channel, &json);
+        self.unreadable.read(channel, &version, session.is_ok());
+        session.map(Some)
     }
 
     async fn flush(&self) {
