@@ -199,7 +199,13 @@ pub struct Session {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pause_toggled_at: Option<MessageId>,
     /// Recent messages written in turn without a signal, which an edit adding the signal may still finish.
-    pub editable_messages: VecDeque<MessageId>,
+    pub editable_messages: Vec<MessageId>,
+    /// Those of `editable_messages` whose signal was acted on already without ending the turn (a progress or a
+    /// record, the message left as written: observe mode, or a rule that does not strip): an edit of one counts
+    /// only when it adds a signal that ends the turn (an answer streamed by edits, finished). Boxed, and `None`
+    /// when empty: an idle channel's task holds the session in place (see the actor's size test).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub editable_after_signal: Option<Box<Vec<MessageId>>>,
     /// Recent messages taken for out of turn, judged again if a signal written before them gives their author the
     /// floor (see `overtaken`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -383,7 +389,8 @@ impl Session {
             turn_began_after: None,
             floor_moved_at: None,
             pause_toggled_at: None,
-            editable_messages: VecDeque::new(),
+            editable_messages: Vec::new(),
+            editable_after_signal: None,
             out_of_turn_lately: Vec::new(),
             announcement_seq: 0,
             last_announced: None,

@@ -151,6 +151,7 @@ impl Session {
             }
             Action::Progress { extend_seconds } => {
                 self.show_stripped(t, message, persona, d.display, d.stripped, false);
+                self.remember_editable_after_signal(message, d.stripped);
                 let figure = d.payload.as_deref().and_then(percent);
                 if let Some(figure) = figure {
                     self.progress = Some(ProgressMark { agent: persona.clone(), percent: figure, at: now });
@@ -185,6 +186,7 @@ impl Session {
             }
             Action::Record => {
                 self.show_stripped(t, message, persona, d.display, d.stripped, false);
+                self.remember_editable_after_signal(message, d.stripped);
                 let kind = EventKind::Recorded {
                     message_id: message.id,
                     signal: signal.as_str().into(),

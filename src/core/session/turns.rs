@@ -22,16 +22,21 @@ impl Session {
         if !self.is_active() {
             return t;
         }
+        // An edit of a message whose signal was acted on already counts only by a signal that ends the turn.
+        let mut only_ending = false;
         if message.edited {
-            // An edit only matters when it adds the signal to a message seen without one; each message counts once.
+            // An edit only matters when it adds the signal to a message seen without one (or, to one whose progress
+            // or record was acted on, a signal ending the turn); each message counts once.
             let Some(position) = self.editable_messages.iter().position(|id| *id == message.id) else {
                 return t;
             };
+            only_ending = self.editable_after_signal.as_ref().is_some_and(|ids| ids.contains(&message.id));
             let author = ctx.personas.by_user(message.author).map(|p| &p.id);
             let signals = &ctx.config.signals;
             // A completion phrase ends a turn like a signal (auto-detection), added by an edit too.
             let ends = |a: &PersonaId| {
-                signals.has_signal(&message.text, a) || signals.completion_phrase(&message.text).is_some()
+                signals.has_signal_among(&message.text, a, only_ending)
+                    || signals.completion_phrase(&message.text).is_some()
             };
             if !author.is_some_and(ends) {
                 // A holder streaming its answer by editing is not silent (auto-detection by silence).
@@ -46,6 +51,7 @@ impl Session {
                 return t;
             }
             self.editable_messages.remove(position);
+            self.forget_editable_after_signal(message.id);
         } else {
             if !self.recent_ids.claim(message.id, self.last_message_id) {
                 return t;
@@ -65,7 +71,7 @@ impl Session {
         let Some(persona) = ctx.personas.by_user(message.author).map(|p| p.id.clone()) else {
             return self.finish(t, ctx); // A person: the message stands.
         };
-        let detected = ctx.config.signals.detect(&message.text, &persona);
+        let detected = ctx.config.signals.detect_among(&message.text, &persona, only_ending);
         let holds_floor = self.active_agent.as_ref() == Some(&persona);
         // A message is in the turn it was written in, an edit in the turn it was made in (it finishes its message
         // then, whenever the message itself was written): by its snowflake, or the first one of the edit's instant.
@@ -146,10 +152,31 @@ impl Session {
 
     /// A message without the signal, which an edit adding the signal may still finish.
     pub(super) fn remember_editable(&mut self, message: &IncomingMessage) {
-        self.editable_messages.push_back(message.id);
+        self.editable_messages.push(message.id);
         if self.editable_messages.len() > EDITABLE_MESSAGES_KEPT {
-            self.editable_messages.pop_front();
+            let forgotten = self.editable_messages.remove(0);
+            self.forget_editable_after_signal(forgotten);
         }
+    }
+
+    fn forget_editable_after_signal(&mut self, message: MessageId) {
+        if let Some(ids) = &mut self.editable_after_signal {
+            ids.retain(|id| *id != message);
+            if ids.is_empty() {
+                self.editable_after_signal = None;
+            }
+        }
+    }
+
+    /// A message whose signal was acted on without ending the turn (a progress, a record): if it stays in the
+    /// channel as written (not deleted and reposted without its signal), an edit adding a signal that ends the turn
+    /// still finishes it, as it would a message seen without a signal.
+    pub(super) fn remember_editable_after_signal(&mut self, message: &IncomingMessage, stripped: bool) {
+        if self.display_mode == DisplayMode::Relay && stripped {
+            return; // deleted and reposted: the agent's message is gone
+        }
+        self.remember_editable(message);
+        self.editable_after_signal.get_or_insert_default().push(message.id);
     }
 
     /// Ends the turn if its deadline has come (spec 8). Called by the timeout task, and at start-up for turns that
@@ -306,6 +333,7 @@ impl Session {
         self.pause_reason = None;
         self.signal_held = false;
         self.editable_messages.clear();
+        self.editable_after_signal = None;
         self.out_of_turn_lately.clear();
     }
 

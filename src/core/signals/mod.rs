@@ -118,9 +118,15 @@ impl SignalRules {
 
     /// The signal `text` carries for `author`, if any: the highest priority among the rules that match.
     pub fn detect(&self, text: &str, author: &PersonaId) -> Option<Detected<'_>> {
+        self.detect_among(text, author, false)
+    }
+
+    /// [`Signals::detect`] among the rules that end the turn only (with `ending`), for an edit of a message whose
+    /// other signal was acted on already.
+    pub fn detect_among(&self, text: &str, author: &PersonaId, ending: bool) -> Option<Detected<'_>> {
         let copy = text::normalized(text);
         let mut best: Option<(&Rule, Found)> = None;
-        for rule in self.rules.iter().filter(|r| r.allows(author)) {
+        for rule in self.rules.iter().filter(|r| r.allows(author) && (!ending || r.action.ends_turn())) {
             let Some(found) = rule.find(&copy) else { continue };
             if best.as_ref().is_none_or(|(b, _)| rule.priority > b.priority) {
                 best = Some((rule, found));
@@ -141,8 +147,13 @@ impl SignalRules {
 
     /// Whether `text` carries a signal for `author`.
     pub fn has_signal(&self, text: &str, author: &PersonaId) -> bool {
+        self.has_signal_among(text, author, false)
+    }
+
+    /// [`Signals::has_signal`] among the rules that end the turn only (with `ending`).
+    pub fn has_signal_among(&self, text: &str, author: &PersonaId, ending: bool) -> bool {
         let copy = text::normalized(text);
-        self.rules.iter().any(|r| r.allows(author) && r.find(&copy).is_some())
+        self.rules.iter().any(|r| r.allows(author) && (!ending || r.action.ends_turn()) && r.find(&copy).is_some())
     }
 
     /// Whether `text` carries a signal whoever wrote it (rules limited by `from` included): for tools that watch

@@ -59,7 +59,7 @@ pub(super) fn read_from(session: &Session) -> Option<MessageId> {
 /// them as edits: those at or before `after` are not on them, and those after it (in the reorder window) are
 /// repeats there.
 pub(super) fn may_have_been_edited(session: &Session) -> Vec<MessageId> {
-    let mut ids: Vec<MessageId> = session.editable_messages.iter().copied().collect();
+    let mut ids: Vec<MessageId> = session.editable_messages.to_vec();
     ids.sort();
     ids
 }

@@ -230,6 +230,35 @@ fn a_resume_given_before_an_escalation_and_handled_after_it_does_not_end_that_pa
     assert_eq!(f.session.status, SessionStatus::Running, "a resume given after it goes on");
 }
 
+/// An agent streaming its answer by edits, in a message whose progress line was acted on already: an edit adding a
+/// signal that ends the turn still ends it (the message is still there as written, in observe mode); one adding
+/// nothing that ends the turn acts on nothing again. In relay mode that message was deleted and reposted.
+#[test]
+fn an_answer_streamed_past_its_progress_line_ends_the_turn_when_an_edit_adds_the_signal() {
+    let mut f = grammar();
+    f.set_display_mode(DisplayMode::Observe);
+    let t = f.say(PM, "Working on it.\nPROGRESS: 40", 1_000);
+    assert_eq!(event_names(&t), ["progress"]);
+    let streamed = f.last_id;
+    let edit = |text: &str, ms: i64| Fixture::edit(streamed, PM, text, ms);
+    let more = f.deliver(&edit("Working on it.\nPROGRESS: 40\nNearly there.", 2_000), 2_000);
+    assert_eq!(more, Transition::default(), "the progress is not acted on twice");
+    let record = f.deliver(&edit("Working on it.\nPROGRESS: 40\nCHECKPOINT: a", 2_500), 2_500);
+    assert_eq!(record, Transition::default(), "only a signal that ends the turn counts in such an edit");
+    let done = edit("Working on it.\nPROGRESS: 40\nCHECKPOINT: a\nDone. TURN_COMPLETE", 3_000);
+    let t = f.deliver(&done, 3_000);
+    assert_eq!(event_names(&t), ["turn_complete"]);
+    assert_eq!(t.effects[0], Effect::React { message_id: streamed, emoji: "✅".into() });
+    assert_eq!(f.active(), "dev");
+    assert_eq!(f.deliver(&done, 4_000), Transition::default(), "one message ends one turn");
+
+    let mut f = grammar();
+    let t = f.say(PM, "Working on it.\nPROGRESS: 40", 1_000);
+    assert!(matches!(t.effects[0], Effect::Relay { .. }), "relayed without its signal");
+    let gone = Fixture::edit(f.last_id, PM, "Working on it.\nPROGRESS: 40\nDone. TURN_COMPLETE", 2_000);
+    assert_eq!(f.deliver(&gone, 2_000), Transition::default(), "the deleted message's edits are not looked at");
+}
+
 #[test]
 fn record_only_records_and_the_turn_goes_on() {
     let mut f = grammar();
