@@ -172,6 +172,8 @@ pub struct Session {
     pub turn_paused_ms: i64,
     /// The turn's announcement has been made (it waits for `resume` when the turn began paused).
     pub turn_announced: bool,
+    /// When the session was paused (on our clock, from when the `pause` was given): a turn that begins during the
+    /// pause leaves it as it is, so that a signal written after the pause was given is held, whoever holds the floor.
     pub paused_at: Option<DateTime<Utc>>,
     pub paused_remaining_ms: Option<i64>,
     pub agents: Agents,

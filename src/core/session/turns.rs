@@ -376,7 +376,8 @@ impl Session {
         self.turn_extended_seconds = 0;
         self.turn_paused_ms = 0;
         if self.status == SessionStatus::Paused {
-            self.paused_at = Some(now);
+            // The pause began when it was given, not when this turn began within it (a signal handled late).
+            self.paused_at = Some(self.paused_at.unwrap_or(now));
             self.paused_remaining_ms = Some(i64::from(timeout) * 1000);
             self.turn_timeout_at = None;
             self.turn_announced = false;

@@ -170,3 +170,17 @@ fn a_turn_extended_during_the_pause_it_began_in_is_announced_with_its_whole_time
         texts(&t)
     );
 }
+
+#[test]
+fn a_signal_written_during_the_pause_is_held_even_by_a_holder_whose_turn_began_in_the_pause() {
+    let mut f = Fixture::new();
+    // pm signals at 9 s; the manager pauses at 10 s; pm's signal is read only at 30 s and still ends pm's turn.
+    let signal = f.message(PM, "Done. TURN_COMPLETE", 9_000);
+    f.command_given(Command::Pause, 10_000, 10_000).unwrap();
+    let devs = f.message(DEV, "My part. TURN_COMPLETE", 20_000);
+    assert_eq!(event_names(&f.deliver(&signal, 30_000)), ["turn_complete"]);
+    assert_eq!((f.active(), f.session.status), ("dev", SessionStatus::Paused));
+    // dev's signal was written after the pause was given: held, not acted on, though dev's turn began at 30 s.
+    assert_eq!(event_names(&f.deliver(&devs, 30_500)), ["signal_held"]);
+    assert_eq!(f.active(), "dev");
+}
