@@ -2,8 +2,8 @@
 //! through every message after the last one handled and posts each page to the channel's actor, which judges each by
 //! when it was written, before its deadline may end the turn. Edits are not in those pages as edits: the messages an
 //! edit may still finish (seen without a signal) are looked at again, as the pages show them or, older than the
-//! pages, on one more page, so that a signal added while the bot could not see is not lost; each is judged by the
-//! time Discord gives for its last edit.
+//! pages, read first, so that a signal added while the bot could not see is not lost; each is judged by the time
+//! Discord gives for its last edit, and put among the pages' messages by that time.
 //!
 //! A failure that may pass is retried by the senders' policy, and after it gives up, again later: the channel waits
 //! (its deadline held) until the range is read, since skipping it would end turns whose signals are on it. Only a
@@ -18,6 +18,7 @@ use crate::core::session::lost::Unreachable;
 use crate::core::session::{IncomingMessage, Session};
 use crate::discord::rest::{Page, RestError};
 use crate::discord::sender::retrying;
+use chrono::{DateTime, Utc};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::oneshot;
@@ -72,10 +73,14 @@ pub(super) async fn read_missed(
     inbox: InboxSender,
 ) {
     let mut total = 0;
-    let mut refused = None;
-    // Every message after `after` is on the pages: the editable ones among them are read there, not again.
-    let (read_from, mut editable_read) = (after, Vec::new());
-    loop {
+    // Every message after `after` is on the pages: the editable ones among them are read there, not again; the older
+    // ones are read first.
+    let older: Vec<MessageId> = editable.iter().copied().filter(|id| *id <= after).collect();
+    let (mut edits, mut refused) = match read_older(&env, channel, &older, &inbox).await {
+        Ok(read) => (as_edits(read), None),
+        Err(e) => (Vec::new(), Some(e)),
+    };
+    while refused.is_none() {
         let page = match read_page(&env, channel, after, &inbox).await {
             Ok(page) => page,
             Err(e) => {
@@ -88,9 +93,14 @@ pub(super) async fn read_missed(
         if let Some(newest) = page.newest {
             after = newest;
         }
-        editable_read.extend(page.messages.iter().filter(|m| editable.contains(&m.id)).cloned());
+        edits.extend(as_edits(page.messages.iter().filter(|m| editable.contains(&m.id)).cloned()));
+        // An edit goes among the messages by when it was made: one that added a signal before the deadline is judged
+        // before a message written after the deadline times the turn out (spec 5.7). Those made after this page's
+        // last message wait for the page they fall in, or the last one.
+        let until = if done { None } else { page.messages.last().map(|m| m.written_at) };
+        let messages = in_time_order(page.messages, &mut edits, until);
         let (handled, page_handled) = oneshot::channel();
-        let page = MissedPage { messages: page.messages, done: false, handled: Some(handled) };
+        let page = MissedPage { messages, done: false, handled: Some(handled) };
         if inbox.send(Input::Missed(Box::new(page))).is_err() || page_handled.await.is_err() {
             return;
         }
@@ -102,15 +112,7 @@ pub(super) async fn read_missed(
         // The count includes the reorder window read again, whose messages were mostly handled already.
         tracing::info!(channel = %channel, count = total, "read back the channel's recent history after being away");
     }
-    let edited = match refused {
-        Some(e) => Err(e),
-        None => {
-            // Older than the pages: read from the oldest of those (one not on the pages after it was deleted).
-            let older: Vec<MessageId> = editable.iter().copied().filter(|id| *id <= read_from).collect();
-            read_edited(&env, channel, &older, editable_read, &inbox).await
-        }
-    };
-    let edited = edited.unwrap_or_else(|e| {
+    if let Some(e) = refused {
         if e.status() == Some(404) {
             // The channel was deleted while the bot could not see: the session ends rather than read again at every
             // start (a paused one would never post the announcement whose 404 would tell).
@@ -119,31 +121,59 @@ pub(super) async fn read_missed(
         } else {
             tracing::warn!(channel = %channel, "could not read the messages missed while away, so overdue turns end now: {e}");
         }
-        Vec::new()
-    });
-    let _ = inbox.send(Input::Missed(Box::new(MissedPage { messages: edited, done: true, handled: None })));
+    }
+    // The edits not placed yet (all of them after a refusal: what was read is still true).
+    edits.sort_by_key(|m| m.written_at);
+    let _ = inbox.send(Input::Missed(Box::new(MissedPage { messages: edits, done: true, handled: None })));
 }
 
-/// The editable messages as they read now (`read` on the pages already, `older` still to read), each as an edit
-/// judged by Discord's time of its last edit (by now only if the page does not say); the actor keeps only those that
-/// gained a signal. One page from the oldest covers the older ones: they are recent.
-async fn read_edited(
+/// How many pages the editable messages older than the missed ones are read on, at most (they are recent: those of
+/// the last turns; one written long ago in a quiet channel is not worth reading the channel's history up to it).
+const OLDER_PAGES_MAX: usize = 10;
+
+/// The editable messages written before the missed pages (`older`, oldest first), as they read now: paged from the
+/// oldest until the newest of them is passed (one not found was deleted).
+async fn read_older(
     env: &Env,
     channel: ChannelId,
     older: &[MessageId],
-    mut read: Vec<IncomingMessage>,
     inbox: &InboxSender,
 ) -> Result<Vec<IncomingMessage>, RestError> {
-    if let Some(oldest) = older.first() {
-        let page = read_page(env, channel, MessageId(oldest.0.saturating_sub(1)), inbox).await?;
-        read.extend(page.messages.into_iter().filter(|m| older.contains(&m.id)));
+    let mut found = Vec::new();
+    let (Some(oldest), Some(newest)) = (older.first(), older.last()) else { return Ok(found) };
+    let mut after = MessageId(oldest.0.saturating_sub(1));
+    for _ in 0..OLDER_PAGES_MAX {
+        let page = read_page(env, channel, after, inbox).await?;
+        found.extend(page.messages.into_iter().filter(|m| older.contains(&m.id)));
+        match page.newest {
+            Some(read_to) if read_to < *newest && page.read == usize::from(PAGE) => after = read_to,
+            _ => return Ok(found),
+        }
     }
-    read.sort_by_key(|m| m.id);
-    let now = env.clock.now();
-    Ok(read
-        .into_iter()
-        .map(|m| IncomingMessage { edited: true, written_at: m.edited_at.unwrap_or(now), ..m })
-        .collect())
+    tracing::info!(%channel, "editable messages more than {OLDER_PAGES_MAX} pages back were not read again");
+    Ok(found)
+}
+
+/// The editable messages as read, each as an edit judged by Discord's time of its last edit. One never edited (no
+/// edit time) has nothing new to say and is left out: taken as an edit made now, it would count as its author
+/// speaking now (auto-detection by silence).
+fn as_edits(read: impl IntoIterator<Item = IncomingMessage>) -> Vec<IncomingMessage> {
+    read.into_iter().filter_map(|m| Some(IncomingMessage { edited: true, written_at: m.edited_at?, ..m })).collect()
+}
+
+/// A page's messages with the edits made up to `until` (every one, for `None`) in among them, by when each was
+/// written or made; the other edits stay in `edits`.
+fn in_time_order(
+    messages: Vec<IncomingMessage>,
+    edits: &mut Vec<IncomingMessage>,
+    until: Option<DateTime<Utc>>,
+) -> Vec<IncomingMessage> {
+    let (now, later) = std::mem::take(edits).into_iter().partition(|e| until.is_none_or(|until| e.written_at <= until));
+    *edits = later;
+    let mut merged: Vec<IncomingMessage> = messages.into_iter().chain::<Vec<IncomingMessage>>(now).collect();
+    // Stable: at the same instant, the page's message first (it is older than any edit of it).
+    merged.sort_by_key(|m| m.written_at);
+    merged
 }
 
 /// One page of the messages after `after`, read however long a failure that may pass lasts; an error only for a

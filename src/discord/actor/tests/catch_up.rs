@@ -971,3 +971,80 @@ async fn a_full_held_queue_never_makes_room_with_a_message_held_before_a_command
     assert_eq!(session.status, SessionStatus::Paused, "then the pause");
     assert!(session.has_handled(lost.id));
 }
+
+/// Spec 5.7 on the catch-up: an edit that added the signal before the deadline, found on the pages, is judged by its
+/// edit time among the pages' messages, not after all of them (where a message written after the deadline had timed
+/// the turn out first).
+#[tokio::test(start_paused = true)]
+async fn an_edit_adding_the_signal_in_time_is_judged_before_a_message_written_after_the_deadline() {
+    let h = Harness::new();
+    h.start(A).await;
+    let draft = h.written(PM, "Draft", 5_000);
+    h.deliver(A, &draft);
+    h.settle(A).await;
+    h.router.broadcast(|| Input::Disconnected(None));
+    // While the bot cannot see: pm finishes its draft by an edit at 50 s (deadline 90 s); someone asks at 95 s.
+    let edited_at = Some(t0() + TimeDelta::seconds(50));
+    let finished = IncomingMessage { text: "Draft, done. TURN_COMPLETE".into(), edited_at, ..draft.clone() };
+    let asked = h.written(HUMAN, "Any news?", 95_000);
+    h.rest.history.lock().unwrap().insert(A, vec![finished, asked]);
+    tokio::time::advance(Duration::from_secs(100)).await;
+    h.router.broadcast(|| Input::CatchUp(None));
+    h.settle_until_holder(A, "dev").await;
+    assert_eq!(h.events(A, "turn_timeout"), 0, "{:#?}", h.journal.of(A));
+    assert_eq!(h.events(A, "turn_complete"), 1, "the signal was added at 50 s, before the deadline");
+    assert_eq!(h.events(A, "late_signal"), 0);
+}
+
+/// Editable messages written before the missed pages are read on as many pages as they span, not one.
+#[tokio::test(start_paused = true)]
+async fn an_editable_message_more_than_a_page_before_the_missed_ones_is_read_and_its_edit_found() {
+    let h = Harness::new();
+    h.start(A).await;
+    // pm's turn: a first draft, a busy channel (150 people's messages), a second message; someone speaks at 40 s.
+    let first = h.written(PM, "First part", 1_000);
+    let mut history = vec![first.clone()];
+    for i in 0..150 {
+        history.push(h.written(HUMAN, &format!("chatter {i}"), 2_000 + 100 * i));
+    }
+    let second = h.written(PM, "Second part", 18_000);
+    history.push(second.clone());
+    history.push(h.written(HUMAN, "Any news?", 40_000));
+    tokio::time::advance(Duration::from_secs(41)).await;
+    for message in &history {
+        h.deliver(A, message);
+    }
+    h.settle(A).await;
+    assert_eq!(h.session(A).await.editable_messages.len(), 2, "both of pm's messages may still be finished");
+    // The gateway session is lost; at 45 s pm edits its second message, adding the signal (deadline 90 s).
+    let edited_at = Some(t0() + TimeDelta::seconds(45));
+    let finished = IncomingMessage { text: "Second part. TURN_COMPLETE".into(), edited_at, ..second.clone() };
+    let at = history.len() - 2;
+    history[at] = finished;
+    h.rest.history.lock().unwrap().insert(A, history);
+    tokio::time::advance(Duration::from_secs(9)).await;
+    h.router.broadcast(|| Input::CatchUp(None));
+    h.settle_until_holder(A, "dev").await;
+    assert_eq!(h.events(A, "turn_complete"), 1, "pm's edit, made at 45 s, finished its turn");
+    assert_eq!(reads(&h, A), 3, "two pages from the first part, one of the missed messages");
+}
+
+/// A message on the pages that was never edited is not taken for an edit made now, which would count as its author
+/// speaking now and restart the silence of auto-detection.
+#[tokio::test(start_paused = true)]
+async fn a_catch_up_does_not_restart_the_holders_silence_with_a_message_never_edited() {
+    let h = Harness::with_config(config_of(r#"{"silenceSeconds": 10}"#));
+    h.start(A).await;
+    tokio::time::advance(Duration::from_secs(3)).await;
+    let thoughts = h.written(PM, "Some thoughts, no signal.", 3_000);
+    h.deliver(A, &thoughts);
+    h.settle(A).await;
+    h.rest.history.lock().unwrap().insert(A, vec![thoughts.clone()]);
+    tokio::time::advance(Duration::from_secs(5)).await;
+    h.router.broadcast(|| Input::CatchUp(None));
+    h.settle(A).await;
+    // pm has been silent since 3 s: its turn ends at 13 s, not 10 s after the catch-up.
+    tokio::time::advance(Duration::from_millis(5_200)).await;
+    h.settle(A).await;
+    assert_eq!(h.events(A, "turn_silent"), 1, "{:#?}", h.journal.of(A));
+}

@@ -855,8 +855,9 @@ async fn a_signal_added_by_an_edit_the_bot_could_not_see_is_found_by_the_next_ca
     h.deliver(A, &draft);
     h.settle(A).await;
     // The gateway session was lost: pm's edit adding the signal was never delivered, and a page of messages after
-    // the newest one handled does not show it.
-    let finished = IncomingMessage { text: "Draft, done. TURN_COMPLETE".into(), ..draft.clone() };
+    // the newest one handled does not show it (as an edit: Discord gives its time).
+    let edited_at = Some(draft.written_at + chrono::TimeDelta::seconds(3));
+    let finished = IncomingMessage { text: "Draft, done. TURN_COMPLETE".into(), edited_at, ..draft.clone() };
     h.rest.history.lock().unwrap().insert(A, vec![finished]);
     tokio::time::advance(Duration::from_secs(5)).await;
     h.router.broadcast(|| Input::CatchUp(None));
@@ -880,7 +881,8 @@ async fn an_editable_message_older_than_the_missed_pages_is_read_once_more_and_i
     let later = h.written(UserId(900), "Any news?", 21_000);
     h.deliver(A, &later);
     h.settle(A).await;
-    let finished = IncomingMessage { text: "Draft, done. TURN_COMPLETE".into(), ..draft.clone() };
+    let edited_at = Some(draft.written_at + chrono::TimeDelta::seconds(25));
+    let finished = IncomingMessage { text: "Draft, done. TURN_COMPLETE".into(), edited_at, ..draft.clone() };
     h.rest.history.lock().unwrap().insert(A, vec![finished, later]);
     tokio::time::advance(Duration::from_secs(25)).await;
     h.router.broadcast(|| Input::CatchUp(None));
@@ -888,8 +890,8 @@ async fn an_editable_message_older_than_the_missed_pages_is_read_once_more_and_i
     assert_eq!(h.holder(A).await.as_deref(), Some("dev"), "the edit ended pm's turn");
     let lines = h.journal.of(A);
     let reads: Vec<&String> = lines.iter().filter(|l| l.starts_with(&format!("read {A} "))).collect();
-    assert_eq!(reads.len(), 2, "the missed messages, then from the draft: {lines:#?}");
-    assert_eq!(*reads[1], format!("read {A} after {} -> ok", MessageId(draft.id.0 - 1)));
+    assert_eq!(reads.len(), 2, "from the draft, then the missed messages: {lines:#?}");
+    assert_eq!(*reads[0], format!("read {A} after {} -> ok", MessageId(draft.id.0 - 1)));
 }
 
 #[tokio::test(start_paused = true)]
