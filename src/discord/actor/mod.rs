@@ -7,6 +7,7 @@
 mod awaited;
 mod backlog;
 mod catch_up;
+pub mod commands_seen;
 pub mod inbox;
 mod saving;
 #[cfg(test)]
@@ -58,6 +59,8 @@ pub struct Env {
     /// The channels' senders and the deletions they run beside their posts: a shutdown stops the ones still at work
     /// when its wait ends, and waits until they are gone before the process lets go of its channels.
     pub tasks: TaskTracker,
+    /// The commands of channels whose actor retired lately, for their next actor.
+    pub retired_commands: commands_seen::RetiredCommands,
 }
 
 impl Env {
@@ -286,7 +289,7 @@ impl Actor {
                 self.abandon_sender();
                 return;
             }
-            if Box::pin(self.take(input)).await && (self.retire)(&mut self.inbox) {
+            if Box::pin(self.take(input)).await && self.retire_now() {
                 return;
             }
         }
@@ -347,7 +350,7 @@ impl Actor {
         self.held.clear();
         self.inbox.close();
         while self.inbox.try_recv().is_some() {}
-        (self.retire)(&mut self.inbox);
+        self.retire_now();
         self.taken_over = true;
         tracing::info!(channel = %self.channel, "this channel's server is on another process's shard: left to it");
         true
@@ -841,6 +844,17 @@ impl Actor {
         Ok(())
     }
 
+    /// Leaves the router, unless inputs came meanwhile (false: the actor goes on). The commands it ran are kept for
+    /// the channel's next actor.
+    fn retire_now(&mut self) -> bool {
+        self.env.retired_commands.keep(self.channel, std::mem::take(&mut self.commands_seen));
+        let retired = (self.retire)(&mut self.inbox);
+        if !retired {
+            self.commands_seen = self.env.retired_commands.take(self.channel);
+        }
+        retired
+    }
+
     fn remember_command(&mut self, id: MessageId) {
         self.commands_seen.push(id);
         if self.commands_seen.len() > COMMANDS_REMEMBERED {
@@ -1013,6 +1027,7 @@ fn task(
     myself: InboxSender,
     retire: Retire,
 ) -> impl Future<Output = ()> + Send + 'static {
+    let commands_seen = env.retired_commands.take(channel);
     let mut actor = Actor {
         channel,
         session: Session::new(channel),
@@ -1023,7 +1038,7 @@ fn task(
         myself,
         awaiting: Awaiting::Nothing,
         catch_ups_running: 0,
-        commands_seen: Vec::new(),
+        commands_seen,
         handed: 0,
         unsaved_events: Vec::new(),
         save_retry: None,

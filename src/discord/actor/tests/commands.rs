@@ -334,3 +334,52 @@ async fn a_stopped_channel_whose_last_save_fails_still_retires_without_a_word() 
     assert!(notices(&h).is_empty(), "nothing was held back to tell of: {:#?}", notices(&h));
     assert!(h.saver.lazy_saves.load(std::sync::atomic::Ordering::Relaxed) > 0, "saved lazily then");
 }
+
+/// Waits until the stopped channel's actor has left the router.
+async fn retired(h: &Harness) {
+    for _ in 0..10 {
+        tokio::task::yield_now().await;
+    }
+    assert!(h.router.channels().is_empty(), "the stopped channel's actor retired");
+}
+
+/// Spec 5.6: a `stop` delivered again around a reconnect, after the actor that ran it retired and a new session began,
+/// is the same command: it does not stop the new session.
+#[tokio::test(start_paused = true)]
+async fn a_stop_delivered_again_after_its_actor_retired_does_not_stop_the_next_session() {
+    let h = Harness::new();
+    h.start(A).await;
+    h.settle(A).await;
+    let stop = h.id_at(h.clock.now());
+    let ask = |origin| h.router.ask(A, move |reply| Input::command(Command::Stop, Some(origin), Some(reply)));
+    ask(stop).await.expect("answered").expect("stopped");
+    h.settle(A).await;
+    retired(&h).await;
+    tokio::time::advance(Duration::from_secs(2)).await;
+    h.start(A).await;
+    h.settle(A).await;
+    ask(stop).await.expect("answered").expect("taken as done");
+    h.settle(A).await;
+    assert!(h.session(A).await.is_active(), "{:#?}", h.journal.of(A));
+    assert_eq!(h.events(A, "session_stopped"), 1);
+}
+
+/// The same for a `start` delivered again after its session was stopped and its actor retired.
+#[tokio::test(start_paused = true)]
+async fn a_start_delivered_again_after_its_session_stopped_and_its_actor_retired_starts_nothing() {
+    let h = Harness::new();
+    let start = h.id_at(h.clock.now());
+    let begin = |origin| {
+        h.router.ask(A, move |reply| Input::command(Command::Start { roster: vec![] }, Some(origin), Some(reply)))
+    };
+    begin(start).await.expect("answered").expect("started");
+    h.settle(A).await;
+    tokio::time::advance(Duration::from_secs(5)).await;
+    h.command(A, Command::Stop).await;
+    h.settle(A).await;
+    retired(&h).await;
+    begin(start).await.expect("answered").expect("taken as done");
+    h.settle(A).await;
+    assert!(!h.session(A).await.is_active(), "{:#?}", h.journal.of(A));
+    assert_eq!(h.events(A, "session_started"), 1);
+}

@@ -436,6 +436,7 @@ impl Harness {
             catch_up_permits: Arc::new(Semaphore::new(8)),
             shards,
             tasks: tokio_util::task::TaskTracker::new(),
+            retired_commands: Default::default(),
         });
         Self { router: Router::new(env), rest, saver, journal, stats, clock, next_id: AtomicU64::new(next_id) }
     }
