@@ -78,20 +78,19 @@ impl Session {
                 has_files: note.has_files && !note.removed,
             };
             let detected = ctx.config.signals.detect(&message.text, &holder);
-            if note.removed && detected.is_none() && self.display_mode == DisplayMode::Relay {
-                // Deleted as out of turn, but it was said in turn: its text is shown again, as the persona (its
-                // files went with the deletion).
-                let text = Some(message.text.clone()).filter(|text| !text.trim().is_empty());
-                if text.is_some() {
-                    t.effects.push(Effect::Relay {
-                        message_id: message.id,
-                        persona: holder.clone(),
-                        text,
-                        has_files: false,
-                    });
-                }
-            }
+            let judged_from = t.effects.len();
             self.judge_in_turn(&message, &holder, detected, message.written_at, now, ctx, t);
+            let shown = t.effects[judged_from..]
+                .iter()
+                .any(|e| matches!(e, Effect::Relay { message_id, .. } if *message_id == message.id));
+            let text = Some(message.text).filter(|text| !text.trim().is_empty());
+            if note.removed && self.display_mode == DisplayMode::Relay && !shown && text.is_some() {
+                // Deleted as out of turn, but it was said in turn, and its judgement left it as written (no signal,
+                // a refused handoff, a rule that does not strip): its text is shown again, as the persona (its files
+                // went with the deletion), before what its judgement says.
+                let relay = Effect::Relay { message_id: message.id, persona: holder.clone(), text, has_files: false };
+                t.effects.insert(judged_from, relay);
+            }
         }
     }
 

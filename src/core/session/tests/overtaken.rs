@@ -92,3 +92,35 @@ fn a_removed_message_judged_again_is_not_reposted_in_observe_mode_nor_when_it_ha
     assert!(relays(&t).is_empty(), "no webhook to repost through in observe mode: {:?}", t.effects);
     assert_eq!(f.active(), "dev");
 }
+
+/// A removed message whose judgement in turn leaves it as written (a handoff refused, a rule that does not strip) is
+/// shown again, as the persona, before what the judgement says: deleted as out of turn, it was said in turn.
+#[test]
+fn a_removed_message_judged_in_turn_to_stay_as_written_is_shown_again() {
+    let config = |rule: &str| {
+        let rules = format!(
+            r#"{{"signals": {{"rules": [{{"name": "TURN_COMPLETE", "pattern": "TURN_COMPLETE", "action": "complete"}}, {rule}]}}}}"#
+        );
+        Config::parse("c.json", &rules).unwrap_or_else(|p| panic!("{p}"))
+    };
+    let handoff = r#"{"name": "HANDOFF", "pattern": "HANDOFF:\\s*(?P<payload>\\S+)", "action": "handoff"}"#;
+    let note =
+        r#"{"name": "NOTE", "pattern": "NOTE:\\s*(?P<payload>.+)", "at": "line", "strip": false, "action": "record"}"#;
+    for (rule, text, judged) in [
+        (handoff, "My long answer.\nHANDOFF: ghost", "handoff_refused"),
+        (note, "NOTE: the schema changed\nMy long answer.", "recorded"),
+    ] {
+        let mut f = Fixture::with_config(config(rule));
+        let signal = f.message(PM, "Done. TURN_COMPLETE", 1_000);
+        let t = f.say(DEV, text, 1_200);
+        assert_eq!(t.effects, [Effect::Delete { message_id: f.last_id }], "out of turn, removed");
+        let t = f.deliver(&signal, 1_300);
+        assert_eq!(f.active(), "dev");
+        assert!(event_names(&t).contains(&judged), "{:?}", event_names(&t));
+        assert_eq!(relays(&t), [(signal.id, Some("Done.".into())), (f.last_id, Some(text.into()))], "{text}");
+        let shown =
+            t.effects.iter().position(|e| matches!(e, Effect::Relay { message_id, .. } if *message_id == f.last_id));
+        let replies = t.effects.iter().position(|e| matches!(e, Effect::Announce(a) if a.reply_to == Some(f.last_id)));
+        assert!(replies.is_none_or(|reply| shown < Some(reply)), "the text, then the reply about it");
+    }
+}
