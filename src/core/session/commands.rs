@@ -152,8 +152,11 @@ impl Session {
                 if fresh {
                     // The holder paused the session to ask for a person (or looped), or signalled while paused: a
                     // fresh turn, announced with a mention so that it reads the answer (or signals again) and goes
-                    // on; that announcement says all a resume would.
-                    self.begin_turn(active.clone(), now, ctx, &mut t);
+                    // on; that announcement says all a resume would. It keeps the time its turn was given on top
+                    // (an `extend` while paused was confirmed; a progress's, not given twice).
+                    let (extended, progress_extended) = (self.turn_extended_seconds, self.turn_progress_extended);
+                    self.begin_turn_as(active.clone(), Template::TurnStart, &[], extended, now, ctx, &mut t);
+                    self.turn_progress_extended = progress_extended;
                 }
                 let kind = EventKind::Resumed { remaining_seconds: self.remaining_seconds(now) };
                 t.events.push(self.event(now, Some(&active), kind));

@@ -147,7 +147,7 @@ impl Session {
                     ("maxKeeps", max_keeps.to_string()),
                     ("reason", d.payload.unwrap_or_default()),
                 ];
-                self.begin_turn_as(persona.clone(), Template::Kept, &extra, now, ctx, t);
+                self.begin_turn_as(persona.clone(), Template::Kept, &extra, 0, now, ctx, t);
             }
             Action::Progress { extend_seconds } => {
                 self.show_stripped(t, message, persona, d.display, d.stripped, false);

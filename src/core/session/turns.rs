@@ -339,15 +339,18 @@ impl Session {
 
     /// Gives `persona` the floor now. In a paused session the turn waits, unannounced, for `resume`.
     pub(super) fn begin_turn(&mut self, persona: PersonaId, now: DateTime<Utc>, ctx: Context, t: &mut Transition) {
-        self.begin_turn_as(persona, Template::TurnStart, &[], now, ctx, t);
+        self.begin_turn_as(persona, Template::TurnStart, &[], 0, now, ctx, t);
     }
 
-    /// Gives `persona` the floor now, announced with `template` (the turn start, or a kept turn).
+    /// Gives `persona` the floor now, announced with `template` (the turn start, or a kept turn), its persona's
+    /// timeout lengthened by `extended` seconds (what the turn it starts afresh had been given).
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn begin_turn_as(
         &mut self,
         persona: PersonaId,
         template: Template,
         extra: &[(&'static str, String)],
+        extended: u64,
         now: DateTime<Utc>,
         ctx: Context,
         t: &mut Transition,
@@ -373,16 +376,17 @@ impl Session {
         self.floor_reaches_holder(now);
         self.turn_started_at = Some(now);
         self.turn_timeout_seconds = timeout;
-        self.turn_extended_seconds = 0;
+        self.turn_extended_seconds = extended;
         self.turn_paused_ms = 0;
+        let length = u64::from(timeout) + extended;
         if self.status == SessionStatus::Paused {
             // The pause began when it was given, not when this turn began within it (a signal handled late).
             self.paused_at = Some(self.paused_at.unwrap_or(now));
-            self.paused_remaining_ms = Some(i64::from(timeout) * 1000);
+            self.paused_remaining_ms = Some(i64::try_from(length * 1000).unwrap_or(i64::MAX));
             self.turn_timeout_at = None;
             self.turn_announced = false;
         } else {
-            self.turn_timeout_at = Some(now + seconds(u64::from(timeout)));
+            self.turn_timeout_at = Some(now + seconds(length));
             self.announce_turn_as(template, extra, ctx, t, now);
         }
     }

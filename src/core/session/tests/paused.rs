@@ -184,3 +184,23 @@ fn a_signal_written_during_the_pause_is_held_even_by_a_holder_whose_turn_began_i
     assert_eq!(event_names(&f.deliver(&devs, 30_500)), ["signal_held"]);
     assert_eq!(f.active(), "dev");
 }
+
+/// An `extend` confirmed while paused is kept by the fresh turn a `resume` gives (after an escalation, or a held
+/// signal): before, the fresh turn had the persona's timeout only, the time confirmed lost.
+#[test]
+fn time_added_while_paused_is_kept_by_the_fresh_turn_the_resume_gives() {
+    let mut f = workflow();
+    f.say(PM, "BLOCKED: creds", 5_000);
+    let t = f.command(Command::Extend { seconds: 300 }, 10_000).unwrap();
+    assert!(texts(&t)[0].contains("extended by 300s"), "{:?}", texts(&t));
+    let t = f.command(Command::Resume, 20_000).unwrap();
+    assert_eq!(f.session.turn_timeout_at, Some(Fixture::at(20_000 + 90_000 + 300_000)), "the 300 s kept");
+    assert!(texts(&t).iter().any(|s| s.contains("(pm) has the floor: 390s")), "{:?}", texts(&t));
+
+    let mut f = Fixture::new();
+    f.command(Command::Pause, 10_000).unwrap();
+    f.say(PM, "Done. TURN_COMPLETE", 12_000);
+    f.command(Command::Extend { seconds: 300 }, 15_000).unwrap();
+    f.command(Command::Resume, 20_000).unwrap();
+    assert_eq!(f.session.turn_timeout_at, Some(Fixture::at(20_000 + 90_000 + 300_000)), "with a held signal too");
+}
