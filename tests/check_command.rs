@@ -95,3 +95,24 @@ fn a_bad_rule_and_a_rule_naming_an_unknown_persona_are_reported_together() {
     assert!(stderr.contains("turn-manager.json:3: field \"signals.rules[1].to\" names \"ghost\""), "{stderr}");
     assert!(stderr.contains("2 errors found"), "{stderr}");
 }
+
+#[test]
+fn a_route_back_to_a_persona_that_may_send_it_is_a_warning_and_one_limited_by_from_is_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let personas = dir.path().join("personas");
+    std::fs::create_dir(&personas).unwrap();
+    std::fs::write(personas.join("pm.json"), r#"{"id": "pm", "discordUserId": "1"}"#).unwrap();
+    std::fs::write(personas.join("dev.json"), r#"{"id": "dev", "discordUserId": "2"}"#).unwrap();
+    let config = "{\"signals\": {\"rules\": [\n  {\"name\": \"AGAIN\", \"pattern\": \"AGAIN: (?P<task>\\\\S+)\", \"action\": \"route\", \
+                  \"to\": \"pm\"},\n  {\"name\": \"BACK\", \"pattern\": \"BACK: (?P<task>\\\\S+)\", \"action\": \"route\", \"to\": \"pm\", \
+                  \"from\": [\"dev\"]}\n]}}";
+    std::fs::write(dir.path().join("turn-manager.json"), config).unwrap();
+    let out = check(dir.path(), &[]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "a warning only: {}", text(&out.stderr));
+    assert!(
+        stdout.contains("turn-manager.json:2: field \"signals.rules[0].to\" \"pm\" may send AGAIN itself"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("rules[1]"), "BACK is dev's only: {stdout}");
+}

@@ -114,13 +114,16 @@ impl<'a> Checker<'a> {
 
     /// An error on a field named by hand (`signals.rules[2].pattern`), at a line found by the caller.
     pub fn error_at(&mut self, field: &str, line: Option<usize>, message: impl Into<String>) {
-        self.problems.push(Problem {
-            severity: Severity::Error,
-            file: self.file.to_owned(),
-            line,
-            field: field.to_owned(),
-            message: message.into(),
-        });
+        self.push_at(Severity::Error, field, line, message.into());
+    }
+
+    /// A warning on a field named by hand, at a line found by the caller.
+    pub fn warning_at(&mut self, field: &str, line: Option<usize>, message: impl Into<String>) {
+        self.push_at(Severity::Warning, field, line, message.into());
+    }
+
+    fn push_at(&mut self, severity: Severity, field: &str, line: Option<usize>, message: String) {
+        self.problems.push(Problem { severity, file: self.file.to_owned(), line, field: field.to_owned(), message });
     }
 
     /// The line of `key` in item `index` of the list at `list` (or of the item itself when the key is absent).

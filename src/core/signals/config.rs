@@ -386,6 +386,25 @@ pub fn check_against(c: &mut Checker, rules: &SignalRules, personas: &PersonaCat
                 );
             }
         }
+        // A route back to whoever may send it: each use is a fresh turn for the sender, as often as it likes (a
+        // handoff to oneself is refused; a `keep` is bounded by `maxKeeps`).
+        let routed_to = match &rule.action {
+            Action::Route { to, .. } | Action::FinishTask { to: Some(to) } => Some(to),
+            _ => None,
+        };
+        if let Some(to) = routed_to.filter(|to| rule.allows(to) && personas.get(to).is_some()) {
+            let line = c.line_in_list(&["signals", "rules"], i, "to");
+            c.warning_at(
+                &format!("signals.rules[{i}].to"),
+                line,
+                format!(
+                    "\"{to}\" may send {} itself: each time it does, it is given a fresh turn with a fresh deadline, \
+                     without limit; name the personas that may send it in \"from\", or use a \"keep\" rule (bounded \
+                     by \"maxKeeps\") for more time",
+                    rule.name
+                ),
+            );
+        }
     }
 }
 
