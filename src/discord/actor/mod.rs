@@ -840,7 +840,12 @@ impl Actor {
             self.apply_display_mode(choice).await;
         }
         let t = self.session.handle_command(command, origin, self.env.clock.now(), self.env.context())?;
-        self.commit(t).await;
+        if !self.commit(t).await && self.taken_over {
+            // Its save was refused: another process acts for the channel now, and what this one decided is lost.
+            return Err(Refusal(
+                "Not done: another process of the bot took this channel over just now. Give the command again.".into(),
+            ));
+        }
         Ok(())
     }
 

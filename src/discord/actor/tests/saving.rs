@@ -174,6 +174,20 @@ async fn a_save_fenced_by_another_process_stops_the_actor_without_announcing_or_
     assert!(after.is_empty(), "nothing more done in the channel (no repost, no announcement): {after:#?}");
 }
 
+/// A command whose save another process refused (it took the channel over) did not happen: its author is told so,
+/// not "done".
+#[tokio::test(start_paused = true)]
+async fn a_command_whose_save_was_fenced_is_answered_not_done() {
+    let h = Harness::new();
+    h.start(A).await;
+    h.settle(A).await;
+    h.saver.taken_over.store(true, Ordering::Relaxed);
+    let origin = h.id_at(h.clock.now());
+    let outcome = h.router.ask(A, move |reply| Input::command(Command::Pause, Some(origin), Some(reply))).await;
+    let refusal = outcome.expect("answered").expect_err("not done");
+    assert!(refusal.0.contains("another process of the bot took this channel over"), "{refusal:?}");
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_fenced_save_abandons_what_the_sender_still_had_to_do() {
     let h = Harness::new();
