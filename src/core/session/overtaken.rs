@@ -5,7 +5,7 @@
 //! messages written after it are judged again, in turn, oldest first; one that was removed is reposted.
 
 use super::effects::Effect;
-use super::{Context, DisplayMode, IncomingMessage, REORDER_WINDOW, Session, SessionStatus, Transition};
+use super::{Context, DisplayMode, IncomingMessage, REORDER_WINDOW, Session, Transition};
 use crate::core::ids::{MessageId, PersonaId};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -56,7 +56,9 @@ impl Session {
         ctx: Context,
         t: &mut Transition,
     ) {
-        if self.status != SessionStatus::Running || self.turn_began_after.is_none_or(|after| after <= signal) {
+        // Paused too: a taken-up message's signal is held, or ends the turn if written before the pause was given,
+        // as any holder's message during a pause.
+        if !self.is_active() || self.turn_began_after.is_none_or(|after| after <= signal) {
             return;
         }
         // A holder awaited for a late reply is given the floor when the manager gives it, not when the signal was
@@ -96,7 +98,7 @@ impl Session {
 
     /// The oldest note of the running turn's holder written after its turn began, taken out of the notes.
     fn next_overtaken(&mut self) -> Option<(PersonaId, OutOfTurnNote)> {
-        if self.status != SessionStatus::Running {
+        if !self.is_active() {
             return None;
         }
         let (holder, after) = (self.active_agent.clone()?, self.turn_began_after?);

@@ -124,3 +124,31 @@ fn a_removed_message_judged_in_turn_to_stay_as_written_is_shown_again() {
         assert!(replies.is_none_or(|reply| shown < Some(reply)), "the text, then the reply about it");
     }
 }
+
+/// The signal that gave the floor handled during a manager's pause: the new holder's messages it overtook are judged
+/// in turn all the same, as the pause says (one written before the pause was given ends the turn; one written after
+/// it is held). Before, they stayed out of turn: removed, never shown, never acted on.
+#[test]
+fn messages_overtaken_by_a_signal_handled_during_a_pause_are_judged_in_turn_as_the_pause_says() {
+    let mut f = Fixture::new();
+    let signal = f.message(PM, "Done. TURN_COMPLETE", 9_000);
+    f.say(DEV, "My answer. TURN_COMPLETE", 9_500);
+    let before_the_pause = f.last_id;
+    f.command_given(Command::Pause, 10_000, 10_000).unwrap();
+    let t = f.deliver(&signal, 10_500);
+    assert_eq!(event_names(&t), ["turn_complete", "turn_complete"], "pm's, then dev's, written before the pause");
+    assert_eq!((f.active(), f.session.status), ("critic", SessionStatus::Paused));
+    assert!(relays(&t).contains(&(before_the_pause, Some("My answer.".into()))), "{:?}", relays(&t));
+
+    let mut f = Fixture::new();
+    let signal = f.message(PM, "Done. TURN_COMPLETE", 9_000);
+    f.command_given(Command::Pause, 10_000, 10_000).unwrap();
+    f.say(DEV, "My answer. TURN_COMPLETE", 10_200);
+    let after_the_pause = f.last_id;
+    let t = f.deliver(&signal, 10_500);
+    assert_eq!(event_names(&t), ["turn_complete", "signal_held"]);
+    assert_eq!(f.active(), "dev");
+    assert!(relays(&t).contains(&(after_the_pause, Some("My answer.".into()))), "shown, as a held signal is");
+    let t = f.command(Command::Resume, 30_000).unwrap();
+    assert!(texts(&t).iter().any(|s| s.contains("(dev) has the floor")), "asked again: {:?}", texts(&t));
+}
