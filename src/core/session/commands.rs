@@ -155,6 +155,8 @@ impl Session {
                     // on; that announcement says all a resume would. It keeps the time its turn was given on top
                     // (an `extend` while paused was confirmed; a progress's, not given twice).
                     let (extended, progress_extended) = (self.turn_extended_seconds, self.turn_progress_extended);
+                    // What the holder wrote before the resume was given, handled after it, is of the turn it ends.
+                    self.end_turn(turn_end);
                     self.begin_turn_as(active.clone(), Template::TurnStart, &[], extended, now, ctx, &mut t);
                     self.turn_progress_extended = progress_extended;
                 }

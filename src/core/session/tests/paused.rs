@@ -204,3 +204,18 @@ fn time_added_while_paused_is_kept_by_the_fresh_turn_the_resume_gives() {
     f.command(Command::Resume, 20_000).unwrap();
     assert_eq!(f.session.turn_timeout_at, Some(Fixture::at(20_000 + 90_000 + 300_000)), "with a held signal too");
 }
+
+/// The holder's message written before a `resume` that gives it a fresh turn, handled after it (a reordered
+/// dispatch), is its own from the turn the resume restarted: not out of turn (before, it was deleted as such).
+#[test]
+fn the_holders_message_written_before_a_fresh_resume_and_handled_after_it_is_not_out_of_turn() {
+    let mut f = workflow();
+    f.say(PM, "BLOCKED: creds", 5_000);
+    let details = f.message(PM, "Here is what I tried.", 8_000);
+    f.say(HUMAN, "Creds are in the vault.", 9_000);
+    f.command_given(Command::Resume, 10_000, 10_000).unwrap();
+    let t = f.deliver(&details, 10_500);
+    assert!(t.effects.is_empty(), "left as written: {:?}", t.effects);
+    assert!(!event_names(&t).contains(&"out_of_turn"), "{:?}", event_names(&t));
+    assert_eq!(f.active(), "pm");
+}
