@@ -42,6 +42,12 @@ impl Session {
                 // A holder streaming its answer by editing is not silent (auto-detection by silence).
                 let silence_on = ctx.config.signals.recovery.silence_seconds.is_some();
                 if let Some(holder) = author.filter(|a| silence_on && Some(*a) == self.active_agent.as_ref()) {
+                    if self.silence_deadline(ctx).is_some_and(|silence_at| silence_at <= written) {
+                        // Made after the silence had ended the turn (handled before the deadline tick): the turn
+                        // ends there, as it would have.
+                        self.expire_if_due(written, now, ctx, &mut t);
+                        return self.finish(t, ctx);
+                    }
                     let agent = self.agents.entry(holder.clone()).or_default();
                     if agent.last_activity.is_some_and(|at| at < written) {
                         agent.last_activity = Some(written);

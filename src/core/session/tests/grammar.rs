@@ -658,6 +658,17 @@ fn a_holder_streaming_by_edits_is_not_silent() {
 }
 
 #[test]
+fn an_edit_made_after_the_silence_ended_the_turn_does_not_restart_it() {
+    let mut f = Fixture::with_config(config(r#"{"silenceSeconds": 10}"#));
+    f.say(PM, "Thinking", 1_000);
+    let streamed = f.last_id;
+    // Made at 12 s, after the silence's end at 11 s, and handled before the deadline tick.
+    let t = f.deliver(&Fixture::edit(streamed, PM, "Thinking about it", 12_000), 12_000);
+    assert!(matches!(only_event(&t, "turn_silent"), EventKind::TurnSilent { silent_seconds: 10, .. }));
+    assert_eq!(f.active(), "dev");
+}
+
+#[test]
 fn a_completion_phrase_ends_the_turn_like_a_signal() {
     let mut f = Fixture::with_config(config(r#"{"completionPhrases": ["that's all from me"]}"#));
     let t = f.say(PM, "My points are made. That's all from me.", 1_000);
