@@ -151,7 +151,7 @@ impl Session {
             }
             Action::Progress { extend_seconds } => {
                 self.show_stripped(t, message, persona, d.display, d.stripped, false);
-                self.remember_editable_after_signal(message, d.stripped);
+                self.remember_editable_after_signal(message, persona, d.stripped, ctx);
                 let figure = d.payload.as_deref().and_then(percent);
                 if let Some(figure) = figure {
                     self.progress = Some(ProgressMark { agent: persona.clone(), percent: figure, at: now });
@@ -186,7 +186,7 @@ impl Session {
             }
             Action::Record => {
                 self.show_stripped(t, message, persona, d.display, d.stripped, false);
-                self.remember_editable_after_signal(message, d.stripped);
+                self.remember_editable_after_signal(message, persona, d.stripped, ctx);
                 let kind = EventKind::Recorded {
                     message_id: message.id,
                     signal: signal.as_str().into(),

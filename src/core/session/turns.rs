@@ -176,10 +176,22 @@ impl Session {
 
     /// A message whose signal was acted on without ending the turn (a progress, a record): if it stays in the
     /// channel as written (not deleted and reposted without its signal), an edit adding a signal that ends the turn
-    /// still finishes it, as it would a message seen without a signal.
-    pub(super) fn remember_editable_after_signal(&mut self, message: &IncomingMessage, stripped: bool) {
+    /// still finishes it, as it would a message seen without a signal. Not one that holds such a signal already (it
+    /// lost to the other on priority): an edit could not tell what it added, and a typo fixed would end the turn.
+    pub(super) fn remember_editable_after_signal(
+        &mut self,
+        message: &IncomingMessage,
+        persona: &PersonaId,
+        stripped: bool,
+        ctx: Context,
+    ) {
         if self.display_mode == DisplayMode::Relay && stripped {
             return; // deleted and reposted: the agent's message is gone
+        }
+        let signals = &ctx.config.signals;
+        if signals.has_signal_among(&message.text, persona, true) || signals.completion_phrase(&message.text).is_some()
+        {
+            return;
         }
         self.remember_editable(message);
         self.editable_after_signal.get_or_insert_default().push(message.id);

@@ -747,3 +747,35 @@ fn messages_written_before_the_unknown_signal_that_ended_the_turn_stay_in_that_t
         event_names(&t)
     );
 }
+
+/// A message whose record won over a lower-priority ending signal it also carried (observe mode): an edit that adds
+/// nothing (a typo fixed) does not end the turn with the signal the first judgement set aside; nor does one of a
+/// message with a completion phrase already there.
+#[test]
+fn an_edit_adding_nothing_does_not_act_on_an_ending_signal_or_phrase_the_message_had_already() {
+    let mut f = Fixture::with_config(config(
+        r#"{"rules": [
+        {"name": "TURN_COMPLETE", "pattern": "TURN_COMPLETE", "action": "complete"},
+        {"name": "CONFLICT", "pattern": "FILE CONFLICT:\\s*(?P<payload>\\S+)", "at": "line", "priority": 20,
+         "action": "record"}
+      ]}"#,
+    ));
+    f.set_display_mode(DisplayMode::Observe);
+    let t = f.say(PM, "FILE CONFLICT: src/a.rs\nMy answer. TURN_COMPLETE", 1_000);
+    assert_eq!(event_names(&t), ["recorded"], "the record wins; the turn goes on");
+    let typo = Fixture::edit(f.last_id, PM, "FILE CONFLICT: src/a.rs\nMy answer (typo fixed). TURN_COMPLETE", 2_000);
+    assert_eq!(f.deliver(&typo, 2_000), Transition::default(), "the edit added no signal");
+    assert_eq!(f.active(), "pm");
+
+    let mut f = Fixture::with_config(config(
+        r#"{"completionPhrases": ["that is all"], "rules": [
+        {"name": "TURN_COMPLETE", "pattern": "TURN_COMPLETE", "action": "complete"},
+        {"name": "PROGRESS", "pattern": "PROGRESS:\\s*(?P<payload>-?\\d+)", "at": "line", "action": "progress"}
+      ]}"#,
+    ));
+    f.set_display_mode(DisplayMode::Observe);
+    assert_eq!(event_names(&f.say(PM, "PROGRESS: 50\nThat is all for the first half.", 1_000)), ["progress"]);
+    let typo = Fixture::edit(f.last_id, PM, "PROGRESS: 50\nThat is all for the first half!", 2_000);
+    assert_eq!(f.deliver(&typo, 2_000), Transition::default(), "the edit added no signal");
+    assert_eq!(f.active(), "pm");
+}
