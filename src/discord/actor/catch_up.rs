@@ -95,9 +95,10 @@ pub(super) async fn read_missed(
         }
         edits.extend(as_edits(page.messages.iter().filter(|m| editable.contains(&m.id)).cloned()));
         // An edit goes among the messages by when it was made: one that added a signal before the deadline is judged
-        // before a message written after the deadline times the turn out (spec 5.7). Those made after this page's
-        // last message wait for the page they fall in, or the last one.
-        let until = if done { None } else { page.messages.last().map(|m| m.written_at) };
+        // before a message written after the deadline times the turn out (spec 5.7). Those made after the newest
+        // message this page read (its own messages included, which the page does not give) wait for the page they
+        // fall in, or the last one.
+        let until = if done { None } else { page.newest.map(MessageId::created_at) };
         let messages = in_time_order(page.messages, &mut edits, until);
         let (handled, page_handled) = oneshot::channel();
         let page = MissedPage { messages, done: false, handled: Some(handled) };

@@ -1048,3 +1048,40 @@ async fn a_catch_up_does_not_restart_the_holders_silence_with_a_message_never_ed
     h.settle(A).await;
     assert_eq!(h.events(A, "turn_silent"), 1, "{:#?}", h.journal.of(A));
 }
+
+/// A full page of the bot's own messages (read, counted, not given) is not the last page: an edit made after the
+/// deadline is not judged before the next page's messages, written before it. `own` is whose messages fill it.
+async fn a_page_of_messages_by(own: UserId) -> Harness {
+    let h = Harness::new();
+    h.start(A).await;
+    let draft = h.written(PM, "Draft", 5_000);
+    let asked = h.written(HUMAN, "Anyone?", 25_000);
+    tokio::time::advance(Duration::from_secs(26)).await;
+    h.deliver(A, &draft);
+    h.deliver(A, &asked);
+    h.settle(A).await;
+    h.router.broadcast(|| Input::Disconnected(None));
+    // The pages start 10 s before the newest message handled (25 s); the draft (5 s) is older: read first. Then a
+    // full page of `own`'s messages, the question again, pm's signal at 40 s (deadline 60 s), and pm's edit of its
+    // draft at 70 s, past the deadline.
+    let edited_at = Some(t0() + TimeDelta::seconds(70));
+    let mut history = vec![IncomingMessage { text: "Draft, more. TURN_COMPLETE".into(), edited_at, ..draft.clone() }];
+    history.extend((0..100).map(|i| h.written(own, &format!("own {i}"), 15_100 + 10 * i)));
+    history.push(asked.clone());
+    history.push(h.written(PM, "Done. TURN_COMPLETE", 40_000));
+    h.rest.history.lock().unwrap().insert(A, history);
+    tokio::time::advance(Duration::from_secs(55)).await;
+    h.router.broadcast(|| Input::CatchUp(None));
+    h.settle_until_holder(A, "dev").await;
+    h.settle(A).await;
+    h
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_page_of_the_bots_own_messages_does_not_put_every_edit_before_the_next_pages() {
+    for own in [OWN, HUMAN] {
+        let h = a_page_of_messages_by(own).await;
+        assert_eq!(h.events(A, "turn_timeout"), 0, "{:#?}", h.journal.of(A));
+        assert_eq!(h.events(A, "turn_complete"), 1, "pm's signal at 40 s ended its turn");
+    }
+}

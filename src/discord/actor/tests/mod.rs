@@ -35,6 +35,8 @@ mod saving;
 const PM: UserId = UserId(101);
 const DEV: UserId = UserId(102);
 const HUMAN: UserId = UserId(900);
+/// The bot itself: its messages count in a page of history but are not given, as the real client reads them.
+const OWN: UserId = UserId(1);
 const TURN_SECONDS: u32 = 60;
 
 fn t0() -> DateTime<Utc> {
@@ -216,9 +218,10 @@ impl Rest for FakeRest {
         tokio::time::sleep(delay).await;
         self.call(channel, "read", format!("read {channel} after {after}")).await?;
         let found = self.history.lock().unwrap().get(&channel).cloned().unwrap_or_default();
-        let messages: Vec<IncomingMessage> =
-            found.into_iter().filter(|m| m.id > after).take(usize::from(limit)).collect();
-        Ok(Page { newest: messages.last().map(|m| m.id), read: messages.len(), messages })
+        let read: Vec<IncomingMessage> = found.into_iter().filter(|m| m.id > after).take(usize::from(limit)).collect();
+        let (newest, count) = (read.last().map(|m| m.id), read.len());
+        let messages = read.into_iter().filter(|m| m.author != OWN).collect();
+        Ok(Page { newest, read: count, messages })
     }
 
     async fn relay_permissions_missing(&self, _channel: ChannelId) -> Result<Vec<&'static str>, RestError> {
