@@ -40,7 +40,7 @@ async fn every_announcement_is_sent_only_after_the_journal_record_deciding_it_wa
     write_personas(&stage, personas_dir.path());
     let trace = scratch.path().join("strace.txt");
     let log = scratch.path().join("run.log");
-    let mut strace = Command::new("strace")
+    let strace = Command::new("strace")
         // Whole buffers (-s), every thread (-f); file descriptors followed through openat, socket and close.
         .args([
             "-f",
@@ -62,10 +62,10 @@ async fn every_announcement_is_sent_only_after_the_journal_record_deciding_it_wa
         .stderr(std::fs::File::create(&log).unwrap())
         .spawn()
         .unwrap();
+    let mut strace = Traced(strace);
     let me = stage.bot_user;
     let connected = stage.server.wait_for("run to connect", PATIENCE * 4, |w| w.is_connected(me).then_some(())).await;
     if let Err(e) = connected {
-        let _ = strace.kill();
         panic!("{e}; the bot said:\n{}", std::fs::read_to_string(&log).unwrap_or_default());
     }
     let channel = stage.channel;
@@ -81,15 +81,42 @@ async fn every_announcement_is_sent_only_after_the_journal_record_deciding_it_wa
     floor("critic").await.unwrap();
 
     // SIGTERM to the bot itself (strace's child), which stops gracefully; strace then ends.
-    let bot = std::fs::read_to_string(format!("/proc/{}/task/{}/children", strace.id(), strace.id())).unwrap();
-    let status = Command::new("kill").args(["-TERM", bot.trim()]).status().unwrap();
-    assert!(status.success());
-    strace.wait().unwrap();
+    let bot = strace.bot().expect("the bot runs under strace");
+    assert!(Command::new("kill").args(["-TERM", &bot]).status().unwrap().success());
+    let deadline = std::time::Instant::now() + PATIENCE * 2;
+    while strace.0.try_wait().unwrap().is_none() {
+        assert!(std::time::Instant::now() < deadline, "the bot did not stop on SIGTERM");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
 
     let trace = std::fs::read_to_string(&trace).unwrap();
     let sent = check(&trace).unwrap_or_else(|e| panic!("{e}"));
     // The session start, pm's floor, dev's floor, critic's floor: each a request with its nonce.
     assert!(sent >= 4, "only {sent} requests with a nonce were seen: the test would prove nothing");
+}
+
+/// strace and the bot it runs, both killed if the test ends early (a tracer killed alone lets its tracee run on).
+struct Traced(std::process::Child);
+
+impl Traced {
+    /// The bot's process id, strace's child.
+    fn bot(&self) -> Option<String> {
+        let id = self.0.id();
+        let children = std::fs::read_to_string(format!("/proc/{id}/task/{id}/children")).ok()?;
+        children.split_whitespace().next().map(str::to_owned)
+    }
+}
+
+impl Drop for Traced {
+    fn drop(&mut self) {
+        if self.0.try_wait().ok().flatten().is_none() {
+            if let Some(bot) = self.bot() {
+                let _ = Command::new("kill").args(["-KILL", &bot]).status();
+            }
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
 }
 
 /// One journal append: its file descriptor, its text as strace printed it, whether an fdatasync of that file
