@@ -105,7 +105,8 @@ fn a_route_back_to_a_persona_that_may_send_it_is_a_warning_and_one_limited_by_fr
     std::fs::write(personas.join("dev.json"), r#"{"id": "dev", "discordUserId": "2"}"#).unwrap();
     let config = "{\"signals\": {\"rules\": [\n  {\"name\": \"AGAIN\", \"pattern\": \"AGAIN: (?P<task>\\\\S+)\", \"action\": \"route\", \
                   \"to\": \"pm\"},\n  {\"name\": \"BACK\", \"pattern\": \"BACK: (?P<task>\\\\S+)\", \"action\": \"route\", \"to\": \"pm\", \
-                  \"from\": [\"dev\"]}\n]}}";
+                  \"from\": [\"dev\"]},\n  {\"name\": \"TO_PM\", \"pattern\": \"TO_PM\", \"action\": \"handoff\", \
+                  \"to\": \"pm\"}\n]}}";
     std::fs::write(dir.path().join("turn-manager.json"), config).unwrap();
     let out = check(dir.path(), &[]);
     let stdout = text(&out.stdout);
@@ -115,4 +116,8 @@ fn a_route_back_to_a_persona_that_may_send_it_is_a_warning_and_one_limited_by_fr
         "{stdout}"
     );
     assert!(!stdout.contains("rules[1]"), "BACK is dev's only: {stdout}");
+    assert!(
+        stdout.contains("rules[2].to\" \"pm\" may send TO_PM itself: each time it does, the handoff is refused"),
+        "{stdout}"
+    );
 }

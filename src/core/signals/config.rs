@@ -386,21 +386,23 @@ pub fn check_against(c: &mut Checker, rules: &SignalRules, personas: &PersonaCat
                 );
             }
         }
-        // A route back to whoever may send it: each use is a fresh turn for the sender, as often as it likes (a
-        // handoff to oneself is refused; a `keep` is bounded by `maxKeeps`).
-        let routed_to = match &rule.action {
-            Action::Route { to, .. } | Action::FinishTask { to: Some(to) } => Some(to),
-            _ => None,
+        // A rule sending the floor back to whoever may send it: a route or a finished task gives the sender a fresh
+        // turn each time, as often as it likes (a `keep` is bounded by `maxKeeps`); a handoff is refused then.
+        let (to, outcome) = match &rule.action {
+            Action::Route { to, .. } | Action::FinishTask { to: Some(to) } => {
+                (Some(to), "it is given a fresh turn with a fresh deadline, without limit")
+            }
+            Action::Handoff { to: Some(to) } => (Some(to), "the handoff is refused, as one to itself"),
+            _ => (None, ""),
         };
-        if let Some(to) = routed_to.filter(|to| rule.allows(to) && personas.get(to).is_some()) {
+        if let Some(to) = to.filter(|to| rule.allows(to) && personas.get(to).is_some()) {
             let line = c.line_in_list(&["signals", "rules"], i, "to");
             c.warning_at(
                 &format!("signals.rules[{i}].to"),
                 line,
                 format!(
-                    "\"{to}\" may send {} itself: each time it does, it is given a fresh turn with a fresh deadline, \
-                     without limit; name the personas that may send it in \"from\", or use a \"keep\" rule (bounded \
-                     by \"maxKeeps\") for more time",
+                    "\"{to}\" may send {} itself: each time it does, {outcome}; name the personas that may send it \
+                     in \"from\" (a \"keep\" rule, bounded by \"maxKeeps\", gives more time)",
                     rule.name
                 ),
             );
