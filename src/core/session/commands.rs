@@ -155,10 +155,12 @@ impl Session {
                     // on; that announcement says all a resume would. It keeps the time its turn was given on top
                     // (an `extend` while paused was confirmed; a progress's, not given twice).
                     let (extended, progress_extended) = (self.turn_extended_seconds, self.turn_progress_extended);
-                    // What the holder wrote before the resume was given, handled after it, is of the turn it ends.
-                    self.end_turn(turn_end);
+                    let began_after = self.turn_began_after;
                     self.begin_turn_as(active.clone(), Template::TurnStart, &[], extended, now, ctx, &mut t);
                     self.turn_progress_extended = progress_extended;
+                    // The same turn, restarted: what the holder wrote in it before the resume, handled after it, is
+                    // still in turn (not out of turn), and a `skip` or `extend` given in it still applies to it.
+                    self.turn_began_after = began_after;
                 }
                 let kind = EventKind::Resumed { remaining_seconds: self.remaining_seconds(now) };
                 t.events.push(self.event(now, Some(&active), kind));

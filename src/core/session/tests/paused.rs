@@ -219,3 +219,39 @@ fn the_holders_message_written_before_a_fresh_resume_and_handled_after_it_is_not
     assert!(!event_names(&t).contains(&"out_of_turn"), "{:?}", event_names(&t));
     assert_eq!(f.active(), "pm");
 }
+
+/// A `skip` or `extend` given while paused, before a `resume` that restarts the turn, handled after it: it applies
+/// to the turn the resume restarted, as it would handled in order.
+#[test]
+fn a_skip_or_extend_given_before_a_fresh_resume_and_handled_after_it_applies() {
+    let mut f = workflow();
+    f.say(PM, "BLOCKED: creds", 5_000);
+    let extend = f.mint(9_000);
+    f.command_given(Command::Resume, 10_000, 10_000).unwrap();
+    let deadline = f.session.turn_timeout_at;
+    let outcome = f.run(Command::Extend { seconds: 300 }, Some(extend), 10_500);
+    assert!(outcome.is_ok(), "refused: {:?}", outcome.err());
+    assert_eq!(f.session.turn_timeout_at, deadline.map(|d| d + TimeDelta::seconds(300)));
+
+    let mut f = workflow();
+    f.say(PM, "BLOCKED: creds", 5_000);
+    let skip = f.mint(9_000);
+    f.command_given(Command::Resume, 10_000, 10_000).unwrap();
+    assert!(f.run(Command::Skip, Some(skip), 10_500).is_ok());
+    assert_eq!(f.active(), "dev");
+}
+
+/// The holder's message written before a fresh resume stays of that turn after the floor moves on (a `give` after
+/// the resume), when it is handled only then: not out of turn.
+#[test]
+fn the_holders_message_before_a_fresh_resume_handled_after_a_later_give_is_not_out_of_turn() {
+    let mut f = workflow();
+    f.say(PM, "BLOCKED: creds", 5_000);
+    let details = f.message(PM, "Here is what I tried.", 8_000);
+    f.say(HUMAN, "Creds are in the vault.", 9_000);
+    f.command_given(Command::Resume, 10_000, 10_000).unwrap();
+    f.command_given(Command::Give { persona: "dev".into() }, 11_000, 11_000).unwrap();
+    let t = f.deliver(&details, 11_500);
+    assert!(!event_names(&t).contains(&"out_of_turn"), "{:?} {:?}", event_names(&t), t.effects);
+    assert!(t.effects.is_empty(), "left as written: {:?}", t.effects);
+}
