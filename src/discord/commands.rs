@@ -285,7 +285,9 @@ async fn run(ctx: Ctx<'_>, command: Command) -> Result<(), String> {
     }
     let channel = ChannelId(ctx.channel_id().get());
     let origin = Some(origin(ctx));
-    let outcome = ctx.data().router.ask(channel, |reply| Input::command(command, origin, Some(reply))).await;
+    let interaction = matches!(ctx, poise::Context::Application(_));
+    let outcome =
+        ctx.data().router.ask(channel, |reply| Input::command_given(command, origin, Some(reply), interaction)).await;
     match outcome {
         Some(Ok(())) => Ok(()),
         Some(Err(refusal)) => Err(refusal.0),

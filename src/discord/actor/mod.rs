@@ -150,6 +150,9 @@ pub struct CommandInput {
     pub command: Command,
     pub origin: Option<MessageId>,
     pub reply: Option<oneshot::Sender<Result<(), Refusal>>>,
+    /// Given as a slash command: an interaction only this process saw, which no other process runs if this one's
+    /// save of it is refused (a `!turn` message is read by the process that holds the channel).
+    pub interaction: bool,
 }
 
 impl Input {
@@ -158,9 +161,23 @@ impl Input {
         origin: Option<MessageId>,
         reply: Option<oneshot::Sender<Result<(), Refusal>>>,
     ) -> Self {
-        Input::Command(Box::new(CommandInput { command, origin, reply }))
+        Self::command_given(command, origin, reply, false)
+    }
+
+    /// A command, `interaction` when given as a slash command.
+    pub fn command_given(
+        command: Command,
+        origin: Option<MessageId>,
+        reply: Option<oneshot::Sender<Result<(), Refusal>>>,
+        interaction: bool,
+    ) -> Self {
+        Input::Command(Box::new(CommandInput { command, origin, reply, interaction }))
     }
 }
+
+/// The answer to a slash command whose save another process refused: it took the channel over.
+const TAKEN_OVER_NOW: &str =
+    "Not done: another process of the bot took this channel over just now. Give the command again.";
 
 /// How an actor begins.
 pub enum Origin {
@@ -573,8 +590,13 @@ impl Actor {
             // (poise's copy, held behind, is then a repeat).
             Input::ReadBack(message) => self.on_read_back(*message, true).await,
             Input::Command(input) => {
-                let CommandInput { command, origin, reply } = *input;
-                let outcome = self.on_command(&command, origin).await;
+                let CommandInput { command, origin, reply, interaction } = *input;
+                let mut outcome = self.on_command(&command, origin).await;
+                if outcome.is_ok() && self.taken_over && interaction {
+                    // Its save was refused: another process acts for the channel now, which never saw this slash
+                    // command. (A `!turn` message it reads and runs itself: nothing is said of it here.)
+                    outcome = Err(Refusal(TAKEN_OVER_NOW.into()));
+                }
                 if let Some(reply) = reply {
                     let _ = reply.send(outcome);
                 }
@@ -840,12 +862,7 @@ impl Actor {
             self.apply_display_mode(choice).await;
         }
         let t = self.session.handle_command(command, origin, self.env.clock.now(), self.env.context())?;
-        if !self.commit(t).await && self.taken_over {
-            // Its save was refused: another process acts for the channel now, and what this one decided is lost.
-            return Err(Refusal(
-                "Not done: another process of the bot took this channel over just now. Give the command again.".into(),
-            ));
-        }
+        self.commit(t).await;
         Ok(())
     }
 

@@ -174,18 +174,27 @@ async fn a_save_fenced_by_another_process_stops_the_actor_without_announcing_or_
     assert!(after.is_empty(), "nothing more done in the channel (no repost, no announcement): {after:#?}");
 }
 
-/// A command whose save another process refused (it took the channel over) did not happen: its author is told so,
-/// not "done".
+/// A slash command whose save another process refused (it took the channel over) did not happen, and that process
+/// never saw it: its author is told so, not "done". A `!turn` message the process now holding the channel reads and
+/// runs itself: nothing is said of it here (told to give it again, its author would have it run twice).
 #[tokio::test(start_paused = true)]
-async fn a_command_whose_save_was_fenced_is_answered_not_done() {
-    let h = Harness::new();
-    h.start(A).await;
-    h.settle(A).await;
-    h.saver.taken_over.store(true, Ordering::Relaxed);
-    let origin = h.id_at(h.clock.now());
-    let outcome = h.router.ask(A, move |reply| Input::command(Command::Pause, Some(origin), Some(reply))).await;
-    let refusal = outcome.expect("answered").expect_err("not done");
-    assert!(refusal.0.contains("another process of the bot took this channel over"), "{refusal:?}");
+async fn a_slash_command_whose_save_was_fenced_is_answered_not_done_and_a_typed_one_is_left_to_the_new_holder() {
+    for interaction in [true, false] {
+        let h = Harness::new();
+        h.start(A).await;
+        h.settle(A).await;
+        h.saver.taken_over.store(true, Ordering::Relaxed);
+        let origin = h.id_at(h.clock.now());
+        let give = move |reply| Input::command_given(Command::Pause, Some(origin), Some(reply), interaction);
+        let outcome = h.router.ask(A, give).await.expect("answered");
+        match outcome {
+            Err(refusal) => {
+                assert!(interaction, "a typed command is not answered: {refusal:?}");
+                assert!(refusal.0.contains("another process of the bot took this channel over"), "{refusal:?}");
+            }
+            Ok(()) => assert!(!interaction, "a slash command is told it was not done"),
+        }
+    }
 }
 
 #[tokio::test(start_paused = true)]
