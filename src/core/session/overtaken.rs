@@ -96,7 +96,7 @@ impl Session {
         }
     }
 
-    /// The oldest note of the running turn's holder written after its turn began, taken out of the notes.
+    /// The oldest note of the holder (running or paused) written after its turn began, taken out of the notes.
     fn next_overtaken(&mut self) -> Option<(PersonaId, OutOfTurnNote)> {
         if !self.is_active() {
             return None;
