@@ -41,6 +41,8 @@ const BACKOFF_FIRST: Duration = Duration::from_millis(500);
 const BACKOFF_MAX: Duration = Duration::from_secs(30);
 /// The wait after a 429 when Discord's own `retry_after` is not known.
 const RATE_LIMIT_WAIT: Duration = Duration::from_secs(1);
+/// A 429's wait said in the log (at warn) when longer than this: a global limit, or a ban for too many bad requests.
+const LONG_RATE_LIMIT: Duration = Duration::from_secs(60);
 /// How often a sender waiting for its process to be sure of the channel's lease looks again.
 const LEASE_LOOK_EVERY: Duration = Duration::from_secs(1);
 
@@ -582,27 +584,37 @@ struct Policy<'a> {
     backoff: Duration,
     sender: Option<&'a Tools>,
     waited_before: Duration,
+    /// How long this call has waited out 429s: not counted against [`GIVE_UP_AFTER`] either.
+    rate_limited: Duration,
 }
 
 impl<'a> Policy<'a> {
     fn new(sender: Option<&'a Tools>) -> Self {
         let waited_before = sender.map_or(Duration::ZERO, |tools| tools.acting.waited());
-        Self { started: Instant::now(), backoff: BACKOFF_FIRST, sender, waited_before }
+        Self { started: Instant::now(), backoff: BACKOFF_FIRST, sender, waited_before, rate_limited: Duration::ZERO }
     }
 
     /// Waits before the next try after a transient `error`, or answers it when the call is to be given up.
     async fn wait(&mut self, error: RestError) -> Result<(), RestError> {
-        let wait = match &error {
-            RestError::Status { status: 429, retry_after, .. } => retry_after.unwrap_or(RATE_LIMIT_WAIT),
+        let (wait, limited) = match &error {
+            RestError::Status { status: 429, retry_after, .. } => (retry_after.unwrap_or(RATE_LIMIT_WAIT), true),
             _ => {
                 let wait = self.backoff;
                 self.backoff = (self.backoff * 2).min(BACKOFF_MAX);
-                wait
+                (wait, false)
             }
         };
         let waited = self.sender.map_or(Duration::ZERO, |tools| tools.acting.waited() - self.waited_before);
-        if self.started.elapsed().saturating_sub(waited) + wait > GIVE_UP_AFTER {
+        // A 429 says when to try again (spec 9): waited out, however long, and never counted against the minutes
+        // that server errors and time-outs are given (before, one longer than what was left of them lost the effect).
+        if !limited && self.started.elapsed().saturating_sub(waited + self.rate_limited) + wait > GIVE_UP_AFTER {
             return Err(error);
+        }
+        if limited {
+            self.rate_limited += wait;
+            if wait > LONG_RATE_LIMIT {
+                tracing::warn!("Discord asks to wait {wait:?} before trying again (a rate limit): waiting");
+            }
         }
         tracing::debug!("retrying in {wait:?}: {error}");
         tokio::time::sleep(wait).await;

@@ -600,3 +600,18 @@ async fn a_relay_cut_short_by_a_lost_lease_leaves_its_parts_for_the_holder_to_co
     assert_eq!(texts(&channel).len(), 1, "nothing more posted here");
     assert!(reports.lock().unwrap().is_empty(), "nothing reported");
 }
+
+/// Spec 9: a 429 waits for its `retry_after`, however long, and is not counted against the minutes server errors are
+/// given: one longer than what was left of them lost the effect at once (reported given up).
+#[tokio::test(start_paused = true)]
+async fn a_429_longer_than_the_retry_window_is_waited_out_not_given_up() {
+    let channel = Arc::new(FakeChannel::default());
+    let limited =
+        RestError::Status { status: 429, message: "limited".into(), retry_after: Some(Duration::from_secs(601)) };
+    channel.answers.lock().unwrap().extend([Answer::Fail(server_error()), Answer::Fail(limited)]);
+    let started = tokio::time::Instant::now();
+    let report = relay(&channel, "Here it is.", false).await;
+    assert!(matches!(report.outcome, Outcome::Done { .. }), "{report:?}");
+    assert!(started.elapsed() >= Duration::from_secs(601), "waited {:?}", started.elapsed());
+    assert_eq!(texts(&channel), ["Here it is."]);
+}
