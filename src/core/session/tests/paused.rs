@@ -206,18 +206,24 @@ fn time_added_while_paused_is_kept_by_the_fresh_turn_the_resume_gives() {
 }
 
 /// The holder's message written before a `resume` that gives it a fresh turn, handled after it (a reordered
-/// dispatch), is its own from the turn the resume restarted: not out of turn (before, it was deleted as such).
+/// dispatch), is its own from the turn the resume restarted: not out of turn (before, it was deleted as such), also
+/// when the floor has moved on since (a `give` after the resume).
 #[test]
 fn the_holders_message_written_before_a_fresh_resume_and_handled_after_it_is_not_out_of_turn() {
-    let mut f = workflow();
-    f.say(PM, "BLOCKED: creds", 5_000);
-    let details = f.message(PM, "Here is what I tried.", 8_000);
-    f.say(HUMAN, "Creds are in the vault.", 9_000);
-    f.command_given(Command::Resume, 10_000, 10_000).unwrap();
-    let t = f.deliver(&details, 10_500);
-    assert!(t.effects.is_empty(), "left as written: {:?}", t.effects);
-    assert!(!event_names(&t).contains(&"out_of_turn"), "{:?}", event_names(&t));
-    assert_eq!(f.active(), "pm");
+    for given_on in [false, true] {
+        let mut f = workflow();
+        f.say(PM, "BLOCKED: creds", 5_000);
+        let details = f.message(PM, "Here is what I tried.", 8_000);
+        f.say(HUMAN, "Creds are in the vault.", 9_000);
+        f.command_given(Command::Resume, 10_000, 10_000).unwrap();
+        if given_on {
+            f.command_given(Command::Give { persona: "dev".into() }, 11_000, 11_000).unwrap();
+        }
+        let t = f.deliver(&details, 11_500);
+        assert!(t.effects.is_empty(), "given on: {given_on}; left as written: {:?}", t.effects);
+        assert!(!event_names(&t).contains(&"out_of_turn"), "given on: {given_on}; {:?}", event_names(&t));
+        assert_eq!(f.active(), if given_on { "dev" } else { "pm" });
+    }
 }
 
 /// A `skip` or `extend` given while paused, before a `resume` that restarts the turn, handled after it: it applies
@@ -239,19 +245,4 @@ fn a_skip_or_extend_given_before_a_fresh_resume_and_handled_after_it_applies() {
     f.command_given(Command::Resume, 10_000, 10_000).unwrap();
     assert!(f.run(Command::Skip, Some(skip), 10_500).is_ok());
     assert_eq!(f.active(), "dev");
-}
-
-/// The holder's message written before a fresh resume stays of that turn after the floor moves on (a `give` after
-/// the resume), when it is handled only then: not out of turn.
-#[test]
-fn the_holders_message_before_a_fresh_resume_handled_after_a_later_give_is_not_out_of_turn() {
-    let mut f = workflow();
-    f.say(PM, "BLOCKED: creds", 5_000);
-    let details = f.message(PM, "Here is what I tried.", 8_000);
-    f.say(HUMAN, "Creds are in the vault.", 9_000);
-    f.command_given(Command::Resume, 10_000, 10_000).unwrap();
-    f.command_given(Command::Give { persona: "dev".into() }, 11_000, 11_000).unwrap();
-    let t = f.deliver(&details, 11_500);
-    assert!(!event_names(&t).contains(&"out_of_turn"), "{:?} {:?}", event_names(&t), t.effects);
-    assert!(t.effects.is_empty(), "left as written: {:?}", t.effects);
 }
