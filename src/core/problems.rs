@@ -132,7 +132,7 @@ impl<'a> Checker<'a> {
     }
 
     fn push(&mut self, severity: Severity, path: &[&str], message: String, line: Option<usize>) {
-        self.problems.push(Problem { severity, file: self.file.to_owned(), line, field: path.join("."), message });
+        self.push_at(severity, &path.join("."), line, message);
     }
 
     /// Reports fields of `object` that are not in `known`. Unknown fields are errors when `strict`; otherwise only
