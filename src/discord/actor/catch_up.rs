@@ -124,8 +124,8 @@ pub(super) async fn read_missed(
         }
     }
     // The edits not placed yet (all of them after a refusal: what was read is still true).
-    edits.sort_by_key(|m| m.written_at);
-    let _ = inbox.send(Input::Missed(Box::new(MissedPage { messages: edits, done: true, handled: None })));
+    let messages = in_time_order(Vec::new(), &mut edits, None);
+    let _ = inbox.send(Input::Missed(Box::new(MissedPage { messages, done: true, handled: None })));
 }
 
 /// How many pages the editable messages older than the missed ones are read on, at most (they are recent: those of
@@ -169,9 +169,11 @@ fn in_time_order(
     edits: &mut Vec<IncomingMessage>,
     until: Option<DateTime<Utc>>,
 ) -> Vec<IncomingMessage> {
-    let (now, later) = std::mem::take(edits).into_iter().partition(|e| until.is_none_or(|until| e.written_at <= until));
+    let (due, later): (Vec<_>, Vec<_>) =
+        std::mem::take(edits).into_iter().partition(|e| until.is_none_or(|until| e.written_at <= until));
     *edits = later;
-    let mut merged: Vec<IncomingMessage> = messages.into_iter().chain::<Vec<IncomingMessage>>(now).collect();
+    let mut merged = messages;
+    merged.extend(due);
     // Stable: at the same instant, the page's message first (it is older than any edit of it).
     merged.sort_by_key(|m| m.written_at);
     merged
