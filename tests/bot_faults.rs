@@ -360,13 +360,18 @@ async fn losing_manage_messages_mid_session_switches_to_observe_once_and_nothing
         Permissions::empty(),
         Permissions::MANAGE_MESSAGES,
     );
-    let (_, id) = switched_to_observe(&scene, "Manage Messages").await;
+    let (first, id) = switched_to_observe(&scene, "Manage Messages").await;
     // Usually pm's relay meets the refusal (a 403 on deleting its message) and the bot switches then. Under a heavy
     // load the server's arrival (GUILD_CREATE, whose handler checks the permissions) can be handled only after the
     // permission was taken away: the bot then falls back before pm's signal, which it never tries to delete. Either
     // way: one switch, one notice, a refusal never retried, and nothing deleted in observe mode.
     let refused = calls(&scene, "DELETE", "/messages/").iter().filter(|(s, _)| *s == 403).count();
     assert!(refused <= 1, "a refusal is never retried: {refused} refused deletes");
+    // The original stays, so its repost (made before the refusal) is taken back with the webhook's token: pm's
+    // words show once.
+    let view = scene.view();
+    let shown: Vec<_> = view.iter().filter(|m| m.content.starts_with("My part.")).collect();
+    assert!(shown.len() == 1 && shown[0].id == first, "pm's words show once, as written: {}", render(&view));
     assert!(calls(&scene, "DELETE", &format!("/messages/{id}")).is_empty(), "observe mode deletes nothing");
     assert_eq!(scene.events("display_mode_changed").len(), 1);
     let found = scene.violations(channel, Some(lost_at)).await;

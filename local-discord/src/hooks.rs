@@ -75,18 +75,29 @@ pub(crate) fn interaction_callback(w: &mut World, interaction: u64, token: &str,
     Ok((204, Value::Null))
 }
 
-pub(crate) fn interaction_message(w: &mut World, m: &str, app: u64, token: &str, which: &str, body: &Value) -> Reply {
+pub(crate) fn interaction_message(
+    w: &mut World,
+    m: &str,
+    app: u64,
+    token: &str,
+    which: &str,
+    query: &HashMap<String, String>,
+    body: &Value,
+) -> Reply {
     let interaction = w.interactions.values().find(|i| i.application_id == app && i.token == token).cloned();
     let message = match interaction {
         Some(interaction) if which == "@original" => interaction.response_message,
         Some(_) => which.parse().ok(),
-        // A channel webhook's own message, by its token.
+        // A channel webhook's own message, by its token; one in a thread only with that thread's `thread_id`.
         None => {
-            w.webhooks.get(&app).filter(|h| h.token == token).ok_or(ApiError::new(404, 10015, "Unknown Webhook"))?;
+            let hook = w.webhooks.get(&app).filter(|h| h.token == token);
+            let home = hook.ok_or(ApiError::new(404, 10015, "Unknown Webhook"))?.channel_id;
+            let channel = query.get("thread_id").and_then(|t| t.parse::<u64>().ok()).unwrap_or(home);
             which.parse().ok().filter(|id| {
-                w.messages
-                    .get(id)
-                    .is_some_and(|msg| matches!(msg.author, Author::Webhook { webhook_id, .. } if webhook_id == app))
+                w.messages.get(id).is_some_and(|msg| {
+                    msg.channel_id == channel
+                        && matches!(msg.author, Author::Webhook { webhook_id, .. } if webhook_id == app)
+                })
             })
         }
     };

@@ -47,7 +47,7 @@ pub(crate) fn route_call(w: &mut World, gateway_url: &str, call: &Call<'_>, bot:
             return Ok((200, webhook_json(w, hook)));
         }
         ("GET" | "PATCH" | "DELETE", ["webhooks", app, token, "messages", which]) => {
-            return hooks::interaction_message(w, m, id(app)?, token, which, body);
+            return hooks::interaction_message(w, m, id(app)?, token, which, query, body);
         }
         _ => {}
     }

@@ -213,8 +213,18 @@ async fn webhooks_post_under_their_display_name_also_in_threads() {
 
     let thread = f.server.create_thread(f.channel, "side topic");
     let in_thread = ExecuteWebhook::new().content("in the thread").username("Dev").in_thread(ChannelId::new(thread));
-    hook.execute(&f.http, true, in_thread).await.unwrap();
+    let threaded = hook.execute(&f.http, true, in_thread).await.unwrap().expect("wait=true returns the message");
     assert_eq!(f.server.view(thread)[0].author, "Dev");
+
+    // A webhook deletes its own messages with its token; one in a thread only given that thread.
+    let other = f.server.post(f.channel, f.person, "not the webhook's");
+    let not_its = hook.delete_message(&f.http, None, serenity::all::MessageId::new(other)).await.unwrap_err();
+    assert_eq!(Fixture::status_of(not_its), 404);
+    let unthreaded = hook.delete_message(&f.http, None, threaded.id).await.unwrap_err();
+    assert_eq!(Fixture::status_of(unthreaded), 404);
+    hook.delete_message(&f.http, Some(ChannelId::new(thread)), threaded.id).await.unwrap();
+    hook.delete_message(&f.http, None, posted.id).await.unwrap();
+    assert!(f.server.view(thread).is_empty() && f.server.view(f.channel).iter().all(|m| !m.from_webhook));
     hook.delete(&f.http).await.unwrap();
     assert!(f.channel_id().webhooks(&f.http).await.unwrap().is_empty());
 }

@@ -227,16 +227,23 @@ async fn run(tools: Tools, mut queue: mpsc::UnboundedReceiver<Job>) {
                 // Given up for the lease lost: the holder's replay finds what was done; nothing is reported here.
                 _ if lease_lost(&tools) => return,
                 // Nothing is under way here: an effect that tidies is not `posts_only`, so it waited above.
-                Ok(posted) if queued.effect.tidies() => {
+                Ok(reposts) if queued.effect.tidies() => {
                     let task = tools.clone();
                     tidying = Some(Tidying(tools.tasks.spawn(async move {
-                        let done = tidy(&task, &queued.effect).await.map(|()| posted);
-                        if !lease_lost(&task) {
-                            report(&task, &queued, done);
+                        let done = tidy(&task, &queued.effect).await.map(|()| None);
+                        if lease_lost(&task) {
+                            return;
                         }
+                        if done.is_err() {
+                            // The original stays (its Manage Messages lost, or Discord failing for minutes): the
+                            // reposts above it would show its text twice, and the signal the relay hid shows in it.
+                            take_back_parts(&task, &reposts).await;
+                        }
+                        report(&task, &queued, done);
                     })));
                 }
                 done => {
+                    let done = done.map(|made| made.last().copied());
                     if let Ok(Some(posted)) = done.as_ref().map(|posted| posted.filter(|id| id.0 != 0)) {
                         announced = announced.max(Some(posted));
                     }
@@ -304,13 +311,14 @@ fn report(tools: &Tools, queued: &Queued, done: Result<Option<MessageId>, RestEr
 }
 
 /// The part of an effect that posts messages, which must keep its place in the channel: a relay's reposts, an
-/// announcement (answering the id of the message Discord holds for it; `announced`, the one before it).
+/// announcement (`announced`, the one before it). Answers the messages Discord holds for it: the reposts' (made or
+/// found made), the announcement's.
 async fn posting(
     tools: &Tools,
     effect: &Effect,
     replay: bool,
     announced: Option<MessageId>,
-) -> Result<Option<MessageId>, RestError> {
+) -> Result<Vec<MessageId>, RestError> {
     let (rest, channel) = (tools.rest.as_ref(), tools.channel);
     match effect {
         Effect::Relay { message_id, persona, text, has_files } => {
@@ -327,6 +335,7 @@ async fn posting(
                 Carried::default()
             };
             // Repost first: if the repost fails, the original stays and nothing is lost.
+            let mut made = Vec::new();
             if text.is_some() || !carries.is_empty() {
                 let found = tools.personas.get(persona);
                 let voice = Voice {
@@ -335,11 +344,9 @@ async fn posting(
                 };
                 let parts = split_message(text.as_deref().unwrap_or_default());
                 // After a crash some parts may be showing already: post only the missing ones, in order.
-                let mut made = if replay {
-                    tools.retrying(|| rest.reposts_made(channel, *message_id, voice.name, &parts)).await?
-                } else {
-                    Vec::new()
-                };
+                if replay {
+                    made = tools.retrying(|| rest.reposts_made(channel, *message_id, voice.name, &parts)).await?;
+                }
                 let nothing = Carried::default();
                 for posted in made.len()..parts.len() {
                     // The files and embeds go with the last part, below the whole text.
@@ -357,10 +364,10 @@ async fn posting(
                     }
                 }
             }
-            Ok(None)
+            Ok(made)
         }
-        Effect::Delete { .. } | Effect::React { .. } => Ok(None),
-        Effect::Announce(announcement) => announce_once(tools, announcement, replay, announced).await.map(Some),
+        Effect::Delete { .. } | Effect::React { .. } => Ok(Vec::new()),
+        Effect::Announce(announcement) => announce_once(tools, announcement, replay, announced).await.map(|m| vec![m]),
     }
 }
 
@@ -496,11 +503,12 @@ async fn repost_found(
     Ok(if found.len() == parts.len() { found.last().copied() } else { None })
 }
 
-/// Deletes the parts of a repost posted (or found posted) before a later part failed for good, each in a few tries.
+/// Deletes the parts of a repost posted (or found posted) when the relay failed for good after them (a later part
+/// refused, the original not deleted), each in a few tries.
 async fn take_back_parts(tools: &Tools, parts: &[MessageId]) {
     for part in parts {
-        if let Err(e) = delete_in_a_few_tries(|| tools.rest.delete(tools.channel, *part)).await {
-            tracing::warn!(channel = %tools.channel, "could not take back a part of a failed repost: {e}");
+        if let Err(e) = delete_in_a_few_tries(|| tools.rest.take_back(tools.channel, *part)).await {
+            tracing::warn!(channel = %tools.channel, "could not take back a repost of a failed relay: {e}");
         }
     }
 }

@@ -143,6 +143,13 @@ impl Rest for DiscordRest {
         self.http.delete_message(channel.0, message.0).await
     }
 
+    async fn take_back(&self, channel: ChannelId, message: MessageId) -> Result<(), RestError> {
+        if self.webhooks.take_back(channel, message).await? {
+            return Ok(());
+        }
+        self.delete(channel, message).await
+    }
+
     async fn react(&self, channel: ChannelId, message: MessageId, emoji: &str) -> Result<(), RestError> {
         self.http.react(channel.0, message.0, emoji).await
     }

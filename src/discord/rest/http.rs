@@ -227,10 +227,18 @@ impl DiscordHttp {
         Ok(Posted { id: number(&created.id)?, channel: number(&created.channel_id)? })
     }
 
-    /// Deletes a message a webhook posted, with the webhook's token (no permission needed).
-    pub async fn delete_webhook_message(&self, id: u64, token: &str, message: u64) -> Result<(), RestError> {
+    /// Deletes a message a webhook posted (in `thread`, if it is in one), with the webhook's token (no permission
+    /// needed).
+    pub async fn delete_webhook_message(
+        &self,
+        id: u64,
+        token: &str,
+        thread: Option<u64>,
+        message: u64,
+    ) -> Result<(), RestError> {
         let route = format!("DELETE webhooks/{id}/messages");
-        let path = format!("/webhooks/{id}/{token}/messages/{message}");
+        let thread = thread.map(|t| format!("?thread_id={t}")).unwrap_or_default();
+        let path = format!("/webhooks/{id}/{token}/messages/{message}{thread}");
         self.send(reqwest::Method::DELETE, &route, &path, None).await.map(drop)
     }
 

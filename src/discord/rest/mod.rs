@@ -80,6 +80,12 @@ pub trait Rest: Send + Sync + 'static {
         parts: &[String],
     ) -> Result<Vec<MessageId>, RestError>;
     async fn delete(&self, channel: ChannelId, message: MessageId) -> Result<(), RestError>;
+    /// Deletes a repost the bot made: through the channel's webhook with its token where Discord knows the message
+    /// as that webhook's (no permission needed, so it works after the bot lost Manage Messages), else with the
+    /// bot's own token, as [`Rest::delete`] does.
+    async fn take_back(&self, channel: ChannelId, message: MessageId) -> Result<(), RestError> {
+        self.delete(channel, message).await
+    }
     async fn react(&self, channel: ChannelId, message: MessageId, emoji: &str) -> Result<(), RestError>;
     /// Up to `limit` messages created after `after`, oldest first, without the bot's own and its reposts.
     /// `Ok` with fewer than `limit` means there are no more.

@@ -76,7 +76,7 @@ impl Webhooks {
                         elsewhere = posted.channel,
                         "my webhook was moved to another channel; taking the repost back and making a webhook here"
                     );
-                    self.take_back(hook.id.get(), &token, posted).await;
+                    self.take_back_misplaced(hook.id.get(), &token, posted).await;
                     *known = None;
                 }
                 // 404: someone deleted the webhook; make a new one and try once more.
@@ -93,9 +93,34 @@ impl Webhooks {
     /// Deletes a repost that went to another channel, with the webhook's token: it may show the agent's text to
     /// people it was not meant for. Tried a few times over some seconds (not the sender's ten minutes, which would
     /// hold the channel's repost and its announcements).
-    async fn take_back(&self, hook: u64, token: &str, posted: Posted) {
-        if let Err(e) = delete_in_a_few_tries(|| self.http.delete_webhook_message(hook, token, posted.id)).await {
+    async fn take_back_misplaced(&self, hook: u64, token: &str, posted: Posted) {
+        if let Err(e) = delete_in_a_few_tries(|| self.http.delete_webhook_message(hook, token, None, posted.id)).await {
             tracing::warn!(channel = posted.channel, "could not take back the misplaced repost: {e}");
+        }
+    }
+
+    /// Deletes a repost made in `channel` through the bot's webhook there, with the webhook's token: no permission
+    /// is needed, so a repost is taken back even after the bot lost Manage Messages (which is what refuses the
+    /// deletion of the original). `Ok(false)` when no webhook of the bot's is there, or Discord does not know the
+    /// message as that webhook's (made through one since replaced, or gone already).
+    pub async fn take_back(&self, channel: ChannelId, message: MessageId) -> Result<bool, RestError> {
+        let (owner, thread) = self.route(channel).await?;
+        let slot = self.hooks.lock().expect("webhooks lock").entry(owner).or_default().clone();
+        let hook = {
+            let mut known = slot.lock().await;
+            match known.as_ref() {
+                Some(hook) => hook.clone(),
+                None => match self.find(owner).await? {
+                    Some(hook) => known.insert(hook).clone(),
+                    None => return Ok(false),
+                },
+            }
+        };
+        let token = hook.token.as_ref().map(|t| t.expose_secret().to_owned()).unwrap_or_default();
+        match self.http.delete_webhook_message(hook.id.get(), &token, thread.map(|t| t.0), message.0).await {
+            Ok(()) => Ok(true),
+            Err(e) if e.status() == Some(404) => Ok(false),
+            Err(e) => Err(e),
         }
     }
 
@@ -114,28 +139,35 @@ impl Webhooks {
     /// so it could not tell its own webhook from another's and would make a second one: it waits instead
     /// (`Unavailable` is transient, so the sender's retry policy waits and tries again).
     async fn find_or_create(&self, channel: ChannelId) -> Result<discord::Webhook, RestError> {
+        if let Some(hook) = self.find(channel).await? {
+            return Ok(hook);
+        }
+        let http = self.access.http()?.as_ref();
+        let made = discord::ChannelId::new(channel.0).create_webhook(http, discord::CreateWebhook::new(WEBHOOK_NAME));
+        let hook = call(self.access.budget(), "POST /channels/{id}/webhooks", made).await?;
+        self.identity.add_webhook(hook.id.get());
+        Ok(hook)
+    }
+
+    /// The bot's webhook in `channel`, if it has one there. Any webhook the bot made will do (each repost gives its
+    /// own name and avatar); the one still named as the bot names them first. One that someone renamed is used rather
+    /// than a new one made at every start, which would reach Discord's 15 per channel.
+    async fn find(&self, channel: ChannelId) -> Result<Option<discord::Webhook>, RestError> {
         let me = self.identity.user().map(|u| discord::UserId::new(u.0)).ok_or_else(|| {
             RestError::Unavailable("not connected yet: my webhook is found by my user id, known at READY".into())
         })?;
         let http = self.access.http()?.as_ref();
         let id = discord::ChannelId::new(channel.0);
         let existing = call(self.access.budget(), "GET /channels/{id}/webhooks", http.get_channel_webhooks(id)).await?;
-        // Any webhook the bot made here will do (each repost gives its own name and avatar); the one still named as
-        // the bot names them first. One that someone renamed is used rather than a new one made at every start, which
-        // would reach Discord's 15 per channel.
         let mut mine: Vec<_> = existing
             .into_iter()
             .filter(|hook| hook.token.is_some() && hook.user.as_ref().map(|u| u.id) == Some(me))
             .collect();
         mine.sort_by_key(|hook| (hook.name.as_deref() != Some(WEBHOOK_NAME), hook.id));
-        let hook = match mine.into_iter().next() {
-            Some(hook) => hook,
-            None => {
-                let made = id.create_webhook(http, discord::CreateWebhook::new(WEBHOOK_NAME));
-                call(self.access.budget(), "POST /channels/{id}/webhooks", made).await?
-            }
-        };
-        self.identity.add_webhook(hook.id.get());
-        Ok(hook)
+        let found = mine.into_iter().next();
+        if let Some(hook) = &found {
+            self.identity.add_webhook(hook.id.get());
+        }
+        Ok(found)
     }
 }

@@ -35,6 +35,10 @@ struct FakeChannel {
     /// What the original carries, or why it cannot be carried.
     carries: Mutex<Option<Result<Carried, RestError>>>,
     deleted: Mutex<Vec<MessageId>>,
+    /// Reposts deleted by taking them back (through the webhook, where the fake knows them).
+    taken_back: Mutex<Vec<MessageId>>,
+    /// Deleting the original fails with this error each time (the bot lost Manage Messages, Discord failing).
+    original_delete_fails: Option<RestError>,
     answers: Mutex<VecDeque<Answer>>,
     /// Announcements are expected (else one fails the test).
     announcing: bool,
@@ -146,8 +150,17 @@ impl Rest for FakeChannel {
     async fn delete(&self, _: ChannelId, message: MessageId) -> Result<(), RestError> {
         self.calls.lock().unwrap().push(format!("delete {message} begins"));
         tokio::time::sleep(self.delete_takes).await;
+        if let Some(e) = self.original_delete_fails.clone().filter(|_| message == ORIGINAL) {
+            return Err(e);
+        }
         self.calls.lock().unwrap().push(format!("delete {message} done"));
         self.deleted.lock().unwrap().push(message);
+        Ok(())
+    }
+
+    async fn take_back(&self, _: ChannelId, message: MessageId) -> Result<(), RestError> {
+        assert!(message != ORIGINAL, "only reposts are taken back");
+        self.taken_back.lock().unwrap().push(message);
         Ok(())
     }
 
@@ -503,11 +516,8 @@ async fn a_later_part_refused_for_good_takes_back_the_parts_posted_before_it_and
     channel.answers.lock().unwrap().extend([Answer::Made, Answer::Made, Answer::Fail(too_large)]);
     let report = relay(&channel, &text, false).await;
     assert_eq!(report.outcome, Outcome::Refused { status: 413 });
-    assert_eq!(
-        *channel.deleted.lock().unwrap(),
-        [repost_id(0), repost_id(1)],
-        "both parts taken back, not the original"
-    );
+    assert_eq!(*channel.taken_back.lock().unwrap(), [repost_id(0), repost_id(1)], "both parts taken back");
+    assert!(channel.deleted.lock().unwrap().is_empty(), "the original stays");
 }
 
 #[tokio::test(start_paused = true)]
@@ -523,13 +533,34 @@ async fn parts_found_made_after_a_lost_answer_or_a_crash_are_taken_back_too_when
         Answer::Fail(too_large()),
     ]);
     assert_eq!(relay(&channel, &text, false).await.outcome, Outcome::Refused { status: 413 });
-    assert_eq!(*channel.deleted.lock().unwrap(), [repost_id(0), repost_id(1)]);
+    assert_eq!(*channel.taken_back.lock().unwrap(), [repost_id(0), repost_id(1)]);
     // After a crash that came once two parts were posted, the third is refused on the replay.
     let channel = Arc::new(FakeChannel::default());
     channel.reposts.lock().unwrap().extend(parts[..2].iter().map(|p| ("pm".to_owned(), p.clone())));
     channel.answers.lock().unwrap().push_back(Answer::Fail(too_large()));
     assert_eq!(relay(&channel, &text, true).await.outcome, Outcome::Refused { status: 413 });
-    assert_eq!(*channel.deleted.lock().unwrap(), [repost_id(0), repost_id(1)]);
+    assert_eq!(*channel.taken_back.lock().unwrap(), [repost_id(0), repost_id(1)]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_relay_whose_original_cannot_be_deleted_takes_back_its_reposts() {
+    let text = long_text(2);
+    let refused = RestError::Status { status: 403, message: "Missing Permissions".into(), retry_after: None };
+    // Manage Messages lost between the repost and the deletion; Discord failing the deletion for ten minutes.
+    for (fails, outcome) in [(refused, Outcome::Refused { status: 403 }), (server_error(), Outcome::GaveUp)] {
+        let channel = Arc::new(FakeChannel { original_delete_fails: Some(fails), ..Default::default() });
+        assert_eq!(relay(&channel, &text, false).await.outcome, outcome);
+        assert_eq!(texts(&channel).len(), 2, "precondition: both parts were posted");
+        assert_eq!(*channel.taken_back.lock().unwrap(), [repost_id(0), repost_id(1)], "{outcome:?}");
+        // Found made on a replay after a crash: taken back too.
+        let channel = Arc::new(FakeChannel {
+            original_delete_fails: channel.original_delete_fails.clone(),
+            ..Default::default()
+        });
+        channel.reposts.lock().unwrap().extend(split_message(&text).into_iter().map(|p| ("pm".to_owned(), p)));
+        assert_eq!(relay(&channel, &text, true).await.outcome, outcome);
+        assert_eq!(*channel.taken_back.lock().unwrap(), [repost_id(0), repost_id(1)], "replayed: {outcome:?}");
+    }
 }
 
 #[tokio::test(start_paused = true)]
