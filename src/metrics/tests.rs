@@ -125,7 +125,7 @@ fn from_pm(text: &str, ms: i64) -> IncomingMessage {
 /// The id of the queued effect that is the current turn's floor announcement.
 fn floor_of(session: &Session) -> u64 {
     let floor = session.turn_announcement.clone().expect("a floor announcement on its way");
-    session.outbox.iter().find(|q| matches!(&q.effect, Effect::Announce(a) if a.nonce == floor)).unwrap().id
+    session.outbox.iter().find(|q| matches!(&q.effect, Effect::Announce(a) if *a.nonce == *floor)).unwrap().id
 }
 
 /// Effect `id` is accepted by Discord `ms` after the start, reported to the handoff first, as the actor does.

@@ -36,6 +36,24 @@ pub enum Command {
     },
 }
 
+impl Command {
+    /// The command's word, as a person types it.
+    pub fn word(&self) -> &'static str {
+        match self {
+            Command::Start { .. } => "start",
+            Command::Stop => "stop",
+            Command::Pause => "pause",
+            Command::Resume => "resume",
+            Command::Skip => "skip",
+            Command::Give { .. } => "give",
+            Command::Extend { .. } => "extend",
+            Command::Order { .. } => "order",
+            Command::Add { .. } => "add",
+            Command::Remove { .. } => "remove",
+        }
+    }
+}
+
 impl Session {
     /// Runs a command. A refusal says why, for the person who gave the command.
     ///
@@ -83,6 +101,9 @@ impl Session {
         }
         if !self.is_active() {
             return Err(refuse("No session is running here. Start one with `start`."));
+        }
+        if let Some(refusal) = self.given_before_the_session_began(command, origin) {
+            return Err(refusal);
         }
         // Judged by when it was given, like a message: a turn whose deadline had passed by then ends first, and the
         // command applies to the turn that follows; one given in time finds the turn still running, however late
@@ -259,8 +280,7 @@ impl Session {
         active: &PersonaId,
     ) -> Option<Refusal> {
         let what = match command {
-            Command::Skip => "skip",
-            Command::Extend { .. } => "extend",
+            Command::Skip | Command::Extend { .. } => command.word(),
             _ => return None,
         };
         let (given, moved) = (origin?, self.floor_moved_at?);
@@ -272,6 +292,20 @@ impl Session {
         })
     }
 
+    /// A command given before the `start` of the running session, handled after it (delivered late: poise took
+    /// longer over it, or the gateway delivered it again after a reconnect), was about the session before: a `stop`
+    /// would end the new session its author had not seen begin.
+    fn given_before_the_session_began(&self, command: &Command, origin: Option<MessageId>) -> Option<Refusal> {
+        let (given, began) = (origin?, self.began_with?);
+        (given < began).then(|| {
+            refuse(&format!(
+                "Not done: this `{}` was given before the session running now was started. Give it again if you \
+                 still want it.",
+                command.word()
+            ))
+        })
+    }
+
     /// A `pause` or `resume` given before the session was last paused or resumed, or before another `pause` or
     /// `resume` was given, was overtaken on its way (poise took longer over it than the actor waits, 3 s): it is
     /// refused, so that the session is left as the later change left it. Applied late, a `pause` would pause a
@@ -279,8 +313,7 @@ impl Session {
     /// would end an escalation's pause that its author had not seen.
     fn overtaken_by_a_later_pause_or_resume(&self, command: &Command, origin: Option<MessageId>) -> Option<Refusal> {
         let what = match command {
-            Command::Pause => "pause",
-            Command::Resume => "resume",
+            Command::Pause | Command::Resume => command.word(),
             _ => return None,
         };
         let (given, newest) = (origin?, self.pause_toggled_at?);
@@ -384,6 +417,7 @@ impl Session {
         self.roster = roster.clone();
         self.floor_moved_at = Some(begins);
         self.pause_toggled_at = Some(begins);
+        self.began_with = Some(begins);
         t.events.push(self.event(now, None, EventKind::SessionStarted { roster: roster.clone() }));
         let values = [("roster", join_ids(&roster)), ("round", "1".to_owned())];
         let text = ctx.config.templates.render(Template::SessionStart, &values);

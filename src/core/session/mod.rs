@@ -200,6 +200,10 @@ pub struct Session {
     /// about the session as it is now.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pause_toggled_at: Option<MessageId>,
+    /// The `start` that began this session, on Discord's clock (or the first id of the instant it was handled): a
+    /// command given before it but handled after it was meant for the session before, and is refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub began_with: Option<MessageId>,
     /// Recent messages written in turn without a signal, which an edit adding the signal may still finish.
     pub editable_messages: Vec<MessageId>,
     /// Those of `editable_messages` whose signal was acted on already without ending the turn (a progress or a
@@ -220,7 +224,7 @@ pub struct Session {
     pub last_announced: Option<MessageId>,
     /// The nonce of the announcement that gave the current turn's holder the floor, until Discord accepted it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub turn_announcement: Option<String>,
+    pub turn_announcement: Option<Box<str>>,
     /// Effects decided and saved but not yet carried out (spec 9): carried out again after a crash.
     #[serde(default, skip_serializing_if = "VecDeque::is_empty")]
     pub outbox: VecDeque<effects::Queued>,
@@ -229,7 +233,7 @@ pub struct Session {
     pub outbox_seq: u64,
     /// Why the session was paused by itself (an escalation, a loop); `None` for a manager's `pause`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pause_reason: Option<String>,
+    pub pause_reason: Option<Box<str>>,
     /// The holder signalled while the session was paused, and the signal was not acted on: `resume` gives it a
     /// fresh turn, announced with a mention, so that it is asked again.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -316,7 +320,7 @@ pub struct StatusReport {
     pub roster: Vec<PersonaId>,
     pub round: u32,
     pub display_mode: DisplayMode,
-    pub pause_reason: Option<String>,
+    pub pause_reason: Option<Box<str>>,
     /// Personas skipped in the rotation.
     pub benched: Vec<PersonaId>,
     pub progress: Option<ProgressMark>,
@@ -391,6 +395,7 @@ impl Session {
             turn_began_after: None,
             floor_moved_at: None,
             pause_toggled_at: None,
+            began_with: None,
             editable_messages: Vec::new(),
             editable_after_signal: None,
             out_of_turn_lately: Vec::new(),

@@ -153,7 +153,7 @@ impl Session {
     /// was, and the grace goes on.
     pub(super) fn freeze(&mut self, now: DateTime<Utc>, reason: String, ctx: Context) {
         self.stop_clock(now, ctx);
-        self.pause_reason = Some(reason);
+        self.pause_reason = Some(reason.into());
         self.pause_toggled_at = self.pause_toggled_at.max(Some(MessageId::first_at(now)));
     }
 

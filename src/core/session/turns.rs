@@ -446,7 +446,7 @@ impl Session {
         self.turn_announced = true;
         self.announce(t, now, text, user);
         if let Some(Effect::Announce(announcement)) = t.effects.last() {
-            self.turn_announcement = Some(announcement.nonce.clone());
+            self.turn_announcement = Some(announcement.nonce.as_str().into());
         }
     }
 

@@ -336,3 +336,19 @@ fn a_start_without_a_snowflake_of_its_own_begins_at_its_instant() {
     assert_eq!(f.deliver(&before, 2_500), Transition::default());
     assert_eq!(f.active(), "pm");
 }
+
+#[test]
+fn a_command_given_before_the_running_session_started_and_handled_after_it_is_refused() {
+    let mut f = Fixture::new();
+    f.command_given(Command::Stop, 1_000, 1_000).unwrap();
+    f.command_given(Command::Start { roster: vec![] }, 3_000, 3_000).unwrap();
+    // A `stop` (or any other command) given before that `start`, delivered late: meant for the session before.
+    for command in [Command::Stop, Command::Give { persona: "dev".into() }, Command::Remove { persona: "pm".into() }] {
+        let refusal = f.command_given(command.clone(), 2_000, 4_000).unwrap_err();
+        assert!(refusal.0.contains(&format!("this `{}` was given before the session", command.word())), "{refusal:?}");
+    }
+    assert!(f.session.is_active() && f.active() == "pm" && f.session.roster.len() == 3, "the new session goes on");
+    // Given after the start, however late it is handled, it runs.
+    f.command_given(Command::Stop, 3_500, 5_000).unwrap();
+    assert!(!f.session.is_active());
+}
