@@ -88,18 +88,27 @@ impl fmt::Debug for PostgresUrl {
 
 /// The URL with the password of its user part (`user:password@`) and of any `...password=` parameter replaced by
 /// `***`. The user part runs to the URL's last `@`: a password may hold `/`, `?`, `#` or `@` (the URL is then invalid,
-/// and printed in the error saying so), and where that is in doubt more is hidden, never less.
+/// and printed in the error saying so), and where that is in doubt more is hidden, never less. A parameter's
+/// password runs to the next `&name=` (or `#`): an `&` not starting a parameter is taken for part of it.
 pub fn redact(url: &str) -> String {
     static PASSWORD_PARAMETER: std::sync::LazyLock<regex::Regex> =
-        std::sync::LazyLock::new(|| regex::Regex::new(r"(?i)([?&][a-z_]*password=)[^&#]*").expect("a valid pattern"));
+        std::sync::LazyLock::new(|| regex::Regex::new(r"(?i)[?&][a-z_]*password=").expect("a valid pattern"));
+    static NEXT_PARAMETER: std::sync::LazyLock<regex::Regex> =
+        std::sync::LazyLock::new(|| regex::Regex::new(r"(?i)&[a-z_]+=|#").expect("a valid pattern"));
     let Some((scheme, rest)) = url.split_once("://") else { return url.to_owned() };
-    let rest = PASSWORD_PARAMETER.replace_all(rest, "${1}***");
-    let rest = match rest.rsplit_once('@') {
+    let (mut hidden, mut at) = (String::with_capacity(rest.len()), 0);
+    while let Some(key) = PASSWORD_PARAMETER.find_at(rest, at) {
+        hidden.push_str(&rest[at..key.end()]);
+        hidden.push_str("***");
+        at = NEXT_PARAMETER.find_at(rest, key.end()).map_or(rest.len(), |next| next.start());
+    }
+    hidden.push_str(&rest[at..]);
+    let rest = match hidden.rsplit_once('@') {
         Some((user_info, host)) => match user_info.split_once(':') {
             Some((user, _password)) => format!("{user}:***@{host}"),
             None => format!("{user_info}@{host}"),
         },
-        None => rest.into_owned(),
+        None => hidden,
     };
     format!("{scheme}://{rest}")
 }
@@ -114,6 +123,11 @@ mod tests {
         assert_eq!(redact("postgres://tm@db/tm?sslmode=require"), "postgres://tm@db/tm?sslmode=require");
         assert_eq!(redact("postgresql://db/tm?user=tm&password=hunter2"), "postgresql://db/tm?user=tm&password=***");
         assert_eq!(redact("postgres://"), "postgres://");
+        // An `&` inside a password left unencoded: what follows it up to the next parameter is hidden too.
+        assert_eq!(
+            redact("postgres://db/tm?password=hun&ter2&user=tm&sslpassword=a&b"),
+            "postgres://db/tm?password=***&user=tm&sslpassword=***"
+        );
         // Generated passwords hold characters a URL reserves; the URL is then invalid and printed in its error.
         for password in ["pa/ss", "pa?ss", "pa#ss", "pa@ss", "p/a@s?s#"] {
             let url = format!("postgres://tm:{password}@db:5432/tm");
