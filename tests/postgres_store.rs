@@ -173,8 +173,13 @@ async fn once_another_process_claims_an_expired_lease_the_old_holders_saves_are_
 
     old.tend_leases(None).await.unwrap();
     assert!(old.surely_held(channel), "just renewed");
-    tokio::time::sleep(SHORT + Duration::from_millis(200)).await; // the old holder neither renews nor releases
-    assert!(!old.surely_held(channel), "a lease time without a renewal: the old holder is no longer sure of it");
+    tokio::time::sleep(SHORT * 3 / 4 + Duration::from_millis(100)).await; // the old holder neither renews nor releases
+    assert!(
+        !old.surely_held(channel),
+        "most of a lease time without a renewal: the old holder is no longer sure of it"
+    );
+    assert!(matches!(new.claim(channel).await.unwrap(), Claim::Busy { .. }), "before the lease runs out");
+    tokio::time::sleep(SHORT / 4 + Duration::from_millis(100)).await;
     assert_eq!(new.claim(channel).await.unwrap(), Claim::Held, "an expired lease is taken");
     assert_eq!(lease_epoch(&new, 99).await, 2, "each claim bumps the epoch");
 

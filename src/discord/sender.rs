@@ -14,7 +14,7 @@
 //! process may have lost the channel's lease (see [`Acting`]).
 
 use super::clock::Clock;
-use super::rest::{Carried, Rest, RestError, Voice, WebhookLimit, delete_in_a_few_tries};
+use super::rest::{Carried, MAY_SEND, Rest, RestError, Voice, WebhookLimit, delete_in_a_few_tries};
 use crate::core::ids::{ChannelId, MessageId};
 use crate::core::persona::PersonaCatalog;
 use crate::core::session::effects::{Announcement, Effect, Queued, decided_at, split_message};
@@ -144,7 +144,7 @@ impl Acting {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Lease {
     Sure,
-    /// It may have run out (renewals failing for a lease time: the database out of reach, the process paused):
+    /// It may have run out (renewals failing for most of a lease time: the database out of reach, the process paused):
     /// another process may be carrying out the same saved outbox.
     Unsure,
     /// Another process holds it, or this one let it go: nothing more is done here.
@@ -157,7 +157,8 @@ pub type Reports = Box<dyn Fn(Report) + Send + Sync>;
 impl Sender {
     pub fn spawn(tools: Tools) -> Self {
         let (jobs, queue) = mpsc::unbounded_channel();
-        let task = tools.tasks.clone().spawn(run(tools, queue)).abort_handle();
+        let tools = Arc::new(tools);
+        let task = tools.tasks.spawn(acting_for(tools.clone(), run(tools.clone(), queue))).abort_handle();
         Self { jobs, task }
     }
 
@@ -202,8 +203,13 @@ impl Drop for Tidying {
     }
 }
 
-async fn run(tools: Tools, mut queue: mpsc::UnboundedReceiver<Job>) {
-    let tools = Arc::new(tools);
+/// Runs `work` with every REST call of it sent only while this process surely acts for the channel (see
+/// [`MAY_SEND`]): a call that waited for a rate limit or a slot past the moment the lease may have run out is not sent.
+fn acting_for<F: std::future::Future>(tools: Arc<Tools>, work: F) -> impl std::future::Future<Output = F::Output> {
+    MAY_SEND.scope(Arc::new(move || tools.acting.lease() == Lease::Sure), work)
+}
+
+async fn run(tools: Arc<Tools>, mut queue: mpsc::UnboundedReceiver<Job>) {
     // The deletion or reaction of the effect before, still under way: it posts nothing, so an announcement or a
     // notice after it keeps its place in the channel without waiting for it. Anything else waits for it.
     let mut tidying: Option<Tidying> = None;
@@ -229,18 +235,25 @@ async fn run(tools: Tools, mut queue: mpsc::UnboundedReceiver<Job>) {
                 // Nothing is under way here: an effect that tidies is not `posts_only`, so it waited above.
                 Ok(reposts) if queued.effect.tidies() => {
                     let task = tools.clone();
-                    tidying = Some(Tidying(tools.tasks.spawn(async move {
+                    tidying = Some(Tidying(tools.tasks.spawn(acting_for(tools.clone(), async move {
                         let done = tidy(&task, &queued.effect).await.map(|()| None);
                         if lease_lost(&task) {
                             return;
                         }
-                        if done.is_err() {
-                            // The original stays (its Manage Messages lost, or Discord failing for minutes): the
-                            // reposts above it would show its text twice, and the signal the relay hid shows in it.
+                        // The original refused for good (Manage Messages lost) stays: the reposts above it would show
+                        // its text twice, and the signal the relay hid shows in it. Not after a give-up, whose last try
+                        // may have deleted it after all: taken back, the words would show nowhere.
+                        if done.as_ref().is_err_and(|e| !e.is_transient()) {
+                            if while_unsure(&task).await == Lease::Lost {
+                                return;
+                            }
                             take_back_parts(&task, &reposts).await;
+                            if lease_lost(&task) {
+                                return;
+                            }
                         }
                         report(&task, &queued, done);
-                    })));
+                    }))));
                 }
                 done => {
                     let done = done.map(|made| made.last().copied());
@@ -504,9 +517,10 @@ async fn repost_found(
 }
 
 /// Deletes the parts of a repost posted (or found posted) when the relay failed for good after them (a later part
-/// refused, the original not deleted), each in a few tries.
+/// refused, the original not deleted), each in a few tries. Newest first: cut short (a crash, the lease lost), what
+/// is left is the first parts, in order, which a replay finds and completes.
 async fn take_back_parts(tools: &Tools, parts: &[MessageId]) {
-    for part in parts {
+    for part in parts.iter().rev() {
         if let Err(e) = delete_in_a_few_tries(|| tools.rest.take_back(tools.channel, *part)).await {
             tracing::warn!(channel = %tools.channel, "could not take back a repost of a failed relay: {e}");
         }

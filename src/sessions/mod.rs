@@ -93,7 +93,7 @@ pub trait Saver: Send + Sync + 'static {
         true
     }
     /// Whether this process surely still acts for `channel`: false once its lease may have run out (its renewals
-    /// failing for a whole lease time), when another process may act for the channel. Always true with no leases.
+    /// failing for most of a lease time), when another process may act for the channel. Always true with no leases.
     fn surely_held(&self, _channel: ChannelId) -> bool {
         true
     }

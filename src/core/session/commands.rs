@@ -97,7 +97,11 @@ impl Session {
         let mut t = Transition::default();
         let turn_end = origin.unwrap_or_else(|| MessageId::first_at(now));
         if let Command::Start { roster } = command {
-            return self.start(roster, turn_end, now, ctx, t);
+            let started = self.start(roster, turn_end, now, ctx, t)?;
+            // Only a `start` given in Discord (its own snowflake) dates the session on Discord's clock: one from the
+            // configuration, dated by ours, would refuse commands given just after it if ours ran ahead.
+            self.began_with = origin;
+            return Ok(started);
         }
         if !self.is_active() {
             return Err(refuse("No session is running here. Start one with `start`."));
@@ -417,7 +421,6 @@ impl Session {
         self.roster = roster.clone();
         self.floor_moved_at = Some(begins);
         self.pause_toggled_at = Some(begins);
-        self.began_with = Some(begins);
         t.events.push(self.event(now, None, EventKind::SessionStarted { roster: roster.clone() }));
         let values = [("roster", join_ids(&roster)), ("round", "1".to_owned())];
         let text = ctx.config.templates.render(Template::SessionStart, &values);

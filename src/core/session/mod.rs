@@ -200,7 +200,7 @@ pub struct Session {
     /// about the session as it is now.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pause_toggled_at: Option<MessageId>,
-    /// The `start` that began this session, on Discord's clock (or the first id of the instant it was handled): a
+    /// The `start` command that began this session, on Discord's clock (none for a start from the configuration): a
     /// command given before it but handled after it was meant for the session before, and is refused.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub began_with: Option<MessageId>,

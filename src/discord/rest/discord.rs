@@ -144,10 +144,11 @@ impl Rest for DiscordRest {
     }
 
     async fn take_back(&self, channel: ChannelId, message: MessageId) -> Result<(), RestError> {
-        if self.webhooks.take_back(channel, message).await? {
-            return Ok(());
+        match self.webhooks.take_back(channel, message).await {
+            Ok(true) => Ok(()),
+            // Not the webhook's (or none found, or finding it failed): the bot's own token may still do.
+            Ok(false) | Err(_) => self.delete(channel, message).await,
         }
-        self.delete(channel, message).await
     }
 
     async fn react(&self, channel: ChannelId, message: MessageId, emoji: &str) -> Result<(), RestError> {

@@ -302,6 +302,9 @@ impl DiscordHttp {
         }
         let _slot = self.slot().await;
         self.budget.take().await;
+        if !super::MAY_SEND.try_with(|may| may()).unwrap_or(true) {
+            return Err(RestError::Unavailable("not sent: this process may no longer act for the channel".into()));
+        }
         self.buckets.spend(route);
         let metric = crate::metrics::rest_route(method.as_str(), path);
         let mut request =
@@ -495,6 +498,41 @@ mod tests {
         for call in calls {
             assert_eq!(call.await.unwrap().unwrap(), "1", "every call answered");
         }
+    }
+
+    #[tokio::test]
+    async fn a_call_whose_sender_may_no_longer_act_while_it_waited_is_not_sent() {
+        let (base, mut arrivals, release) = holding_server().await;
+        let http = Arc::new(DiscordHttp::with_slots("t", Some(&base), Arc::new(RestBudget::new(0)), 1));
+        let acting = Arc::new(std::sync::atomic::AtomicBool::new(true));
+        let call =
+            |channel: u64| {
+                let (http, acting) = (http.clone(), acting.clone());
+                let may: Arc<dyn Fn() -> bool + Send + Sync> = Arc::new(move || acting.load(Relaxed));
+                tokio::spawn(super::super::MAY_SEND.scope(may, async move {
+                    http.create_message(channel, &serde_json::json!({"content": "hi"})).await
+                }))
+            };
+        let patience = Duration::from_secs(10);
+        let first = call(1);
+        tokio::time::timeout(patience, arrivals.recv()).await.expect("the first call goes out");
+        let second = call(2);
+        let queued = async {
+            while http.waiting.load(Relaxed) != 1 {
+                tokio::task::yield_now().await;
+            }
+        };
+        tokio::time::timeout(patience, queued).await.expect("the second call waits for the slot");
+        // The lease may have run out while it waited.
+        acting.store(false, Relaxed);
+        release.add_permits(1);
+        assert_eq!(first.await.unwrap().unwrap(), "1", "the call sent before is answered");
+        let refused = second.await.unwrap().unwrap_err();
+        assert!(matches!(refused, RestError::Unavailable(_)), "{refused}");
+        assert!(arrivals.try_recv().is_err(), "the second call never went out");
+        // A call made outside a sender goes out.
+        release.add_permits(1);
+        assert_eq!(http.create_message(3, &serde_json::json!({"content": "hi"})).await.unwrap(), "1");
     }
 
     #[test]

@@ -14,7 +14,16 @@ use crate::core::ids::{ChannelId, GuildId, MessageId, UserId};
 use crate::core::session::IncomingMessage;
 use crate::core::session::effects::Announcement;
 use async_trait::async_trait;
+use std::sync::Arc;
 use std::time::Duration;
+
+tokio::task_local! {
+    /// Whether a call this task makes may still go out, asked as it goes out, after its waits for a rate limit, a
+    /// slot and the global budget: a channel's sender answers with its lease, so that no call of its leaves once
+    /// another process may act for the channel, however long the call queued. A call refused so answers
+    /// [`RestError::Unavailable`] (nothing sent). Calls made outside such a task always go out.
+    pub static MAY_SEND: Arc<dyn Fn() -> bool + Send + Sync>;
+}
 
 /// How many pages of 100 messages [`Rest::reposts_made`] reads after the original message before it decides the
 /// reposts were not made (and [`Rest::announcement_made`] after its start): 5,000 messages, far more than a channel

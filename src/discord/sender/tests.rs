@@ -516,7 +516,7 @@ async fn a_later_part_refused_for_good_takes_back_the_parts_posted_before_it_and
     channel.answers.lock().unwrap().extend([Answer::Made, Answer::Made, Answer::Fail(too_large)]);
     let report = relay(&channel, &text, false).await;
     assert_eq!(report.outcome, Outcome::Refused { status: 413 });
-    assert_eq!(*channel.taken_back.lock().unwrap(), [repost_id(0), repost_id(1)], "both parts taken back");
+    assert_eq!(*channel.taken_back.lock().unwrap(), [repost_id(1), repost_id(0)], "both parts taken back");
     assert!(channel.deleted.lock().unwrap().is_empty(), "the original stays");
 }
 
@@ -533,34 +533,37 @@ async fn parts_found_made_after_a_lost_answer_or_a_crash_are_taken_back_too_when
         Answer::Fail(too_large()),
     ]);
     assert_eq!(relay(&channel, &text, false).await.outcome, Outcome::Refused { status: 413 });
-    assert_eq!(*channel.taken_back.lock().unwrap(), [repost_id(0), repost_id(1)]);
+    assert_eq!(*channel.taken_back.lock().unwrap(), [repost_id(1), repost_id(0)]);
     // After a crash that came once two parts were posted, the third is refused on the replay.
     let channel = Arc::new(FakeChannel::default());
     channel.reposts.lock().unwrap().extend(parts[..2].iter().map(|p| ("pm".to_owned(), p.clone())));
     channel.answers.lock().unwrap().push_back(Answer::Fail(too_large()));
     assert_eq!(relay(&channel, &text, true).await.outcome, Outcome::Refused { status: 413 });
-    assert_eq!(*channel.taken_back.lock().unwrap(), [repost_id(0), repost_id(1)]);
+    assert_eq!(*channel.taken_back.lock().unwrap(), [repost_id(1), repost_id(0)]);
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_relay_whose_original_cannot_be_deleted_takes_back_its_reposts() {
+async fn a_relay_whose_original_cannot_be_deleted_takes_back_its_reposts_newest_first() {
     let text = long_text(2);
-    let refused = RestError::Status { status: 403, message: "Missing Permissions".into(), retry_after: None };
-    // Manage Messages lost between the repost and the deletion; Discord failing the deletion for ten minutes.
-    for (fails, outcome) in [(refused, Outcome::Refused { status: 403 }), (server_error(), Outcome::GaveUp)] {
-        let channel = Arc::new(FakeChannel { original_delete_fails: Some(fails), ..Default::default() });
-        assert_eq!(relay(&channel, &text, false).await.outcome, outcome);
-        assert_eq!(texts(&channel).len(), 2, "precondition: both parts were posted");
-        assert_eq!(*channel.taken_back.lock().unwrap(), [repost_id(0), repost_id(1)], "{outcome:?}");
-        // Found made on a replay after a crash: taken back too.
-        let channel = Arc::new(FakeChannel {
-            original_delete_fails: channel.original_delete_fails.clone(),
-            ..Default::default()
-        });
-        channel.reposts.lock().unwrap().extend(split_message(&text).into_iter().map(|p| ("pm".to_owned(), p)));
-        assert_eq!(relay(&channel, &text, true).await.outcome, outcome);
-        assert_eq!(*channel.taken_back.lock().unwrap(), [repost_id(0), repost_id(1)], "replayed: {outcome:?}");
-    }
+    let refused = || RestError::Status { status: 403, message: "Missing Permissions".into(), retry_after: None };
+    // Manage Messages lost between the repost and the deletion.
+    let channel = Arc::new(FakeChannel { original_delete_fails: Some(refused()), ..Default::default() });
+    assert_eq!(relay(&channel, &text, false).await.outcome, Outcome::Refused { status: 403 });
+    assert_eq!(texts(&channel).len(), 2, "precondition: both parts were posted");
+    assert_eq!(*channel.taken_back.lock().unwrap(), [repost_id(1), repost_id(0)]);
+    // Found made on a replay after a crash: taken back too.
+    let channel = Arc::new(FakeChannel { original_delete_fails: Some(refused()), ..Default::default() });
+    channel.reposts.lock().unwrap().extend(split_message(&text).into_iter().map(|p| ("pm".to_owned(), p)));
+    assert_eq!(relay(&channel, &text, true).await.outcome, Outcome::Refused { status: 403 });
+    assert_eq!(*channel.taken_back.lock().unwrap(), [repost_id(1), repost_id(0)], "replayed");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_relay_whose_deletion_is_given_up_keeps_its_reposts_as_the_last_try_may_have_deleted_the_original() {
+    let channel = Arc::new(FakeChannel { original_delete_fails: Some(server_error()), ..Default::default() });
+    assert_eq!(relay(&channel, "Here it is.", false).await.outcome, Outcome::GaveUp);
+    assert_eq!(texts(&channel), ["Here it is."]);
+    assert!(channel.taken_back.lock().unwrap().is_empty(), "the words must show somewhere");
 }
 
 #[tokio::test(start_paused = true)]

@@ -430,8 +430,14 @@ impl Saver for PgSessions {
         self.epoch_of(channel).is_some()
     }
 
+    /// Sure for three quarters of a lease time from the last renewal that worked, though the lease lasts a whole one
+    /// in the database from when that renewal ran: a call sent just before then, however long Discord takes over
+    /// it, is made before another process can claim the channel and look at what was done.
     fn surely_held(&self, channel: ChannelId) -> bool {
-        self.epoch_of(channel).is_some() && self.renewed_at().elapsed() < self.ttl
+        // The renewal's time first: a renewal drops the channels it found taken before it notes its time, so a
+        // channel just taken is never seen held with the time of the renewal that found it taken.
+        let renewed = self.renewed_at();
+        self.epoch_of(channel).is_some() && renewed.elapsed() < self.ttl - self.ttl / 4
     }
 }
 

@@ -352,3 +352,13 @@ fn a_command_given_before_the_running_session_started_and_handled_after_it_is_re
     f.command_given(Command::Stop, 3_500, 5_000).unwrap();
     assert!(!f.session.is_active());
 }
+
+#[test]
+fn a_start_from_the_configuration_refuses_no_command_given_just_after_it_on_a_clock_behind_ours() {
+    let mut f = Fixture::new();
+    f.command(Command::Stop, 1_000).unwrap();
+    f.command(Command::Start { roster: vec![] }, 3_000).unwrap();
+    // Discord's clock 500 ms behind ours: a stop given just after the start carries an earlier time.
+    f.command_given(Command::Stop, 2_500, 3_100).unwrap();
+    assert!(!f.session.is_active());
+}
