@@ -179,38 +179,41 @@ fn checked(line: &[u8]) -> Result<&[u8], String> {
 pub(super) struct Replay<T> {
     /// The records, in order, each with its line number (from 1).
     pub records: Vec<(usize, T)>,
-    /// Damaged lines followed by good ones: line number and why.
+    /// Damaged lines followed by good ones, and whole lines (their checksum matching) that do not decode, wherever
+    /// they are: line number and why.
     pub damaged: Vec<(usize, String)>,
-    /// The torn tail: the first line of it and its size in bytes (a line with no newline, or damaged lines with no
-    /// good one after them).
+    /// The torn tail: the first line of it and its size in bytes (a line with no newline, or garbled lines with no
+    /// good one after them). A whole line that does not decode is no tear, even last: a crash cannot write one (a
+    /// record of a newer build can), so it is damage, reported, never dropped as never acknowledged.
     pub torn: Option<(usize, usize)>,
 }
 
 /// Reads a journal file's bytes: every line checked and then decoded by `decode`.
 pub(super) fn read<T>(bytes: &[u8], decode: impl Fn(&[u8]) -> Result<T, String>) -> Replay<T> {
     let mut records = Vec::new();
-    let mut bad: Vec<(usize, usize, String)> = Vec::new(); // line number, offset, why
+    let mut bad: Vec<(usize, usize, String, bool)> = Vec::new(); // line number, offset, why, whole
     let mut offset = 0;
     let mut number = 0;
     while offset < bytes.len() {
         number += 1;
         let Some(end) = bytes[offset..].iter().position(|&b| b == b'\n') else {
-            bad.push((number, offset, "it has no newline".into()));
+            bad.push((number, offset, "it has no newline".into(), false));
             break;
         };
-        match checked(&bytes[offset..offset + end]).and_then(&decode) {
-            Ok(record) => records.push((number, record)),
-            Err(why) => bad.push((number, offset, why)),
+        match checked(&bytes[offset..offset + end]).map(&decode) {
+            Ok(Ok(record)) => records.push((number, record)),
+            Ok(Err(why)) => bad.push((number, offset, why, true)),
+            Err(why) => bad.push((number, offset, why, false)),
         }
         offset += end + 1;
     }
     // Damaged lines after the last good one are the torn tail; those before it are damage in the middle.
     let last_good = records.last().map_or(0, |(n, _)| *n);
-    let (damaged, tail): (Vec<_>, Vec<_>) = bad.into_iter().partition(|(n, _, _)| *n < last_good);
+    let (damaged, tail): (Vec<_>, Vec<_>) = bad.into_iter().partition(|(n, _, _, whole)| *whole || *n < last_good);
     Replay {
         records,
-        damaged: damaged.into_iter().map(|(n, _, why)| (n, why)).collect(),
-        torn: tail.first().map(|(n, from, _)| (*n, bytes.len() - from)),
+        damaged: damaged.into_iter().map(|(n, _, why, _)| (n, why)).collect(),
+        torn: tail.first().map(|(n, from, _, _)| (*n, bytes.len() - from)),
     }
 }
 
@@ -251,6 +254,17 @@ mod tests {
         let bytes = [line(b"{\"a\":1}"), line(b"[]"), line(b"{\"c\":3}")].concat();
         let replay = read(&bytes, |json| if json == b"[]" { Err("not a record".to_owned()) } else { text(json) });
         assert_eq!(replay.damaged, [(2, "not a record".to_owned())]);
+        assert_eq!(replay.torn, None);
+    }
+
+    #[test]
+    fn a_whole_last_line_that_does_not_decode_is_damage_not_a_torn_tail() {
+        // What a newer build wrote (a field this one does not know), last in the journal: a crash cannot make a
+        // line whose checksum matches, so it was acknowledged and must not be dropped unsaid.
+        let bytes = [line(b"{\"a\":1}"), line(b"{\"new\":2}")].concat();
+        let replay =
+            read(&bytes, |json| if json.starts_with(b"{\"new") { Err("unknown field".to_owned()) } else { text(json) });
+        assert_eq!(replay.damaged, [(2, "unknown field".to_owned())]);
         assert_eq!(replay.torn, None);
     }
 

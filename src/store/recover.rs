@@ -259,7 +259,10 @@ fn read_journals(journals: &[(u64, PathBuf)], replayed: &mut Replayed) -> Result
         let bytes = std::fs::read(path).map_err(io("read the journal", path))?;
         let lines = journal::read(&bytes, decode_record);
         for (line, why) in &lines.damaged {
-            let problem = format!("{}:{line}: {why}; skipped this record and used the ones after it", path.display());
+            let problem = format!(
+                "{}:{line}: {why}; skipped this record (a whole one this build cannot read may come from a newer build)",
+                path.display()
+            );
             replayed.problems.push(problem);
         }
         if !lines.damaged.is_empty() {

@@ -316,6 +316,32 @@ fn a_journal_line_that_is_not_a_record_is_damage_too() {
 }
 
 #[test]
+fn a_whole_last_record_this_build_cannot_read_is_reported_and_its_journal_kept_not_dropped_as_torn() {
+    let (dir, store, mut a, _) = saved_start();
+    let behind = snapshot(dir.path());
+    let acknowledged = skip_at(&mut a, 1);
+    store.save(&a, &acknowledged).unwrap();
+    let (path, journal) = the_journal(dir.path());
+    drop(store);
+    // The last record as a newer build wrote it (a field this one does not know), its checksum matching; the crash
+    // came before its checkpoint.
+    let lines: Vec<&[u8]> = journal.split_inclusive(|&b| b == b'\n').collect();
+    let json = &lines[1][9..lines[1].len() - 2];
+    let newer = line(&[json, b",\"fromANewerBuild\":1}"].concat());
+    restore(&behind, dir.path());
+    std::fs::write(&path, [lines[0], &newer].concat()).unwrap();
+
+    let (_, _, problems) = restart(dir.path());
+    let name = path.file_name().unwrap().to_string_lossy().into_owned();
+    assert!(problems.iter().any(|p| p.contains(&format!("{name}:2:"))), "the file and line are named: {problems:?}");
+    let aside = std::fs::read_dir(dir.path()).unwrap().filter_map(Result::ok).any(|e| {
+        let name = e.file_name().to_string_lossy().into_owned();
+        name.starts_with("journal-") && name.contains(".corrupt-")
+    });
+    assert!(aside, "the journal holding the acknowledged save is kept aside, not deleted");
+}
+
+#[test]
 fn without_a_journal_the_save_numbers_go_on_from_the_session_files() {
     let (dir, store, mut a, _) = saved_start();
     for second in 1..=3 {
