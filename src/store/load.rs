@@ -2,6 +2,7 @@
 //! actor spawned later ([`Store::load_one`]), the journal replayed over them first. A file that cannot be used is
 //! moved aside, never overwritten, and the last good copy is used where there is one.
 
+use super::record::saved_seq_in_head;
 use super::validate::check_session;
 use super::{Store, StoreError, io};
 use crate::core::ids::ChannelId;
@@ -45,17 +46,18 @@ impl Store {
             .min(channels.len() / LOAD_SESSIONS_PER_THREAD_MIN)
             .max(1);
         let chunk = channels.len().div_ceil(threads).max(1);
-        let load_chunk = |chunk: &[(ChannelId, Listed)]| -> Result<LoadReport, StoreError> {
-            let mut report = LoadReport::default();
+        let load_chunk = |chunk: &[(ChannelId, Listed)]| -> Result<(LoadReport, u64), StoreError> {
+            let (mut report, mut newest_seq) = (LoadReport::default(), 0);
             for &(channel, listed) in chunk {
-                if let Some(session) = self.load_listed(channel, listed, &mut report)? {
+                if let Some((session, seq)) = self.load_listed(channel, listed, &mut report)? {
                     report.sessions.push(session);
+                    newest_seq = newest_seq.max(seq);
                 }
             }
-            Ok(report)
+            Ok((report, newest_seq))
         };
         // Chunks are consecutive runs of the sorted channels, so joining them in order keeps the order.
-        let reports: Vec<Result<LoadReport, StoreError>> = std::thread::scope(|scope| {
+        let reports: Vec<Result<(LoadReport, u64), StoreError>> = std::thread::scope(|scope| {
             let mut chunks = channels.chunks(chunk);
             let first = chunks.next().unwrap_or_default();
             let others: Vec<_> = chunks.map(|c| scope.spawn(move || load_chunk(c))).collect();
@@ -70,10 +72,13 @@ impl Store {
             ..LoadReport::default()
         };
         for report in reports {
-            let report = report?;
+            let (report, newest_seq) = report?;
             all.sessions.extend(report.sessions);
             all.problems.extend(report.problems);
             all.lost.extend(report.lost);
+            // A file may hold a later save than any journal knows (copied from another state folder, a backup put
+            // back): numbered below it, this process's saves would lose to it at a recovery.
+            commits.next_seq = commits.next_seq.max(newest_seq + 1);
         }
         // Their logs are read ahead by the writer: a running session's next save likely adds events.
         commits.to_look.extend(all.sessions.iter().filter(|s| s.is_active()).map(|s| s.channel_id));
@@ -87,7 +92,11 @@ impl Store {
         if let Some(session) = commits.session_not_on_disk(self, channel) {
             return Ok(Some(session));
         }
-        self.load_listed(channel, Listed { current: true, previous: true }, &mut LoadReport::default())
+        let loaded = self.load_listed(channel, Listed { current: true, previous: true }, &mut LoadReport::default())?;
+        Ok(loaded.map(|(session, seq)| {
+            commits.next_seq = commits.next_seq.max(seq + 1);
+            session
+        }))
     }
 
     /// The channels with a session file or a last good copy, from one listing of the folder; removes leftover
@@ -110,12 +119,13 @@ impl Store {
         Ok(channels.into_iter().map(|(id, listed)| (ChannelId(id), listed)).collect())
     }
 
+    /// A channel's session, with the number of the save its file holds (0 when not known).
     fn load_listed(
         &self,
         channel: ChannelId,
         listed: Listed,
         report: &mut LoadReport,
-    ) -> Result<Option<Session>, StoreError> {
+    ) -> Result<Option<(Session, u64)>, StoreError> {
         let problems = &mut report.problems;
         let mut current_unreadable = false;
         let path = self.session_path(channel);
@@ -144,13 +154,13 @@ impl Store {
             return Ok(None);
         }
         match read_session(&previous, channel) {
-            Ok(Some(session)) => {
+            Ok(Some(loaded)) => {
                 let message = format!("channel {channel}: using the last good copy {}", previous.display());
                 tracing::warn!("{message}");
                 problems.push(message);
                 // Make it the current file again, so the next start does not depend on the copy.
                 self.restore_previous(channel)?;
-                Ok(Some(session))
+                Ok(Some(loaded))
             }
             Ok(None) => {
                 if current_unreadable {
@@ -172,8 +182,9 @@ impl Store {
     }
 }
 
-/// Reads one session file: `Ok(None)` when it does not exist, `Err` with the reason when it cannot be used.
-fn read_session(path: &Path, channel: ChannelId) -> Result<Option<Session>, String> {
+/// Reads one session file, with the number of the save it holds: `Ok(None)` when it does not exist, `Err` with the
+/// reason when it cannot be used.
+fn read_session(path: &Path, channel: ChannelId) -> Result<Option<(Session, u64)>, String> {
     let bytes = match std::fs::read(path) {
         Ok(bytes) => bytes,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -182,7 +193,7 @@ fn read_session(path: &Path, channel: ChannelId) -> Result<Option<Session>, Stri
     let mut session = parse_session(&bytes, channel)?;
     // Most sessions read at start-up stay idle, each holding its lists: none keeps the room the decoder left.
     session.shrink_to_fit();
-    Ok(Some(session))
+    Ok(Some((session, saved_seq_in_head(&bytes))))
 }
 
 /// A session file's bytes as a session `channel` can use (it parses and passes validation), or why not.

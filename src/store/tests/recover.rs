@@ -392,3 +392,29 @@ fn a_log_that_differs_from_the_journal_by_whole_lines_is_kept_and_reported_not_c
     assert_eq!(std::fs::read(&log).unwrap()[..edited.len()], edited[..], "nothing of it is cut");
     assert_eq!(found.logs[0][found.logs[0].len() - skipped.len()..], skipped[..], "the journal's events after it");
 }
+
+#[test]
+fn a_session_file_holding_a_later_save_number_than_the_journal_does_not_win_over_a_newer_save() {
+    let (dir, store, mut a, _) = saved_start();
+    let skipped = skip_at(&mut a, 1);
+    store.save(&a, &skipped).unwrap();
+    store.checkpoint().unwrap();
+    drop(store);
+    // The file put back from another state folder or a backup, numbered far ahead of this folder's journal.
+    let file = dir.path().join("channels/1.json");
+    let text = std::fs::read_to_string(&file).unwrap();
+    let (_, rest) = text.split_once(',').unwrap();
+    std::fs::write(&file, format!("{{\"savedSeq\":1000,{rest}")).unwrap();
+    let store = open_at(dir.path());
+    assert_eq!(store.load_all().unwrap().sessions, [a.clone()]);
+    let behind = snapshot(dir.path());
+    // A save acknowledged, then a crash before its checkpoint.
+    let skipped = skip_at(&mut a, 2);
+    store.save(&a, &skipped).unwrap();
+    let (path, journal) = the_journal(dir.path());
+    drop(store);
+    restore(&behind, dir.path());
+    std::fs::write(&path, journal).unwrap();
+    let (_, found, problems) = restart(dir.path());
+    assert_eq!(found.sessions, [a], "the acknowledged save, not the file numbered ahead: {problems:?}");
+}
