@@ -28,6 +28,9 @@ use tokio::sync::oneshot;
 /// A lazy save is on disk at most this long after it was queued (or sooner, with a durable save of its channel). The
 /// channel actors hold activity for the rest of a second first, so that a burst of it is one copy of the session.
 pub const LAZY_SAVE_DELAY: Duration = Duration::from_millis(750);
+/// How soon a lazy save that could not be written (a full disk, an I/O error) is tried again: its actor has no more
+/// reason to save the channel, which may stay idle, so the writer keeps it (unless a newer save of the channel comes).
+const LAZY_RETRY: Duration = Duration::from_secs(5);
 /// At most this many queued requests join one batch, so a flood of lazy saves cannot hold back the answers.
 const BATCH_REQUESTS_MAX: usize = 10_000;
 /// The writer's time spent on checkpoints between two batches (at least one checkpoint): about what a save arriving
@@ -114,8 +117,8 @@ impl Writer {
     }
 
     /// Saves an activity-only change without waiting: on disk within the lazy delay, or with the channel's next
-    /// durable save, whichever comes first. A later save of the channel supersedes it. A failure is logged; the
-    /// channel's next save writes its latest session anyway.
+    /// durable save, whichever comes first. A later save of the channel supersedes it. A failure is logged and the
+    /// save kept and tried again every few seconds until it is written or superseded (the channel may stay idle).
     pub fn save_lazy(&self, session: Session) {
         let channel = session.channel_id;
         if self.requests.send(Request::Save { session: Box::new(session), events: Vec::new(), done: None }).is_err() {
@@ -288,19 +291,33 @@ impl Queue {
             .map(|(&channel, _)| channel)
             .collect();
         let mut batch: Vec<Pending> = channels.iter().filter_map(|channel| self.pending.remove(channel)).collect();
+        let mut retry_lazy = false;
         if !batch.is_empty() {
             let waiters: Vec<(ChannelId, Vec<Answer>)> =
                 batch.iter_mut().map(|p| (p.session.channel_id, std::mem::take(&mut p.waiters))).collect();
             let items: Vec<SaveItem<'_>> =
                 batch.iter().map(|p| SaveItem { session: &p.session, events: &p.events }).collect();
+            let mut lazy_failed = Vec::new();
             store.commit(&items, |results| {
                 for ((channel, waiters), result) in waiters.into_iter().zip(results) {
+                    if waiters.is_empty() && result.is_err() {
+                        lazy_failed.push(channel);
+                    }
                     answer(channel, waiters, result);
                 }
             });
+            drop(items);
+            // No newer save of these channels can have come meanwhile (requests are accepted between batches only).
+            for pending in batch.into_iter().filter(|p| lazy_failed.contains(&p.session.channel_id)) {
+                self.pending.insert(pending.session.channel_id, pending);
+            }
+            retry_lazy = !lazy_failed.is_empty();
         }
         if everything || self.pending.is_empty() {
             self.lazy_due = None;
+        }
+        if retry_lazy {
+            self.lazy_due = Some(Instant::now() + LAZY_RETRY);
         }
         if everything && !self.flushes.is_empty() {
             self.wait_for_retiring();
@@ -352,7 +369,7 @@ fn answer(channel: ChannelId, waiters: Vec<Answer>, result: Result<(), StoreErro
         }
         Err(e) => {
             if waiters.is_empty() {
-                tracing::error!(%channel, "could not save the session's activity: {e}");
+                tracing::error!(%channel, "could not save the session's activity (tried again in {LAZY_RETRY:?}, unless a newer save comes first): {e}");
             }
             for waiter in waiters {
                 let _ = waiter.send(Err(e.duplicate()));

@@ -477,3 +477,18 @@ fn the_writer_reads_ahead_the_logs_of_the_running_sessions_loaded_when_asked() {
     thread.join().unwrap();
     assert_eq!(store.probe.log_looks.load(std::sync::atomic::Ordering::Relaxed), 12);
 }
+
+#[tokio::test]
+async fn a_lazy_save_that_could_not_be_written_is_kept_and_written_at_the_next_round() {
+    let (_dir, store) = open_store();
+    let (session, _) = started();
+    let mut queue = Queue::new(NEVER);
+    queue.accept(lazy(&session));
+    store.probe.failing_appends.store(1, std::sync::atomic::Ordering::SeqCst);
+    queue.commit(&store, true);
+    assert_eq!(session_file(&store, CHANNEL), None, "precondition: the first try failed");
+    assert!(!queue.is_empty(), "kept for another try: its actor has no reason to save an idle channel again");
+    queue.commit(&store, true);
+    assert_eq!(session_file(&store, CHANNEL), Some(session), "written at the next round");
+    assert!(queue.is_empty());
+}
