@@ -116,6 +116,27 @@ async fn activity_saved_lazily_is_written_by_a_flush_and_never_over_a_later_dura
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn activity_the_database_did_not_take_is_written_at_the_next_try() {
+    let Some(db) = TestDatabase::create("postgres_store::lazy_retry").await else { return };
+    let store = db.open(LONG, "node-a").await;
+    let channel = ChannelId(8);
+    store.claim(channel).await.unwrap();
+    store.save_durable(running(8, None, 1), vec![]).await.unwrap();
+    // The statement fails (as with the database briefly out of reach): the activity is kept, not dropped.
+    let rename = |from: &'static str, to: &'static str| {
+        let pool = store.pool().clone();
+        async move { sqlx::query(&format!("ALTER TABLE {from} RENAME TO {to}")).execute(&pool).await.unwrap() }
+    };
+    rename("sessions", "sessions_away").await;
+    store.save_lazy(running(8, None, 2));
+    store.flush().await;
+    rename("sessions_away", "sessions").await;
+    assert_eq!(store.load(channel).await.unwrap().unwrap().round, 1, "precondition: the first try failed");
+    store.flush().await;
+    assert_eq!(store.load(channel).await.unwrap().unwrap().round, 2, "the activity is written at the next try");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_write_under_an_older_lease_never_replaces_a_row_written_under_a_newer_one() {
     // What a lazy batch meets when it checked its lease in its statement's snapshot and another process took the
     // channel over and saved before the batch reached the row (READ COMMITTED): the row already holds a later

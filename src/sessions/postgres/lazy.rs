@@ -15,6 +15,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
+/// How soon a batch the database did not take is tried again.
+const LAZY_RETRY: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// Writes a batch of sessions ($1.. arrays, $7 owner) where their lease is still held under their epoch. A row
 /// holding a later write (a durable save of the same lease that overtook this batch, or any save of a later lease)
 /// is left as it is. The lease is not locked here (a durable save does that): a batch that races a takeover checks
@@ -73,12 +76,14 @@ impl LazySaves {
         self.pending().remove(&channel);
     }
 
-    /// Writes everything queued now, after any batch under way.
-    pub async fn write_now(&self) {
+    /// Writes everything queued now, after any batch under way. A batch the database did not take is queued again
+    /// (behind anything newer of its channels) and `false` answered: its channels may stay idle, with no later save
+    /// to carry their activity.
+    pub async fn write_now(&self) -> bool {
         let _writing = self.writing.lock().await;
         let batch: Vec<(Session, i64, i64)> = self.pending().drain().map(|(_, queued)| queued).collect();
         if batch.is_empty() {
-            return;
+            return true;
         }
         let rows: Vec<SessionRow> = batch
             .iter()
@@ -93,8 +98,12 @@ impl LazySaves {
         let mut connection = match self.pool.acquire().await {
             Ok(connection) => connection,
             Err(e) => {
-                tracing::error!("the session database ({}) failed to save activity: {e}", self.database);
-                return;
+                tracing::error!(
+                    "the session database ({}) failed to save activity (tried again in {LAZY_RETRY:?}): {e}",
+                    self.database
+                );
+                self.queue_again(batch);
+                return false;
             }
         };
         let written = sqlx::query(UPSERT_BATCH)
@@ -118,8 +127,25 @@ impl LazySaves {
                 rows.len()
             ),
             Ok(_) => {}
-            // Activity only: the channels' next saves carry it.
-            Err(e) => tracing::error!("the session database ({}) failed to save activity: {e}", self.database),
+            Err(e) => {
+                tracing::error!(
+                    "the session database ({}) failed to save activity (tried again in {LAZY_RETRY:?}): {e}",
+                    self.database
+                );
+                self.queue_again(batch);
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Puts back a batch that was not written, but not over a newer session of its channel queued meanwhile (a
+    /// channel forgotten meanwhile, taken over or saved durably, is fenced or outranked by its write number in the
+    /// database).
+    fn queue_again(&self, batch: Vec<(Session, i64, i64)>) {
+        let mut pending = self.pending();
+        for queued in batch {
+            pending.entry(queued.0.channel_id).or_insert(queued);
         }
     }
 
@@ -138,6 +164,10 @@ async fn write_when_due(lazy: std::sync::Weak<LazySaves>) {
         drop(notified);
         tokio::time::sleep(LAZY_SAVE_DELAY).await;
         let Some(lazy) = lazy.upgrade() else { return };
-        lazy.write_now().await;
+        if !lazy.write_now().await {
+            lazy.wake.notify_one();
+            drop(lazy);
+            tokio::time::sleep(LAZY_RETRY).await;
+        }
     }
 }
