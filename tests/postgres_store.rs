@@ -116,6 +116,30 @@ async fn activity_saved_lazily_is_written_by_a_flush_and_never_over_a_later_dura
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_save_or_a_renewal_the_database_never_answers_fails_within_a_third_of_the_lease_time() {
+    let Some(db) = TestDatabase::create("postgres_store::silent").await else { return };
+    let relay = db.commit_cutter().await;
+    let ttl = Duration::from_secs(3);
+    let store = db.open_through(&relay, ttl, "node-a").await;
+    let channel = ChannelId(43);
+    store.claim(channel).await.unwrap();
+    store.save_durable(running(43, None, 1), vec![event(1, 1)]).await.unwrap();
+    // The server commits, then falls silent without closing anything: the save fails rather than wait for ever.
+    relay.cut_next_commit(postgres_support::cut::NextCommit::Silent);
+    let save = store.save_durable(running(43, None, 2), vec![event(2, 2)]);
+    let silent = tokio::time::timeout(ttl, save).await.expect("a save never waits for ever");
+    assert!(relay.cut_done());
+    assert!(silent.is_err(), "{silent:?}");
+    // The actor saves again with the failed save's events first: appended once, as after a lost answer.
+    store.save_durable(running(43, None, 3), vec![event(2, 2), event(3, 3)]).await.unwrap();
+    assert_eq!(store.history(channel).await.unwrap(), [event(1, 1), event(2, 2), event(3, 3)]);
+    // Every connection falls silent: a round of renewals fails too, to be tried again.
+    relay.freeze();
+    let renewal = tokio::time::timeout(ttl, store.tend_leases(None)).await.expect("a renewal never waits for ever");
+    assert!(renewal.is_err(), "{renewal:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn activity_the_database_did_not_take_is_written_at_the_next_try() {
     let Some(db) = TestDatabase::create("postgres_store::lazy_retry").await else { return };
     let store = db.open(LONG, "node-a").await;

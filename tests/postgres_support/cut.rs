@@ -20,6 +20,9 @@ pub enum NextCommit {
     Lost = 2,
     /// The client's connection is closed at once; the server gets the COMMIT [`DELAY`] later.
     Delayed = 3,
+    /// The server carries it out; from then on the client hears nothing, its connection left open (the database's
+    /// host gone without a word: no reset ever comes).
+    Silent = 4,
 }
 
 /// How long a [`NextCommit::Delayed`] COMMIT waits.
@@ -29,6 +32,8 @@ pub struct CommitCutter {
     /// Where to connect: `host:port` of the relay.
     pub addr: std::net::SocketAddr,
     next: Arc<AtomicU8>,
+    /// Nothing is relayed either way any more, and no connection closed (the database's host gone without a word).
+    frozen: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl CommitCutter {
@@ -37,14 +42,20 @@ impl CommitCutter {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("a local port for the relay");
         let addr = listener.local_addr().unwrap();
         let next = Arc::new(AtomicU8::new(NextCommit::Relayed as u8));
-        let shared = next.clone();
+        let frozen = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (shared, cold) = (next.clone(), frozen.clone());
         tokio::spawn(async move {
             while let Ok((client, _)) = listener.accept().await {
                 let server = TcpStream::connect(&upstream).await.expect("the relay reaches Postgres");
-                tokio::spawn(relay(client, server, shared.clone()));
+                tokio::spawn(relay(client, server, shared.clone(), cold.clone()));
             }
         });
-        CommitCutter { addr, next }
+        CommitCutter { addr, next, frozen }
+    }
+
+    /// From now on nothing passes either way on any connection, and none is closed.
+    pub fn freeze(&self) {
+        self.frozen.store(true, Ordering::SeqCst);
     }
 
     pub fn cut_next_commit(&self, how: NextCommit) {
@@ -57,7 +68,8 @@ impl CommitCutter {
     }
 }
 
-async fn relay(client: TcpStream, server: TcpStream, next: Arc<AtomicU8>) {
+async fn relay(client: TcpStream, server: TcpStream, next: Arc<AtomicU8>, frozen: Arc<std::sync::atomic::AtomicBool>) {
+    let cold = frozen.clone();
     let (mut from_client, mut to_client) = client.into_split();
     let (mut from_server, mut to_server) = server.into_split();
     // What the server sends on: 0 relayed, 1 dropped (the client's connection closed at the next answer), 2 the
@@ -68,11 +80,14 @@ async fn relay(client: TcpStream, server: TcpStream, next: Arc<AtomicU8>) {
         loop {
             tokio::select! {
                 read = from_server.read(&mut buf) => match read {
+                    Ok(n) if n > 0 && cold.load(Ordering::SeqCst) => {}
                     Ok(n) if n > 0 && *cut.borrow() == 0 => {
                         if to_client.write_all(&buf[..n]).await.is_err() {
                             return;
                         }
                     }
+                    // Silent: swallowed, the client's connection kept open.
+                    Ok(n) if n > 0 && *cut.borrow() == 3 => {}
                     // The COMMIT's answer (or the end): the client's connection is closed with `to_client`.
                     _ => return,
                 },
@@ -88,6 +103,9 @@ async fn relay(client: TcpStream, server: TcpStream, next: Arc<AtomicU8>) {
         return;
     }
     while let Ok(message) = read_message(&mut from_client, true).await {
+        if frozen.load(Ordering::SeqCst) {
+            continue;
+        }
         let commit = message[0] == b'Q' && &message[5..] == b"COMMIT\0";
         if commit {
             let how = next.swap(NextCommit::Relayed as u8, Ordering::SeqCst);
@@ -103,6 +121,13 @@ async fn relay(client: TcpStream, server: TcpStream, next: Arc<AtomicU8>) {
                 // Kept open until the server has surely read it (it then commits, and ends at the close).
                 tokio::time::sleep(DELAY).await;
                 return;
+            }
+            if how == NextCommit::Silent as u8 {
+                let _ = cut_tx.send(3);
+                let _ = to_server.write_all(&message).await;
+                // Neither side is closed (both halves held here for ever): the client waits on an answer that
+                // never comes.
+                std::future::pending::<()>().await;
             }
             if how == NextCommit::AnswerLost as u8 {
                 let _ = cut_tx.send(1);

@@ -141,6 +141,25 @@ impl PgSessions {
         move |source| SessionStoreError::Database { database: self.url.to_string(), action, source }
     }
 
+    /// How long a save, or a round of renewals, waits for the database: a third of the lease time. A server gone
+    /// without a word (its host lost, a failover) leaves a connection waiting for ever otherwise (sqlx sets no TCP
+    /// keepalive): a renewal round stuck so would never be tried again, every lease of the process running out, and
+    /// a save stuck so would stall its channel for good.
+    fn patience(&self) -> Duration {
+        self.ttl / 3
+    }
+
+    /// `work`, or a time-out error once [`PgSessions::patience`] has passed (the work is dropped: a transaction not
+    /// committed is rolled back by the server when its connection ends).
+    async fn within<T>(
+        &self,
+        action: &'static str,
+        work: impl std::future::Future<Output = Result<T, SessionStoreError>>,
+    ) -> Result<T, SessionStoreError> {
+        let patience = self.patience();
+        tokio::time::timeout(patience, work).await.unwrap_or_else(|_| Err(self.failed(action)(timed_out(patience))))
+    }
+
     fn held(&self) -> std::sync::MutexGuard<'_, HashMap<ChannelId, i64>> {
         self.held.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -249,6 +268,11 @@ impl PgSessions {
     }
 }
 
+/// The error of a call to the database that got no answer within `patience`.
+fn timed_out(patience: Duration) -> sqlx::Error {
+    sqlx::Error::Io(std::io::Error::new(std::io::ErrorKind::TimedOut, format!("no answer within {patience:?}")))
+}
+
 /// A session row read just after its channel was claimed.
 struct ClaimedRow {
     channel: ChannelId,
@@ -355,34 +379,40 @@ impl Saver for PgSessions {
         self.lazy.forget(channel);
         let row = session_row(&session, epoch, self.next_write())?;
         let (mut ats, mut events) = event_rows(channel, &events)?;
-        let mut tx = self.pool.begin().await.map_err(self.failed("start a save"))?;
-        let lease = sqlx::query(lease::CHECK_FOR_SAVE)
-            .bind(row.channel_id)
-            .bind(&self.owner)
-            .bind(epoch)
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(self.failed("check the channel's lease"))?;
-        if lease.is_none() {
-            drop(tx); // rolled back
-            self.lose(channel);
-            return Err(SessionStoreError::Fenced { channel });
-        }
-        let (mut base, landed) = self.already_appended(&mut tx, row.channel_id, epoch, events.len()).await?;
-        ats.drain(..landed);
-        events.drain(..landed);
-        row.upsert().execute(&mut *tx).await.map_err(self.failed("save a session"))?;
-        if !events.is_empty() {
-            let length_before: i64 = sqlx::query_scalar(rows::APPEND_EVENTS)
+        let written = self.within("save a session", async {
+            let mut tx = self.pool.begin().await.map_err(self.failed("start a save"))?;
+            let lease = sqlx::query(lease::CHECK_FOR_SAVE)
                 .bind(row.channel_id)
-                .bind(ats)
-                .bind(events)
-                .fetch_one(&mut *tx)
+                .bind(&self.owner)
+                .bind(epoch)
+                .fetch_optional(&mut *tx)
                 .await
-                .map_err(self.failed("append to a channel's history"))?;
-            base = Some(length_before - landed as i64);
-        }
-        match tx.commit().await {
+                .map_err(self.failed("check the channel's lease"))?;
+            if lease.is_none() {
+                drop(tx); // rolled back
+                self.lose(channel);
+                return Err(SessionStoreError::Fenced { channel });
+            }
+            let (mut base, landed) = self.already_appended(&mut tx, row.channel_id, epoch, events.len()).await?;
+            ats.drain(..landed);
+            events.drain(..landed);
+            row.upsert().execute(&mut *tx).await.map_err(self.failed("save a session"))?;
+            if !events.is_empty() {
+                let length_before: i64 = sqlx::query_scalar(rows::APPEND_EVENTS)
+                    .bind(row.channel_id)
+                    .bind(ats)
+                    .bind(events)
+                    .fetch_one(&mut *tx)
+                    .await
+                    .map_err(self.failed("append to a channel's history"))?;
+                base = Some(length_before - landed as i64);
+            }
+            Ok((tx, base))
+        });
+        let (tx, base) = written.await?;
+        let patience = self.patience();
+        let committed = tokio::time::timeout(patience, tx.commit()).await.unwrap_or_else(|_| Err(timed_out(patience)));
+        match committed {
             Ok(()) => {
                 self.forget_unsure(channel);
                 Ok(())
@@ -505,10 +535,13 @@ impl SessionStore for PgSessions {
     }
 
     async fn tend_leases(&self, shards: Option<ShardRange>) -> Result<Vec<ChannelId>, SessionStoreError> {
-        self.renew().await?;
-        let orphans = self.orphans(shards).await?;
-        let held = self.held();
-        Ok(orphans.into_iter().filter(|channel| !held.contains_key(channel)).collect())
+        self.within("renew this process's leases", async {
+            self.renew().await?;
+            let orphans = self.orphans(shards).await?;
+            let held = self.held();
+            Ok(orphans.into_iter().filter(|channel| !held.contains_key(channel)).collect())
+        })
+        .await
     }
 
     async fn close(&self) {
