@@ -131,7 +131,7 @@ impl Store {
         let path = self.session_path(channel);
         let previous = self.previous_path(channel);
         if listed.current {
-            match read_session(&path, channel) {
+            match read_session(&path, channel)? {
                 Ok(Some(session)) => return Ok(Some(session)),
                 Ok(None) => {}
                 Err(why) => {
@@ -153,7 +153,7 @@ impl Store {
             }
             return Ok(None);
         }
-        match read_session(&previous, channel) {
+        match read_session(&previous, channel)? {
             Ok(Some(loaded)) => {
                 let message = format!("channel {channel}: using the last good copy {}", previous.display());
                 tracing::warn!("{message}");
@@ -183,17 +183,23 @@ impl Store {
 }
 
 /// Reads one session file, with the number of the save it holds: `Ok(None)` when it does not exist, `Err` with the
-/// reason when it cannot be used.
-fn read_session(path: &Path, channel: ChannelId) -> Result<Option<(Session, u64)>, String> {
+/// reason when its content cannot be used. A file that cannot be read at all (its permissions, an I/O error) is a
+/// [`StoreError`]: its content may be the newest save, so it is neither moved aside nor replaced by an older copy.
+fn read_session(path: &Path, channel: ChannelId) -> Result<Result<Option<(Session, u64)>, String>, StoreError> {
     let bytes = match std::fs::read(path) {
         Ok(bytes) => bytes,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e.to_string()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Ok(None)),
+        Err(e) => return Err(io("read the session file", path)(e)),
     };
-    let mut session = parse_session(&bytes, channel)?;
+    Ok(parsed(&bytes, channel))
+}
+
+/// A session file's bytes as a session, with the number of the save it holds, or why they cannot be used.
+fn parsed(bytes: &[u8], channel: ChannelId) -> Result<Option<(Session, u64)>, String> {
+    let mut session = parse_session(bytes, channel)?;
     // Most sessions read at start-up stay idle, each holding its lists: none keeps the room the decoder left.
     session.shrink_to_fit();
-    Ok(Some((session, saved_seq_in_head(&bytes))))
+    Ok(Some((session, saved_seq_in_head(bytes))))
 }
 
 /// A session file's bytes as a session `channel` can use (it parses and passes validation), or why not.

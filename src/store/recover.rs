@@ -119,7 +119,8 @@ impl Store {
         let on_disk = match std::fs::read(&path) {
             Ok(bytes) => usable_seq(&bytes, channel).map(Some),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(e.to_string()),
+            // Not known to be older than the journal's copy (its permissions, an I/O error): a person must look.
+            Err(e) => return Err(io("read the session file", &path)(e)),
         };
         let on_disk = match on_disk {
             Ok(seq) => seq,

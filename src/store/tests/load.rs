@@ -97,6 +97,27 @@ fn corrupt_files(state: &std::path::Path) -> Vec<std::path::PathBuf> {
 }
 
 #[test]
+fn a_session_file_that_cannot_be_read_at_all_stops_the_load_naming_it_and_nothing_is_moved_or_replaced() {
+    let (dir, store) = open_store();
+    let (session, events) = started();
+    store.save(&session, &events).unwrap();
+    store.save(&session, &[]).unwrap(); // a last good copy beside it
+    store.checkpoint().unwrap();
+    // Its content is unknown (an I/O error; a directory stands in for it here, as permissions do not stop root): it
+    // may hold the newest save, so the older copy must not take its place.
+    let file = dir.path().join("channels/42.json");
+    let kept = std::fs::read(&file).unwrap();
+    std::fs::remove_file(&file).unwrap();
+    std::fs::create_dir(&file).unwrap();
+    let error = open_at(dir.path()).load_all().unwrap_err().to_string();
+    assert!(error.contains("42.json"), "the file is named: {error}");
+    assert!(file.is_dir() && corrupt_files(dir.path()).is_empty(), "nothing moved aside");
+    std::fs::remove_dir(&file).unwrap();
+    std::fs::write(&file, kept).unwrap();
+    assert_eq!(open_at(dir.path()).load_all().unwrap().sessions, [session]);
+}
+
+#[test]
 fn a_corrupt_file_without_a_good_copy_is_reported_and_kept() {
     let (dir, store) = open_store();
     std::fs::write(dir.path().join("channels/77.json"), "not json at all").unwrap();
