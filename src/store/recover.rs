@@ -195,7 +195,19 @@ impl Store {
                 // written again.
                 let keep = wanted[..same].iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
                 let whole_lines_differ = held[keep..].contains(&b'\n') || len > base + held.len() as u64;
-                if whole_lines_differ {
+                // Zeros where the journal's bytes should be are what a power cut leaves of appends the disk had not
+                // written yet (later pages may have reached it): the process's own unsynced appends, which the
+                // journal holds, never a person's edit. Cut there; the journal's events are written again in order.
+                let zeroed = held.get(same) == Some(&0);
+                if zeroed {
+                    replayed.problems.push(format!(
+                        "{}: zero bytes after byte {} (a power cut before its appends reached the disk); cut there \
+                         and the journal's events written again",
+                        path.display(),
+                        base + same as u64
+                    ));
+                    file.set_len(base + keep as u64).map_err(fix)?;
+                } else if whole_lines_differ {
                     // Not what a crash leaves (a torn last line): never destroy history, say so.
                     replayed.problems.push(format!(
                         "{}: differs from the journal after byte {}; kept as it is, the journal's events from there \

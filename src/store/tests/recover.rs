@@ -418,3 +418,28 @@ fn a_session_file_holding_a_later_save_number_than_the_journal_does_not_win_over
     let (_, found, problems) = restart(dir.path());
     assert_eq!(found.sessions, [a], "the acknowledged save, not the file numbered ahead: {problems:?}");
 }
+
+#[test]
+fn zeros_a_power_cut_left_in_the_log_are_cut_and_the_journals_events_written_again_once_each_in_order() {
+    let (dir, store, mut a, a_events) = saved_start();
+    let log_before = std::fs::read(store.log_path(ChannelId(1))).unwrap().len();
+    let mut events = a_events;
+    for second in 1..=3 {
+        let skipped = skip_at(&mut a, second);
+        store.save(&a, &skipped).unwrap();
+        events.extend(skipped);
+    }
+    let (path, journal) = the_journal(dir.path());
+    let log = store.log_path(ChannelId(1));
+    drop(store);
+    // The first page of the unsynced appends never reached the disk (it reads as zeros); later ones did.
+    let mut cut = std::fs::read(&log).unwrap();
+    cut[log_before..log_before + 40].fill(0);
+    std::fs::write(&log, &cut).unwrap();
+    std::fs::write(&path, journal).unwrap();
+
+    let (store, found, problems) = restart(dir.path());
+    assert!(problems.iter().any(|p| p.contains("zero bytes")), "said: {problems:?}");
+    assert_eq!(found.logs, [events], "every event once, in order, none glued to the zeros");
+    assert!(!std::fs::read(store.log_path(ChannelId(1))).unwrap().contains(&0));
+}
