@@ -68,6 +68,11 @@ impl Store {
             // No journal (a first start, or one after a build without it): the numbers go on from the files'.
             next_seq = next_seq.max(self.newest_saved_seq() + 1);
         }
+        // Never over the newest journal when it is kept for inspection: with none of its records readable, the
+        // numbers would start at its own and the fresh journal would be it, emptied.
+        if let Some((first, _)) = journals.last().filter(|(_, path)| read.damaged.contains(path)) {
+            next_seq = next_seq.max(first + 1);
+        }
         let journal = self.start_afresh(next_seq, &journals, &read.damaged, &mut replayed)?;
         for problem in &replayed.problems {
             tracing::error!("{problem}");

@@ -342,6 +342,31 @@ fn a_whole_last_record_this_build_cannot_read_is_reported_and_its_journal_kept_n
 }
 
 #[test]
+fn a_journal_none_of_whose_records_this_build_can_read_is_kept_whole() {
+    let (dir, store, mut a, _) = saved_start();
+    let skipped = skip_at(&mut a, 1);
+    store.save(&a, &skipped).unwrap();
+    let (path, journal) = the_journal(dir.path());
+    drop(store);
+    // Every record as a newer build wrote it.
+    let newer: Vec<u8> = journal
+        .split_inclusive(|&b| b == b'\n')
+        .flat_map(|l| line(&[&l[9..l.len() - 2], b",\"fromANewerBuild\":1}"].concat()))
+        .collect();
+    std::fs::write(&path, &newer).unwrap();
+
+    let (_, _, problems) = restart(dir.path());
+    assert_eq!(problems.iter().filter(|p| p.contains("skipped this record")).count(), 2, "{problems:?}");
+    let kept: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().contains(".corrupt-"))
+        .map(|e| std::fs::read(e.path()).unwrap())
+        .collect();
+    assert_eq!(kept, [newer], "kept aside whole, not emptied as the fresh journal");
+}
+
+#[test]
 fn without_a_journal_the_save_numbers_go_on_from_the_session_files() {
     let (dir, store, mut a, _) = saved_start();
     for second in 1..=3 {
