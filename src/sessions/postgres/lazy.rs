@@ -147,6 +147,8 @@ impl LazySaves {
         for queued in batch {
             pending.entry(queued.0.channel_id).or_insert(queued);
         }
+        // The writer task tries it again, also when the failed batch was a flush's or a retiring channel's.
+        self.wake.notify_one();
     }
 
     pub fn stop(&self) {
@@ -165,7 +167,6 @@ async fn write_when_due(lazy: std::sync::Weak<LazySaves>) {
         tokio::time::sleep(LAZY_SAVE_DELAY).await;
         let Some(lazy) = lazy.upgrade() else { return };
         if !lazy.write_now().await {
-            lazy.wake.notify_one();
             drop(lazy);
             tokio::time::sleep(LAZY_RETRY).await;
         }

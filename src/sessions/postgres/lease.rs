@@ -179,7 +179,7 @@ impl PgSessions {
     }
 
     /// Extends every lease this process holds; forgets (and logs) those another process has taken since.
-    pub(super) async fn renew(&self) -> Result<(), SessionStoreError> {
+    pub(super) async fn renew(&self, connection: &mut sqlx::PgConnection) -> Result<(), SessionStoreError> {
         let sent = std::time::Instant::now();
         let (channels, epochs): (Vec<i64>, Vec<i64>) =
             self.held().iter().map(|(channel, epoch)| (channel.0 as i64, *epoch)).unzip();
@@ -192,7 +192,7 @@ impl PgSessions {
             .bind(self.ttl_seconds())
             .bind(&channels)
             .bind(&epochs)
-            .fetch_all(&self.pool)
+            .fetch_all(connection)
             .await
             .map_err(self.failed("renew this process's leases"))?;
         let kept: std::collections::HashSet<i64> = kept.into_iter().map(|(channel,)| channel).collect();
@@ -213,7 +213,11 @@ impl PgSessions {
     /// Resumable sessions of `shards` whose lease is free or expired: their process stopped or died. Rows this
     /// process could not decode are passed over while they stay as they were read (else a few of them, first by
     /// channel id, would be taken up every round and could fill the round's [`ORPHANS_PER_ROUND`]).
-    pub(super) async fn orphans(&self, shards: Option<ShardRange>) -> Result<Vec<ChannelId>, SessionStoreError> {
+    pub(super) async fn orphans(
+        &self,
+        connection: &mut sqlx::PgConnection,
+        shards: Option<ShardRange>,
+    ) -> Result<Vec<ChannelId>, SessionStoreError> {
         let (total, first, last) = shard_params(shards);
         let query = format!(
             "SELECT s.channel_id FROM sessions s LEFT JOIN leases l USING (channel_id)
@@ -230,7 +234,7 @@ impl PgSessions {
             .bind(ORPHANS_PER_ROUND)
             .bind(unreadable)
             .bind(versions)
-            .fetch_all(&self.pool)
+            .fetch_all(connection)
             .await
             .map_err(self.failed("look for sessions no process holds"))?;
         Ok(rows.into_iter().map(|(channel,)| ChannelId(channel as u64)).collect())

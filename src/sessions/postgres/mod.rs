@@ -35,12 +35,15 @@ use async_trait::async_trait;
 use lazy::LazySaves;
 use rows::{db_id, decode_event, decode_session, event_rows, session_row};
 use sqlx::Connection as _;
+use sqlx::Postgres;
+use sqlx::pool::PoolConnection;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use std::collections::HashMap;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
+use tokio::time::error::Elapsed;
 use unreadable::UnreadableRows;
 
 /// The schema, embedded: every process migrates the database when it opens it (concurrent processes take turns:
@@ -149,15 +152,25 @@ impl PgSessions {
         self.ttl / 3
     }
 
-    /// `work`, or a time-out error once [`PgSessions::patience`] has passed (the work is dropped: a transaction not
-    /// committed is rolled back by the server when its connection ends).
-    async fn within<T>(
-        &self,
-        action: &'static str,
-        work: impl std::future::Future<Output = Result<T, SessionStoreError>>,
-    ) -> Result<T, SessionStoreError> {
+    /// A connection of the pool, waited for [`PgSessions::patience`] at most, for work that is given that long too
+    /// (see [`PgSessions::closed_if_late`]).
+    async fn connection(&self, action: &'static str) -> Result<PoolConnection<Postgres>, SessionStoreError> {
         let patience = self.patience();
-        tokio::time::timeout(patience, work).await.unwrap_or_else(|_| Err(self.failed(action)(timed_out(patience))))
+        match tokio::time::timeout(patience, self.pool.acquire()).await {
+            Ok(acquired) => acquired.map_err(self.failed(action)),
+            Err(_) => Err(self.failed(action)(timed_out(patience))),
+        }
+    }
+
+    /// What work on `connection` answered within [`PgSessions::patience`] (`None` after that: the work was dropped,
+    /// a transaction not committed rolled back). A connection whose work ran late is closed, not given back: its
+    /// server may be gone without a word, and sqlx's look at a connection given back has no time limit, so each
+    /// such connection would hold one of the pool's places for good and soon every save and renewal would wait.
+    fn closed_if_late<T>(connection: &mut PoolConnection<Postgres>, answered: Result<T, Elapsed>) -> Option<T> {
+        if answered.is_err() {
+            connection.close_on_drop();
+        }
+        answered.ok()
     }
 
     fn held(&self) -> std::sync::MutexGuard<'_, HashMap<ChannelId, i64>> {
@@ -379,8 +392,11 @@ impl Saver for PgSessions {
         self.lazy.forget(channel);
         let row = session_row(&session, epoch, self.next_write())?;
         let (mut ats, mut events) = event_rows(channel, &events)?;
-        let written = self.within("save a session", async {
-            let mut tx = self.pool.begin().await.map_err(self.failed("start a save"))?;
+        let mut connection = self.connection("start a save").await?;
+        // Set once the COMMIT is sent: the base of the events it appends, if any.
+        let mut committing: Option<Option<i64>> = None;
+        let saving = async {
+            let mut tx = connection.begin().await.map_err(self.failed("start a save"))?;
             let lease = sqlx::query(lease::CHECK_FOR_SAVE)
                 .bind(row.channel_id)
                 .bind(&self.owner)
@@ -407,23 +423,28 @@ impl Saver for PgSessions {
                     .map_err(self.failed("append to a channel's history"))?;
                 base = Some(length_before - landed as i64);
             }
-            Ok((tx, base))
-        });
-        let (tx, base) = written.await?;
+            committing = Some(base);
+            tx.commit().await.map_err(self.failed("commit a save"))
+        };
         let patience = self.patience();
-        let committed = tokio::time::timeout(patience, tx.commit()).await.unwrap_or_else(|_| Err(timed_out(patience)));
-        match committed {
-            Ok(()) => {
+        let answered = tokio::time::timeout(patience, saving).await;
+        let saved = Self::closed_if_late(&mut connection, answered).unwrap_or_else(|| {
+            let action = if committing.is_some() { "commit a save" } else { "save a session" };
+            Err(self.failed(action)(timed_out(patience)))
+        });
+        match (saved, committing) {
+            (Ok(()), _) => {
                 self.forget_unsure(channel);
                 Ok(())
             }
-            Err(e) => {
+            (Err(e), Some(base)) => {
                 // The COMMIT may have reached the server and been carried out, its answer lost with the connection.
                 if let Some(base) = base {
                     self.unsure.lock().unwrap_or_else(PoisonError::into_inner).insert(channel, Unsure { epoch, base });
                 }
-                Err(self.failed("commit a save")(e))
+                Err(e)
             }
+            (Err(e), None) => Err(e),
         }
     }
 
@@ -535,13 +556,17 @@ impl SessionStore for PgSessions {
     }
 
     async fn tend_leases(&self, shards: Option<ShardRange>) -> Result<Vec<ChannelId>, SessionStoreError> {
-        self.within("renew this process's leases", async {
-            self.renew().await?;
-            let orphans = self.orphans(shards).await?;
-            let held = self.held();
-            Ok(orphans.into_iter().filter(|channel| !held.contains_key(channel)).collect())
-        })
-        .await
+        let mut connection = self.connection("renew this process's leases").await?;
+        let round = async {
+            self.renew(&mut connection).await?;
+            self.orphans(&mut connection, shards).await
+        };
+        let patience = self.patience();
+        let answered = tokio::time::timeout(patience, round).await;
+        let orphans = Self::closed_if_late(&mut connection, answered)
+            .unwrap_or_else(|| Err(self.failed("renew this process's leases")(timed_out(patience))))?;
+        let held = self.held();
+        Ok(orphans.into_iter().filter(|channel| !held.contains_key(channel)).collect())
     }
 
     async fn close(&self) {
