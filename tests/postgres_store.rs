@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::task::JoinSet;
-use turn_manager::core::ids::{ChannelId, GuildId, PersonaId};
+use turn_manager::core::ids::{ChannelId, GuildId, MessageId, PersonaId};
 use turn_manager::core::session::history::{EventKind, HistoryEvent};
 use turn_manager::core::session::{Session, SessionStatus};
 use turn_manager::core::shards::ShardRange;
@@ -149,6 +149,23 @@ async fn a_save_or_a_renewal_the_database_never_answers_fails_within_a_third_of_
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_nul_in_an_agents_text_does_not_stop_the_channels_saves() {
+    // jsonb refuses \u0000: every save of a session holding one failed, the channel standing still.
+    let Some(db) = TestDatabase::create("postgres_store::nul").await else { return };
+    let store = db.open(LONG, "node-a").await;
+    let channel = ChannelId(9);
+    store.claim(channel).await.unwrap();
+    let mut session = running(9, None, 1);
+    session.pause_reason = Some("held\0back".into());
+    let out_of_turn = EventKind::OutOfTurn { message_id: MessageId(5), text: "a\0b".into(), removed: true };
+    let logged = HistoryEvent { kind: out_of_turn, ..event(1, 1) };
+    store.save_durable(session, vec![logged]).await.expect("saved");
+    assert_eq!(store.load(channel).await.unwrap().unwrap().pause_reason.as_deref(), Some("held\u{fffd}back"));
+    let history = store.history(channel).await.unwrap();
+    assert!(matches!(&history[0].kind, EventKind::OutOfTurn { text, .. } if text == "a\u{fffd}b"), "{history:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn activity_the_database_did_not_take_is_written_at_the_next_try() {
     let Some(db) = TestDatabase::create("postgres_store::lazy_retry").await else { return };
     let store = db.open(LONG, "node-a").await;
@@ -233,13 +250,13 @@ async fn once_another_process_claims_an_expired_lease_the_old_holders_saves_are_
 
     old.tend_leases(None).await.unwrap();
     assert!(old.surely_held(channel), "just renewed");
-    tokio::time::sleep(SHORT * 3 / 4 + Duration::from_millis(100)).await; // the old holder neither renews nor releases
+    tokio::time::sleep(SHORT * 2 / 3 + Duration::from_millis(100)).await; // the old holder neither renews nor releases
     assert!(
         !old.surely_held(channel),
         "most of a lease time without a renewal: the old holder is no longer sure of it"
     );
     assert!(matches!(new.claim(channel).await.unwrap(), Claim::Busy { .. }), "before the lease runs out");
-    tokio::time::sleep(SHORT / 4 + Duration::from_millis(100)).await;
+    tokio::time::sleep(SHORT / 3 + Duration::from_millis(100)).await;
     assert_eq!(new.claim(channel).await.unwrap(), Claim::Held, "an expired lease is taken");
     assert_eq!(lease_epoch(&new, 99).await, 2, "each claim bumps the epoch");
 

@@ -369,7 +369,7 @@ async fn posting(
                         Err(e) => {
                             // The original stays, so the parts showing above it would show its text twice; unless
                             // the lease is lost: the holder's replay posts the parts missing after those.
-                            if !lease_lost(tools) {
+                            if while_unsure(tools).await != Lease::Lost {
                                 take_back_parts(tools, &made).await;
                             }
                             return Err(e);

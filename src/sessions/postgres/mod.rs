@@ -481,14 +481,15 @@ impl Saver for PgSessions {
         self.epoch_of(channel).is_some()
     }
 
-    /// Sure for three quarters of a lease time from the last renewal that worked, though the lease lasts a whole one
-    /// in the database from when that renewal ran: a call sent just before then, however long Discord takes over
-    /// it, is made before another process can claim the channel and look at what was done.
+    /// Sure for two thirds of a lease time from the last renewal that worked, though the lease lasts a whole one in
+    /// the database from when that renewal ran: a call sent just before then has its whole time limit (10 s at the
+    /// default 30 s lease; a repost carrying large files may take longer) before another process can claim the
+    /// channel and look at what was done. One renewal missed (they come every third) is still sure.
     fn surely_held(&self, channel: ChannelId) -> bool {
         // The renewal's time first: a renewal drops the channels it found taken before it notes its time, so a
         // channel just taken is never seen held with the time of the renewal that found it taken.
         let renewed = self.renewed_at();
-        self.epoch_of(channel).is_some() && renewed.elapsed() < self.ttl - self.ttl / 4
+        self.epoch_of(channel).is_some() && renewed.elapsed() < self.ttl - self.ttl / 3
     }
 }
 

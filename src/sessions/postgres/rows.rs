@@ -80,7 +80,7 @@ pub(super) fn session_row(session: &Session, epoch: i64, write: i64) -> Result<S
     Ok(SessionRow {
         channel_id: db_id(channel.0)?,
         guild_id: session.guild_id.map(|g| db_id(g.0)).transpose()?,
-        json: Json(json),
+        json: Json(without_nul(json)),
         resumable: session.needs_resuming(),
         epoch,
         write,
@@ -106,10 +106,31 @@ pub(super) fn event_rows(
 ) -> Result<(Vec<DateTime<Utc>>, Vec<JsonText>), SessionStoreError> {
     let json = events
         .iter()
-        .map(|event| serde_json::value::to_raw_value(event).map(Json))
+        .map(|event| serde_json::value::to_raw_value(event).map(|json| Json(without_nul(json))))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|source| SessionStoreError::Encode { channel, source })?;
     Ok((events.iter().map(|e| e.at).collect(), json))
+}
+
+/// The JSON with each U+0000 in its strings (an agent's text may hold one) written as U+FFFD: `jsonb` refuses
+/// `\u0000`, and a session holding it could never be saved (every retry refused, the channel standing still).
+fn without_nul(json: Box<RawValue>) -> Box<RawValue> {
+    let text = json.get();
+    if !text.contains("\\u0000") {
+        return json;
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    // serde_json escapes every backslash of a string, so escapes are read pair by pair: `\\u0000` is text.
+    while let Some(at) = rest.find('\\') {
+        out.push_str(&rest[..at]);
+        let escape = &rest[at..];
+        let (replaced, len) = if escape.starts_with("\\u0000") { ("\\ufffd", 6) } else { (&escape[..2], 2) };
+        out.push_str(replaced);
+        rest = &escape[len..];
+    }
+    out.push_str(rest);
+    RawValue::from_string(out).unwrap_or(json)
 }
 
 /// Reads a saved session from its JSON text (`session::text`), refusing one this build cannot use, as a session
@@ -131,6 +152,19 @@ pub(super) fn decode_event(json: &str) -> Option<HistoryEvent> {
 mod tests {
     use super::*;
     use crate::core::session::SessionStatus;
+
+    #[test]
+    fn a_nul_in_a_sessions_text_is_written_as_a_replacement_character_and_typed_escapes_stay_as_typed() {
+        let mut session = Session::new(ChannelId(7));
+        session.pause_reason = Some("a\0b, and \\u0000 as typed, and \\\0".into());
+        let row = session_row(&session, 1, 1).unwrap();
+        let text = row.json.0.get();
+        assert!(!text.contains("\\u0000\"") && text.matches("\\ufffd").count() == 2, "{text}");
+        let back: Session = serde_json::from_str(text).unwrap();
+        assert_eq!(back.pause_reason.as_deref(), Some("a\u{fffd}b, and \\u0000 as typed, and \\\u{fffd}"));
+        let plain = Session::new(ChannelId(7));
+        assert_eq!(session_row(&plain, 1, 1).unwrap().json.0.get(), serde_json::to_string(&plain).unwrap());
+    }
 
     #[test]
     fn a_row_is_refused_as_a_session_file_would_be() {
