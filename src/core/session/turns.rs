@@ -48,8 +48,11 @@ impl Session {
                         self.expire_if_due(written, now, ctx, &mut t);
                         return self.finish(t, ctx);
                     }
+                    // Only an edit made in this turn is its activity (as a message is): one made at the instant the
+                    // silence ended the turn before, handled again, changes nothing.
+                    let this_turn = self.turn_started_at.is_none_or(|started| written > started);
                     let agent = self.agents.entry(holder.clone()).or_default();
-                    if agent.last_activity.is_some_and(|at| at < written) {
+                    if this_turn && agent.last_activity.is_some_and(|at| at < written) {
                         agent.last_activity = Some(written);
                         t.changed = true;
                     }
