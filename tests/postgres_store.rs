@@ -146,6 +146,10 @@ async fn a_save_or_a_renewal_the_database_never_answers_fails_within_a_third_of_
     relay.freeze();
     let renewal = tokio::time::timeout(ttl, store.tend_leases(None)).await.expect("a renewal never waits for ever");
     assert!(renewal.is_err(), "{renewal:?}");
+    // Nor do activity, a flush or a shutdown (which writes the activity, then releases the leases).
+    store.save_lazy(running(43, None, 20));
+    tokio::time::timeout(ttl, store.flush()).await.expect("a flush never waits for ever");
+    tokio::time::timeout(ttl * 2, store.close()).await.expect("a shutdown never waits for ever");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

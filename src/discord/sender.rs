@@ -244,9 +244,6 @@ async fn run(tools: Arc<Tools>, mut queue: mpsc::UnboundedReceiver<Job>) {
                         // its text twice, and the signal the relay hid shows in it. Not after a give-up, whose last try
                         // may have deleted it after all: taken back, the words would show nowhere.
                         if done.as_ref().is_err_and(|e| !e.is_transient()) {
-                            if while_unsure(&task).await == Lease::Lost {
-                                return;
-                            }
                             take_back_parts(&task, &reposts).await;
                             if lease_lost(&task) {
                                 return;
@@ -369,9 +366,7 @@ async fn posting(
                         Err(e) => {
                             // The original stays, so the parts showing above it would show its text twice; unless
                             // the lease is lost: the holder's replay posts the parts missing after those.
-                            if while_unsure(tools).await != Lease::Lost {
-                                take_back_parts(tools, &made).await;
-                            }
+                            take_back_parts(tools, &made).await;
                             return Err(e);
                         }
                     }
@@ -518,9 +513,13 @@ async fn repost_found(
 
 /// Deletes the parts of a repost posted (or found posted) when the relay failed for good after them (a later part
 /// refused, the original not deleted), each in a few tries. Newest first: cut short (a crash, the lease lost), what
-/// is left is the first parts, in order, which a replay finds and completes.
+/// is left is the first parts, in order, which a replay finds and completes. Each waits while the lease is unsure,
+/// and none is tried once it is lost: the holder's replay counts the parts it sees.
 async fn take_back_parts(tools: &Tools, parts: &[MessageId]) {
     for part in parts.iter().rev() {
+        if while_unsure(tools).await == Lease::Lost {
+            return;
+        }
         if let Err(e) = delete_in_a_few_tries(|| tools.rest.take_back(tools.channel, *part)).await {
             tracing::warn!(channel = %tools.channel, "could not take back a repost of a failed relay: {e}");
         }

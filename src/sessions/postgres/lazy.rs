@@ -42,11 +42,13 @@ pub(super) struct LazySaves {
     pool: PgPool,
     owner: String,
     database: String,
+    /// How long a batch waits for the database (as saves do).
+    patience: std::time::Duration,
     task: Mutex<Option<JoinHandle<()>>>,
 }
 
 impl LazySaves {
-    pub fn start(pool: PgPool, owner: String, database: String) -> Arc<Self> {
+    pub fn start(pool: PgPool, owner: String, database: String, patience: std::time::Duration) -> Arc<Self> {
         let lazy = Arc::new(Self {
             pending: Mutex::default(),
             wake: Notify::new(),
@@ -54,6 +56,7 @@ impl LazySaves {
             pool,
             owner,
             database,
+            patience,
             task: Mutex::default(),
         });
         let task = tokio::spawn(write_when_due(Arc::downgrade(&lazy)));
@@ -95,7 +98,7 @@ impl LazySaves {
                 }
             })
             .collect();
-        let mut connection = match self.pool.acquire().await {
+        let mut connection = match super::connection_within(&self.pool, self.patience).await {
             Ok(connection) => connection,
             Err(e) => {
                 tracing::error!(
@@ -114,8 +117,10 @@ impl LazySaves {
             .bind(rows.iter().map(|r| r.epoch).collect::<Vec<_>>())
             .bind(rows.iter().map(|r| r.write).collect::<Vec<_>>())
             .bind(&self.owner)
-            .execute(&mut *connection)
-            .await;
+            .execute(&mut *connection);
+        let answered = tokio::time::timeout(self.patience, written).await;
+        let written =
+            super::closed_if_late(&mut connection, answered).unwrap_or_else(|| Err(super::timed_out(self.patience)));
         // The statement went through the connection's write buffer, which keeps its largest size for good (sqlx
         // never shrinks it): a batch of every channel's session (about 5 KB each) would stay resident per connection.
         connection.shrink_buffers();

@@ -250,10 +250,13 @@ impl PgSessions {
         let Some(epoch) = self.held().remove(&channel) else { return };
         self.forget_unsure(channel);
         let Ok(id) = db_id(channel.0) else { return }; // never claimed, then
-        let (pool, owner, lazy) = (self.pool.clone(), self.owner.clone(), self.lazy.clone());
+        let (pool, owner, lazy, patience) = (self.pool.clone(), self.owner.clone(), self.lazy.clone(), self.ttl / 3);
         tokio::spawn(async move {
             lazy.write_now().await;
-            if let Err(e) = sqlx::query(LET_GO).bind(id).bind(&owner).bind(epoch).execute(&pool).await {
+            let let_go = async |c: &mut sqlx::PgConnection| {
+                sqlx::query(LET_GO).bind(id).bind(&owner).bind(epoch).execute(c).await
+            };
+            if let Err(e) = super::within(&pool, patience, let_go).await {
                 tracing::debug!(%channel, "could not let the channel's lease go (it expires by itself): {e}");
             }
         });
@@ -262,11 +265,8 @@ impl PgSessions {
     /// Expires every lease of this process now (at shutdown), so another process can take its channels at once.
     pub(super) async fn release_all(&self) -> Result<(), SessionStoreError> {
         self.held().clear();
-        sqlx::query(RELEASE_ALL)
-            .bind(&self.owner)
-            .execute(&self.pool)
-            .await
-            .map_err(self.failed("release this process's leases"))?;
+        let release = async |c: &mut sqlx::PgConnection| sqlx::query(RELEASE_ALL).bind(&self.owner).execute(c).await;
+        super::within(&self.pool, self.ttl / 3, release).await.map_err(self.failed("release this process's leases"))?;
         Ok(())
     }
 }

@@ -114,7 +114,7 @@ impl PgSessions {
         let pool = connect(url, idle_in_transaction_bound(leases.ttl)).await?;
         let owner = format!("{}/{}-{:016x}", leases.node, std::process::id(), fastrand::u64(..));
         tracing::info!(owner = %owner, "sessions are kept in the database {url}");
-        let lazy = LazySaves::start(pool.clone(), owner.clone(), url.to_string());
+        let lazy = LazySaves::start(pool.clone(), owner.clone(), url.to_string(), leases.ttl / 3);
         Ok(Arc::new(Self {
             pool,
             url: url.clone(),
@@ -155,22 +155,7 @@ impl PgSessions {
     /// A connection of the pool, waited for [`PgSessions::patience`] at most, for work that is given that long too
     /// (see [`PgSessions::closed_if_late`]).
     async fn connection(&self, action: &'static str) -> Result<PoolConnection<Postgres>, SessionStoreError> {
-        let patience = self.patience();
-        match tokio::time::timeout(patience, self.pool.acquire()).await {
-            Ok(acquired) => acquired.map_err(self.failed(action)),
-            Err(_) => Err(self.failed(action)(timed_out(patience))),
-        }
-    }
-
-    /// What work on `connection` answered within [`PgSessions::patience`] (`None` after that: the work was dropped,
-    /// a transaction not committed rolled back). A connection whose work ran late is closed, not given back: its
-    /// server may be gone without a word, and sqlx's look at a connection given back has no time limit, so each
-    /// such connection would hold one of the pool's places for good and soon every save and renewal would wait.
-    fn closed_if_late<T>(connection: &mut PoolConnection<Postgres>, answered: Result<T, Elapsed>) -> Option<T> {
-        if answered.is_err() {
-            connection.close_on_drop();
-        }
-        answered.ok()
+        connection_within(&self.pool, self.patience()).await.map_err(self.failed(action))
     }
 
     fn held(&self) -> std::sync::MutexGuard<'_, HashMap<ChannelId, i64>> {
@@ -282,8 +267,38 @@ impl PgSessions {
 }
 
 /// The error of a call to the database that got no answer within `patience`.
-fn timed_out(patience: Duration) -> sqlx::Error {
+pub(super) fn timed_out(patience: Duration) -> sqlx::Error {
     sqlx::Error::Io(std::io::Error::new(std::io::ErrorKind::TimedOut, format!("no answer within {patience:?}")))
+}
+
+/// A connection of `pool`, waited for `patience` at most.
+pub(super) async fn connection_within(
+    pool: &PgPool,
+    patience: Duration,
+) -> Result<PoolConnection<Postgres>, sqlx::Error> {
+    tokio::time::timeout(patience, pool.acquire()).await.unwrap_or_else(|_| Err(timed_out(patience)))
+}
+
+/// What work on `connection` answered within its time (`None` after that: the work was dropped, a transaction not
+/// committed rolled back). A connection whose work ran late is closed, not given back: its server may be gone without
+/// a word, and sqlx's look at a connection given back has no time limit, so each such connection would hold one of
+/// the pool's places for good and soon every save and renewal would wait.
+pub(super) fn closed_if_late<T>(connection: &mut PoolConnection<Postgres>, answered: Result<T, Elapsed>) -> Option<T> {
+    if answered.is_err() {
+        connection.close_on_drop();
+    }
+    answered.ok()
+}
+
+/// One statement's `work` on a connection of `pool`, within `patience` (see [`closed_if_late`]).
+pub(super) async fn within<T>(
+    pool: &PgPool,
+    patience: Duration,
+    work: impl AsyncFnOnce(&mut sqlx::PgConnection) -> Result<T, sqlx::Error>,
+) -> Result<T, sqlx::Error> {
+    let mut connection = connection_within(pool, patience).await?;
+    let answered = tokio::time::timeout(patience, work(&mut connection)).await;
+    closed_if_late(&mut connection, answered).unwrap_or_else(|| Err(timed_out(patience)))
 }
 
 /// A session row read just after its channel was claimed.
@@ -428,7 +443,7 @@ impl Saver for PgSessions {
         };
         let patience = self.patience();
         let answered = tokio::time::timeout(patience, saving).await;
-        let saved = Self::closed_if_late(&mut connection, answered).unwrap_or_else(|| {
+        let saved = closed_if_late(&mut connection, answered).unwrap_or_else(|| {
             let action = if committing.is_some() { "commit a save" } else { "save a session" };
             Err(self.failed(action)(timed_out(patience)))
         });
@@ -564,7 +579,7 @@ impl SessionStore for PgSessions {
         };
         let patience = self.patience();
         let answered = tokio::time::timeout(patience, round).await;
-        let orphans = Self::closed_if_late(&mut connection, answered)
+        let orphans = closed_if_late(&mut connection, answered)
             .unwrap_or_else(|| Err(self.failed("renew this process's leases")(timed_out(patience))))?;
         let held = self.held();
         Ok(orphans.into_iter().filter(|channel| !held.contains_key(channel)).collect())
