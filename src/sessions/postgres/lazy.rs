@@ -100,14 +100,7 @@ impl LazySaves {
             .collect();
         let mut connection = match super::connection_within(&self.pool, self.patience).await {
             Ok(connection) => connection,
-            Err(e) => {
-                tracing::error!(
-                    "the session database ({}) failed to save activity (tried again in {LAZY_RETRY:?}): {e}",
-                    self.database
-                );
-                self.queue_again(batch);
-                return false;
-            }
+            Err(e) => return self.not_taken(batch, e),
         };
         let written = sqlx::query(UPSERT_BATCH)
             .bind(rows.iter().map(|r| r.channel_id).collect::<Vec<_>>())
@@ -132,16 +125,19 @@ impl LazySaves {
                 rows.len()
             ),
             Ok(_) => {}
-            Err(e) => {
-                tracing::error!(
-                    "the session database ({}) failed to save activity (tried again in {LAZY_RETRY:?}): {e}",
-                    self.database
-                );
-                self.queue_again(batch);
-                return false;
-            }
+            Err(e) => return self.not_taken(batch, e),
         }
         true
+    }
+
+    /// A batch the database did not take: said, and queued again (answers `false`, for [`LazySaves::write_now`]).
+    fn not_taken(&self, batch: Vec<(Session, i64, i64)>, e: sqlx::Error) -> bool {
+        tracing::error!(
+            "the session database ({}) failed to save activity (tried again in {LAZY_RETRY:?}): {e}",
+            self.database
+        );
+        self.queue_again(batch);
+        false
     }
 
     /// Puts back a batch that was not written, but not over a newer session of its channel queued meanwhile (a

@@ -69,6 +69,14 @@ fn the_journal(state: &Path) -> (std::path::PathBuf, Vec<u8>) {
     (path, bytes)
 }
 
+/// Whether a journal was kept aside (`journal-<n>.jsonl.corrupt-<time>`) for a person to look at.
+fn journal_kept_aside(state: &Path) -> bool {
+    std::fs::read_dir(state).unwrap().filter_map(Result::ok).any(|e| {
+        let name = e.file_name().to_string_lossy().into_owned();
+        name.starts_with("journal-") && name.contains(".corrupt-")
+    })
+}
+
 /// A state folder on tmpfs where there is one: these tests make thousands of them and test the logic, not the disk.
 fn scratch() -> tempfile::TempDir {
     let shm = Path::new("/dev/shm");
@@ -271,10 +279,7 @@ fn a_damaged_line_in_the_middle_of_the_journal_is_reported_with_its_line_and_the
     assert_eq!(found.sessions, [a], "the records after the damaged one are used");
     assert_eq!(found.logs, [[a_events, kept].concat()], "only the damaged record's events are missing");
     assert!(journal_files(dir.path()).iter().all(|p| *p != path), "replaced by a fresh journal");
-    let aside = std::fs::read_dir(dir.path()).unwrap().filter_map(Result::ok).any(|e| {
-        let name = e.file_name().to_string_lossy().into_owned();
-        name.starts_with("journal-") && name.contains(".corrupt-")
-    });
+    let aside = journal_kept_aside(dir.path());
     assert!(aside, "the damaged journal is kept aside for a person to look at");
 }
 
@@ -334,10 +339,7 @@ fn a_whole_last_record_this_build_cannot_read_is_reported_and_its_journal_kept_n
     let (_, _, problems) = restart(dir.path());
     let name = path.file_name().unwrap().to_string_lossy().into_owned();
     assert!(problems.iter().any(|p| p.contains(&format!("{name}:2:"))), "the file and line are named: {problems:?}");
-    let aside = std::fs::read_dir(dir.path()).unwrap().filter_map(Result::ok).any(|e| {
-        let name = e.file_name().to_string_lossy().into_owned();
-        name.starts_with("journal-") && name.contains(".corrupt-")
-    });
+    let aside = journal_kept_aside(dir.path());
     assert!(aside, "the journal holding the acknowledged save is kept aside, not deleted");
 }
 
