@@ -69,6 +69,15 @@ fn the_journal(state: &Path) -> (std::path::PathBuf, Vec<u8>) {
     (path, bytes)
 }
 
+/// A crash after the saves made since `behind` were journaled, before their checkpoints: the checkpoints as `behind`
+/// holds them, the journal as it is.
+fn crash_before_checkpoints(store: Store, state: &Path, behind: &Snapshot) {
+    let (path, journal) = the_journal(state);
+    drop(store);
+    restore(behind, state);
+    std::fs::write(&path, journal).unwrap();
+}
+
 /// Whether a journal was kept aside (`journal-<n>.jsonl.corrupt-<time>`) for a person to look at.
 fn journal_kept_aside(state: &Path) -> bool {
     std::fs::read_dir(state).unwrap().filter_map(Result::ok).any(|e| {
@@ -386,12 +395,8 @@ fn without_a_journal_the_save_numbers_go_on_from_the_session_files() {
     let before = snapshot(dir.path());
     let next = skip_at(&mut a, 4);
     store.save(&a, &next).unwrap();
-    let (path, journal) = the_journal(dir.path());
-    drop(store);
-
     // A crash before that save's checkpoint: the journal's record must count as newer than the session file.
-    restore(&before, dir.path());
-    std::fs::write(&path, journal).unwrap();
+    crash_before_checkpoints(store, dir.path(), &before);
     let (_, found, _) = restart(dir.path());
     assert_eq!(found.sessions, [a]);
 }
@@ -402,12 +407,9 @@ fn a_log_that_differs_from_the_journal_by_whole_lines_is_kept_and_reported_not_c
     let behind = snapshot(dir.path());
     let skipped = skip_at(&mut a, 1);
     store.save(&a, &skipped).unwrap();
-    let (path, journal) = the_journal(dir.path());
-    drop(store);
+    crash_before_checkpoints(store, dir.path(), &behind);
 
     // The log as a person edited it: a line of their own where the journal's next events should go.
-    restore(&behind, dir.path());
-    std::fs::write(&path, journal).unwrap();
     let log = dir.path().join("channels/1.history.jsonl");
     let mut edited = std::fs::read(&log).unwrap();
     let theirs = serde_json::to_vec(&skip_at(&mut started_in(ChannelId(1)).0, 7)[0]).unwrap();
@@ -438,10 +440,7 @@ fn a_session_file_holding_a_later_save_number_than_the_journal_does_not_win_over
     // A save acknowledged, then a crash before its checkpoint.
     let skipped = skip_at(&mut a, 2);
     store.save(&a, &skipped).unwrap();
-    let (path, journal) = the_journal(dir.path());
-    drop(store);
-    restore(&behind, dir.path());
-    std::fs::write(&path, journal).unwrap();
+    crash_before_checkpoints(store, dir.path(), &behind);
     let (_, found, problems) = restart(dir.path());
     assert_eq!(found.sessions, [a], "the acknowledged save, not the file numbered ahead: {problems:?}");
 }
