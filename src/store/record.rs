@@ -91,10 +91,13 @@ pub(super) fn saved_seq(bytes: &[u8]) -> Result<u64, serde_json::Error> {
     serde_json::from_slice::<Stamp>(bytes).map(|stamp| stamp.saved_seq)
 }
 
-/// The number of the save a session file holds, from the first bytes of the file (where [`checkpoint_bytes`] puts
-/// it); 0 when they do not start with it.
+/// How many of a session file's first bytes hold its save number, pretty-printed or not.
+pub(super) const SEQ_HEAD_BYTES: usize = 64;
+
+/// The number of the save a session file holds, from its first [`SEQ_HEAD_BYTES`] bytes (where [`checkpoint_bytes`]
+/// puts it; the rest, if given, is not looked at); 0 when they do not start with it.
 pub(super) fn saved_seq_in_head(head: &[u8]) -> u64 {
-    let compact: Vec<u8> = head.iter().copied().filter(|b| !b.is_ascii_whitespace()).collect();
+    let compact: Vec<u8> = head.iter().take(SEQ_HEAD_BYTES).copied().filter(|b| !b.is_ascii_whitespace()).collect();
     let Some(rest) = compact.strip_prefix(b"{\"savedSeq\":") else { return 0 };
     let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
     std::str::from_utf8(&rest[..digits]).ok().and_then(|n| n.parse().ok()).unwrap_or(0)

@@ -20,7 +20,8 @@ use super::load::move_aside;
 use super::log::cut_torn_tail;
 use super::parallel::in_parallel;
 use super::record::{
-    Record, checkpoint_bytes, decode_record, encode_events, encode_session, saved_seq, saved_seq_in_head,
+    Record, SEQ_HEAD_BYTES, checkpoint_bytes, decode_record, encode_events, encode_session, saved_seq,
+    saved_seq_in_head,
 };
 use super::validate::check_session;
 use super::{Store, StoreError, io};
@@ -246,8 +247,8 @@ impl Store {
     fn newest_saved_seq(&self) -> u64 {
         let Ok(entries) = std::fs::read_dir(&self.channels_dir) else { return 0 };
         let head = |path: &Path| -> std::io::Result<Vec<u8>> {
-            let mut head = Vec::with_capacity(64);
-            std::fs::File::open(path)?.take(64).read_to_end(&mut head)?;
+            let mut head = Vec::with_capacity(SEQ_HEAD_BYTES);
+            std::fs::File::open(path)?.take(SEQ_HEAD_BYTES as u64).read_to_end(&mut head)?;
             Ok(head)
         };
         entries
