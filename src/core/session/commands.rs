@@ -2,7 +2,7 @@
 //! changes. Who may run them is the Discord layer's concern; this file decides what they do.
 
 use super::history::{EventKind, join_ids};
-use super::{Context, DisplayMode, Refusal, Session, SessionStatus, Transition, seconds, whole_millis};
+use super::{Context, DisplayMode, Refusal, ResumedPause, Session, SessionStatus, Transition, seconds, whole_millis};
 use crate::core::ids::{GuildId, MessageId, PersonaId};
 use crate::core::persona::{TIMEOUT_SECONDS_MAX, TIMEOUT_SECONDS_MIN};
 use crate::core::templates::Template;
@@ -177,24 +177,19 @@ impl Session {
                 if fresh {
                     // The holder paused the session to ask for a person (or looped), or signalled while paused: a
                     // fresh turn, announced with a mention so that it reads the answer (or signals again) and goes
-                    // on; that announcement says all a resume would. It keeps the time its turn was given on top
-                    // (an `extend` while paused was confirmed; a progress's, not given twice).
-                    let (extended, progress_extended) = (self.turn_extended_seconds, self.turn_progress_extended);
-                    let began_after = self.turn_began_after;
-                    self.begin_turn_as(active.clone(), Template::TurnStart, &[], extended, now, ctx, &mut t);
-                    self.turn_progress_extended = progress_extended;
-                    // The same turn, restarted: what the holder wrote in it before the resume, handled after it, is
-                    // still in turn (not out of turn), and a `skip` or `extend` given in it still applies to it.
-                    self.turn_began_after = began_after;
+                    // on; that announcement says all a resume would.
+                    self.ask_again(active.clone(), now, ctx, &mut t);
                 }
                 let kind = EventKind::Resumed { remaining_seconds: self.remaining_seconds(now) };
                 t.events.push(self.event(now, Some(&active), kind));
+                let called = fresh || !self.turn_announced;
                 if !fresh {
                     self.announce_about(&mut t, ctx, Template::Resumed, &active, now, &[]);
                     if !self.turn_announced {
                         self.announce_turn(ctx, &mut t, now);
                     }
                 }
+                self.resumed_pause = Some(Box::new(ResumedPause { from: paused_at, until: turn_end, asked: called }));
             }
             Command::Skip => {
                 let next = self.following(&active);

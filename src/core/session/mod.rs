@@ -107,6 +107,29 @@ pub struct ProgressMark {
     pub at: DateTime<Utc>,
 }
 
+/// A pause that a `resume` ended (see `Session::resumed_pause`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResumedPause {
+    /// When the turn stopped running (`paused_at`, on our clock).
+    pub from: DateTime<Utc>,
+    /// The `resume`, on Discord's clock: its own id, or the first id of the instant it was run.
+    pub until: MessageId,
+    /// The holder was called on at the `resume` (a fresh turn, or its turn's first announcement), after all it
+    /// wrote during the pause: a signal of then, held, needs no second call.
+    pub asked: bool,
+}
+
+impl ResumedPause {
+    /// Whether a message (or an edit) was written while the session was paused.
+    pub fn holds(&self, message: &IncomingMessage) -> bool {
+        // A new message's id orders it exactly against the `resume`; an edit has only its time.
+        let before_resume =
+            if message.edited { message.written_at < self.until.created_at() } else { message.id < self.until };
+        message.written_at >= self.from && before_resume
+    }
+}
+
 /// The same message coming again and again (spec 4.2, loops): what was said last, as a digest (a session keeps
 /// no copy of the text), and how many times in a row.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -238,11 +261,17 @@ pub struct Session {
     /// fresh turn, announced with a mention, so that it is asked again.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub signal_held: bool,
+    /// The pause a `resume` ended, until the turn it paused ends: what the holder wrote during it but is handled only
+    /// after the `resume` (a reordered dispatch) is held, as it would have been handled in order. Boxed: see
+    /// `editable_after_signal`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resumed_pause: Option<Box<ResumedPause>>,
     /// Workflow tasks by id: their stage and holder (at most [`TASKS_KEPT`], the oldest done ones dropped first).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub tasks: BTreeMap<String, TaskState>,
+    /// Boxed, as only sessions with a progress rule have one: see `editable_after_signal`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub progress: Option<ProgressMark>,
+    pub progress: Option<Box<ProgressMark>>,
     /// Times in a row the holder kept the floor with a `keep` signal.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub keeps_in_row: u32,
@@ -406,6 +435,7 @@ impl Session {
             outbox_seq: 0,
             pause_reason: None,
             signal_held: false,
+            resumed_pause: None,
             tasks: BTreeMap::new(),
             progress: None,
             keeps_in_row: 0,
@@ -494,7 +524,7 @@ impl Session {
             display_mode: self.display_mode,
             pause_reason: self.pause_reason.clone(),
             benched: self.roster.iter().filter(|p| self.agents.get(p).is_some_and(|a| a.benched)).cloned().collect(),
-            progress: self.progress.clone(),
+            progress: self.progress.as_deref().cloned(),
             tasks: {
                 let mut tasks: Vec<(String, TaskState)> =
                     self.tasks.iter().map(|(id, task)| (id.clone(), task.clone())).collect();

@@ -2,7 +2,9 @@
 //! and unknown-signal recovery.
 
 use super::history::{EventKind, Kept, Routed, TaskFinished};
-use super::{Context, IncomingMessage, ProgressMark, Session, SessionStatus, TASKS_KEPT, TaskState, Transition};
+use super::{
+    Context, IncomingMessage, ProgressMark, ResumedPause, Session, SessionStatus, TASKS_KEPT, TaskState, Transition,
+};
 use crate::core::ids::PersonaId;
 use crate::core::signals::{Action, Detected, percent, text::trim_blank};
 use crate::core::templates::Template;
@@ -22,6 +24,19 @@ impl Session {
     ) {
         if self.status == SessionStatus::Paused && !self.ends_turn_before_the_pause(message, &detected, ctx) {
             return self.hold(message, persona, detected, now, ctx, t);
+        }
+        if let Some(pause) = self.resumed_pause.as_deref().filter(|pause| pause.holds(message)) {
+            // Written while paused, handled after the `resume`: held as it would have been in order, and the holder
+            // asked again now, as that `resume` would have asked it, unless it called on the holder anyway.
+            let ResumedPause { from, until, asked } = *pause;
+            self.hold(message, persona, detected, now, ctx, t);
+            let held = std::mem::take(&mut self.signal_held);
+            if held && !asked {
+                self.ask_again(persona.clone(), now, ctx, t);
+            }
+            // The turn asked again is the one paused: the rest of what the holder wrote then is held too.
+            self.resumed_pause = Some(Box::new(ResumedPause { from, until, asked: asked || held }));
+            return;
         }
         let said = |d: &Option<Detected>| match d {
             Some(d) if matches!(d.rule.action, Action::Keep { .. } | Action::Escalate) => {
@@ -154,7 +169,7 @@ impl Session {
                 self.remember_editable_after_signal(message, persona, d.stripped, ctx);
                 let figure = d.payload.as_deref().and_then(percent);
                 if let Some(figure) = figure {
-                    self.progress = Some(ProgressMark { agent: persona.clone(), percent: figure, at: now });
+                    self.progress = Some(Box::new(ProgressMark { agent: persona.clone(), percent: figure, at: now }));
                 }
                 let extended = if extend_seconds > 0 && !self.turn_progress_extended {
                     self.turn_progress_extended = true;
@@ -214,7 +229,10 @@ impl Session {
     /// (a keep, progress, an escalation, a record) is held as any signal during a pause. A pause the session took by
     /// itself (an escalation, a loop, a refused announcement) followed the messages it was decided on: it holds all.
     fn ends_turn_before_the_pause(&self, message: &IncomingMessage, detected: &Option<Detected>, ctx: Context) -> bool {
-        let before = self.pause_reason.is_none() && self.paused_at.is_some_and(|paused| message.written_at < paused);
+        // Before this pause, and not during an earlier one that a `resume` ended since (held as it was written).
+        let before = self.pause_reason.is_none()
+            && self.paused_at.is_some_and(|paused| message.written_at < paused)
+            && !self.resumed_pause.as_deref().is_some_and(|pause| pause.holds(message));
         let ends = match detected {
             Some(d) => matches!(
                 d.rule.action,

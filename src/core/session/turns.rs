@@ -353,6 +353,7 @@ impl Session {
         self.paused_remaining_ms = None;
         self.pause_reason = None;
         self.signal_held = false;
+        self.resumed_pause = None;
         self.editable_messages.clear();
         self.editable_after_signal = None;
         self.out_of_turn_lately.clear();
@@ -361,6 +362,18 @@ impl Session {
     /// Gives `persona` the floor now. In a paused session the turn waits, unannounced, for `resume`.
     pub(super) fn begin_turn(&mut self, persona: PersonaId, now: DateTime<Utc>, ctx: Context, t: &mut Transition) {
         self.begin_turn_as(persona, Template::TurnStart, &[], 0, now, ctx, t);
+    }
+
+    /// Gives the holder its turn afresh, announced with a mention, so that it is asked again (after a held signal
+    /// or an escalation). The turn keeps the time it was given on top (an `extend` while paused was confirmed; a
+    /// progress's, not given twice), and stays the same turn: what the holder wrote in it before, handled after, is
+    /// still in turn (not out of turn), and a `skip` or `extend` given in it still applies to it.
+    pub(super) fn ask_again(&mut self, holder: PersonaId, now: DateTime<Utc>, ctx: Context, t: &mut Transition) {
+        let (extended, progress_extended) = (self.turn_extended_seconds, self.turn_progress_extended);
+        let began_after = self.turn_began_after;
+        self.begin_turn_as(holder, Template::TurnStart, &[], extended, now, ctx, t);
+        self.turn_progress_extended = progress_extended;
+        self.turn_began_after = began_after;
     }
 
     /// Gives `persona` the floor now, announced with `template` (the turn start, or a kept turn), its persona's
@@ -390,6 +403,7 @@ impl Session {
         }
         self.turn_progress_extended = false;
         self.signal_held = false; // what was held belonged to the turn that ends here
+        self.resumed_pause = None;
         self.active_agent = Some(persona.clone());
         // Its messages written before the floor moved to it (a `skip` or `give` given later than they were written,
         // though handled first) belong to an earlier turn, even if none newer had been handled.

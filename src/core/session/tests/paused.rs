@@ -246,3 +246,84 @@ fn a_skip_or_extend_given_before_a_fresh_resume_and_handled_after_it_applies() {
     assert!(f.run(Command::Skip, Some(skip), 10_500).is_ok());
     assert_eq!(f.active(), "dev");
 }
+
+/// A signal written during a pause but handled only after the `resume` (a slash `resume` whose interaction overtook
+/// the message on the gateway, a delayed dispatch): judged by when it was written, it is held, and the holder is
+/// asked again, as it would have been handled in order. Before, it ended the turn the manager had paused.
+#[test]
+fn a_signal_written_during_a_pause_but_handled_after_the_resume_is_held_and_the_holder_asked_again() {
+    let mut f = Fixture::new();
+    f.command_given(Command::Pause, 10_000, 10_000).unwrap();
+    let signal = f.message(PM, "Done. TURN_COMPLETE", 20_000);
+    let quiet = f.message(PM, "And one more thing, no signal.", 21_000);
+    let second = f.message(PM, "Really done. TURN_COMPLETE", 22_000);
+    let t = f.command_given(Command::Resume, 30_000, 30_000).unwrap();
+    assert_eq!(texts(&t), ["▶️ Resumed. pm has 80s left."], "nothing held yet");
+    f.session = serde_json::from_str(&serde_json::to_string(&f.session).unwrap()).unwrap(); // saved and loaded
+
+    // A message without a signal written while paused is left as written, and asks nothing.
+    let t = f.deliver(&quiet, 30_200);
+    assert!(t.events.is_empty() && t.effects.is_empty(), "{:?} {:?}", event_names(&t), t.effects);
+    let t = f.deliver(&signal, 30_500);
+    assert_eq!(event_names(&t), ["signal_held"], "written while paused");
+    assert_eq!(held(&t), [(signal.id, "TURN_COMPLETE".to_owned())]);
+    assert_eq!(
+        texts(&t),
+        ["🎙️ <@101> (pm) has the floor: 90s. End your message with TURN_COMPLETE."],
+        "pm is asked again, as the resume would have"
+    );
+    assert_eq!(announcements(&t)[0].mention, Some(PM));
+    assert!(t.effects.iter().any(|e| matches!(e, Effect::Relay { message_id, .. } if *message_id == signal.id)));
+    assert_eq!((f.active(), f.session.turn_timeout_at), ("pm", Some(Fixture::at(120_500))), "a fresh turn");
+
+    // Once asked, the rest of what it wrote while paused is held without asking again.
+    let t = f.deliver(&second, 31_500);
+    assert_eq!(event_names(&t), ["signal_held"]);
+    assert!(announcements(&t).is_empty(), "asked once: {:?}", texts(&t));
+    assert_eq!(f.active(), "pm");
+
+    // What it writes after the resume is acted on as ever.
+    assert_eq!(event_names(&f.say(PM, "Now done. TURN_COMPLETE", 40_000)), ["turn_complete"]);
+    assert_eq!(f.active(), "dev");
+}
+
+/// The same after a resume that gave the holder a fresh turn already (an escalation): held, and not asked twice.
+#[test]
+fn a_signal_written_during_an_escalations_pause_but_handled_after_the_resume_is_held() {
+    let mut f = workflow();
+    f.say(PM, "BLOCKED: creds", 5_000);
+    let signal = f.message(PM, "Done anyway. TURN_COMPLETE", 8_000);
+    let t = f.command_given(Command::Resume, 10_000, 10_000).unwrap();
+    assert_eq!(announcements(&t)[0].mention, Some(PM), "the resume asks pm again");
+    let t = f.deliver(&signal, 10_500);
+    assert_eq!(event_names(&t), ["signal_held"]);
+    assert!(announcements(&t).is_empty(), "asked once: {:?}", texts(&t));
+    assert_eq!(f.active(), "pm");
+}
+
+/// A signal written before the pause was given, handled after the resume, ends the turn, as handled in order; and
+/// one written during a pause whose turn has ended since belongs to an earlier turn, judged as such.
+#[test]
+fn a_signal_written_before_the_pause_and_handled_after_the_resume_ends_the_turn() {
+    let mut f = Fixture::new();
+    let signal = f.message(PM, "Done. TURN_COMPLETE", 9_000);
+    f.command_given(Command::Pause, 10_000, 10_000).unwrap();
+    f.command_given(Command::Resume, 30_000, 30_000).unwrap();
+    assert_eq!(event_names(&f.deliver(&signal, 30_500)), ["turn_complete"]);
+    assert_eq!(f.active(), "dev");
+}
+
+/// A signal written during one pause and handled during the next: held, as it was written while paused (before, it
+/// ended the turn, taken for one written before the second pause); the second `resume` asks the holder again.
+#[test]
+fn a_signal_written_during_one_pause_and_handled_during_the_next_is_held() {
+    let mut f = Fixture::new();
+    f.command_given(Command::Pause, 10_000, 10_000).unwrap();
+    let signal = f.message(PM, "Done. TURN_COMPLETE", 20_000);
+    f.command_given(Command::Resume, 30_000, 30_000).unwrap();
+    f.command_given(Command::Pause, 40_000, 40_000).unwrap();
+    assert_eq!(event_names(&f.deliver(&signal, 41_000)), ["signal_held"]);
+    assert_eq!((f.active(), f.session.status), ("pm", SessionStatus::Paused));
+    let t = f.command_given(Command::Resume, 50_000, 50_000).unwrap();
+    assert_eq!(announcements(&t).iter().map(|a| a.mention).collect::<Vec<_>>(), [Some(PM)], "asked again");
+}
