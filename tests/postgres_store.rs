@@ -116,7 +116,7 @@ async fn activity_saved_lazily_is_written_by_a_flush_and_never_over_a_later_dura
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_save_or_a_renewal_the_database_never_answers_fails_within_a_third_of_the_lease_time() {
+async fn a_call_the_database_never_answers_fails_within_a_third_of_the_lease_time() {
     let Some(db) = TestDatabase::create("postgres_store::silent").await else { return };
     let relay = db.commit_cutter().await;
     let ttl = Duration::from_secs(3);
@@ -146,6 +146,15 @@ async fn a_save_or_a_renewal_the_database_never_answers_fails_within_a_third_of_
     relay.freeze();
     let renewal = tokio::time::timeout(ttl, store.tend_leases(None)).await.expect("a renewal never waits for ever");
     assert!(renewal.is_err(), "{renewal:?}");
+    // Nor do the claims and reads of a start, a takeover, a channel's actor or the `history` command.
+    let load_all = tokio::time::timeout(ttl, store.load_all(None)).await.expect("a start never waits for ever");
+    assert!(load_all.is_err(), "{:?}", load_all.map(|report| report.sessions.len()));
+    let claim = tokio::time::timeout(ttl, store.claim(ChannelId(44))).await.expect("a claim never waits for ever");
+    assert!(claim.is_err(), "{claim:?}");
+    let load = tokio::time::timeout(ttl, store.load(channel)).await.expect("a read never waits for ever");
+    assert!(load.is_err(), "{load:?}");
+    let tail = tokio::time::timeout(ttl, store.history_tail(channel, 5)).await.expect("nor a history read");
+    assert!(tail.is_err(), "{tail:?}");
     // Nor do activity, a flush or a shutdown (which writes the activity, then releases the leases).
     store.save_lazy(running(43, None, 20));
     tokio::time::timeout(ttl, store.flush()).await.expect("a flush never waits for ever");

@@ -3,8 +3,8 @@
 //! (owner, epoch); renewals extend every lease of this process in one statement; a release expires them at once, and
 //! a channel let go (its session stopped) is expired alone and renewed no more.
 
-use super::PgSessions;
 use super::rows::db_id;
+use super::{PgSessions, within};
 use crate::core::ids::ChannelId;
 use crate::core::shards::ShardRange;
 use crate::sessions::{Claim, SessionStoreError};
@@ -112,21 +112,19 @@ impl PgSessions {
     /// Claims one channel: its new epoch, or who holds it instead.
     pub(super) async fn claim_one(&self, channel: ChannelId) -> Result<Result<i64, Claim>, SessionStoreError> {
         let id = db_id(channel.0)?;
-        let epoch: Option<(i64,)> = sqlx::query_as(CLAIM)
-            .bind(id)
-            .bind(&self.owner)
-            .bind(self.ttl_seconds())
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(self.failed("claim a channel's lease"))?;
+        let epoch: Option<(i64,)> = within(&self.pool, self.patience(), async |connection| {
+            sqlx::query_as(CLAIM).bind(id).bind(&self.owner).bind(self.ttl_seconds()).fetch_optional(connection).await
+        })
+        .await
+        .map_err(self.failed("claim a channel's lease"))?;
         if let Some((epoch,)) = epoch {
             return Ok(Ok(epoch));
         }
-        let holder: Option<(String, f64)> = sqlx::query_as(HOLDER)
-            .bind(id)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(self.failed("read a channel's lease"))?;
+        let holder: Option<(String, f64)> = within(&self.pool, self.patience(), async |connection| {
+            sqlx::query_as(HOLDER).bind(id).fetch_optional(connection).await
+        })
+        .await
+        .map_err(self.failed("read a channel's lease"))?;
         let (owner, seconds) = holder.unwrap_or_default();
         Ok(Err(Claim::Busy { owner, expires_in: Duration::from_secs_f64(seconds.max(0.0)) }))
     }
@@ -158,17 +156,20 @@ impl PgSessions {
             on_shards(5),
             take_lease!()
         );
-        let rows: Vec<(i64, Option<i64>)> = sqlx::query_as(&claim)
-            .bind(&self.owner)
-            .bind(self.ttl_seconds())
-            .bind(after)
-            .bind(CLAIM_PAGE)
-            .bind(total)
-            .bind(first)
-            .bind(last)
-            .fetch_all(&self.pool)
-            .await
-            .map_err(self.failed("claim the saved sessions"))?;
+        let rows: Vec<(i64, Option<i64>)> = within(&self.pool, self.patience(), async |connection| {
+            sqlx::query_as(&claim)
+                .bind(&self.owner)
+                .bind(self.ttl_seconds())
+                .bind(after)
+                .bind(CLAIM_PAGE)
+                .bind(total)
+                .bind(first)
+                .bind(last)
+                .fetch_all(connection)
+                .await
+        })
+        .await
+        .map_err(self.failed("claim the saved sessions"))?;
         let next = match rows.last() {
             Some((channel, _)) if rows.len() as i64 == CLAIM_PAGE => Some(*channel),
             _ => None,
@@ -256,7 +257,7 @@ impl PgSessions {
             let let_go = async |c: &mut sqlx::PgConnection| {
                 sqlx::query(LET_GO).bind(id).bind(&owner).bind(epoch).execute(c).await
             };
-            if let Err(e) = super::within(&pool, patience, let_go).await {
+            if let Err(e) = within(&pool, patience, let_go).await {
                 tracing::debug!(%channel, "could not let the channel's lease go (it expires by itself): {e}");
             }
         });

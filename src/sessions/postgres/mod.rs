@@ -227,16 +227,20 @@ impl PgSessions {
             return Ok(Vec::new());
         }
         let ids: Vec<i64> = claimed.iter().map(|(channel, _)| *channel).collect();
-        let mut connection = self.pool.acquire().await.map_err(self.failed("read the saved sessions"))?;
-        let rows: Vec<(i64, String, String)> = sqlx::query_as(
-            "SELECT channel_id, session::text, xmin::text FROM sessions WHERE channel_id = ANY($1) ORDER BY channel_id",
-        )
-        .bind(&ids)
-        .fetch_all(&mut *connection)
+        let rows: Vec<(i64, String, String)> = within(&self.pool, self.patience(), async |connection| {
+            let rows = sqlx::query_as(
+                "SELECT channel_id, session::text, xmin::text FROM sessions WHERE channel_id = ANY($1) \
+                 ORDER BY channel_id",
+            )
+            .bind(&ids)
+            .fetch_all(&mut *connection)
+            .await;
+            // The connection's read buffer grows to the largest row read and keeps that size (sqlx never shrinks it).
+            connection.shrink_buffers();
+            rows
+        })
         .await
         .map_err(self.failed("read the saved sessions"))?;
-        // The connection's read buffer grows to the largest row read and keeps that size (sqlx never shrinks it).
-        connection.shrink_buffers();
         Ok(rows
             .into_iter()
             .filter_map(|(id, json, version)| {
@@ -472,12 +476,15 @@ impl Saver for PgSessions {
     }
 
     async fn load(&self, channel: ChannelId) -> Result<Option<Session>, SessionStoreError> {
-        let row: Option<(String, String)> =
+        let id = db_id(channel.0)?;
+        let row: Option<(String, String)> = within(&self.pool, self.patience(), async |connection| {
             sqlx::query_as("SELECT session::text, xmin::text FROM sessions WHERE channel_id = $1")
-                .bind(db_id(channel.0)?)
-                .fetch_optional(&self.pool)
+                .bind(id)
+                .fetch_optional(connection)
                 .await
-                .map_err(self.failed("read a session"))?;
+        })
+        .await
+        .map_err(self.failed("read a session"))?;
         let Some((json, version)) = row else { return Ok(None) };
         let session = decode_session(channel, &json);
         self.unreadable.read(channel, &version, session.is_ok());
@@ -543,13 +550,16 @@ impl SessionStore for PgSessions {
     }
 
     async fn history_tail(&self, channel: ChannelId, n: usize) -> Result<Vec<HistoryEvent>, SessionStoreError> {
-        let rows: Vec<(String,)> =
+        let id = db_id(channel.0)?;
+        let rows: Vec<(String,)> = within(&self.pool, self.patience(), async |connection| {
             sqlx::query_as("SELECT event::text FROM history WHERE channel_id = $1 ORDER BY n DESC LIMIT $2")
-                .bind(db_id(channel.0)?)
+                .bind(id)
                 .bind(i64::try_from(n).unwrap_or(i64::MAX))
-                .fetch_all(&self.pool)
+                .fetch_all(connection)
                 .await
-                .map_err(self.failed("read a channel's history"))?;
+        })
+        .await
+        .map_err(self.failed("read a channel's history"))?;
         // Newest first from the index; an event this build cannot read is skipped, as the file log does.
         Ok(rows.into_iter().rev().filter_map(|(json,)| decode_event(&json)).collect())
     }
