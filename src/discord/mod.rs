@@ -382,7 +382,9 @@ fn tell_lost_sessions(env: &Arc<Env>, lost: Vec<ChannelId>) {
 /// (a local server still starting), none after a refusal; the error says which setting to check.
 async fn check_api_base(http: &discord::Http, base: &str, budget: &RestBudget) -> anyhow::Result<()> {
     const TRIES: u32 = 5;
-    for attempt in 1..=TRIES {
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
         budget.take().await;
         match http.get_gateway().await {
             Ok(_) => return Ok(()),
@@ -402,7 +404,6 @@ async fn check_api_base(http: &discord::Http, base: &str, budget: &RestBudget) -
             }
         }
     }
-    unreachable!("the last try returns")
 }
 
 /// Turns the gateway errors people meet on a real server into what to do about them.

@@ -187,7 +187,9 @@ impl Actor {
     /// (or a process that can read it), and the commands waiting are told why.
     pub(super) async fn read_saved(&mut self) -> Option<crate::core::session::Session> {
         let mut wait = RETRY_FIRST;
-        for attempt in 1.. {
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
             let e = match self.env.saver.load(self.channel).await {
                 Ok(saved) => return Some(saved.unwrap_or_else(|| crate::core::session::Session::new(self.channel))),
                 Err(e) => e,
@@ -214,7 +216,6 @@ impl Actor {
             }
             wait = (wait * 2).min(RETRY_MAX);
         }
-        unreachable!("the last try returns")
     }
 
     /// This actor will not run the channel: its lease is let go (another process, or a later lease round or input,
