@@ -181,6 +181,22 @@ async fn channels_in_the_configuration_are_managed_from_start_up() {
     let starts = |v: &[local_discord::world::SeenMessage]| v.iter().filter(|m| m.content.starts_with("▶️")).count();
     scene.until("the session to start again", |v| (starts(v) == 2).then_some(())).await;
     assert!(scene.session().await.is_active());
+
+    // Removed while the server is out (gone from serenity's cache, so its channels are not known then): managed
+    // again all the same once invited back. Before, it stayed unmanaged until the next start of the process.
+    scene
+        .until("critic's floor again", |v| (v.iter().filter(|m| is_floor(m, "critic")).count() == 2).then_some(()))
+        .await;
+    server.guild_goes_out(guild);
+    server.remove_member(guild, bot);
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    while scene.session().await.is_active() {
+        assert!(tokio::time::Instant::now() < deadline, "the session never ended");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    server.add_member(guild, bot, &[scene.stage.bot_role]);
+    scene.until("the session to start a third time", |v| (starts(v) == 3).then_some(())).await;
+    assert!(scene.session().await.is_active());
 }
 
 /// `turn-manager run` against the stage's server, with the stage's token.

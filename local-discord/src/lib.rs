@@ -210,11 +210,17 @@ impl LocalDiscord {
     /// A short server outage: its members' bots get GUILD_DELETE with `unavailable: true`, then GUILD_CREATE when it
     /// is back; nobody leaves.
     pub fn guild_outage(&self, guild: u64) {
+        self.guild_goes_out(guild);
         self.with(|w| {
-            w.dispatch(Some(guild), "GUILD_DELETE", json!({"id": guild.to_string(), "unavailable": true}));
             let back = w.guild_json(&w.guilds[&guild]);
             w.dispatch(Some(guild), "GUILD_CREATE", back);
         })
+    }
+
+    /// A server outage that lasts: its members' bots get GUILD_DELETE with `unavailable: true` (serenity drops the
+    /// server from its cache), and nothing more until a member is added ([`LocalDiscord::add_member`]).
+    pub fn guild_goes_out(&self, guild: u64) {
+        self.with(|w| w.dispatch(Some(guild), "GUILD_DELETE", json!({"id": guild.to_string(), "unavailable": true})))
     }
 
     pub fn create_channel(&self, guild: u64, name: &str) -> u64 {

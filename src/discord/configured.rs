@@ -6,7 +6,7 @@
 use super::actor::Input;
 use super::router::Router;
 use crate::core::config::Config;
-use crate::core::ids::ChannelId;
+use crate::core::ids::{ChannelId, GuildId};
 use crate::core::session::{Command, Session};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -16,6 +16,9 @@ pub struct ConfiguredStarts {
     waiting: Mutex<HashMap<ChannelId, Command>>,
     /// The `start` of every configured channel, for a server the bot is added back to.
     every: HashMap<ChannelId, Command>,
+    /// The server of each configured channel, as its saved session or its server's GUILD_CREATE told: a removal
+    /// from a server serenity's cache no longer holds (removed while the server was out) names the server only.
+    servers: Mutex<HashMap<ChannelId, GuildId>>,
 }
 
 impl ConfiguredStarts {
@@ -34,7 +37,12 @@ impl ConfiguredStarts {
             .filter(|(channel, _)| !saved.iter().any(|s| s.channel_id == **channel && s.is_active()))
             .map(|(channel, start)| (*channel, start.clone()))
             .collect();
-        Self { waiting: Mutex::new(waiting), every }
+        let servers = saved
+            .iter()
+            .filter(|s| every.contains_key(&s.channel_id))
+            .filter_map(|s| Some((s.channel_id, s.guild_id?)))
+            .collect();
+        Self { waiting: Mutex::new(waiting), every, servers: Mutex::new(servers) }
     }
 
     /// The bot was removed from the server of `channels`, ending their sessions: those the configuration manages
@@ -46,6 +54,12 @@ impl ConfiguredStarts {
                 waiting.insert(channel, start.clone());
             }
         }
+    }
+
+    /// [`ConfiguredStarts::rearm`] for the configured channels known to be in `guild`.
+    pub fn rearm_server(&self, guild: GuildId) {
+        let servers = self.servers.lock().expect("configured servers lock");
+        self.rearm(servers.iter().filter(|(_, server)| **server == guild).map(|(channel, _)| *channel));
     }
 
     pub fn waiting(&self) -> usize {
@@ -61,9 +75,18 @@ impl ConfiguredStarts {
         channels.filter_map(|channel| waiting.remove(&channel).map(|command| (channel, command))).collect()
     }
 
-    /// Starts the sessions of those of a server's `channels` still waiting.
-    pub fn start_seen(&self, router: &Arc<Router>, channels: impl Iterator<Item = ChannelId>) {
-        for (channel, command) in self.take(channels) {
+    /// The starts of those of `guild`'s `channels` still waiting; the server of every configured one noted.
+    fn seen(&self, guild: GuildId, channels: impl Iterator<Item = ChannelId>) -> Vec<(ChannelId, Command)> {
+        let channels: Vec<ChannelId> = channels.filter(|channel| self.every.contains_key(channel)).collect();
+        let mut servers = self.servers.lock().expect("configured servers lock");
+        servers.extend(channels.iter().map(|channel| (*channel, guild)));
+        drop(servers);
+        self.take(channels.into_iter())
+    }
+
+    /// Starts the sessions of those of `guild`'s `channels` still waiting.
+    pub fn start_seen(&self, router: &Arc<Router>, guild: GuildId, channels: impl Iterator<Item = ChannelId>) {
+        for (channel, command) in self.seen(guild, channels) {
             let router = router.clone();
             tokio::spawn(async move {
                 let started = |reply| Input::command(command, None, Some(reply));
@@ -109,6 +132,25 @@ mod tests {
         assert_eq!(starts.waiting(), 1, "only the configured channels of that server");
         let again: Vec<u64> = starts.take([1, 2].map(ChannelId).into_iter()).iter().map(|(c, _)| c.0).collect();
         assert_eq!(again, [1]);
+    }
+
+    #[test]
+    fn a_removal_naming_only_the_server_rearms_its_configured_channels_known_from_a_create_or_a_saved_session() {
+        // 3's session runs (saved, so not started again): its server is known from its file only.
+        let saved =
+            Session { guild_id: Some(GuildId(70)), status: SessionStatus::Paused, ..Session::new(ChannelId(3)) };
+        let starts = ConfiguredStarts::new(&config(&[1, 2, 3]), &[saved]);
+        assert_eq!(starts.seen(GuildId(60), [1, 9].map(ChannelId).into_iter()).len(), 1);
+        assert_eq!(starts.seen(GuildId(70), [2].map(ChannelId).into_iter()).len(), 1);
+        assert_eq!(starts.waiting(), 0, "all taken");
+        starts.rearm_server(GuildId(60));
+        assert_eq!(starts.take([1, 2, 3].map(ChannelId).into_iter()).iter().map(|(c, _)| c.0).collect::<Vec<_>>(), [1]);
+        starts.rearm_server(GuildId(70));
+        let mut again: Vec<u64> = starts.take([1, 2, 3].map(ChannelId).into_iter()).iter().map(|(c, _)| c.0).collect();
+        again.sort();
+        assert_eq!(again, [2, 3]);
+        starts.rearm_server(GuildId(80));
+        assert_eq!(starts.waiting(), 0, "no configured channel there");
     }
 
     #[test]

@@ -65,7 +65,7 @@ impl discord::EventHandler for Gateway {
         for channel in channels_of(&guild) {
             self.router.deliver(channel, Input::CheckDisplayMode);
         }
-        self.configured.start_seen(&self.router, channels_of(&guild));
+        self.configured.start_seen(&self.router, GuildId(guild.id.get()), channels_of(&guild));
     }
 
     /// The bot was removed from a server (kicked or banned): its channels' sessions end. An outage (`unavailable`)
@@ -87,7 +87,11 @@ impl discord::EventHandler for Gateway {
                 self.configured.rearm(channels_of(&guild));
             }
             // Not in the cache (removed while the server was out, say): each channel knows its own server.
-            None => self.router.broadcast(|| Input::LeftServer(GuildId(incomplete.id.get()))),
+            None => {
+                let guild = GuildId(incomplete.id.get());
+                self.router.broadcast(|| Input::LeftServer(guild));
+                self.configured.rearm_server(guild);
+            }
         }
     }
 
