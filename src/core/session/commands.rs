@@ -2,7 +2,7 @@
 //! changes. Who may run them is the Discord layer's concern; this file decides what they do.
 
 use super::history::{EventKind, join_ids};
-use super::{Context, DisplayMode, Refusal, ResumedPause, Session, SessionStatus, Transition, seconds, whole_millis};
+use super::{Context, DisplayMode, Refusal, Session, SessionStatus, Transition, seconds, whole_millis};
 use crate::core::ids::{GuildId, MessageId, PersonaId};
 use crate::core::persona::{TIMEOUT_SECONDS_MAX, TIMEOUT_SECONDS_MIN};
 use crate::core::templates::Template;
@@ -141,7 +141,7 @@ impl Session {
                 // deadline); a turn begun after that was paused from its start (not from a start ahead of our
                 // clock, when Discord's runs ahead).
                 let paused_from = given.max(self.turn_started_at.unwrap_or(given)).min(now);
-                self.stop_clock(paused_from, ctx);
+                self.stop_clock(paused_from, paused_from, ctx);
                 // Noted as given (its snowflake), not as from when the turn it froze began: a `resume` given after
                 // it, though before that turn began, is later and is not refused as overtaken.
                 self.pause_toggled_at = self.pause_toggled_at.max(Some(turn_end));
@@ -182,14 +182,13 @@ impl Session {
                 }
                 let kind = EventKind::Resumed { remaining_seconds: self.remaining_seconds(now) };
                 t.events.push(self.event(now, Some(&active), kind));
-                let called = fresh || !self.turn_announced;
                 if !fresh {
                     self.announce_about(&mut t, ctx, Template::Resumed, &active, now, &[]);
                     if !self.turn_announced {
                         self.announce_turn(ctx, &mut t, now);
                     }
                 }
-                self.resumed_pause = Some(Box::new(ResumedPause { from: paused_at, until: turn_end, asked: called }));
+                self.pause_ends(turn_end);
             }
             Command::Skip => {
                 let next = self.following(&active);

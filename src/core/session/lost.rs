@@ -66,7 +66,7 @@ impl Session {
                 if self.status != SessionStatus::Running {
                     return t;
                 }
-                self.freeze(now, why.reason().into(), ctx);
+                self.freeze(now, now, why.reason().into(), ctx);
                 let kind = EventKind::PostingRefused { status: 403, remaining_seconds: self.remaining_seconds(now) };
                 let holder = self.active_agent.clone();
                 t.events.push(self.event(now, holder.as_ref(), kind));

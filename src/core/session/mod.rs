@@ -10,6 +10,7 @@ pub mod history;
 pub mod lost;
 mod outbox;
 mod overtaken;
+mod pauses;
 mod recent;
 mod recovery;
 mod signals;
@@ -105,29 +106,6 @@ pub struct ProgressMark {
     pub agent: PersonaId,
     pub percent: u8,
     pub at: DateTime<Utc>,
-}
-
-/// A pause that a `resume` ended (see `Session::resumed_pause`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ResumedPause {
-    /// When the turn stopped running (`paused_at`, on our clock).
-    pub from: DateTime<Utc>,
-    /// The `resume`, on Discord's clock: its own id, or the first id of the instant it was run.
-    pub until: MessageId,
-    /// The holder was called on at the `resume` (a fresh turn, or its turn's first announcement), after all it
-    /// wrote during the pause: a signal of then, held, needs no second call.
-    pub asked: bool,
-}
-
-impl ResumedPause {
-    /// Whether a message (or an edit) was written while the session was paused.
-    pub fn holds(&self, message: &IncomingMessage) -> bool {
-        // A new message's id orders it exactly against the `resume`; an edit has only its time.
-        let before_resume =
-            if message.edited { message.written_at < self.until.created_at() } else { message.id < self.until };
-        message.written_at >= self.from && before_resume
-    }
 }
 
 /// The same message coming again and again (spec 4.2, loops): what was said last, as a digest (a session keeps
@@ -261,11 +239,10 @@ pub struct Session {
     /// fresh turn, announced with a mention, so that it is asked again.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub signal_held: bool,
-    /// The pause a `resume` ended, until the turn it paused ends: what the holder wrote during it but is handled only
-    /// after the `resume` (a reordered dispatch) is held, as it would have been handled in order. Boxed: see
-    /// `editable_after_signal`.
+    /// The session's recent pauses, on the clock messages are judged by: what the holder wrote during one is held,
+    /// whenever it is handled (see `pauses`). Boxed, and `None` when empty: see `editable_after_signal`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub resumed_pause: Option<Box<ResumedPause>>,
+    pub pauses: Option<Box<Vec<pauses::PauseSpan>>>,
     /// Workflow tasks by id: their stage and holder (at most [`TASKS_KEPT`], the oldest done ones dropped first).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub tasks: BTreeMap<String, TaskState>,
@@ -435,7 +412,7 @@ impl Session {
             outbox_seq: 0,
             pause_reason: None,
             signal_held: false,
-            resumed_pause: None,
+            pauses: None,
             tasks: BTreeMap::new(),
             progress: None,
             keeps_in_row: 0,

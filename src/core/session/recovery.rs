@@ -95,6 +95,7 @@ impl Session {
         &mut self,
         said: String,
         persona: &PersonaId,
+        written_at: DateTime<Utc>,
         now: DateTime<Utc>,
         ctx: Context,
         t: &mut Transition,
@@ -120,7 +121,7 @@ impl Session {
         self.repeats = None;
         let text = said;
         t.events.push(self.event(now, Some(persona), EventKind::LoopDetected { count, text: text.clone() }));
-        self.freeze(now, format!("the same message came {count} times in a row"), ctx);
+        self.freeze(now, written_at, format!("the same message came {count} times in a row"), ctx);
         let mut values = self.common_values(ctx, persona);
         values.extend([("count", count.to_string()), ("text", text)]);
         let message = ctx.config.templates.render(Template::LoopDetected, &values);
@@ -150,15 +151,17 @@ impl Session {
     /// Pauses the session by itself (an escalation, a loop), keeping the turn's remaining time, with `reason` for
     /// `status`. A manager's `resume` gives the holder a fresh turn. Paused during the grace period (past the
     /// deadline), the remaining time is negative, down to minus the grace: `resume` puts the deadline back where it
-    /// was, and the grace goes on.
-    pub(super) fn freeze(&mut self, now: DateTime<Utc>, reason: String, ctx: Context) {
-        self.stop_clock(now, ctx);
+    /// was, and the grace goes on. What the holder wrote from `from` on (when the message that paused it was
+    /// written) is held, also when handled after the `resume`.
+    pub(super) fn freeze(&mut self, now: DateTime<Utc>, from: DateTime<Utc>, reason: String, ctx: Context) {
+        self.stop_clock(now, from.min(now), ctx);
         self.pause_reason = Some(reason.into());
         self.pause_toggled_at = self.pause_toggled_at.max(Some(MessageId::first_at(now)));
     }
 
-    /// Pauses a running session from `now`, keeping the turn's remaining time (see [`Session::freeze`]).
-    pub(super) fn stop_clock(&mut self, now: DateTime<Utc>, ctx: Context) {
+    /// Pauses a running session from `now`, keeping the turn's remaining time (see [`Session::freeze`]); messages
+    /// written from `from` on are held.
+    pub(super) fn stop_clock(&mut self, now: DateTime<Utc>, from: DateTime<Utc>, ctx: Context) {
         if self.status == SessionStatus::Running {
             let grace_ms = i64::from(ctx.config.signals.recovery.grace_seconds) * 1000;
             // A turn whose announcement is still on its way has not begun: it keeps all of its time.
@@ -168,6 +171,7 @@ impl Session {
             self.paused_at = Some(now);
             self.paused_remaining_ms = Some(remaining_ms);
             self.turn_timeout_at = None;
+            self.pause_begins(from);
         }
     }
 }

@@ -2,9 +2,7 @@
 //! and unknown-signal recovery.
 
 use super::history::{EventKind, Kept, Routed, TaskFinished};
-use super::{
-    Context, IncomingMessage, ProgressMark, ResumedPause, Session, SessionStatus, TASKS_KEPT, TaskState, Transition,
-};
+use super::{Context, IncomingMessage, ProgressMark, Session, SessionStatus, TASKS_KEPT, TaskState, Transition};
 use crate::core::ids::PersonaId;
 use crate::core::signals::{Action, Detected, percent, text::trim_blank};
 use crate::core::templates::Template;
@@ -22,20 +20,17 @@ impl Session {
         ctx: Context,
         t: &mut Transition,
     ) {
-        if self.status == SessionStatus::Paused && !self.ends_turn_before_the_pause(message, &detected, ctx) {
-            return self.hold(message, persona, detected, now, ctx, t);
-        }
-        if let Some(pause) = self.resumed_pause.as_deref().filter(|pause| pause.holds(message)) {
-            // Written while paused, handled after the `resume`: held as it would have been in order, and the holder
-            // asked again now, as that `resume` would have asked it, unless it called on the holder anyway.
-            let ResumedPause { from, until, asked } = *pause;
+        let held = match self.status {
+            SessionStatus::Paused => !self.ends_turn_before_the_pause(message, &detected, ctx),
+            _ => self.written_while_paused(message),
+        };
+        if held {
             self.hold(message, persona, detected, now, ctx, t);
-            let held = std::mem::take(&mut self.signal_held);
-            if held && !asked {
+            if self.status == SessionStatus::Running && std::mem::take(&mut self.signal_held) {
+                // Written while paused, handled after the `resume` (a reordered dispatch): asked again now, as that
+                // `resume` would have asked it.
                 self.ask_again(persona.clone(), now, ctx, t);
             }
-            // The turn asked again is the one paused: the rest of what the holder wrote then is held too.
-            self.resumed_pause = Some(Box::new(ResumedPause { from, until, asked: asked || held }));
             return;
         }
         let said = |d: &Option<Detected>| match d {
@@ -46,7 +41,7 @@ impl Session {
             None => trim_blank(&message.text).to_owned(),
         };
         let watch_loops = ctx.config.signals.recovery.loop_after > 0;
-        if watch_loops && self.repeated(said(&detected), persona, now, ctx, t) {
+        if watch_loops && self.repeated(said(&detected), persona, message.written_at, now, ctx, t) {
             // The session is paused; the message is shown as a signal would be, but does nothing.
             match detected {
                 Some(d) => self.show_stripped(t, message, persona, d.display, d.stripped, false),
@@ -193,7 +188,7 @@ impl Session {
                 let kind =
                     EventKind::Escalated { message_id: message.id, signal: signal.as_str().into(), reason: d.payload };
                 t.events.push(self.event(now, Some(persona), kind));
-                self.freeze(now, format!("{persona} escalated ({signal}): {reason}"), ctx);
+                self.freeze(now, message.written_at, format!("{persona} escalated ({signal}): {reason}"), ctx);
                 let mut values = self.common_values(ctx, persona);
                 values.extend([("reason", reason), ("signal", signal)]);
                 let text = ctx.config.templates.render(Template::Escalated, &values);
@@ -232,7 +227,7 @@ impl Session {
         // Before this pause, and not during an earlier one that a `resume` ended since (held as it was written).
         let before = self.pause_reason.is_none()
             && self.paused_at.is_some_and(|paused| message.written_at < paused)
-            && !self.resumed_pause.as_deref().is_some_and(|pause| pause.holds(message));
+            && !self.written_while_paused(message);
         let ends = match detected {
             Some(d) => matches!(
                 d.rule.action,
@@ -272,7 +267,8 @@ impl Session {
                 None => return self.remember_editable(message),
             },
         };
-        self.signal_held = true;
+        // Asked again (at `resume`, or now if the session runs) unless it was called on since it wrote this.
+        self.signal_held |= !self.called_since(message);
         let kind = EventKind::SignalHeld { message_id: message.id, signal: signal.into() };
         t.events.push(self.event(now, Some(persona), kind));
     }

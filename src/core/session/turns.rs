@@ -353,7 +353,7 @@ impl Session {
         self.paused_remaining_ms = None;
         self.pause_reason = None;
         self.signal_held = false;
-        self.resumed_pause = None;
+        self.pauses = None;
         self.editable_messages.clear();
         self.editable_after_signal = None;
         self.out_of_turn_lately.clear();
@@ -403,7 +403,6 @@ impl Session {
         }
         self.turn_progress_extended = false;
         self.signal_held = false; // what was held belonged to the turn that ends here
-        self.resumed_pause = None;
         self.active_agent = Some(persona.clone());
         // Its messages written before the floor moved to it (a `skip` or `give` given later than they were written,
         // though handled first) belong to an earlier turn, even if none newer had been handled.

@@ -327,3 +327,76 @@ fn a_signal_written_during_one_pause_and_handled_during_the_next_is_held() {
     let t = f.command_given(Command::Resume, 50_000, 50_000).unwrap();
     assert_eq!(announcements(&t).iter().map(|a| a.mention).collect::<Vec<_>>(), [Some(PM)], "asked again");
 }
+
+/// A pause the session took by itself holds what the holder wrote from when the message that paused it was written
+/// (an escalation handled late), also when handled after the `resume`; the resume asked the holder already.
+#[test]
+fn a_signal_written_after_an_escalation_handled_late_is_held_after_the_resume_too() {
+    let mut f = workflow();
+    let escalation = f.message(PM, "BLOCKED: creds", 5_000);
+    let signal = f.message(PM, "Done anyway. TURN_COMPLETE", 6_000);
+    f.deliver(&escalation, 8_000);
+    assert_eq!(f.session.status, SessionStatus::Paused);
+    let t = f.command_given(Command::Resume, 10_000, 10_000).unwrap();
+    assert_eq!(announcements(&t)[0].mention, Some(PM), "the resume asks pm again");
+    let t = f.deliver(&signal, 10_500);
+    assert_eq!(event_names(&t), ["signal_held"], "written after the escalation");
+    assert!(announcements(&t).is_empty(), "asked once: {:?}", texts(&t));
+    assert_eq!(f.active(), "pm");
+}
+
+/// A signal written during a first pause, handled after a second pause's `resume`: held, the holder asked again.
+#[test]
+fn a_signal_from_an_earlier_pause_handled_after_a_later_resume_is_held() {
+    let mut f = Fixture::new();
+    f.command_given(Command::Pause, 10_000, 10_000).unwrap();
+    let signal = f.message(PM, "Done. TURN_COMPLETE", 11_000);
+    f.command_given(Command::Resume, 12_000, 12_000).unwrap();
+    f.command_given(Command::Pause, 13_000, 13_000).unwrap();
+    f.command_given(Command::Resume, 14_000, 14_000).unwrap();
+    let t = f.deliver(&signal, 14_500);
+    assert_eq!(event_names(&t), ["signal_held"], "written while paused: {:?}", texts(&t));
+    assert_eq!(announcements(&t).iter().map(|a| a.mention).collect::<Vec<_>>(), [Some(PM)], "asked again");
+    assert_eq!(f.active(), "pm");
+}
+
+/// The next persona's signal written during the pause is held even when its turn began only after the `resume` (the
+/// signal that gave it the floor, written before the pause, handled after the resume), directly or re-judged after
+/// being taken for out of turn; it was called on when its turn began, so it is not asked again.
+#[test]
+fn a_signal_written_during_the_pause_by_a_holder_whose_turn_began_after_the_resume_is_held() {
+    for overtaken in [false, true] {
+        let mut f = Fixture::new();
+        let pms = f.message(PM, "Done. TURN_COMPLETE", 9_000);
+        f.command_given(Command::Pause, 10_000, 10_000).unwrap();
+        let devs = f.message(DEV, "My part. TURN_COMPLETE", 20_000);
+        f.command_given(Command::Resume, 30_000, 30_000).unwrap();
+        let names = if overtaken {
+            assert_eq!(event_names(&f.deliver(&devs, 30_200)), ["out_of_turn"]);
+            event_names(&f.deliver(&pms, 30_500))
+        } else {
+            assert_eq!(event_names(&f.deliver(&pms, 30_500)), ["turn_complete"]);
+            event_names(&f.deliver(&devs, 31_000))
+        };
+        assert_eq!(names.last(), Some(&"signal_held"), "overtaken: {overtaken}: {names:?}");
+        assert_eq!(f.active(), "dev", "overtaken: {overtaken}");
+        let floors = f.session.history.iter().filter(|e| e.kind.name() == "turn_complete").count();
+        assert_eq!(floors, 1, "overtaken: {overtaken}");
+    }
+}
+
+/// A held signal of a pause the holder was asked again after, handled only during a later pause: held, and the
+/// later `resume` does not ask the holder a second time.
+#[test]
+fn a_holder_asked_again_is_not_asked_twice_for_what_it_wrote_before() {
+    let mut f = Fixture::new();
+    f.command_given(Command::Pause, 10_000, 10_000).unwrap();
+    f.say(PM, "Done. TURN_COMPLETE", 15_000);
+    let second = f.message(PM, "Really done. TURN_COMPLETE", 20_000);
+    let t = f.command_given(Command::Resume, 30_000, 30_000).unwrap();
+    assert_eq!(announcements(&t)[0].mention, Some(PM), "asked once, at the resume");
+    f.command_given(Command::Pause, 40_000, 40_000).unwrap();
+    assert_eq!(event_names(&f.deliver(&second, 41_000)), ["signal_held"]);
+    let t = f.command_given(Command::Resume, 50_000, 50_000).unwrap();
+    assert_eq!(texts(&t), ["▶️ Resumed. pm has 80s left."], "not a second fresh turn");
+}
