@@ -235,6 +235,9 @@ pub struct Actor {
     /// Messages were left to the history (the held queue was full): read it again after this catch-up, or, while a
     /// command is held, once it is handled (what was written after it waits for it).
     read_again: bool,
+    /// A new gateway session came while a catch-up ran: what was missed before it is read as soon as that catch-up
+    /// is done, before any held command (which may have been given after a signal only this read shows).
+    read_owed: bool,
     /// The oldest message left to the history since the last read began (see [`Actor::leave_to_history`]).
     left_from: Option<MessageId>,
     /// Commands the gateway carried that poise has not handed over yet, each with its place in `held`.
@@ -673,10 +676,14 @@ impl Actor {
                 }
                 if done {
                     self.catch_ups_running = self.catch_ups_running.saturating_sub(1);
-                    // Read again at once for what was left to the history, unless a held command must go first:
-                    // what was written after it waits for it (then `handle_held` reads).
+                    // Read again at once for what a new gateway session missed meanwhile, even before a held
+                    // command (the pages hold what was written after it in its place); and for what was left to
+                    // the history, unless a held command must go first: what was written after it waits for it
+                    // (then `handle_held` reads).
                     let command_held = self.first_command_held().is_some();
-                    if self.catch_ups_running == 0 && !command_held && std::mem::take(&mut self.read_again) {
+                    if self.catch_ups_running == 0 && (self.read_owed || !command_held && self.read_again) {
+                        // The read starts before the oldest message left to the history: it covers those too.
+                        (self.read_owed, self.read_again) = (false, false);
                         self.start_catch_up();
                     }
                 }
@@ -1009,6 +1016,8 @@ impl Actor {
     fn catch_up_once_connected(&mut self) {
         if self.its_shard_is_up() {
             self.awaiting = Awaiting::Nothing; // The read covers whatever was owed.
+            // One running still holds the deadlines and commands; this read follows it at once.
+            self.read_owed |= self.catch_ups_running > 0;
             self.start_catch_up();
         } else {
             self.awaiting = Awaiting::Read;
@@ -1068,6 +1077,7 @@ fn task(
         taken_over: false,
         held: VecDeque::new(),
         read_again: false,
+        read_owed: false,
         left_from: None,
         awaited: awaited::Awaited::default(),
         handoff: crate::metrics::Handoff::default(),

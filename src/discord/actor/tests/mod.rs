@@ -265,6 +265,8 @@ struct MemorySaver {
     failing_loads: AtomicU32,
     /// Channels whose saved session this build cannot decode (a newer build's, or one edited by hand).
     undecodable: Mutex<Vec<ChannelId>>,
+    /// How long a durable save takes (a stalled disk).
+    save_delay: Mutex<Duration>,
 }
 
 impl MemorySaver {
@@ -285,6 +287,10 @@ impl Saver for MemorySaver {
     }
 
     async fn save_durable(&self, session: Session, events: Vec<HistoryEvent>) -> Result<(), SessionStoreError> {
+        let delay = *self.save_delay.lock().unwrap();
+        if !delay.is_zero() {
+            tokio::time::sleep(delay).await;
+        }
         let names: Vec<&str> = events.iter().map(|e| e.kind.name()).collect();
         if self.taken_over.load(Ordering::Relaxed) {
             self.journal.push(format!("fenced save {} {}", session.channel_id, names.join(",")));
@@ -374,6 +380,7 @@ impl Harness {
             lease_lost: AtomicBool::new(false),
             failing_loads: AtomicU32::new(0),
             undecodable: Mutex::default(),
+            save_delay: Mutex::new(Duration::ZERO),
         });
         let clock = Clock::starting_at(t0());
         let shards = Arc::new(ShardsUp::default());
