@@ -289,3 +289,109 @@ async fn a_slash_pause_given_just_before_the_holders_signal_runs_first() {
     })
     .await;
 }
+
+/// A prefix command's reply that meets a 429 (Discord's per-channel limit, 5 messages / 5 s) is sent after Discord's
+/// `retry_after`: before, the reply was lost, and the person read "Something went wrong" (found by a review).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_that_meets_a_rate_limit_is_sent_after_it() {
+    let scene = Scene::started().await;
+    let path = format!("/channels/{}/messages", scene.stage.channel);
+    let limited = RouteAction::RateLimit { retry_after: std::time::Duration::from_millis(300) };
+    scene.stage.server.faults(|f| f.on_route(Some("POST"), &path, limited, 1));
+    let answer = command(&scene, scene.stage.operator, "status", |_| true).await;
+    assert!(answer.content.starts_with("pm has the floor"), "the answer: {}", answer.content);
+}
+
+/// A slash command carried out is not answered "Something went wrong" when its "Done." could not be sent (a 5xx on
+/// the interaction callback): before, it was (found by a review).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slash_command_carried_out_is_not_answered_as_failed_when_its_done_is_refused() {
+    let scene = Scene::started().await;
+    let (server, app) = (&scene.stage.server, scene.stage.bot_user);
+    server.faults(|f| f.on_route(Some("POST"), "/interactions/", RouteAction::ServerError(500), 1));
+    let pause = json!([{"type": 1, "name": "pause", "options": []}]);
+    server.invoke_command(scene.stage.channel, scene.stage.operator, app, "turn", pause);
+    scene.until("the pause", |v| v.iter().any(|m| m.content.starts_with("⏸️ Paused.")).then_some(())).await;
+    // Whatever it would have answered has come by the time a later command is answered.
+    command(&scene, scene.stage.operator, "status", starts("pm has the floor")).await;
+    assert_eq!(scene.session().await.status, SessionStatus::Paused);
+    let view = scene.view();
+    let failed = view.iter().filter(|m| m.content.starts_with("Something went wrong")).count();
+    assert_eq!(failed, 0, "{}", common::render(&view));
+}
+
+/// A slow slash command whose deferral Discord refuses still runs, and its "Done." is its first answer: before, the
+/// command was dropped mid-way (its permission check) and answered "Something went wrong" (found by a review).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slash_command_whose_deferral_is_refused_still_runs() {
+    let scene = Scene::new().await;
+    let (server, app) = (&scene.stage.server, scene.stage.bot_user);
+    let thread = server.create_thread(scene.stage.channel, "slow");
+    // A thread is not in serenity's cache: checking the operator's permissions there reads it from Discord, slowly,
+    // so the command is deferred; and the deferral fails.
+    let slow = RouteAction::Slow(std::time::Duration::from_secs(2));
+    server.faults(|f| f.on_route(Some("GET"), &format!("/channels/{thread}"), slow, 1));
+    server.faults(|f| f.on_route(Some("POST"), "/interactions/", RouteAction::ServerError(500), 1));
+    let start = json!([{"type": 1, "name": "start", "options": []}]);
+    server.invoke_command(thread, scene.stage.operator, app, "turn", start);
+    let shows =
+        |w: &local_discord::world::World, prefix: &str| w.view(thread).iter().any(|m| m.content.starts_with(prefix));
+    let ran =
+        |w: &local_discord::world::World| (shows(w, "Done.") && shows(w, "▶️ Turn management started")).then_some(());
+    server.wait_for("the start and its Done.", common::PATIENCE, ran).await.unwrap();
+    let view = server.with(|w| w.view(thread));
+    assert!(!view.iter().any(|m| m.content.starts_with("Something went wrong")), "{}", common::render(&view));
+}
+
+/// A refusal repeats what was typed within bounds: a long unknown name does not make a reply over Discord's 2,000
+/// characters (refused with a 400, the person reading "Something went wrong" instead, as before).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_unknown_persona_name_still_gets_its_refusal() {
+    let scene = Scene::started().await;
+    let name = "x".repeat(1_980);
+    let answer = command(&scene, scene.stage.operator, &format!("give {name}"), |_| true).await;
+    assert!(answer.content.contains("known personas: pm, dev, critic"), "{}", &answer.content[..120]);
+    assert!(answer.content.chars().count() < 200, "{}", answer.content.chars().count());
+}
+
+/// Discord delivers a MESSAGE_CREATE twice around a reconnect: a command refused before it reaches the channel's
+/// actor (which runs a command once) is answered once: its reply's nonce is the command's id (found by a review).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_command_delivered_twice_is_answered_once() {
+    let scene = Scene::started().await;
+    let visitor = scene.stage.server.create_user("visitor");
+    scene.stage.server.add_member(scene.stage.guild, visitor, &[]);
+    scene.stage.server.faults(|f| f.on_dispatch(Some("MESSAGE_CREATE"), DispatchAction::Duplicate, 1));
+    command(&scene, visitor, "skip", starts("You can't change the session here")).await;
+    command(&scene, scene.stage.operator, "status", starts("pm has the floor")).await;
+    let view = scene.view();
+    let refusals = view.iter().filter(|m| m.content.starts_with("You can't change the session here")).count();
+    assert_eq!(refusals, 1, "{}", common::render(&view));
+}
+
+/// In a thread, Manage Channels granted on its parent channel lets a member steer the thread's session; a member
+/// without it may not, nor may a persona.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_a_thread_manage_channels_on_the_parent_channel_counts() {
+    let scene = Scene::new().await;
+    let (server, guild) = (&scene.stage.server, scene.stage.guild);
+    let thread = server.create_thread(scene.stage.channel, "t");
+    let lead = server.create_user("channel-lead");
+    server.add_member(guild, lead, &[]);
+    let granted = OverwriteTarget::Member(lead);
+    server.set_overwrite(scene.stage.channel, granted, Permissions::MANAGE_CHANNELS, Permissions::empty());
+    let visitor = server.create_user("visitor");
+    server.add_member(guild, visitor, &[]);
+    let seen = |w: &local_discord::world::World, after: u64, prefix: &str| {
+        let answers = w.view(thread).into_iter().filter(|m| m.id > after && m.author == "turn-manager");
+        answers.map(|m| m.content).find(|content| content.starts_with(prefix))
+    };
+    let id = server.post(thread, visitor, "!turn start");
+    server.wait_for("the visitor's refusal", common::PATIENCE, |w| seen(w, id, "You can't")).await.unwrap();
+    let id = server.post(thread, lead, "!turn start pm dev");
+    server.wait_for("the start", common::PATIENCE, |w| seen(w, id, "▶️ Turn management started")).await.unwrap();
+    let id = server.post(thread, scene.user("dev"), "!turn skip");
+    server.wait_for("the persona's refusal", common::PATIENCE, |w| seen(w, id, "Personas can't")).await.unwrap();
+    let id = server.post(thread, lead, "!turn skip");
+    server.wait_for("the skip", common::PATIENCE, |w| seen(w, id, "⏭️")).await.unwrap();
+}

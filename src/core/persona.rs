@@ -12,6 +12,9 @@ pub const TIMEOUT_SECONDS_MAX: i64 = 86_400;
 /// Discord's limit for a webhook's username, which is how a persona's name is shown in relay mode.
 pub const DISPLAY_NAME_MAX: usize = 80;
 
+/// How much of a name someone typed a refusal repeats: a reply must stay within Discord's 2,000 characters, with room
+/// for the known personas.
+pub const TYPED_ECHO_MAX: usize = 64;
 const KNOWN_FIELDS: &[&str] = &["id", "displayName", "discordUserId", "avatarUrl", "turnBehavior", "order"];
 const KNOWN_TURN_BEHAVIOR_FIELDS: &[&str] = &["timeoutSeconds"];
 
@@ -192,10 +195,10 @@ impl PersonaCatalog {
     /// Looks a persona up by the id a person typed; the error names the known ones.
     pub fn resolve(&self, typed: &str) -> Result<&Persona, String> {
         let wanted = typed.trim().trim_start_matches('@').to_lowercase();
-        self.ordered
-            .iter()
-            .find(|p| p.id.as_str() == wanted)
-            .ok_or_else(|| format!("unknown persona \"{typed}\"; known personas: {}", self.ids_joined()))
+        self.ordered.iter().find(|p| p.id.as_str() == wanted).ok_or_else(|| {
+            let typed = crate::core::session::effects::clip(typed, TYPED_ECHO_MAX);
+            format!("unknown persona \"{typed}\"; known personas: {}", self.ids_joined())
+        })
     }
 
     /// All personas in default roster order.

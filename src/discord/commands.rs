@@ -5,11 +5,14 @@
 
 use super::access::Access;
 use super::actor::Input;
+use super::rest::http::REST_TIMEOUT;
+use super::rest::in_a_few_tries;
 use super::rest::serenity::call;
 use super::router::Router;
 use crate::core::ids::{ChannelId, MessageId, UserId};
+use crate::core::persona::TYPED_ECHO_MAX;
 use crate::core::session::Command;
-use crate::core::session::effects::fit_message;
+use crate::core::session::effects::{clip, fit_message};
 use crate::sessions::SessionStore;
 use poise::serenity_prelude as discord;
 use std::sync::Arc;
@@ -266,9 +269,12 @@ async fn history(ctx: Ctx<'_>, #[description = "how many events (default 10)"] n
 async fn change(ctx: Ctx<'_>, command: Command) -> Result<(), Error> {
     tracing::debug!(channel = %ctx.channel_id(), user = %ctx.author().id, "command {command:?}");
     match in_time(ctx, true, run(ctx, command)).await? {
-        // The announcement in the channel is the answer; a slash command still needs a reply of its own.
+        // The announcement in the channel is the answer; a slash command still needs a reply of its own. One that
+        // could not be sent is only logged: the command ran, and an error reply would say otherwise.
         Ok(()) if matches!(ctx, poise::Context::Application(_)) => {
-            ctx.send(poise::CreateReply::default().content("Done.").ephemeral(true)).await?;
+            if let Err(e) = answered(ctx.send(poise::CreateReply::default().content("Done.").ephemeral(true))).await {
+                tracing::warn!(channel = %ctx.channel_id(), "a slash command ran, but its \"Done.\" could not be sent: {e}");
+            }
             Ok(())
         }
         Ok(()) => Ok(()),
@@ -323,11 +329,12 @@ async fn in_time<T>(ctx: Ctx<'_>, ephemeral: bool, answer: impl std::future::Fut
     if let Ok(found) = tokio::time::timeout(defer_after(age_ms), &mut answer).await {
         return Ok(found);
     }
-    // Interaction callbacks are not bound to the bot's global rate limit, so the deferral takes no REST budget.
-    if ephemeral {
-        ctx.defer_ephemeral().await?;
-    } else {
-        ctx.defer().await?;
+    // Interaction callbacks are not bound to the bot's global rate limit, so the deferral takes no REST budget. One
+    // that fails is only logged: the command may be with the channel's actor already, so its outcome is still waited
+    // for (and its reply then tried, Discord permitting).
+    let deferred = if ephemeral { answered(ctx.defer_ephemeral()).await } else { answered(ctx.defer()).await };
+    if let Err(e) = deferred {
+        tracing::warn!(channel = %ctx.channel_id(), "could not defer a slash command's answer: {e}");
     }
     Ok(answer.await)
 }
@@ -375,19 +382,39 @@ fn member_carried(ctx: Ctx<'_>) -> Option<discord::Member> {
     }
 }
 
+/// Answers a command, cut to Discord's 2,000 characters. A slash command's answer is an interaction callback, which
+/// Discord does not count against the global REST budget, and which must come within 3 s: it is sent at once. A
+/// prefix command's is a line in the channel like any other, pinging nobody, within the budget, tried a few times
+/// (a 429 waits Discord's `retry_after`), with a nonce made from the command's own id: neither a retry nor the same
+/// command delivered twice by the gateway posts it twice.
 async fn reply(ctx: Ctx<'_>, text: &str) -> Result<(), Error> {
-    spend_for_reply(ctx).await;
-    ctx.say(text).await?;
+    let text = fit_message(text.to_owned());
+    match ctx {
+        poise::Context::Application(_) => {
+            answered(ctx.say(text)).await?;
+        }
+        poise::Context::Prefix(_) => {
+            let (rest, channel, nonce) =
+                (&ctx.data().router.env().rest, ChannelId(ctx.channel_id().get()), reply_nonce(ctx));
+            in_a_few_tries(|| rest.notice(channel, &text, &nonce)).await?;
+        }
+    }
     Ok(())
 }
 
-/// A prefix command's reply is a message like any other, so it waits for the global REST budget. A slash command's
-/// answer is an interaction callback, which Discord does not count against that budget, and which must come within
-/// 3 s: it does not wait behind a backlog.
-async fn spend_for_reply(ctx: Ctx<'_>) {
-    if matches!(ctx, poise::Context::Prefix(_)) {
-        ctx.data().access.budget().take().await;
+/// A call answering an interaction, within [`REST_TIMEOUT`]: serenity's client has none, and a callback Discord
+/// never answers would hold the command's task for good.
+async fn answered<T>(call: impl std::future::Future<Output = Result<T, discord::Error>>) -> Result<T, Error> {
+    match tokio::time::timeout(REST_TIMEOUT, call).await {
+        Ok(answer) => Ok(answer?),
+        Err(_) => Err(format!("Discord did not answer within {REST_TIMEOUT:?}").into()),
     }
+}
+
+/// The nonce of a prefix command's reply (at most 25 characters): its `r` keeps it apart from announcements' and
+/// notices'.
+fn reply_nonce(ctx: Ctx<'_>) -> String {
+    format!("r{}", origin(ctx).0)
 }
 
 /// A `!turn ...` command found in a message the gateway never delivered: read back from the channel's history after
@@ -516,7 +543,7 @@ fn unreadable(error: &(dyn std::error::Error + Send + Sync + 'static), input: Op
         let mut chars = text.trim_end_matches('.').chars();
         chars.next().map(|first| first.to_lowercase().chain(chars).collect()).unwrap_or_default()
     };
-    let what = input.map(|i| format!("`{i}`: ")).unwrap_or_default();
+    let what = input.map(|i| format!("`{}`: ", clip(i, TYPED_ECHO_MAX))).unwrap_or_default();
     format!("I couldn't read that: {what}{why}. Usage: `{usage}`")
 }
 

@@ -83,7 +83,15 @@ pub fn fit_message(text: String) -> String {
     if text.chars().count() <= MESSAGE_CONTENT_LENGTH_MAX {
         return text;
     }
-    let mut cut: String = text.chars().take(MESSAGE_CONTENT_LENGTH_MAX - 1).collect();
+    clip(&text, MESSAGE_CONTENT_LENGTH_MAX)
+}
+
+/// `text` cut to `max` characters at most, the cut marked with `…`: for what someone typed, repeated in a reply.
+pub fn clip(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_owned();
+    }
+    let mut cut: String = text.chars().take(max.saturating_sub(1)).collect();
     cut.push('…');
     cut
 }
@@ -166,6 +174,8 @@ mod tests {
 
     #[test]
     fn long_announcements_are_cut_to_the_discord_limit() {
+        assert_eq!(clip("persona", 7), "persona");
+        assert_eq!(clip("personas", 7), "person…");
         let cut = fit_message("y".repeat(2500));
         assert_eq!(cut.chars().count(), MESSAGE_CONTENT_LENGTH_MAX);
         assert!(cut.ends_with('…'));

@@ -197,19 +197,36 @@ impl WebhookLimit {
     }
 }
 
-/// Deletes a message the bot made (404: gone already, done), tried a few times over some seconds, a 429 waiting
-/// Discord's `retry_after`: for taking back what should not show, where the sender's ten minutes of retries would hold
-/// up the channel's next effects. Answers the last failure.
+/// Deletes a message the bot made (404: gone already, done), [`in_a_few_tries`]: for taking back what should not
+/// show, where the sender's ten minutes of retries would hold up the channel's next effects.
 pub async fn delete_in_a_few_tries<F, Fut>(mut delete: F) -> Result<(), RestError>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<(), RestError>>,
 {
+    in_a_few_tries(|| {
+        let deleting = delete();
+        async move {
+            match deleting.await {
+                Err(e) if e.status() == Some(404) => Ok(()),
+                other => other,
+            }
+        }
+    })
+    .await
+}
+
+/// A call tried a few times over some seconds while it fails in a way that may pass ([`RestError::is_transient`]),
+/// a 429 waiting Discord's `retry_after`. Answers the last failure.
+pub async fn in_a_few_tries<T, F, Fut>(mut call: F) -> Result<T, RestError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, RestError>>,
+{
     let (mut wait, mut tries) = (Duration::from_millis(500), 1);
     loop {
-        match delete().await {
-            Ok(()) => return Ok(()),
-            Err(e) if e.status() == Some(404) => return Ok(()),
+        match call().await {
+            Ok(done) => return Ok(done),
             Err(e) if e.is_transient() && tries < 4 => {
                 let asked = match &e {
                     RestError::Status { retry_after, .. } => *retry_after,
