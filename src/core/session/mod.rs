@@ -173,6 +173,11 @@ pub struct Session {
     pub turn_paused_ms: i64,
     /// The turn's announcement has been made (it waits for `resume` when the turn began paused).
     pub turn_announced: bool,
+    /// When the holder was last called on with a mention in this turn, on Discord's clock: the announcement's message
+    /// once Discord accepted it, until then the latest instant known on Discord's clock when it was decided. A signal
+    /// written before it and held needs no new call (see `pauses`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub holder_called_at: Option<MessageId>,
     /// When the session was paused (on our clock, from when the `pause` was given): a turn that begins during the
     /// pause leaves it as it is, so that a signal written after the pause was given is held, whoever holds the floor.
     pub paused_at: Option<DateTime<Utc>>,
@@ -393,6 +398,7 @@ impl Session {
             turn_extended_seconds: 0,
             turn_paused_ms: 0,
             turn_announced: false,
+            holder_called_at: None,
             paused_at: None,
             paused_remaining_ms: None,
             agents: Agents::default(),

@@ -41,6 +41,8 @@ impl Session {
             if self.turn_announcement.as_deref() == Some(announcement.nonce.as_str()) {
                 self.turn_announcement = None;
                 self.give_back_announcement_delay(whole_millis(at));
+                // The mention's own time, on Discord's clock.
+                self.holder_called_at = posted.or(self.holder_called_at);
             }
         }
         Transition { changed: true, ..Transition::default() }

@@ -59,8 +59,9 @@ impl Session {
     }
 
     /// The holder was called on (its turn announced, with a mention) after it wrote `message`: a signal it held
-    /// needs no new call.
+    /// needs no new call. Both on Discord's clock, so that ours running behind or ahead of it misjudges nothing.
     pub(super) fn called_since(&self, message: &IncomingMessage) -> bool {
-        self.turn_announced && self.turn_started_at.is_some_and(|called| called > message.written_at)
+        let Some(called) = self.holder_called_at else { return false };
+        if message.edited { message.written_at < called.created_at() } else { message.id < called }
     }
 }

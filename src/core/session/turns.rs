@@ -354,6 +354,7 @@ impl Session {
         self.pause_reason = None;
         self.signal_held = false;
         self.pauses = None;
+        self.holder_called_at = None;
         self.editable_messages.clear();
         self.editable_after_signal = None;
         self.out_of_turn_lately.clear();
@@ -419,6 +420,7 @@ impl Session {
             self.paused_remaining_ms = Some(i64::try_from(length * 1000).unwrap_or(i64::MAX));
             self.turn_timeout_at = None;
             self.turn_announced = false;
+            self.holder_called_at = None;
         } else {
             self.turn_timeout_at = Some(now + seconds(length));
             self.announce_turn_as(template, extra, ctx, t, now);
@@ -460,6 +462,10 @@ impl Session {
         values.extend(extra.iter().cloned());
         let text = ctx.config.templates.render(template, &values);
         self.turn_announced = true;
+        // No later than this on Discord's clock: our present, or what Discord told of its own (the newest message
+        // handled, the command that moved the floor or resumed the session), should our clock run behind it.
+        let known = [self.last_message_id, self.floor_moved_at, self.pause_toggled_at, self.last_announced];
+        self.holder_called_at = known.into_iter().flatten().chain([MessageId::first_at(now)]).max();
         self.announce(t, now, text, user);
         if let Some(Effect::Announce(announcement)) = t.effects.last() {
             self.turn_announcement = Some(announcement.nonce.as_str().into());

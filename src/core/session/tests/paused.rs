@@ -400,3 +400,51 @@ fn a_holder_asked_again_is_not_asked_twice_for_what_it_wrote_before() {
     let t = f.command_given(Command::Resume, 50_000, 50_000).unwrap();
     assert_eq!(texts(&t), ["▶️ Resumed. pm has 80s left."], "not a second fresh turn");
 }
+
+/// Whether the holder was called on since it wrote a held signal is judged on Discord's clock: ours running 2 s
+/// behind it, a second signal written just before the `resume` does not ask the holder a second time (found by a
+/// review: our clock's instant of the call looked earlier than the signal).
+#[test]
+fn a_holder_is_not_asked_twice_when_discords_clock_runs_ahead_of_ours() {
+    let mut f = Fixture::new();
+    // Discord's time = ours + 2 s.
+    f.command_given(Command::Pause, 10_000, 8_000).unwrap();
+    let first = f.message(PM, "Done. TURN_COMPLETE", 20_000);
+    let second = f.message(PM, "Really done. TURN_COMPLETE", 29_500);
+    let t = f.command_given(Command::Resume, 30_000, 28_050).unwrap();
+    assert_eq!(texts(&t), ["▶️ Resumed. pm has 82s left."]);
+    let t = f.deliver(&first, 28_100);
+    assert_eq!(announcements(&t).len(), 1, "asked again once");
+    let t = f.deliver(&second, 28_150);
+    assert_eq!(event_names(&t), ["signal_held"]);
+    assert!(announcements(&t).is_empty(), "asked a second time: {:?}", texts(&t));
+}
+
+/// A `resume` that restarts a turn whose announcement Discord has not confirmed yet calls nobody: the holder's
+/// signal written during the pause asks it again whether handled before the `resume` or after it (found by a review:
+/// the restart was taken for a call, and the holder was never asked again).
+#[test]
+fn a_signal_held_after_a_resume_that_restarted_an_unconfirmed_turn_asks_the_holder_again() {
+    for reordered in [false, true] {
+        let mut f = Fixture::new();
+        f.held = true;
+        f.command_given(Command::Skip, 500, 500).unwrap(); // dev's floor, its announcement not confirmed yet
+        assert_eq!(f.active(), "dev");
+        f.command_given(Command::Pause, 1_000, 1_000).unwrap();
+        let signal = f.message(DEV, "Done. TURN_COMPLETE", 3_000);
+        let mut asked = 0;
+        if !reordered {
+            assert_eq!(event_names(&f.deliver(&signal, 3_100)), ["signal_held"]);
+        }
+        let t = f.command_given(Command::Resume, 5_000, 5_000).unwrap();
+        asked += announcements(&t).iter().filter(|a| a.mention == Some(DEV)).count();
+        if reordered {
+            let t = f.deliver(&signal, 5_100);
+            assert_eq!(event_names(&t), ["signal_held"]);
+            asked += announcements(&t).iter().filter(|a| a.mention == Some(DEV)).count();
+        }
+        f.held = false;
+        f.accept(6_000);
+        assert_eq!(asked, 1, "reordered: {reordered}: dev asked again {asked} times");
+    }
+}

@@ -545,14 +545,15 @@ async fn an_actors_task_stays_small_since_every_managed_channel_keeps_one_idle_o
     // against 1,664 when every step of the actor was part of its resident future. (1,152 bytes until the session
     // noted its newest pause or resume, 16 bytes, in the same 1,280-byte cell; its newest announcement's 16 bytes were
     // paid for by two short lists becoming `Vec`s; the `start` that began the session, by two strings becoming
-    // `Box<str>`s; the recent pauses, and some more, by the progress mark becoming a `Box`. The task is
-    // spawned as it is, on no tracker whose wrapper would add to it.)
+    // `Box<str>`s; the recent pauses, and some more, by the progress mark becoming a `Box`; when the holder was
+    // called on, 16 bytes, in the same cell. The task is spawned as it is, on no tracker whose wrapper would add to
+    // it.)
     let h = Harness::new();
     let (myself, inbox) = super::inbox::inbox();
     let env = h.router.env().clone();
     let task = super::task(A, super::Origin::Load, env, (inbox, Arc::default()), myself, Box::new(|_| true));
     let size = std::mem::size_of_val(&task);
-    assert!(size <= 1_144, "the task's future is {size} bytes");
+    assert!(size <= 1_160, "the task's future is {size} bytes");
 }
 
 #[tokio::test(start_paused = true)]
