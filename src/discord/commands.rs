@@ -9,6 +9,7 @@ use super::rest::http::REST_TIMEOUT;
 use super::rest::in_a_few_tries;
 use super::rest::serenity::call;
 use super::router::Router;
+use super::sender::answer_nonce;
 use crate::core::ids::{ChannelId, MessageId, UserId};
 use crate::core::persona::TYPED_ECHO_MAX;
 use crate::core::session::Command;
@@ -242,7 +243,8 @@ async fn status(ctx: Ctx<'_>) -> Result<(), Error> {
         }
     })
     .await?;
-    reply(ctx, &text).await
+    reply(ctx, &text).await;
+    Ok(())
 }
 
 /// The last n events of this channel's session.
@@ -262,7 +264,8 @@ async fn history(ctx: Ctx<'_>, #[description = "how many events (default 10)"] n
         Ok::<_, Error>(fit_message(text))
     })
     .await??;
-    reply(ctx, &text).await
+    reply(ctx, &text).await;
+    Ok(())
 }
 
 /// Runs a command that changes the session, after the permission check; refusals are answered.
@@ -278,7 +281,10 @@ async fn change(ctx: Ctx<'_>, command: Command) -> Result<(), Error> {
             Ok(())
         }
         Ok(()) => Ok(()),
-        Err(refusal) => reply(ctx, &refusal).await,
+        Err(refusal) => {
+            reply(ctx, &refusal).await;
+            Ok(())
+        }
     }
 }
 
@@ -386,20 +392,22 @@ fn member_carried(ctx: Ctx<'_>) -> Option<discord::Member> {
 /// Discord does not count against the global REST budget, and which must come within 3 s: it is sent at once. A
 /// prefix command's is a line in the channel like any other, pinging nobody, within the budget, tried a few times
 /// (a 429 waits Discord's `retry_after`), with a nonce made from the command's own id: neither a retry nor the same
-/// command delivered twice by the gateway posts it twice.
-async fn reply(ctx: Ctx<'_>, text: &str) -> Result<(), Error> {
+/// command delivered twice by the gateway posts it twice. A reply that could not be sent is logged, not answered
+/// with an error reply: that would meet the same refusal, or, after a time-out whose reply did reach Discord, show
+/// beside it.
+async fn reply(ctx: Ctx<'_>, text: &str) {
     let text = fit_message(text.to_owned());
-    match ctx {
-        poise::Context::Application(_) => {
-            answered(ctx.say(text)).await?;
-        }
+    let sent = match ctx {
+        poise::Context::Application(_) => answered(ctx.say(text)).await.map(drop),
         poise::Context::Prefix(_) => {
             let (rest, channel, nonce) =
-                (&ctx.data().router.env().rest, ChannelId(ctx.channel_id().get()), reply_nonce(ctx));
-            in_a_few_tries(|| rest.notice(channel, &text, &nonce)).await?;
+                (&ctx.data().router.env().rest, ChannelId(ctx.channel_id().get()), answer_nonce(origin(ctx)));
+            in_a_few_tries(|| rest.notice(channel, &text, &nonce)).await.map_err(Into::into)
         }
+    };
+    if let Err(e) = sent {
+        tracing::warn!(channel = %ctx.channel_id(), "could not answer `{}`: {e}", ctx.invocation_string());
     }
-    Ok(())
 }
 
 /// A call answering an interaction, within [`REST_TIMEOUT`]: serenity's client has none, and a callback Discord
@@ -409,12 +417,6 @@ async fn answered<T>(call: impl std::future::Future<Output = Result<T, discord::
         Ok(answer) => Ok(answer?),
         Err(_) => Err(format!("Discord did not answer within {REST_TIMEOUT:?}").into()),
     }
-}
-
-/// The nonce of a prefix command's reply (at most 25 characters): its `r` keeps it apart from announcements' and
-/// notices'.
-fn reply_nonce(ctx: Ctx<'_>) -> String {
-    format!("r{}", origin(ctx).0)
 }
 
 /// A `!turn ...` command found in a message the gateway never delivered: read back from the channel's history after
@@ -551,7 +553,7 @@ async fn on_error(error: poise::FrameworkError<'_, Arc<Commands>, Error>) {
     if let Some(ctx) = error.ctx() {
         let_go(ctx); // Before the reply: nothing of this command reaches the channel's actor any more.
     }
-    let outcome = match error {
+    match error {
         poise::FrameworkError::ArgumentParse { error, input, ctx, .. } => {
             reply(ctx, &unreadable(error.as_ref(), input.as_deref(), &usage(ctx.command()))).await
         }
@@ -567,11 +569,7 @@ async fn on_error(error: poise::FrameworkError<'_, Arc<Commands>, Error>) {
             if let Err(e) = poise::builtins::on_error(other).await {
                 tracing::warn!("could not answer a failed command: {e}");
             }
-            Ok(())
         }
-    };
-    if let Err(e) = outcome {
-        tracing::warn!("could not answer a failed command: {e}");
     }
 }
 

@@ -179,6 +179,12 @@ impl Sender {
         let _ = self.jobs.send(Job::Notice { text, nonce: notice_nonce() });
     }
 
+    /// A notice answering the command given in message `command`: with the nonce its live reply has, so that a
+    /// command read back from the history whose gateway copy poise answered too is answered once.
+    pub fn answer(&self, command: MessageId, text: String) {
+        let _ = self.jobs.send(Job::Notice { text, nonce: answer_nonce(command) });
+    }
+
     /// Waits until everything queued so far is carried out (or given up).
     pub async fn flush(&self) {
         let (done, wait) = oneshot::channel();
@@ -284,6 +290,13 @@ async fn finish(tidying: &mut Option<Tidying>) {
             }
         }
     }
+}
+
+/// The nonce of the answer to the command given in message `command` (at most 25 characters): the same wherever it
+/// is answered from, so Discord posts it once; its `r` keeps it apart from every announcement's (`t`) and notice's
+/// (`n`).
+pub fn answer_nonce(command: MessageId) -> String {
+    format!("r{}", command.0)
 }
 
 /// A notice's nonce, the same on each of its retries. A notice is not in the outbox (it is never carried out again

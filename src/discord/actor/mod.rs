@@ -848,7 +848,7 @@ impl Actor {
             },
         };
         let typed = crate::core::templates::quotable(text);
-        self.sender().notice(format!("`{typed}` (sent while I was away, so only read now): {refusal}"));
+        self.sender().answer(id, format!("`{typed}` (sent while I was away, so only read now): {refusal}"));
     }
 
     /// Runs a command. Starting a session first picks relay or observe from the bot's permissions (when the

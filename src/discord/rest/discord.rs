@@ -92,6 +92,7 @@ impl Rest for DiscordRest {
     }
 
     async fn notice(&self, channel: ChannelId, text: &str, nonce: &str) -> Result<(), RestError> {
+        let text = crate::core::session::effects::fit_message(text.to_owned());
         let body = json!({"content": text, "allowed_mentions": {"parse": []}, "nonce": nonce, "enforce_nonce": true});
         self.http.create_message(channel.0, &body).await.map(drop)
     }

@@ -247,12 +247,19 @@ async fn a_command_typed_while_away_by_someone_who_may_not_change_the_session_is
     h.start(A).await;
     h.settle(A).await;
     let written = vec![h.written(HUMAN, "!turn stop", 20_000), h.written(HUMAN, "!turn give", 21_000)];
+    let ids: Vec<MessageId> = written.iter().map(|m| m.id).collect();
     let restarted = restarted_after(&h, written, Refused { not_managers: vec![HUMAN], ..Refused::default() }).await;
     assert!(restarted.session(A).await.is_active());
     let said = notices(&restarted);
     assert_eq!(said.len(), 2, "{said:#?}");
     assert!(said[0].contains("`!turn stop` (sent while I was away, so only read now): You can't change"), "{said:#?}");
     assert!(said[1].contains("`!turn give` (sent while I was away, so only read now): Usage: `!turn give <persona>`"));
+    // With the nonce poise's live reply to the same command has: should its gateway copy reach poise too (after the
+    // page showed it), Discord posts the answer once.
+    for (said, id) in said.iter().zip(ids) {
+        let nonce = crate::discord::sender::answer_nonce(id);
+        assert!(said.contains(&format!("(nonce {nonce})")), "{said}");
+    }
 }
 
 #[tokio::test(start_paused = true)]

@@ -173,8 +173,8 @@ impl Rest for FakeRest {
             .map(|(_, id, _)| *id))
     }
 
-    async fn notice(&self, channel: ChannelId, text: &str, _nonce: &str) -> Result<(), RestError> {
-        self.call(channel, "notice", format!("notice {channel} {text}")).await
+    async fn notice(&self, channel: ChannelId, text: &str, nonce: &str) -> Result<(), RestError> {
+        self.call(channel, "notice", format!("notice {channel} {text} (nonce {nonce})")).await
     }
 
     async fn repost(
