@@ -154,6 +154,9 @@ impl Session {
                 if self.status != SessionStatus::Paused {
                     return Err(refuse("The session is not paused."));
                 }
+                // Noted now, not only once the command is kept: an announcement of this resume is no earlier than it
+                // on Discord's clock (see `holder_called_at`).
+                self.pause_toggled_at = self.pause_toggled_at.max(Some(turn_end));
                 let called_for_people = self.pause_reason.take().is_some();
                 // A signal held during the pause was not acted on: the holder is asked again.
                 let asked_again = std::mem::take(&mut self.signal_held);

@@ -448,3 +448,20 @@ fn a_signal_held_after_a_resume_that_restarted_an_unconfirmed_turn_asks_the_hold
         assert_eq!(asked, 1, "reordered: {reordered}: dev asked again {asked} times");
     }
 }
+
+/// The same with a `resume` that asks the holder again itself (a signal held before it): its own id bounds the
+/// instant of the call on Discord's clock, so a second signal written just before it is not taken for a new one.
+#[test]
+fn a_holder_asked_again_by_the_resume_is_not_asked_twice_when_discords_clock_runs_ahead_of_ours() {
+    let mut f = Fixture::new();
+    // Discord's time = ours + 2 s.
+    f.command_given(Command::Pause, 10_000, 8_000).unwrap();
+    let first = f.message(PM, "Done. TURN_COMPLETE", 20_000);
+    assert_eq!(event_names(&f.deliver(&first, 18_000)), ["signal_held"]);
+    let second = f.message(PM, "Really done. TURN_COMPLETE", 29_500);
+    let t = f.command_given(Command::Resume, 30_000, 28_050).unwrap();
+    assert_eq!(announcements(&t).iter().map(|a| a.mention).collect::<Vec<_>>(), [Some(PM)], "asked again");
+    let t = f.deliver(&second, 28_150);
+    assert_eq!(event_names(&t), ["signal_held"]);
+    assert!(announcements(&t).is_empty(), "asked a second time: {:?}", texts(&t));
+}
