@@ -7,6 +7,7 @@ mod messages;
 mod overtaken;
 mod paused;
 mod properties;
+mod reordered;
 mod timing;
 
 use super::effects::{Announcement, Effect};
