@@ -281,8 +281,10 @@ async fn run_refuses_an_api_base_that_gives_no_gateway_address_rather_than_conne
     let stage = Stage::new(&common::personas([60, 60, 60])).await.unwrap();
     let (personas, state) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     write_personas(&stage, personas.path());
-    // A path where the server answers 404: serenity would take Discord's own gateway for the token instead.
-    let wrong = format!("{}/discord", stage.server.base_url());
+    // A path where the server answers 404: serenity would take Discord's own gateway for the token instead. Through
+    // a proxy whose password is in the address: it never shows.
+    let base = stage.server.base_url();
+    let wrong = format!("{}/discord", base.replacen("http://", "http://proxyuser:s3cretpw@", 1));
     let log_path = state.path().join("run.log");
     let log = std::fs::File::create(&log_path).unwrap();
     let mut child = run_at(&wrong, &stage, personas.path(), state.path()).stderr(log).spawn().unwrap();
@@ -302,6 +304,7 @@ async fn run_refuses_an_api_base_that_gives_no_gateway_address_rather_than_conne
     assert_eq!(output.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("did not give the gateway's address") && stderr.contains("--api-base"), "{stderr}");
     assert!(!stderr.contains(&stage.bot_token), "{stderr}");
+    assert!(!stderr.contains("s3cretpw") && stderr.contains("proxyuser:***@"), "{stderr}");
     // Not a URL at all: refused before anything starts.
     let output = run_at("not a url", &stage, personas.path(), state.path()).output().unwrap();
     assert_eq!(output.status.code(), Some(2));

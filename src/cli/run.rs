@@ -122,10 +122,11 @@ fn api_base_of(text: &str) -> Result<Option<String>, String> {
     if text.is_empty() {
         return Ok(None);
     }
+    let shown = crate::sessions::location::redact(text);
     let url = reqwest::Url::parse(text)
-        .map_err(|e| format!("`{text}` is not a URL ({e}); give the server's address, e.g. http://127.0.0.1:3799"))?;
+        .map_err(|e| format!("`{shown}` is not a URL ({e}); give the server's address, e.g. http://127.0.0.1:3799"))?;
     if !matches!(url.scheme(), "http" | "https") || url.host().is_none() {
-        return Err(format!("`{text}` is not an http(s) address, e.g. http://127.0.0.1:3799"));
+        return Err(format!("`{shown}` is not an http(s) address, e.g. http://127.0.0.1:3799"));
     }
     let base = text.trim_end_matches('/');
     let base = base.strip_suffix("/api/v10").or_else(|| base.strip_suffix("/api")).unwrap_or(base);
@@ -148,6 +149,8 @@ mod tests {
         }
         assert_eq!(api_base_of("https://proxy.example/discord"), Ok(Some("https://proxy.example/discord".into())));
         assert_eq!(api_base_of("  "), Ok(None), "an empty variable is no base");
+        let error = api_base_of("ftp://proxyuser:s3cretpw@127.0.0.1:9").unwrap_err();
+        assert!(!error.contains("s3cretpw"), "a password never shows: {error}");
         for bad in ["not a url", "127.0.0.1:3799", "ftp://host", "unix:/tmp/sock"] {
             let error = api_base_of(bad).unwrap_err();
             assert!(error.contains(bad) && error.contains("http://127.0.0.1:3799"), "{bad}: {error}");

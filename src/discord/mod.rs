@@ -381,6 +381,13 @@ fn tell_lost_sessions(env: &Arc<Env>, lost: Vec<ChannelId>) {
 /// Discord's own gateway with the token, while every REST call goes to the base. A few tries while nothing answers
 /// (a local server still starting), none after a refusal; the error says which setting to check.
 async fn check_api_base(http: &discord::Http, base: &str, budget: &RestBudget) -> anyhow::Result<()> {
+    // A proxy's password in the base never reaches a log, nor does it in the error's own copy of the address.
+    let password = reqwest::Url::parse(base).ok().and_then(|url| url.password().map(str::to_owned));
+    let hidden = |text: String| match password.as_deref() {
+        Some(password) if !password.is_empty() => text.replace(password, "***"),
+        _ => text,
+    };
+    let shown = crate::sessions::location::redact(base);
     const TRIES: u32 = 5;
     let mut attempt = 0;
     loop {
@@ -393,13 +400,14 @@ async fn check_api_base(http: &discord::Http, base: &str, budget: &RestBudget) -
                 if attempt == TRIES
                     || matches!(e, discord::Error::Http(discord::HttpError::UnsuccessfulRequest(_))) =>
             {
-                anyhow::bail!(
-                    "the API base {base} did not give the gateway's address (GET /api/v10/gateway: {e}); check --api-base \
+                anyhow::bail!(hidden(format!(
+                    "the API base {shown} did not give the gateway's address (GET /api/v10/gateway: {e}); check --api-base \
                  (DISCORD_API_BASE): it is the server's address, such as http://127.0.0.1:3799, without /api/v10"
-                )
+                )))
             }
             Err(e) => {
-                tracing::warn!("the API base {base} did not give the gateway's address ({e}); trying again in 1 s");
+                let why = hidden(e.to_string());
+                tracing::warn!("the API base {shown} did not give the gateway's address ({why}); trying again in 1 s");
                 tokio::time::sleep(Duration::from_secs(1)).await;
             }
         }

@@ -42,9 +42,21 @@ impl StoreLocation {
                     "`{scheme}://` is not a store this bot knows: give a state folder, or a postgres://user@host/database URL"
                 ))
             }
+            // `postgres:/user:password@host/db`, a slash short: a folder of that name would be made, and the password
+            // shown wherever the folder is named.
+            _ if ["postgres:", "postgresql:"].iter().any(|scheme| starts_with_ignoring_case(text, scheme)) => {
+                // Not repeated: it may hold a password.
+                Err("the store starts with `postgres:` but not `postgres://`, a slash missing: write it as \
+                     postgres://user:password@host/database"
+                    .into())
+            }
             _ => Ok(StoreLocation::Folder(PathBuf::from(text))),
         }
     }
+}
+
+fn starts_with_ignoring_case(text: &str, start: &str) -> bool {
+    text.get(..start.len()).is_some_and(|head| head.eq_ignore_ascii_case(start))
 }
 
 impl fmt::Display for StoreLocation {
@@ -156,5 +168,10 @@ mod tests {
         let error = StoreLocation::parse("mysql://h/d").unwrap_err();
         assert!(error.contains("`mysql://` is not a store"), "{error}");
         assert!(StoreLocation::parse("  ").unwrap_err().contains("empty"));
+        // A slash short, it would have been a folder named with the password.
+        for text in ["postgres:/tm:hunter2@db/tm", "PostgreSQL:tm:hunter2@db/tm"] {
+            let error = StoreLocation::parse(text).unwrap_err();
+            assert!(error.contains("a slash missing") && !error.contains("hunter2"), "{error}");
+        }
     }
 }
