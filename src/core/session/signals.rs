@@ -363,10 +363,20 @@ impl Session {
         self.move_floor(target, wraps, now, ctx, t);
     }
 
-    /// The roster member a handoff names, by id or display name.
+    /// The roster member a handoff names, by id or display name (any case; a display name two members share names
+    /// neither).
     fn roster_member_named(&self, named: &str, ctx: Context) -> Option<PersonaId> {
-        let persona = ctx.personas.resolve(named.trim_start_matches('@')).ok()?.id.clone();
-        self.roster.contains(&persona).then_some(persona)
+        let named = named.trim().trim_start_matches('@');
+        if let Ok(persona) = ctx.personas.resolve(named) {
+            return self.roster.contains(&persona.id).then(|| persona.id.clone());
+        }
+        let mut by_name = self.roster.iter().filter(|member| {
+            ctx.personas.get(member).is_some_and(|p| p.display_name.trim().eq_ignore_ascii_case(named))
+        });
+        match (by_name.next(), by_name.next()) {
+            (Some(member), None) => Some(member.clone()),
+            _ => None,
+        }
     }
 
     /// Records a task's new state, keeping at most [`TASKS_KEPT`]: the oldest finished tasks go first.

@@ -779,3 +779,28 @@ fn an_edit_adding_nothing_does_not_act_on_an_ending_signal_or_phrase_the_message
     assert_eq!(f.deliver(&typo, 2_000), Transition::default(), "the edit added no signal");
     assert_eq!(f.active(), "pm");
 }
+
+/// A handoff names the persona by its id or its display name, in any case (found by a review: the README said so, but
+/// only ids worked); a display name two members share names neither.
+#[test]
+fn handoff_names_a_persona_by_its_display_name_too() {
+    let named = |names: [&str; 3]| {
+        let mut personas = catalog().all().to_vec();
+        for (persona, name) in personas.iter_mut().zip(names) {
+            persona.display_name = name.into();
+        }
+        PersonaCatalog::new(personas)
+    };
+    let mut f = grammar();
+    f.personas = named(["Planner", "Builder", "Reviewer"]);
+    f.say(PM, "Yours.\nHANDOFF: reviewer", 1_000);
+    assert_eq!(f.active(), "critic");
+    f.say(CRITIC, "HANDOFF: @Builder", 2_000);
+    assert_eq!(f.active(), "dev");
+
+    let mut f = grammar();
+    f.personas = named(["Planner", "Twin", "Twin"]);
+    let t = f.say(PM, "HANDOFF: twin", 1_000);
+    assert_eq!(f.active(), "pm", "ambiguous: refused");
+    assert!(texts(&t)[0].starts_with("⚠️ There is no twin in this session"), "{:?}", texts(&t));
+}
