@@ -109,7 +109,8 @@ impl Config {
     /// Parses the configuration file; every problem in it is returned at once.
     pub fn parse(file: &str, text: &str) -> Result<Config, Problems> {
         let (config, problems) = Self::parse_partly(file, text);
-        if problems.is_empty() { Ok(config) } else { Err(Problems(problems)) }
+        let problems = Problems(problems);
+        if problems.has_errors() { Err(problems) } else { Ok(config) }
     }
 
     /// Everything the file sets that could be read (the defaults elsewhere), with every problem found: so that
@@ -309,6 +310,7 @@ fn read_channels(c: &mut Checker, object: &Map<String, Value>, config: &mut Conf
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::problems::Severity;
 
     #[test]
     fn empty_object_gives_every_default() {
@@ -434,5 +436,32 @@ mod tests {
     fn a_blank_signal_keyword_is_refused() {
         let problems = Config::parse("c.json", r#"{"signal": {"turnComplete": ""}}"#).unwrap_err();
         assert_eq!(problems.0[0].field, "signal");
+    }
+
+    /// Signal configurations that could never work are refused, each naming its field (found by a review: each was
+    /// accepted, and every turn then ran to its timeout, or every message counted as an unknown signal).
+    #[test]
+    fn signals_that_could_never_work_are_refused() {
+        let refused = |text: &str, field: &str, says: &str| {
+            let problems = Config::parse("c.json", text).unwrap_err();
+            let found = problems.0.iter().find(|p| p.field == field);
+            assert!(found.is_some_and(|p| p.message.contains(says)), "{text}: {problems}");
+        };
+        refused(r#"{"signals": {"rules": []}}"#, "signals.rules", "no rule that ends a turn");
+        let recording = r#"{"name": "NOTE", "pattern": "NOTE", "action": "record"}"#;
+        // Rules that only record: said (`check` shows it; `run` logs it), as it may be meant.
+        let (_, problems) = Config::parse_partly("c.json", &format!(r#"{{"signals": {{"rules": [{recording}]}}}}"#));
+        assert!(problems.iter().any(|p| p.severity == Severity::Warning && p.message.contains("every turn would run")));
+        refused(r#"{"signal": {"turnComplete": "DONE\u200b"}}"#, "signal", "invisible character");
+        let hidden = r#"{"name": "DONE", "pattern": "DO\u2060NE", "action": "complete"}"#;
+        refused(&format!(r#"{{"signals": {{"rules": [{hidden}]}}}}"#), "signals.rules[0].pattern", "invisible");
+        refused(r#"{"signals": {"unknownPattern": ".*"}}"#, "signals.unknownPattern", "matches an empty line");
+        // Still fine: no rule ending a turn, but completion phrases or silence do; and the default unknown pattern.
+        let phrases = format!(r#"{{"signals": {{"rules": [{recording}], "completionPhrases": ["over to you"]}}}}"#);
+        let config = Config::parse("c.json", &phrases).unwrap_or_else(|p| panic!("{p}"));
+        assert_eq!(config.signals.turn_end_hint(), "over to you", "the announcement names what ends a turn");
+        let silence = format!(r#"{{"signals": {{"rules": [{recording}], "silenceSeconds": 60}}}}"#);
+        assert!(Config::parse("c.json", &silence).is_ok());
+        assert!(Config::parse("c.json", r#"{"signals": {"unknownPattern": "[A-Z]+:"}}"#).is_ok());
     }
 }

@@ -229,15 +229,7 @@ impl Session {
             && self.paused_at.is_some_and(|paused| message.written_at < paused)
             && !self.written_while_paused(message);
         let ends = match detected {
-            Some(d) => matches!(
-                d.rule.action,
-                Action::Complete
-                    | Action::Pass
-                    | Action::Handoff { .. }
-                    | Action::Route { .. }
-                    | Action::FinishTask { .. }
-                    | Action::End
-            ),
+            Some(d) => d.rule.action.ends_the_turn(),
             None => ctx.config.signals.completion_phrase(&message.text).is_some(),
         };
         before && ends

@@ -26,6 +26,9 @@ const RULE_FIELDS: &[&str] =
 /// The named groups a pattern may define.
 const GROUPS: &[&str] = &["payload", "task"];
 pub const PRIORITY_LIMIT: i64 = 1000;
+/// Why a signal written with an invisible character is refused.
+const INVISIBLE: &str = "holds an invisible character (a zero-width space, a direction mark...), which detection reads \
+                         as a space in messages, so it could never match; write it with visible characters only";
 pub const MAX_KEEPS_LIMIT: i64 = 100;
 pub const DEFAULT_MAX_KEEPS: u32 = 3;
 
@@ -48,6 +51,16 @@ pub fn read(c: &mut Checker, object: &Map<String, Value>) -> SignalRules {
     if !object.contains_key("signal") && !listed {
         rules.push(keyword_rule(DEFAULT_KEYWORD));
     }
+    // Judged once every rule listed could be read (one that could not is an error of its own already).
+    let listed_all = object.get("signals").and_then(|s| s.get("rules")).and_then(Value::as_array).map(Vec::len);
+    let ends_turns = rules.iter().any(|rule| rule.action.ends_the_turn());
+    let auto = !recovery.completion_phrases.is_empty() || recovery.silence_seconds.is_some();
+    if listed_all == Some(rules.len()) && !ends_turns && !auto {
+        let why = "has no rule that ends a turn (action complete, pass, handoff, route, finishTask or end), and \
+                   neither completionPhrases nor silenceSeconds ends one: every turn would run to its timeout";
+        // None at all is a mistake; rules that only keep, record or escalate may be meant (timeouts pass the floor).
+        if rules.is_empty() { c.error(&["signals", "rules"], why) } else { c.warning(&["signals", "rules"], why) }
+    }
     SignalRules::new(rules, unknown.as_deref(), recovery).expect("unknownPattern was checked by read_recovery")
 }
 
@@ -62,6 +75,10 @@ fn read_legacy(c: &mut Checker, legacy: &Map<String, Value>, rules: &mut Vec<Rul
             &["signal"],
             format!("keyword {bad:?} is empty or has surrounding whitespace; a keyword must be visible text"),
         );
+        return;
+    }
+    if let Some(bad) = keywords.iter().find(|k| k.chars().any(super::text::is_invisible)) {
+        c.error(&["signal"], format!("keyword {bad:?} {INVISIBLE}"));
         return;
     }
     // Longest first, so that an alternative containing another one (NOT_DONE and DONE) is the one named.
@@ -159,6 +176,7 @@ fn read_rule(at: &mut RuleAt, fields: &Map<String, Value>) -> Option<Rule> {
     match &pattern {
         None if !fields.contains_key("pattern") => at.error("", "has no \"pattern\" (a regular expression)"),
         Some(p) if p.is_empty() => at.error("pattern", "is empty"),
+        Some(p) if p.chars().any(super::text::is_invisible) => at.error("pattern", INVISIBLE),
         _ => {}
     }
     let position = match at.string(fields, "at") {
@@ -336,6 +354,11 @@ fn read_recovery(c: &mut Checker, signals: &Map<String, Value>, recovery: &mut R
         Some(Value::Null) => *unknown = None,
         Some(Value::String(s)) if s.is_empty() => *unknown = None,
         Some(Value::String(s)) => match SignalRules::unknown_regex(s) {
+            Ok(regex) if regex.is_match("") => c.error(
+                &["signals", "unknownPattern"],
+                "matches an empty line, so every message would count as an unknown signal; make it match what \
+                 looks like a signal only (the default: \"[A-Z][A-Z0-9_]+:\"), or null to turn it off",
+            ),
             Ok(_) => *unknown = Some(s.clone()),
             Err(e) => c.error(&["signals", "unknownPattern"], e),
         },

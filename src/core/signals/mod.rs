@@ -188,8 +188,10 @@ impl SignalRules {
 
     /// What announcements tell agents to end a turn with: the first `complete` rule's keyword (or name).
     pub fn turn_end_hint(&self) -> String {
-        let rule = self.rules.iter().find(|r| r.action == Action::Complete).or(self.rules.first());
-        rule.map(|r| r.literal().unwrap_or(&r.name).to_owned()).unwrap_or_default()
+        let complete = self.rules.iter().find(|r| r.action == Action::Complete);
+        let rule = complete.or_else(|| self.rules.iter().find(|r| r.action.ends_the_turn()));
+        let phrase = || self.recovery.completion_phrases.first().cloned();
+        rule.map(|r| r.literal().unwrap_or(&r.name).to_owned()).or_else(phrase).unwrap_or_default()
     }
 
     /// Whether `text` contains one of the completion phrases (auto-detection), case-insensitively.

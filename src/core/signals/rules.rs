@@ -55,6 +55,19 @@ pub enum Action {
 }
 
 impl Action {
+    /// Whether the signal ends the holder's turn (the floor moves, or the session ends).
+    pub fn ends_the_turn(&self) -> bool {
+        matches!(
+            self,
+            Action::Complete
+                | Action::Pass
+                | Action::Handoff { .. }
+                | Action::Route { .. }
+                | Action::FinishTask { .. }
+                | Action::End
+        )
+    }
+
     pub const NAMES: [&'static str; 10] =
         ["complete", "pass", "handoff", "route", "finishTask", "keep", "progress", "escalate", "record", "end"];
 
