@@ -73,6 +73,12 @@ pub fn parse_persona(file: &str, text: &str) -> (Option<Persona>, Vec<Problem>) 
         if let Err(why) = check_display_name(name) {
             c.error(&["displayName"], why);
         }
+    } else if let Some(Err(why)) = id.as_ref().map(|id| check_display_name(id.as_str())) {
+        // The id is the name relay posts under: the same rule holds (found by a review: `discord-bot` was taken).
+        c.error(
+            &["id"],
+            format!("is the persona's name when no \"displayName\" is given, and {why}; give a \"displayName\""),
+        );
     }
 
     let avatar_url = c.string(&object, &[], "avatarUrl");
@@ -369,6 +375,17 @@ mod tests {
             let (persona, problems) = parse_persona("p.json", &text);
             assert!(persona.is_none(), "{name:?} should be refused");
             assert_eq!(problems[0].field, "displayName");
+        }
+    }
+
+    #[test]
+    fn an_id_shown_as_the_name_follows_the_display_name_rule() {
+        for id in ["discord-bot", "clyde", "everyone"] {
+            let (persona, problems) = parse_persona("p.json", &format!(r#"{{"id": "{id}", "discordUserId": "1"}}"#));
+            assert!(persona.is_none(), "{id} should be refused");
+            assert!(problems[0].field == "id" && problems[0].message.contains("displayName"), "{problems:?}");
+            let named = format!(r#"{{"id": "{id}", "discordUserId": "1", "displayName": "Helper"}}"#);
+            assert!(parse_persona("p.json", &named).0.is_some(), "{id} with a display name of its own");
         }
     }
 
