@@ -235,6 +235,12 @@ fn read_templates(c: &mut Checker, object: &Map<String, Value>, config: &mut Con
         } else if let Err(why) = template.check(&text) {
             c.error(&["templates", template.key()], why);
         } else {
+            if matches!(template, Template::TurnStart | Template::Kept) && !text.contains("<@{userId}>") {
+                // The mention is what makes most agents answer: without it in the text, Discord pings nobody.
+                let why = "has no <@{userId}>: the persona whose turn it is is not mentioned, and most agents only \
+                           answer a mention";
+                c.warning(&["templates", template.key()], why);
+            }
             config.templates.set(template, text);
         }
     }
@@ -436,6 +442,14 @@ mod tests {
     fn a_blank_signal_keyword_is_refused() {
         let problems = Config::parse("c.json", r#"{"signal": {"turnComplete": ""}}"#).unwrap_err();
         assert_eq!(problems.0[0].field, "signal");
+    }
+
+    #[test]
+    fn a_turn_announcement_without_the_mention_is_warned_about() {
+        let (_, problems) = Config::parse_partly("c.json", r#"{"templates": {"turnStart": "{name}: {timeout}s."}}"#);
+        assert!(problems.iter().any(|p| p.severity == Severity::Warning && p.field == "templates.turnStart"));
+        let (_, problems) = Config::parse_partly("c.json", r#"{"templates": {"turnStart": "<@{userId}>, go."}}"#);
+        assert!(problems.is_empty(), "{problems:?}");
     }
 
     /// Signal configurations that could never work are refused, each naming its field (found by a review: each was
