@@ -259,8 +259,73 @@ pub fn kind_of(value: &Value) -> &'static str {
     }
 }
 
-/// Best-effort 1-based line of a field: each key of `path` is looked for after the previous one.
+/// Best-effort 1-based line of a field: each key of `path` is looked for inside the previous one's object, at its
+/// own depth (a key of the same name in a nested object, or in a string, is not it); failing that, anywhere after
+/// the previous one.
 pub fn locate_line(text: &str, path: &[&str]) -> Option<usize> {
+    let (mut from, mut depth) = (0, 0);
+    let mut found = Some(());
+    for key in path {
+        match key_at_depth(text, from, depth, key) {
+            Some(at) => (from, depth) = (at, depth + 1),
+            None => {
+                found = None;
+                break;
+            }
+        }
+    }
+    if found.is_some() && !path.is_empty() {
+        return Some(text[..from].matches('\n').count() + 1);
+    }
+    locate_line_anywhere(text, path)
+}
+
+/// Where `"key":` is among the keys of the object whose value starts after `from` (the whole text's object when
+/// `depth` is 0), `from` being at nesting `depth`: `None` if that value is not an object or has no such key.
+fn key_at_depth(text: &str, from: usize, depth: usize, key: &str) -> Option<usize> {
+    let bytes = text.as_bytes();
+    let (mut level, mut at, mut entered) = (depth, from, false);
+    if depth > 0 {
+        // Past the key itself and its colon, to the value.
+        at += text[at..].find(':')? + 1;
+        let value = at + text[at..].find(|c: char| !c.is_whitespace())?;
+        if bytes[value] != b'{' {
+            return None;
+        }
+        at = value;
+    }
+    while at < bytes.len() {
+        match bytes[at] {
+            b'{' | b'[' => {
+                level += 1;
+                entered = true;
+            }
+            b'}' | b']' => {
+                level = level.checked_sub(1)?;
+                if entered && level == depth {
+                    return None; // the object closed without the key
+                }
+            }
+            b'"' => {
+                let start = at;
+                at += 1;
+                while at < bytes.len() && bytes[at] != b'"' {
+                    at += if bytes[at] == b'\\' { 2 } else { 1 };
+                }
+                let is_key = text.get(at + 1..).is_some_and(|after| after.trim_start().starts_with(':'));
+                if level == depth + 1 && is_key && text.get(start + 1..at) == Some(key) {
+                    return Some(start);
+                }
+            }
+            _ => {}
+        }
+        at += 1;
+    }
+    None
+}
+
+/// [`locate_line`]'s fallback: each key of `path` looked for anywhere after the previous one.
+fn locate_line_anywhere(text: &str, path: &[&str]) -> Option<usize> {
     let mut from = 0;
     for key in path {
         let quoted = format!("\"{key}\"");
@@ -384,6 +449,16 @@ mod tests {
         assert_eq!(locate_line(text, &["turnBehavior", "timeoutSeconds"]), Some(4));
         assert_eq!(locate_line(text, &["timeoutSeconds"]), Some(2));
         assert_eq!(locate_line(text, &["missing"]), None);
+    }
+
+    #[test]
+    fn a_key_of_the_same_name_in_a_nested_object_is_not_the_field() {
+        // Found by a review: shared persona files often carry a model's own "id".
+        let text = "{\n  \"model\": {\n    \"id\": \"gpt-4o\"\n  },\n  \"id\": \"Critic\"\n}";
+        assert_eq!(locate_line(text, &["id"]), Some(5));
+        assert_eq!(locate_line(text, &["model", "id"]), Some(3));
+        let listed = "{\"rules\": [{\"id\": 1}],\n \"id\": 2}";
+        assert_eq!(locate_line(listed, &["id"]), Some(2));
     }
 
     #[test]
