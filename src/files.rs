@@ -57,7 +57,7 @@ pub fn load_setup(sources: &Sources) -> Result<Setup, Problems> {
     }
 
     let personas_dir = config.personas_dir.clone();
-    let mut catalog = None;
+    let (mut catalog, mut partly) = (None, None);
     match read_persona_files(&personas_dir) {
         Err(problem) => problems.push(problem),
         Ok((files, unreadable)) if files.is_empty() && !unreadable.is_empty() => problems.extend(unreadable),
@@ -73,11 +73,15 @@ pub fn load_setup(sources: &Sources) -> Result<Setup, Problems> {
                     problems.extend(warnings.0);
                     catalog = Some(found);
                 }
-                Err(found) => problems.extend(found.0),
+                Err((found, readable)) => {
+                    problems.extend(found.0);
+                    // The configuration is still checked against what could be read: every problem at once.
+                    partly = Some(readable);
+                }
             }
         }
     }
-    if let (Some(catalog), Some(file)) = (&catalog, &config_file) {
+    if let (Some(catalog), Some(file)) = (catalog.as_ref().or(partly.as_ref()), &config_file) {
         problems.extend(config.check_against(&display(file), &config_text, catalog));
     }
 
@@ -215,5 +219,30 @@ mod tests {
         };
         let problems = load_setup(&sources).unwrap_err();
         assert!(problems.to_string().contains("\"qa\""), "{problems}");
+    }
+
+    /// One persona file with a problem of its own hides nothing else (found by a review: the configuration was no
+    /// longer checked against the personas, nor was an id used twice reported): and the broken file's persona, named
+    /// by the configuration, is not reported unknown.
+    #[test]
+    fn a_bad_persona_file_hides_neither_the_configurations_problems_nor_an_id_used_twice() {
+        let dir = tempfile::tempdir().unwrap();
+        let personas = dir.path().join("personas");
+        std::fs::create_dir(&personas).unwrap();
+        write(&personas, "pm.json", r#"{"id": "pm", "discordUserId": "1"}"#);
+        write(&personas, "dev.json", r#"{"id": "dev", "discordUserId": "2", "turnBehavior": {"timeoutSeconds": 0}}"#);
+        write(&personas, "dev2.json", r#"{"id": "dev", "discordUserId": "3"}"#);
+        write(dir.path(), "c.json", r#"{"channels": [{"channelId": "9", "roster": ["pm", "dev", "qa"]}]}"#);
+        let sources = Sources {
+            config_file: Some(dir.path().join("c.json")),
+            personas_dir: Some(personas),
+            ..Sources::default()
+        };
+        let problems = load_setup(&sources).unwrap_err().to_string();
+        assert!(problems.contains("dev.json") && problems.contains("timeoutSeconds"), "{problems}");
+        assert!(problems.contains("c.json") && problems.contains("\"qa\""), "the roster is checked: {problems}");
+        assert!(!problems.contains("\"dev\", which"), "dev's file exists, broken: {problems}");
+        assert!(problems.contains("already used by"), "the id used twice: {problems}");
+        assert!(problems.contains("known: dev, pm"), "each id once: {problems}");
     }
 }

@@ -164,18 +164,31 @@ pub struct PersonaCatalog {
 impl PersonaCatalog {
     /// Parses all persona files (name, text) and checks them together. Errors of every file come back at once;
     /// on success the warnings come back with the catalog.
-    pub fn from_files(files: &[(String, String)]) -> Result<(Self, Problems), Problems> {
+    /// Every problem at once: on an error, also the catalog of what could be read, for checking the configuration
+    /// against it; a file whose own problems kept it out stands there by its id, if that much could be read, so that
+    /// neither an id used twice nor a configuration naming it is reported wrongly or missed.
+    pub fn from_files(files: &[(String, String)]) -> Result<(Self, Problems), (Problems, Self)> {
         let mut problems = Vec::new();
-        let mut personas = Vec::new();
+        let (mut personas, mut stand_ins) = (Vec::new(), Vec::new());
         for (name, text) in files {
             let (persona, found) = parse_persona(name, text);
             problems.extend(found);
-            personas.extend(persona);
+            match persona {
+                Some(persona) => personas.push(persona),
+                None => stand_ins.extend(stand_in(name, text, stand_ins.len())),
+            }
         }
-        problems.extend(cross_file_problems(&personas, files));
+        let everyone: Vec<Persona> = personas.iter().cloned().chain(stand_ins).collect();
+        problems.extend(cross_file_problems(&everyone, files));
         let problems = Problems(problems);
         if problems.has_errors() {
-            return Err(problems);
+            let mut readable: Vec<Persona> = Vec::new();
+            for persona in everyone {
+                if !readable.iter().any(|known| known.id == persona.id) {
+                    readable.push(persona);
+                }
+            }
+            return Err((problems, Self::new(readable)));
         }
         Ok((Self::new(personas), problems))
     }
@@ -223,6 +236,22 @@ impl PersonaCatalog {
     pub fn ids_joined(&self) -> String {
         self.ordered.iter().map(|p| p.id.as_str()).collect::<Vec<_>>().join(", ")
     }
+}
+
+/// A persona file with problems of its own, by the id it gives (when that much reads), for the cross-checks only:
+/// its Discord account is a number no real one has, so that it is never taken for a second persona of one account.
+fn stand_in(file: &str, text: &str, nth: usize) -> Option<Persona> {
+    let value: serde_json::Value = serde_json::from_str(text).ok()?;
+    let id = PersonaId::parse(value.get("id")?.as_str()?).ok()?;
+    Some(Persona {
+        display_name: id.to_string(),
+        id,
+        discord_user_id: UserId(u64::MAX - nth as u64),
+        avatar_url: None,
+        timeout_seconds: None,
+        order: None,
+        source: file.to_owned(),
+    })
 }
 
 fn cross_file_problems(personas: &[Persona], files: &[(String, String)]) -> Vec<Problem> {
@@ -402,7 +431,7 @@ mod tests {
             file("personas/b.json", r#"{"id": "pm", "discordUserId": "2"}"#),
             file("personas/c.json", r#"{"id": "dev", "discordUserId": "1"}"#),
         ];
-        let problems = PersonaCatalog::from_files(&files).unwrap_err();
+        let (problems, _) = PersonaCatalog::from_files(&files).unwrap_err();
         let lines: Vec<String> = problems.0.iter().map(ToString::to_string).collect();
         assert_eq!(lines.len(), 2, "{lines:#?}");
         assert!(lines[0].starts_with("error: personas/b.json:1: field \"id\"") && lines[0].contains("personas/a.json"));
@@ -412,7 +441,7 @@ mod tests {
     #[test]
     fn all_bad_files_are_reported_together() {
         let files = [file("a.json", "{ not json"), file("b.json", r#"{"id": "ok", "discordUserId": "x"}"#)];
-        let problems = PersonaCatalog::from_files(&files).unwrap_err();
+        let (problems, _) = PersonaCatalog::from_files(&files).unwrap_err();
         assert!(problems.errors().any(|p| p.file == "a.json"));
         assert!(problems.errors().any(|p| p.file == "b.json"));
     }
