@@ -172,11 +172,7 @@ async fn channels_in_the_configuration_are_managed_from_start_up() {
     // Removed from the server, the session ends; invited back, the configured channel is managed again.
     let (server, guild, bot) = (&scene.stage.server, scene.stage.guild, scene.stage.bot_user);
     server.remove_member(guild, bot);
-    let deadline = tokio::time::Instant::now() + PATIENCE;
-    while scene.session().await.is_active() {
-        assert!(tokio::time::Instant::now() < deadline, "the session never ended");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    session_ends(&scene).await;
     server.add_member(guild, bot, &[scene.stage.bot_role]);
     let starts = |v: &[local_discord::world::SeenMessage]| v.iter().filter(|m| m.content.starts_with("▶️")).count();
     scene.until("the session to start again", |v| (starts(v) == 2).then_some(())).await;
@@ -189,11 +185,7 @@ async fn channels_in_the_configuration_are_managed_from_start_up() {
         .await;
     server.guild_goes_out(guild);
     server.remove_member(guild, bot);
-    let deadline = tokio::time::Instant::now() + PATIENCE;
-    while scene.session().await.is_active() {
-        assert!(tokio::time::Instant::now() < deadline, "the session never ended");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    session_ends(&scene).await;
     server.add_member(guild, bot, &[scene.stage.bot_role]);
     scene.until("the session to start a third time", |v| (starts(v) == 3).then_some(())).await;
     assert!(scene.session().await.is_active());
@@ -387,15 +379,20 @@ async fn a_server_outage_ends_nothing_but_being_removed_from_the_server_ends_its
 
     let said = scene.view().iter().filter(|m| m.author == "turn-manager").count();
     server.remove_member(guild, bot);
+    session_ends(&scene).await;
+    let ended = scene.events("session_ended");
+    assert_eq!(ended.len(), 1);
+    assert!(format!("{:?}", ended[0].kind).contains("removed from this server"), "{:?}", ended[0].kind);
+    assert_eq!(scene.view().iter().filter(|m| m.author == "turn-manager").count(), said, "nothing more is posted");
+}
+
+/// Waits until the scene's session has ended.
+async fn session_ends(scene: &Scene) {
     let deadline = tokio::time::Instant::now() + PATIENCE;
     while scene.session().await.is_active() {
         assert!(tokio::time::Instant::now() < deadline, "the session never ended");
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    let ended = scene.events("session_ended");
-    assert_eq!(ended.len(), 1);
-    assert!(format!("{:?}", ended[0].kind).contains("removed from this server"), "{:?}", ended[0].kind);
-    assert_eq!(scene.view().iter().filter(|m| m.author == "turn-manager").count(), said, "nothing more is posted");
 }
 
 /// Waits until the session of `channel` has ended, and answers how its history says it ended.
