@@ -104,7 +104,10 @@ impl fmt::Debug for PostgresUrl {
 /// password runs to the next `&name=` (or `#`): an `&` not starting a parameter is taken for part of it.
 pub fn redact(url: &str) -> String {
     static PASSWORD_PARAMETER: std::sync::LazyLock<regex::Regex> =
-        std::sync::LazyLock::new(|| regex::Regex::new(r"(?i)[?&][a-z_]*password=").expect("a valid pattern"));
+        // A key written percent-encoded (`pass%77ord`) may be a password too: a doubt hides more, never less.
+        std::sync::LazyLock::new(|| {
+            regex::Regex::new(r"(?i)[?&](?:[a-z_]*password|[a-z_0-9]*%[a-z_0-9%]*)=").expect("a valid pattern")
+        });
     static NEXT_PARAMETER: std::sync::LazyLock<regex::Regex> =
         std::sync::LazyLock::new(|| regex::Regex::new(r"(?i)&[a-z_]+=|#").expect("a valid pattern"));
     let Some((scheme, rest)) = url.split_once("://") else { return url.to_owned() };
@@ -135,6 +138,8 @@ mod tests {
         assert_eq!(redact("postgres://tm@db/tm?sslmode=require"), "postgres://tm@db/tm?sslmode=require");
         assert_eq!(redact("postgresql://db/tm?user=tm&password=hunter2"), "postgresql://db/tm?user=tm&password=***");
         assert_eq!(redact("postgres://"), "postgres://");
+        // Found by a review: a key written percent-encoded escaped the redaction.
+        assert_eq!(redact("postgres://db/tm?pass%77ord=hunter2&user=tm"), "postgres://db/tm?pass%77ord=***&user=tm");
         // An `&` inside a password left unencoded: what follows it up to the next parameter is hidden too.
         assert_eq!(
             redact("postgres://db/tm?password=hun&ter2&user=tm&sslpassword=a&b"),
