@@ -182,12 +182,9 @@ impl PersonaCatalog {
         problems.extend(cross_file_problems(&everyone, files));
         let problems = Problems(problems);
         if problems.has_errors() {
-            let mut readable: Vec<Persona> = Vec::new();
-            for persona in everyone {
-                if !readable.iter().any(|known| known.id == persona.id) {
-                    readable.push(persona);
-                }
-            }
+            // Each id once: the first file that gives it.
+            let mut ids = std::collections::HashSet::new();
+            let readable = everyone.into_iter().filter(|persona| ids.insert(persona.id.clone())).collect();
             return Err((problems, Self::new(readable)));
         }
         Ok((Self::new(personas), problems))

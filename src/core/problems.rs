@@ -263,21 +263,14 @@ pub fn kind_of(value: &Value) -> &'static str {
 /// own depth (a key of the same name in a nested object, or in a string, is not it); failing that, anywhere after
 /// the previous one.
 pub fn locate_line(text: &str, path: &[&str]) -> Option<usize> {
-    let (mut from, mut depth) = (0, 0);
-    let mut found = Some(());
-    for key in path {
+    let mut from = 0;
+    for (depth, key) in path.iter().enumerate() {
         match key_at_depth(text, from, depth, key) {
-            Some(at) => (from, depth) = (at, depth + 1),
-            None => {
-                found = None;
-                break;
-            }
+            Some(at) => from = at,
+            None => return locate_line_anywhere(text, path),
         }
     }
-    if found.is_some() && !path.is_empty() {
-        return Some(text[..from].matches('\n').count() + 1);
-    }
-    locate_line_anywhere(text, path)
+    (!path.is_empty()).then(|| text[..from].matches('\n').count() + 1)
 }
 
 /// Where `"key":` is among the keys of the object whose value starts after `from` (the whole text's object when
