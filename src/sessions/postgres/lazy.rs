@@ -98,26 +98,24 @@ impl LazySaves {
                 }
             })
             .collect();
-        let mut connection = match super::connection_within(&self.pool, self.patience).await {
-            Ok(connection) => connection,
-            Err(e) => return self.not_taken(batch, e),
+        let upsert = async |connection: &mut sqlx::PgConnection| {
+            let written = sqlx::query(UPSERT_BATCH)
+                .bind(rows.iter().map(|r| r.channel_id).collect::<Vec<_>>())
+                .bind(rows.iter().map(|r| r.guild_id).collect::<Vec<_>>())
+                .bind(rows.iter().map(|r| Json(&*r.json.0)).collect::<Vec<_>>())
+                .bind(rows.iter().map(|r| r.resumable).collect::<Vec<_>>())
+                .bind(rows.iter().map(|r| r.epoch).collect::<Vec<_>>())
+                .bind(rows.iter().map(|r| r.write).collect::<Vec<_>>())
+                .bind(&self.owner)
+                .execute(&mut *connection)
+                .await;
+            // The statement went through the connection's write buffer, which keeps its largest size for good (sqlx
+            // never shrinks it): a batch of every channel's session (about 5 KB each) would stay resident per
+            // connection.
+            connection.shrink_buffers();
+            written
         };
-        let written = sqlx::query(UPSERT_BATCH)
-            .bind(rows.iter().map(|r| r.channel_id).collect::<Vec<_>>())
-            .bind(rows.iter().map(|r| r.guild_id).collect::<Vec<_>>())
-            .bind(rows.iter().map(|r| Json(&*r.json.0)).collect::<Vec<_>>())
-            .bind(rows.iter().map(|r| r.resumable).collect::<Vec<_>>())
-            .bind(rows.iter().map(|r| r.epoch).collect::<Vec<_>>())
-            .bind(rows.iter().map(|r| r.write).collect::<Vec<_>>())
-            .bind(&self.owner)
-            .execute(&mut *connection);
-        let answered = tokio::time::timeout(self.patience, written).await;
-        let written =
-            super::closed_if_late(&mut connection, answered).unwrap_or_else(|| Err(super::timed_out(self.patience)));
-        // The statement went through the connection's write buffer, which keeps its largest size for good (sqlx
-        // never shrinks it): a batch of every channel's session (about 5 KB each) would stay resident per connection.
-        connection.shrink_buffers();
-        match written {
+        match super::within(&self.pool, self.patience, upsert).await {
             // Channels taken over meanwhile are left out: their next durable save learns it and stops.
             Ok(done) if done.rows_affected() < rows.len() as u64 => tracing::debug!(
                 "{} of {} lazy saves were not written (a channel taken over, or a newer save already there)",
@@ -125,19 +123,16 @@ impl LazySaves {
                 rows.len()
             ),
             Ok(_) => {}
-            Err(e) => return self.not_taken(batch, e),
+            Err(e) => {
+                tracing::error!(
+                    "the session database ({}) failed to save activity (tried again in {LAZY_RETRY:?}): {e}",
+                    self.database
+                );
+                self.queue_again(batch);
+                return false;
+            }
         }
         true
-    }
-
-    /// A batch the database did not take: said, and queued again (answers `false`, for [`LazySaves::write_now`]).
-    fn not_taken(&self, batch: Vec<(Session, i64, i64)>, e: sqlx::Error) -> bool {
-        tracing::error!(
-            "the session database ({}) failed to save activity (tried again in {LAZY_RETRY:?}): {e}",
-            self.database
-        );
-        self.queue_again(batch);
-        false
     }
 
     /// Puts back a batch that was not written, but not over a newer session of its channel queued meanwhile (a

@@ -251,7 +251,7 @@ impl PgSessions {
         let Some(epoch) = self.held().remove(&channel) else { return };
         self.forget_unsure(channel);
         let Ok(id) = db_id(channel.0) else { return }; // never claimed, then
-        let (pool, owner, lazy, patience) = (self.pool.clone(), self.owner.clone(), self.lazy.clone(), self.ttl / 3);
+        let (pool, owner, lazy, patience) = (self.pool.clone(), self.owner.clone(), self.lazy.clone(), self.patience());
         tokio::spawn(async move {
             lazy.write_now().await;
             let let_go = async |c: &mut sqlx::PgConnection| {
@@ -267,7 +267,7 @@ impl PgSessions {
     pub(super) async fn release_all(&self) -> Result<(), SessionStoreError> {
         self.held().clear();
         let release = async |c: &mut sqlx::PgConnection| sqlx::query(RELEASE_ALL).bind(&self.owner).execute(c).await;
-        super::within(&self.pool, self.ttl / 3, release).await.map_err(self.failed("release this process's leases"))?;
+        within(&self.pool, self.patience(), release).await.map_err(self.failed("release this process's leases"))?;
         Ok(())
     }
 }

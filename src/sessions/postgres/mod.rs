@@ -114,7 +114,7 @@ impl PgSessions {
         let pool = connect(url, idle_in_transaction_bound(leases.ttl)).await?;
         let owner = format!("{}/{}-{:016x}", leases.node, std::process::id(), fastrand::u64(..));
         tracing::info!(owner = %owner, "sessions are kept in the database {url}");
-        let lazy = LazySaves::start(pool.clone(), owner.clone(), url.to_string(), leases.ttl / 3);
+        let lazy = LazySaves::start(pool.clone(), owner.clone(), url.to_string(), patience_for(leases.ttl));
         Ok(Arc::new(Self {
             pool,
             url: url.clone(),
@@ -149,7 +149,7 @@ impl PgSessions {
     /// keepalive): a renewal round stuck so would never be tried again, every lease of the process running out, and
     /// a save stuck so would stall its channel for good.
     fn patience(&self) -> Duration {
-        self.ttl / 3
+        patience_for(self.ttl)
     }
 
     /// A connection of the pool, waited for [`PgSessions::patience`] at most, for work that is given that long too
@@ -268,6 +268,12 @@ impl PgSessions {
             }
         }
     }
+}
+
+/// How long a call to the database waits for its answer, with leases lasting `ttl`: a third of it (see
+/// [`PgSessions::patience`]).
+fn patience_for(ttl: Duration) -> Duration {
+    ttl / 3
 }
 
 /// The error of a call to the database that got no answer within `patience`.
