@@ -478,4 +478,41 @@ mod tests {
         assert!(Config::parse("c.json", &silence).is_ok());
         assert!(Config::parse("c.json", r#"{"signals": {"unknownPattern": "[A-Z]+:"}}"#).is_ok());
     }
+
+    /// Rule settings that read one way and act another (found by an input review: each was accepted in silence).
+    #[test]
+    fn rule_settings_that_mislead_are_refused_or_warned_about() {
+        let rules = |rule: &str| format!(r#"{{"signals": {{"rules": [{rule}]}}}}"#);
+        let problem = |rule: &str, field: &str| {
+            let (_, problems) = Config::parse_partly("c.json", &rules(rule));
+            problems.into_iter().find(|p| p.field == field).unwrap_or_else(|| panic!("{rule}: nothing on {field}"))
+        };
+        // `"from": []` would let every persona send it, as no "from" does.
+        let empty = problem(
+            r#"{"name": "DONE", "pattern": "DONE", "action": "complete", "from": []}"#,
+            "signals.rules[0].from",
+        );
+        assert!(empty.severity == Severity::Error && empty.message.contains("leave \"from\" out"), "{empty:?}");
+        let twice = problem(
+            r#"{"name": "DONE", "pattern": "DONE", "action": "complete", "from": ["dev", "dev"]}"#,
+            "signals.rules[0].from",
+        );
+        assert!(twice.severity == Severity::Warning && twice.message.contains("\"dev\" twice"), "{twice:?}");
+        let route = r#"{"name": "R", "pattern": "R (?P<task>\\w+)", "action": "route", "to": "dev", "stage": " "}"#;
+        assert_eq!(problem(route, "signals.rules[0].stage").severity, Severity::Error);
+        // A pattern any plain answer matches: warned about, naming the action it would take on every message.
+        for (pattern, at) in [(r"\\s", "anywhere"), (r"\\w+", "line"), (".", "end")] {
+            let rule = format!(r#"{{"name": "X", "pattern": "{pattern}", "at": "{at}", "action": "complete"}}"#);
+            let said = problem(&rule, "signals.rules[0].pattern");
+            assert!(said.severity == Severity::Warning && said.message.contains("\"complete\""), "{pattern}: {said:?}");
+        }
+        // A signal's own text, and a word an answer may well hold but not every answer: said nothing about.
+        for rule in [
+            r#"{"name": "DONE", "pattern": "DONE", "action": "complete"}"#,
+            r#"{"name": "P", "pattern": "(?i)plan", "at": "anywhere", "action": "record"}"#,
+        ] {
+            let (_, problems) = Config::parse_partly("c.json", &rules(rule));
+            assert!(!problems.iter().any(|p| p.field.starts_with("signals.rules[0]")), "{rule}: {problems:?}");
+        }
+    }
 }

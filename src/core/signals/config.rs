@@ -122,13 +122,24 @@ struct RuleAt<'c, 'a> {
 
 impl RuleAt<'_, '_> {
     fn error(&mut self, field: &str, message: impl Into<String>) {
+        let (name, line) = self.place(field);
+        self.c.error_at(&name, line, message);
+    }
+
+    fn warning(&mut self, field: &str, message: impl Into<String>) {
+        let (name, line) = self.place(field);
+        self.c.warning_at(&name, line, message);
+    }
+
+    /// `signals.rules[i].field` and its line.
+    fn place(&self, field: &str) -> (String, Option<usize>) {
         let line = self.c.line_in_list(&["signals", "rules"], self.index, field);
         let name = if field.is_empty() {
             format!("signals.rules[{}]", self.index)
         } else {
             format!("signals.rules[{}].{field}", self.index)
         };
-        self.c.error_at(&name, line, message);
+        (name, line)
     }
 
     fn string(&mut self, fields: &Map<String, Value>, key: &str) -> Option<String> {
@@ -197,16 +208,27 @@ fn read_rule(at: &mut RuleAt, fields: &Map<String, Value>) -> Option<Rule> {
     let priority = at.integer(fields, "priority", -PRIORITY_LIMIT, PRIORITY_LIMIT).unwrap_or(0);
     let from = match fields.get("from") {
         None => Vec::new(),
-        Some(Value::Array(items)) => items
-            .iter()
-            .filter_map(|item| match item {
-                Value::String(s) => at.persona("from", s),
-                _ => {
-                    at.error("from", "must list persona ids as strings");
-                    None
-                }
-            })
-            .collect(),
+        // An empty list would let every persona send it (as no "from" does), the opposite of what it reads as.
+        Some(Value::Array(items)) if items.is_empty() => {
+            at.error("from", "is empty, which would name no persona; leave \"from\" out to let every persona send it");
+            Vec::new()
+        }
+        Some(Value::Array(items)) => {
+            let from: Vec<PersonaId> = items
+                .iter()
+                .filter_map(|item| match item {
+                    Value::String(s) => at.persona("from", s),
+                    _ => {
+                        at.error("from", "must list persona ids as strings");
+                        None
+                    }
+                })
+                .collect();
+            if let Some(twice) = from.iter().enumerate().find(|(k, id)| from[..*k].contains(id)).map(|(_, id)| id) {
+                at.warning("from", format!("names \"{twice}\" twice"));
+            }
+            from
+        }
         Some(_) => {
             at.error("from", "must be a list of persona ids, e.g. [\"developer\"]");
             Vec::new()
@@ -246,6 +268,12 @@ fn read_action(at: &mut RuleAt, fields: &Map<String, Value>, name: &str) -> Opti
         "route" => match &to {
             Some(to) => {
                 let stage = at.string(fields, "stage").unwrap_or_else(|| name.to_lowercase());
+                if stage.trim().is_empty() && fields.contains_key("stage") {
+                    at.error(
+                        "stage",
+                        "is empty; name the stage the task reaches, or leave it out to use the rule's name",
+                    );
+                }
                 Action::Route { to: to.clone(), stage }
             }
             None => {
@@ -314,8 +342,23 @@ fn check_groups(at: &mut RuleAt, rule: &Rule) {
     }
     if rule.find("").is_some() {
         at.error("pattern", "matches an empty message, so every message would carry this signal");
+    } else if ORDINARY_MESSAGES.iter().all(|message| rule.find(message).is_some()) {
+        // Not refused: a rule may mean to act on everything (a `record` of every message); but it is rarely meant.
+        at.warning(
+            "pattern",
+            format!(
+                "matches ordinary messages without any signal, such as \"{}\", so nearly every message would \
+                 carry it (action \"{}\"); match the signal's own text",
+                ORDINARY_MESSAGES[0],
+                rule.action.name()
+            ),
+        );
     }
 }
+
+/// Plain answers an agent writes, without any signal, that a rule matching all of them would act on.
+const ORDINARY_MESSAGES: &[&str] =
+    &["Here is my first draft of the plan.", "I agree, let's go with option B", "Still working on it: more soon!"];
 
 /// Two rules with the same name, or a rule that can never win: an earlier one with the same pattern, position,
 /// senders and priority always takes the message first. `rules` holds each rule read with its index in the list.
