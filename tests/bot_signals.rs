@@ -423,7 +423,7 @@ async fn invisible_characters_around_the_signal_still_end_the_turn_and_the_repos
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_control_roles_to_call_are_read_over_rest_while_the_server_is_not_in_the_cache() {
+async fn the_control_roles_to_call_are_read_over_rest_while_the_server_is_not_in_the_cache_and_never_everyone() {
     use std::sync::Arc;
     use turn_manager::core::ids::ChannelId;
     use turn_manager::discord::access::Access;
@@ -432,7 +432,9 @@ async fn the_control_roles_to_call_are_read_over_rest_while_the_server_is_not_in
     // An escalation replayed from the outbox at start-up: the gateway has not described the server yet.
     let stage = turn_manager::demo::stage::Stage::new(&common::personas([60, 60, 60])).await.expect("local server");
     let role = stage.server.create_role(stage.guild, "managers", Permissions::empty());
-    let access = Access::new(Arc::new(Identity::default()), vec!["managers".into()], Arc::new(RestBudget::new(45)));
+    // The server's id names its @everyone role: listed, it is still never called (it would ping everyone).
+    let control = vec!["managers".into(), stage.guild.to_string()];
+    let access = Access::new(Arc::new(Identity::default()), control, Arc::new(RestBudget::new(45)));
     let http = serenity::all::HttpBuilder::new(&stage.bot_token)
         .proxy(stage.server.base_url().trim_end_matches('/'))
         .ratelimiter_disabled(true)

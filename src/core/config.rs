@@ -149,6 +149,18 @@ impl Config {
             if roles.iter().any(|r| r.trim().is_empty()) {
                 c.error(&["controlRoles"], "has an empty role name; give role names or role ids");
             }
+            // Discord lists @everyone on no member, so it would let nobody steer, yet an escalation calling it would
+            // ping the whole server.
+            if roles.iter().any(|r| r.trim().eq_ignore_ascii_case("@everyone")) {
+                c.error(
+                    &["controlRoles"],
+                    "names @everyone, which Discord lists on no member (so it would let nobody steer) and which an \
+                     escalation would ping the whole server with; name a role you give the people who steer",
+                );
+            }
+            if let Some(twice) = roles.iter().enumerate().find(|(k, r)| roles[..*k].contains(r)).map(|(_, r)| r) {
+                c.warning(&["controlRoles"], format!("names \"{twice}\" twice"));
+            }
             config.control_roles = roles;
         }
         read_channels(&mut c, &object, &mut config);
@@ -514,5 +526,18 @@ mod tests {
             let (_, problems) = Config::parse_partly("c.json", &rules(rule));
             assert!(!problems.iter().any(|p| p.field.starts_with("signals.rules[0]")), "{rule}: {problems:?}");
         }
+    }
+
+    #[test]
+    fn control_roles_naming_everyone_are_refused_and_a_repeated_one_is_warned_about() {
+        let problems = Config::parse("c.json", r#"{"controlRoles": ["Moderators", "@everyone"]}"#).unwrap_err();
+        assert!(problems.0.iter().any(|p| p.field == "controlRoles" && p.message.contains("@everyone")), "{problems}");
+        let (_, problems) = Config::parse_partly("c.json", r#"{"controlRoles": ["Moderators", "Moderators"]}"#);
+        assert!(
+            problems.iter().any(|p| p.severity == Severity::Warning && p.message.contains("\"Moderators\" twice")),
+            "{problems:?}"
+        );
+        // A role merely named like it is another role.
+        assert!(Config::parse("c.json", r#"{"controlRoles": ["everyone"]}"#).is_ok());
     }
 }

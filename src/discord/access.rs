@@ -119,8 +119,10 @@ impl Access {
                 .map(|role| (role.id.get(), role.name))
                 .collect(),
         };
+        // The server's id is its @everyone role: never called, whoever lists it.
         Ok(roles
             .into_iter()
+            .filter(|(id, _)| *id != place.guild_id.get())
             .filter(|role| holds_control_role(&self.control_roles, std::slice::from_ref(role)))
             .map(|(id, _)| id)
             .collect())
