@@ -143,6 +143,9 @@ fn check_display_name(name: &str) -> Result<(), String> {
             trimmed.chars().count()
         ));
     }
+    if name.chars().any(char::is_control) {
+        return Err("holds a line break or another control character; Discord shows a name on one line".into());
+    }
     let lower = trimmed.to_lowercase();
     if let Some(word) = ["clyde", "discord"].into_iter().find(|w| lower.contains(w)) {
         return Err(format!("\"{name}\" contains \"{word}\", which Discord refuses in webhook names"));
@@ -255,7 +258,7 @@ fn cross_file_problems(personas: &[Persona], files: &[(String, String)]) -> Vec<
     let mut problems = Vec::new();
     let mut first_with_id: BTreeMap<&PersonaId, &str> = BTreeMap::new();
     let mut first_with_user: BTreeMap<UserId, &str> = BTreeMap::new();
-    for persona in personas {
+    for (me, persona) in personas.iter().enumerate() {
         let text = files.iter().find(|(n, _)| *n == persona.source).map_or("", |(_, t)| t.as_str());
         let mut c = Checker::new(&persona.source, text);
         if let Some(other) = first_with_id.insert(&persona.id, &persona.source) {
@@ -272,9 +275,42 @@ fn cross_file_problems(personas: &[Persona], files: &[(String, String)]) -> Vec<
                 ),
             );
         }
+        // Two personas under one name look alike in the channel, and a handoff by that name can name neither.
+        let name = persona.display_name.trim();
+        let field = if object_has(text, "displayName") { "displayName" } else { "id" };
+        for (k, other) in personas.iter().enumerate().filter(|(_, other)| other.id != persona.id) {
+            if other.id.as_str().eq_ignore_ascii_case(name) {
+                c.warning(
+                    &[field],
+                    format!(
+                        "\"{name}\" is the id of the persona in {}, so a handoff naming \"{name}\" goes to that one, \
+                         not to this one",
+                        other.source
+                    ),
+                );
+            } else if k < me
+                && other.display_name.trim().eq_ignore_ascii_case(name)
+                && !persona.id.as_str().eq_ignore_ascii_case(name)
+            {
+                // (A name that is this persona's own id was warned about from the other's side, as an id.)
+                c.warning(
+                    &[field],
+                    format!(
+                        "\"{name}\" is also the name of the persona in {}: relayed messages of both show that name, \
+                         and a handoff by it names neither; give each persona a name of its own",
+                        other.source
+                    ),
+                );
+            }
+        }
         problems.extend(c.problems);
     }
     problems
+}
+
+/// Whether the persona file's top-level object holds `key`.
+fn object_has(text: &str, key: &str) -> bool {
+    serde_json::from_str::<serde_json::Value>(text).is_ok_and(|v| v.get(key).is_some())
 }
 
 /// Two personas for tests across the crate: pm (user 1) and dev (user 2), in that order, with this turn length.
@@ -402,6 +438,40 @@ mod tests {
             assert!(persona.is_none(), "{name:?} should be refused");
             assert_eq!(problems[0].field, "displayName");
         }
+    }
+
+    #[test]
+    fn a_display_name_on_two_lines_is_refused() {
+        let (persona, problems) =
+            parse_persona("p.json", r#"{"id": "pm", "discordUserId": "1", "displayName": "Product\nManager"}"#);
+        assert!(persona.is_none());
+        assert!(problems[0].field == "displayName" && problems[0].message.contains("line break"), "{problems:?}");
+    }
+
+    /// Found by an input review: both were accepted in silence, and a handoff by the name then named the wrong
+    /// persona, or none.
+    #[test]
+    fn a_display_name_another_persona_has_as_its_name_or_id_is_warned_about() {
+        let file = |id: &str, user: u64, name: Option<&str>| {
+            let name = name.map(|n| format!(r#", "displayName": "{n}""#)).unwrap_or_default();
+            (format!("{id}.json"), format!(r#"{{"id": "{id}", "discordUserId": "{user}"{name}}}"#))
+        };
+        let warned = |files: &[(String, String)]| {
+            let (_, warnings) = PersonaCatalog::from_files(files).unwrap_or_else(|(p, _)| panic!("{p}"));
+            warnings.0
+        };
+        let same = warned(&[file("pm", 1, Some("Lead")), file("dev", 2, Some("lead"))]);
+        assert_eq!(same.len(), 1, "{same:?}");
+        assert!(same[0].file == "dev.json" && same[0].field == "displayName" && same[0].message.contains("pm.json"));
+        // A name that is another persona's id, in either order of the files.
+        for files in
+            [[file("dev", 1, None), file("pm", 2, Some("Dev"))], [file("pm", 2, Some("Dev")), file("dev", 1, None)]]
+        {
+            let said = warned(&files);
+            assert_eq!(said.len(), 1, "{said:?}");
+            assert!(said[0].file == "pm.json" && said[0].message.contains("goes to that one"), "{said:?}");
+        }
+        assert!(warned(&[file("pm", 1, Some("PM")), file("dev", 2, Some("Developer"))]).is_empty());
     }
 
     #[test]
