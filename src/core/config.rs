@@ -7,6 +7,7 @@ use super::ids::{ChannelId, PersonaId, parse_snowflake};
 use super::persona::{PersonaCatalog, TIMEOUT_SECONDS_MAX, TIMEOUT_SECONDS_MIN};
 use super::problems::{Checker, Problem, Problems};
 use super::signals::SignalRules;
+use super::signals::rules::Action;
 use super::templates::{Template, Templates};
 use serde_json::{Map, Value};
 use std::path::PathBuf;
@@ -209,6 +210,27 @@ impl Config {
                         "channel {} names \"{id}\", which no persona file defines; known: {}",
                         channel.channel_id,
                         personas.ids_joined()
+                    ),
+                );
+            }
+            // A rule sending the floor to a persona this channel's roster leaves out cannot do so there.
+            for rule in self.signals.rules() {
+                let Some(to) = rule.action.target().filter(|to| personas.get(to).is_some()) else { continue };
+                if channel.roster.is_empty() || channel.roster.contains(to) {
+                    continue;
+                }
+                let outcome = match rule.action {
+                    Action::FinishTask { .. } => "the floor goes to the next in the roster instead",
+                    _ => "the rule is refused, and the sender keeps the floor",
+                };
+                let line = c.line_in_list(&["channels"], i, "roster");
+                c.warning_at(
+                    &format!("channels[{i}].roster"),
+                    line,
+                    format!(
+                        "channel {} leaves out \"{to}\", to whom rule {} sends the floor: there {outcome} (unless \
+                         \"{to}\" is added to the session)",
+                        channel.channel_id, rule.name
                     ),
                 );
             }
@@ -539,5 +561,24 @@ mod tests {
         );
         // A role merely named like it is another role.
         assert!(Config::parse("c.json", r#"{"controlRoles": ["everyone"]}"#).is_ok());
+    }
+
+    /// Found by an input review: a rule sending the floor to a persona a configured channel leaves out was accepted
+    /// in silence, and refused there at every use.
+    #[test]
+    fn a_rule_sending_the_floor_to_a_persona_a_channel_leaves_out_is_warned_about() {
+        let catalog = crate::core::persona::two_personas(60);
+        let text = r#"{"channels": [{"channelId": "7", "roster": ["pm"]}, {"channelId": "8", "roster": ["pm", "dev"]},
+                       {"channelId": "9"}],
+                       "signals": {"rules": [
+                         {"name": "DONE", "pattern": "DONE", "action": "complete"},
+                         {"name": "REVIEW", "pattern": "REVIEW (?P<task>\\w+)", "action": "route", "to": "dev",
+                          "from": ["pm"]}]}}"#;
+        let config = Config::parse("c.json", text).unwrap_or_else(|p| panic!("{p}"));
+        let problems = config.check_against("c.json", text, &catalog);
+        assert_eq!(problems.len(), 1, "only channel 7 leaves dev out: {problems:?}");
+        let said = &problems[0];
+        assert_eq!((said.severity, said.field.as_str()), (Severity::Warning, "channels[0].roster"));
+        assert!(said.message.contains("\"dev\"") && said.message.contains("REVIEW"), "{said:?}");
     }
 }
