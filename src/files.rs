@@ -39,8 +39,9 @@ pub fn load_setup(sources: &Sources) -> Result<Setup, Problems> {
     let (mut config, config_text, config_file) = match read_text(&config_path) {
         Ok(text) => {
             // What could be read is still checked against the personas below, so that every problem shows at once.
-            let (config, found) = Config::parse_partly(&display(&config_path), &text);
+            let (mut config, found) = Config::parse_partly(&display(&config_path), &text);
             problems.extend(found);
+            folders_beside(&mut config, &config_path, &text);
             (config, text, Some(config_path.clone()))
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound && !explicit => (Config::default(), String::new(), None),
@@ -91,6 +92,18 @@ pub fn load_setup(sources: &Sources) -> Result<Setup, Problems> {
             Ok(Setup { config, config_file, personas, personas_dir, warnings: problems })
         }
         _ => Err(problems),
+    }
+}
+
+/// Folders the configuration file names are relative to the file, as a reader of the file takes them (the
+/// defaults, and the command line's, stay relative to the working folder).
+fn folders_beside(config: &mut Config, config_path: &Path, text: &str) {
+    let Some(base) = config_path.parent().filter(|base| !base.as_os_str().is_empty()) else { return };
+    let written = serde_json::from_str::<serde_json::Value>(text).unwrap_or_default();
+    for (key, folder) in [("personasDir", &mut config.personas_dir), ("stateDir", &mut config.state_dir)] {
+        if written.get(key).is_some() && folder.is_relative() {
+            *folder = base.join(&*folder);
+        }
     }
 }
 
@@ -178,6 +191,32 @@ mod tests {
         assert!(problems.errors().any(|p| p.file.ends_with("c.json") && p.field == "announceTimeouts"));
         assert!(problems.errors().any(|p| p.file.ends_with("a.json")));
         assert!(!problems.to_string().contains("notes.txt"));
+    }
+
+    /// Found by an input review: they were relative to the working folder, so `run --config /etc/tm/c.json` read
+    /// the personas of whatever folder it was started in.
+    #[test]
+    fn folders_the_configuration_names_are_relative_to_its_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let etc = dir.path().join("etc");
+        std::fs::create_dir_all(etc.join("agents")).unwrap();
+        write(&etc.join("agents"), "pm.json", r#"{"id": "pm", "discordUserId": "1"}"#);
+        write(&etc, "c.json", r#"{"personasDir": "agents", "stateDir": "sessions"}"#);
+        let sources = Sources { config_file: Some(etc.join("c.json")), ..Sources::default() };
+        let setup = load_setup(&sources).unwrap_or_else(|p| panic!("{p}"));
+        assert_eq!(setup.personas_dir, etc.join("agents"));
+        assert_eq!(setup.config.state_dir, etc.join("sessions"));
+        assert_eq!(setup.personas.all().len(), 1);
+        // Absolute folders stay as written; the command line's win, relative to the working folder.
+        let absolute = etc.join("agents").display().to_string();
+        write(&etc, "c.json", &serde_json::json!({"personasDir": absolute}).to_string());
+        assert_eq!(load_setup(&sources).unwrap().personas_dir, etc.join("agents"));
+        let flags = Sources { state_dir: Some("here".into()), ..sources.clone() };
+        write(&etc, "c.json", r#"{"personasDir": "agents", "stateDir": "sessions"}"#);
+        assert_eq!(load_setup(&flags).unwrap().config.state_dir, PathBuf::from("here"));
+        // Not named in the file: the default, relative to the working folder.
+        write(&etc, "c.json", r#"{"personasDir": "agents"}"#);
+        assert_eq!(load_setup(&sources).unwrap().config.state_dir, PathBuf::from("state"));
     }
 
     #[test]

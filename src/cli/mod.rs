@@ -30,10 +30,10 @@ pub struct SourceArgs {
     /// The configuration file [default: turn-manager.json, optional]
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// The folder of persona files [default: the configuration's personasDir, else personas]
+    /// The folder of persona files [default: the configuration's personasDir (relative to its file), else personas]
     #[arg(long, value_name = "DIR")]
     pub personas: Option<PathBuf>,
-    /// The folder sessions are saved in [default: the configuration's stateDir, else state]
+    /// The folder sessions are saved in [default: the configuration's stateDir (relative to its file), else state]
     #[arg(long, value_name = "DIR")]
     pub state: Option<PathBuf>,
 }
