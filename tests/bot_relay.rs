@@ -263,3 +263,40 @@ async fn a_repost_through_a_webhook_moved_to_another_channel_is_taken_back_and_m
     assert_eq!(hooks_here, 1, "a webhook made here");
     assert!(scene.stage.server.with(|w| w.webhooks.contains_key(&moved)), "the moved one is left alone");
 }
+
+/// Found by a review: the threads of one parent share its webhook, and its lock was held through the whole repost,
+/// so one thread's slow call (an upload, a time-out) held every other thread's relays and announcements.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_repost_in_one_thread_does_not_hold_up_another_threads_relay() {
+    use common::{PATIENCE, is_floor};
+    use local_discord::faults::RouteAction;
+    use std::time::{Duration, Instant};
+    let scene = Scene::new().await;
+    let server = &scene.stage.server;
+    let parent = scene.stage.channel;
+    let (one, two) = (server.create_thread(parent, "one"), server.create_thread(parent, "two"));
+    let floor_in = |thread: u64, persona: &'static str| {
+        server.wait_for("a floor", PATIENCE, move |w| w.view(thread).iter().any(|m| is_floor(m, persona)).then_some(()))
+    };
+    for thread in [one, two] {
+        server.post(thread, scene.stage.operator, "!turn start");
+        floor_in(thread, "pm").await.unwrap();
+    }
+    // A first relay makes the parent's webhook.
+    server.post(one, scene.user("pm"), "Warm up. TURN_COMPLETE");
+    floor_in(one, "dev").await.unwrap();
+
+    // Thread one's next repost takes 6 s: Discord slow for that call alone.
+    server.faults(|f| f.on_route(Some("POST"), "/webhooks/", RouteAction::Slow(Duration::from_secs(6)), 1));
+    server.post(one, scene.user("dev"), "Slow one. TURN_COMPLETE");
+    server
+        .wait_for("thread one's repost in flight", PATIENCE, |w| (!w.faults.route_faults_armed()).then_some(()))
+        .await
+        .unwrap();
+    let started = Instant::now();
+    server.post(two, scene.user("pm"), "Quick one. TURN_COMPLETE");
+    floor_in(two, "dev").await.unwrap();
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(3), "thread two's relay and next floor waited {took:?} for thread one's call");
+    floor_in(one, "critic").await.unwrap();
+}

@@ -75,6 +75,11 @@ impl Faults {
         Some(fault.action)
     }
 
+    /// Whether a REST fault is still to apply (each taken one wakes `wait_for`).
+    pub fn route_faults_armed(&self) -> bool {
+        self.routes.iter().any(|f| f.remaining > 0)
+    }
+
     pub(crate) fn take_route_action(&mut self, method: &str, path: &str) -> Option<RouteAction> {
         let fault = self.routes.iter_mut().find(|f| {
             f.remaining > 0 && f.method.as_deref().is_none_or(|m| m == method) && path.contains(&f.path_contains)

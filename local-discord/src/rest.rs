@@ -64,6 +64,9 @@ pub async fn handle(
         .filter_map(|pair| pair.split_once('=').map(|(k, v)| (percent_decode(k), percent_decode(v))))
         .collect();
     let action = shared.world.lock().expect("world lock").faults.take_route_action(method.as_str(), &path);
+    if action.is_some() {
+        shared.changed.notify_waiters();
+    }
     match action {
         Some(RouteAction::RateLimit { retry_after }) => {
             let secs = retry_after.as_secs_f64();

@@ -58,11 +58,16 @@ impl Webhooks {
             body["attachments"] = form::describe(&carries.files);
         }
         let slot = self.hooks.lock().expect("webhooks lock").entry(owner).or_default().clone();
-        let mut known = slot.lock().await;
         for attempt in 0..2 {
-            let hook = match known.as_ref() {
-                Some(hook) => hook.clone(),
-                None => known.insert(self.find_or_create(owner).await?).clone(),
+            // Held only to find or make the webhook: the threads of one parent share it, and each thread is a
+            // channel of its own whose reposts must not wait for another's (found by a review: a slow upload in one
+            // thread held every other thread's relays and announcements).
+            let hook = {
+                let mut known = slot.lock().await;
+                match known.as_ref() {
+                    Some(hook) => hook.clone(),
+                    None => known.insert(self.find_or_create(owner).await?).clone(),
+                }
             };
             let token = hook.token.as_ref().map(|t| t.expose_secret().to_owned()).unwrap_or_default();
             match self.http.execute_webhook(hook.id.get(), &token, thread.map(|t| t.0), &body, &carries.files).await {
@@ -77,12 +82,12 @@ impl Webhooks {
                         "my webhook was moved to another channel; taking the repost back and making a webhook here"
                     );
                     self.take_back_misplaced(hook.id.get(), &token, posted).await;
-                    *known = None;
+                    forget(&slot, &hook).await;
                 }
                 // 404: someone deleted the webhook; make a new one and try once more.
                 Err(e) if attempt == 0 && e.status() == Some(404) => {
                     tracing::info!(channel = %owner, "my webhook was deleted; making a new one");
-                    *known = None;
+                    forget(&slot, &hook).await;
                 }
                 Err(e) => return Err(e),
             }
@@ -169,5 +174,13 @@ impl Webhooks {
             self.identity.add_webhook(hook.id.get());
         }
         Ok(found)
+    }
+}
+
+/// Forgets `hook`, deleted or moved, unless another repost already put its successor in the slot.
+async fn forget(slot: &Slot, hook: &discord::Webhook) {
+    let mut known = slot.lock().await;
+    if known.as_ref().is_some_and(|k| k.id == hook.id) {
+        *known = None;
     }
 }
