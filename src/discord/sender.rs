@@ -235,37 +235,40 @@ async fn run(tools: Arc<Tools>, mut queue: mpsc::UnboundedReceiver<Job>) {
             return;
         }
         match job {
-            Job::Effect { queued, replay } => match posting(&tools, &queued.effect, replay, announced).await {
-                // Given up for the lease lost: the holder's replay finds what was done; nothing is reported here.
-                _ if lease_lost(&tools) => return,
-                // Nothing is under way here: an effect that tidies is not `posts_only`, so it waited above.
-                Ok(reposts) if queued.effect.tidies() => {
-                    let task = tools.clone();
-                    tidying = Some(Tidying(tools.tasks.spawn(acting_for(tools.clone(), async move {
-                        let done = tidy(&task, &queued.effect).await.map(|()| None);
-                        if lease_lost(&task) {
-                            return;
-                        }
-                        // The original refused for good (Manage Messages lost) stays: the reposts above it would show
-                        // its text twice, and the signal the relay hid shows in it. Not after a give-up, whose last try
-                        // may have deleted it after all: taken back, the words would show nowhere.
-                        if done.as_ref().is_err_and(|e| !e.is_transient()) {
-                            take_back_parts(&task, &reposts).await;
+            Job::Effect { queued, replay } => {
+                let mut earlier = false;
+                match posting(&tools, &queued.effect, replay, announced, &mut earlier).await {
+                    // Given up for the lease lost: the holder's replay finds what was done; nothing is reported here.
+                    _ if lease_lost(&tools) => return,
+                    // Nothing is under way here: an effect that tidies is not `posts_only`, so it waited above.
+                    Ok(reposts) if queued.effect.tidies() => {
+                        let task = tools.clone();
+                        tidying = Some(Tidying(tools.tasks.spawn(acting_for(tools.clone(), async move {
+                            let done = tidy(&task, &queued.effect).await.map(|()| None);
                             if lease_lost(&task) {
                                 return;
                             }
-                        }
-                        report(&task, &queued, done);
-                    }))));
-                }
-                done => {
-                    let done = done.map(|made| made.last().copied());
-                    if let Ok(Some(posted)) = done.as_ref().map(|posted| posted.filter(|id| id.0 != 0)) {
-                        announced = announced.max(Some(posted));
+                            // The original refused for good (Manage Messages lost) stays: the reposts above it would show
+                            // its text twice, and the signal the relay hid shows in it. Not after a give-up, whose last try
+                            // may have deleted it after all: taken back, the words would show nowhere.
+                            if done.as_ref().is_err_and(|e| !e.is_transient()) {
+                                take_back_parts(&task, &reposts).await;
+                                if lease_lost(&task) {
+                                    return;
+                                }
+                            }
+                            report(&task, &queued, done, false);
+                        }))));
                     }
-                    report(&tools, &queued, done)
+                    done => {
+                        let done = done.map(|made| made.last().copied());
+                        if let Ok(Some(posted)) = done.as_ref().map(|posted| posted.filter(|id| id.0 != 0)) {
+                            announced = announced.max(Some(posted));
+                        }
+                        report(&tools, &queued, done, earlier)
+                    }
                 }
-            },
+            }
             Job::Notice { text, nonce } => {
                 if let Err(e) = tools.retrying(|| tools.rest.notice(tools.channel, &text, &nonce)).await {
                     tracing::warn!(channel = %tools.channel, "could not post a notice: {e}");
@@ -305,14 +308,18 @@ pub fn notice_nonce() -> String {
     format!("n{:016x}", fastrand::u64(..))
 }
 
-/// Tells the actor how effect `queued` ended; `done` answers the id of the message an announcement made.
-fn report(tools: &Tools, queued: &Queued, done: Result<Option<MessageId>, RestError>) {
+/// Tells the actor how effect `queued` ended; `done` answers the id of the message an announcement made, `earlier`
+/// whether that message may have been made before this try (found, or matched by its nonce).
+fn report(tools: &Tools, queued: &Queued, done: Result<Option<MessageId>, RestError>, earlier: bool) {
     let outcome = match done {
-        // A replayed announcement that Discord recognised by its nonce answers the message made before the crash:
-        // its own creation time, not now, is when the persona was told.
-        Ok(Some(posted)) if posted.0 != 0 => {
+        // An announcement made earlier (before a crash, or by a try whose answer was lost) was seen by the persona
+        // then: its own creation time, not now, is when it was told. One made by this try is timed on our own clock,
+        // as the turn's start is: its id is on Discord's, which may run behind ours, and the persona would lose the
+        // difference (found by a review).
+        Ok(Some(posted)) if posted.0 != 0 && earlier => {
             Outcome::Done { at: tools.clock.now().min(posted.created_at()), posted: Some(posted) }
         }
+        Ok(Some(posted)) if posted.0 != 0 => Outcome::Done { at: tools.clock.now(), posted: Some(posted) },
         Ok(_) => Outcome::Done { at: tools.clock.now(), posted: None },
         Err(e) => {
             let hint = if e.status() == Some(403) {
@@ -341,6 +348,7 @@ async fn posting(
     effect: &Effect,
     replay: bool,
     announced: Option<MessageId>,
+    earlier: &mut bool,
 ) -> Result<Vec<MessageId>, RestError> {
     let (rest, channel) = (tools.rest.as_ref(), tools.channel);
     match effect {
@@ -388,20 +396,24 @@ async fn posting(
             Ok(made)
         }
         Effect::Delete { .. } | Effect::React { .. } => Ok(Vec::new()),
-        Effect::Announce(announcement) => announce_once(tools, announcement, replay, announced).await.map(|m| vec![m]),
+        Effect::Announce(announcement) => {
+            announce_once(tools, announcement, replay, announced, earlier).await.map(|m| vec![m])
+        }
     }
 }
 
 /// Posts an announcement, retried as [`retrying`] does. Its nonce answers a repeat with the first message for a few
 /// minutes only: one that may have been posted longer ago (replayed after a long stop, or still retried long after
 /// a try whose answer was lost) is looked for in the channel first, after the announcement before it (`announced`)
-/// and from shortly before the instant it was decided. The look is retried by the same policy; if it fails for good,
-/// the announcement is posted.
+/// and from shortly before the instant it was decided. The look is retried by the same policy, and again after it
+/// while it still fails in a way that may pass; refused (the bot cannot read the history), the announcement is
+/// posted. `earlier` is set when the message answered may have been made before this try.
 async fn announce_once(
     tools: &Tools,
     announcement: &Announcement,
     replay: bool,
     announced: Option<MessageId>,
+    earlier: &mut bool,
 ) -> Result<MessageId, RestError> {
     let (rest, channel) = (tools.rest.as_ref(), tools.channel);
     let decided = decided_at(&announcement.nonce);
@@ -420,17 +432,36 @@ async fn announce_once(
         if let Some(since) = unsure_since.filter(|since| tools.clock.now() - *since > NONCE_REMEMBERED_FOR) {
             let after = look_after(since);
             match tools.retrying(|| rest.announcement_made(channel, after, &announcement.text)).await {
-                Ok(Some(found)) => return Ok(found),
+                Ok(Some(found)) => {
+                    *earlier = true;
+                    return Ok(found);
+                }
                 Ok(None) => {}
-                // Posting it is better than leaving the persona untold (or pausing the channel on a 403 that
-                // concerns only reading its history).
-                Err(e) => tracing::warn!(%channel, "could not look for an announcement made already; posting it: {e}"),
+                // Refused: posting it is better than leaving the persona untold (or pausing the channel on a 403
+                // that concerns only reading its history).
+                Err(e) if !e.is_transient() => {
+                    tracing::warn!(%channel, "could not look for an announcement made already; posting it: {e}")
+                }
+                // Still failing in a way that may pass (no READY yet, Discord's 5xx): posted now, it could show
+                // twice, its nonce long forgotten (found by a review). It is looked for again: the announcement
+                // holds its turn's deadline until it is known made.
+                Err(e) => {
+                    if lease_lost(tools) {
+                        return Err(e);
+                    }
+                    tracing::warn!(%channel, "still cannot look for an announcement made already; looking again: {e}");
+                    continue;
+                }
             }
             unsure_since = None; // Not showing (or not known): only tries from now on count.
         }
         let tried = tools.clock.now();
         let error = match rest.announce(channel, announcement).await {
-            Ok(posted) => return Ok(posted),
+            Ok(posted) => {
+                // Its nonce may have matched a try whose answer was lost.
+                *earlier = unsure_since.is_some();
+                return Ok(posted);
+            }
             Err(e) if e.is_transient() => e,
             Err(e) => return Err(e),
         };
@@ -445,7 +476,10 @@ async fn announce_once(
                 None => Ok(None),
             };
             return match found {
-                Ok(Some(posted)) => Ok(posted),
+                Ok(Some(posted)) => {
+                    *earlier = true;
+                    Ok(posted)
+                }
                 _ => Err(given_up),
             };
         }

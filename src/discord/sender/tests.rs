@@ -10,6 +10,7 @@ use crate::core::persona::PersonaCatalog;
 use crate::core::session::effects::{Announcement, Effect, Queued, split_message};
 use async_trait::async_trait;
 use std::collections::VecDeque;
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -56,6 +57,8 @@ struct FakeChannel {
     announce_answers: Mutex<VecDeque<Answer>>,
     /// Looking for an announcement is refused with this status (the bot cannot read the channel's history).
     look_refused: Option<u16>,
+    /// This many looks for an announcement fail as before READY (the bot not knowing who it is yet).
+    looks_unavailable: std::sync::atomic::AtomicU32,
     /// The newest announcement known posted, as the session saved it, for the sender made next.
     announced_before: Mutex<Option<MessageId>>,
     /// This process's lease renewals have failed for a lease time: another process may act for the channel.
@@ -90,6 +93,10 @@ impl Rest for FakeChannel {
         self.calls.lock().unwrap().push(format!("look for {text} after {after}"));
         if let Some(status) = self.look_refused {
             return Err(RestError::Status { status, message: "Missing Access".into(), retry_after: None });
+        }
+        let unavailable = self.looks_unavailable.fetch_update(Relaxed, Relaxed, |n| n.checked_sub(1)).is_ok();
+        if unavailable {
+            return Err(RestError::Unavailable("not connected yet".into()));
         }
         let shown = self.announcements.lock().unwrap();
         Ok(shown.iter().find(|(id, shown)| *id > after && shown == text).map(|(id, _)| *id))
@@ -438,6 +445,43 @@ fn floor_decided(ago: chrono::TimeDelta, seq: u64) -> Announcement {
         reply_to: None,
         ping_managers: false,
     }
+}
+
+/// Found by a review: a look that kept failing in a way that may pass (no READY yet, Discord's 5xx) for the
+/// policy's ten minutes was followed by a post, and the announcement made before the crash showed twice.
+#[tokio::test(start_paused = true)]
+async fn a_replayed_announcement_whose_look_fails_for_a_long_while_is_looked_for_again_not_posted_twice() {
+    let channel = Arc::new(FakeChannel { announcing: true, ..FakeChannel::default() });
+    channel.looks_unavailable.store(60, Relaxed); // well past ten minutes of back-off
+    let floor = floor_decided(chrono::TimeDelta::minutes(5), 1);
+    let decided = crate::core::session::effects::decided_at(&floor.nonce).unwrap();
+    let made = MessageId::first_at(decided);
+    channel.announcements.lock().unwrap().push((made, floor.text.clone()));
+    let (sender, reports) = sender_for(&channel);
+    sender.effects([Queued { id: 1, effect: Effect::Announce(floor) }], true);
+    sender.flush().await;
+    let shown = channel.announcements.lock().unwrap().clone();
+    assert_eq!(shown.len(), 1, "posted twice: {shown:?}");
+    assert_eq!(channel.looks_unavailable.load(Relaxed), 0, "looked until the look worked");
+    // Found: the persona was told when it was made, not now.
+    let outcome = reports.lock().unwrap()[0].outcome.clone();
+    assert_eq!(outcome, Outcome::Done { at: made.created_at(), posted: Some(made) });
+}
+
+/// Found by a review: a fresh announcement was timed by its id, on Discord's clock, which may run behind ours, so
+/// the persona lost the difference from the time given back for a late announcement.
+#[tokio::test(start_paused = true)]
+async fn a_fresh_announcement_is_timed_on_our_clock_not_by_its_id() {
+    let channel = Arc::new(FakeChannel { announcing: true, ..FakeChannel::default() });
+    let (sender, reports) = sender_for(&channel);
+    let floor = floor_decided(chrono::TimeDelta::zero(), 1);
+    let start = crate::core::session::effects::decided_at(&floor.nonce).unwrap();
+    sender.effects([Queued { id: 1, effect: Effect::Announce(floor) }], false);
+    sender.flush().await;
+    // The fake's ids read as long ago: on Discord's clock, the message was made before the decision.
+    let Outcome::Done { at, posted: Some(posted) } = reports.lock().unwrap()[0].outcome.clone() else { panic!() };
+    assert!(posted.created_at() < start);
+    assert!(at >= start, "timed by our clock: {at} (its id says {})", posted.created_at());
 }
 
 /// Ten minutes of 502s answered before anything was posted, then a last try, just before the sender gives up, that
