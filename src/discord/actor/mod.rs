@@ -226,6 +226,8 @@ pub struct Actor {
     save_retry: Option<Box<saving::SaveRetry>>,
     /// Set while activity is not saved yet: when to hand it to the writer (one copy for a burst of it).
     activity_save_at: Option<tokio::time::Instant>,
+    /// A lazy copy went to the writer after the last durable save: the store may not show it yet.
+    lazy_handed: bool,
     /// Another process took the channel over (a store shared by several processes refused a save): this actor stops
     /// at once, saying and saving nothing more.
     taken_over: bool,
@@ -1074,6 +1076,7 @@ fn task(
         unsaved_events: Vec::new(),
         save_retry: None,
         activity_save_at: None,
+        lazy_handed: false,
         taken_over: false,
         held: VecDeque::new(),
         read_again: false,

@@ -77,6 +77,7 @@ impl Actor {
         }
         self.unsaved_events.clear();
         self.activity_save_at = None; // The session written carries the activity too.
+        self.lazy_handed = false;
         let retried = self.save_retry.take();
         if retried.is_some() {
             tracing::info!(channel = %self.channel, "saving works again; carrying out what was held back");
@@ -90,10 +91,12 @@ impl Actor {
 
     /// The last activity of a retiring actor, saved for good rather than lazily: an actor started at once after
     /// this one (a new `start`) reads the store, which shows no lazy save before it is written, and would carry out
-    /// again what the outbox held. Nothing is held back by it (the outbox is empty), so a failure is not told in the
+    /// again what the outbox held. That includes activity already handed to the writer lazily, which may still wait
+    /// there (found by a review). Nothing is held back by it (the outbox is empty), so a failure is not told in the
     /// channel nor retried: the activity goes lazily then, as before.
     pub(super) async fn save_on_retiring(&mut self) {
-        if self.activity_save_at.take().is_none() {
+        let unsaved = self.activity_save_at.take().is_some();
+        if !(unsaved || std::mem::take(&mut self.lazy_handed)) {
             return;
         }
         match self.env.saver.save_durable(self.session.clone(), Vec::new()).await {
@@ -114,6 +117,7 @@ impl Actor {
     pub(super) fn save_activity(&mut self) {
         if self.activity_save_at.take().is_some() && self.save_retry.is_none() {
             self.env.saver.save_lazy(self.session.clone());
+            self.lazy_handed = true;
         }
     }
 

@@ -390,3 +390,29 @@ async fn a_start_delivered_again_after_its_session_stopped_and_its_actor_retired
     assert!(!h.session(A).await.is_active(), "{:#?}", h.journal.of(A));
     assert_eq!(h.events(A, "session_started"), 1);
 }
+
+/// Found by a review: a stopped channel's last activity (its end line done), handed to the writer lazily while a
+/// catch-up kept the actor from retiring, was not saved for good at the retirement; a `start` at once read the
+/// session before it, and carried out again what its outbox still held.
+#[tokio::test(start_paused = true)]
+async fn a_stopped_channel_saves_for_good_at_its_retirement_what_went_lazily_before() {
+    let rules = r#"{"rules": [{"name": "END", "pattern": "END", "action": "end"},
+                              {"name": "TURN_COMPLETE", "pattern": "TURN_COMPLETE", "action": "complete"}]}"#;
+    let h = Harness::with_config(super::config_of(rules));
+    h.start(A).await;
+    h.settle(A).await;
+    h.router.broadcast(|| Input::Disconnected(None));
+    // While the bot could not see, pm ended the session, and dev went on talking: three pages, each read in 5 s.
+    let mut missed = vec![h.written(PM, "All done. END", 1_000)];
+    missed.extend((0..250).map(|n| h.written(DEV, "me next?", 2_000 + n)));
+    h.rest.history.lock().unwrap().insert(A, missed);
+    *h.rest.read_delay.lock().unwrap() = Duration::from_secs(5);
+    h.router.broadcast(|| Input::CatchUp(None));
+    tokio::time::sleep(Duration::from_secs(8)).await;
+    assert!(!h.session(A).await.is_active(), "the first page ended the session");
+    assert!(h.saver.lazy_saves.load(std::sync::atomic::Ordering::Relaxed) > 0, "the end line's report went lazily");
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    retired(&h).await;
+    let saved = h.saver.saved.lock().unwrap().get(&A).cloned().expect("saved");
+    assert!(saved.outbox.is_empty(), "the store shows the outbox done: {:?}", saved.outbox);
+}
