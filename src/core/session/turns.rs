@@ -93,7 +93,8 @@ impl Session {
             // A message from an older turn is not the reply to a turn that timed out since.
             agent.awaiting_late_reply = false;
         }
-        if !in_turn && !in_past_turn && agent.benched {
+        // Not one the roster has left out: it is in no rotation to be back in (found by a review).
+        if !in_turn && !in_past_turn && agent.benched && self.roster.contains(&persona) {
             self.unbench(&persona, "it spoke", now, ctx, &mut t);
         }
 
@@ -369,12 +370,14 @@ impl Session {
     /// or an escalation). The turn keeps the time it was given on top (an `extend` while paused was confirmed; a
     /// progress's, not given twice), and stays the same turn: what the holder wrote in it before, handled after, is
     /// still in turn (not out of turn), and a `skip` or `extend` given in it still applies to it.
+    /// Its row of keeps goes on too: a `resume` is no way past `maxKeeps` (found by a review).
     pub(super) fn ask_again(&mut self, holder: PersonaId, now: DateTime<Utc>, ctx: Context, t: &mut Transition) {
         let (extended, progress_extended) = (self.turn_extended_seconds, self.turn_progress_extended);
-        let began_after = self.turn_began_after;
+        let (began_after, keeps_in_row) = (self.turn_began_after, self.keeps_in_row);
         self.begin_turn_as(holder, Template::TurnStart, &[], extended, now, ctx, t);
         self.turn_progress_extended = progress_extended;
         self.turn_began_after = began_after;
+        self.keeps_in_row = keeps_in_row;
     }
 
     /// Gives `persona` the floor now, announced with `template` (the turn start, or a kept turn), its persona's

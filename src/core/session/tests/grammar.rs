@@ -173,6 +173,28 @@ fn keep_resets_the_deadline_at_most_max_keeps_times_in_a_row() {
     assert_eq!(f.session.keeps_in_row, 0);
 }
 
+/// Found by a review: a `resume` asking the holder again began a new row of keeps, so with a manager resuming, an
+/// agent could keep the floor past `maxKeeps` for ever.
+#[test]
+fn a_resume_that_asks_the_holder_again_goes_on_with_its_row_of_keeps() {
+    for paused_by in ["a manager's pause", "an escalation"] {
+        let mut f = grammar();
+        f.say(PM, "<more>one</more>", 10_000);
+        if paused_by == "an escalation" {
+            f.say(PM, "BLOCKED: need a key", 20_000);
+        } else {
+            f.command(Command::Pause, 15_000).unwrap();
+            f.say(PM, "<more>two, held</more>", 20_000);
+        }
+        f.command(Command::Resume, 30_000).unwrap();
+        assert_eq!((f.active(), f.session.keeps_in_row), ("pm", 1), "{paused_by}: asked again, in the same row");
+        f.say(PM, "<more>two</more>", 40_000);
+        assert_eq!(f.active(), "pm", "{paused_by}: the second keep of two");
+        f.say(PM, "<more>three</more>", 50_000);
+        assert_eq!(f.active(), "dev", "{paused_by}: the third keep in a row moves the floor on");
+    }
+}
+
 #[test]
 fn progress_is_clamped_recorded_and_extends_the_deadline_once_per_turn() {
     let mut f = grammar();
@@ -496,6 +518,18 @@ fn a_benched_persona_removed_then_added_is_back_in_the_rotation() {
     f.command(Command::Remove { persona: "dev".into() }, 122_000).unwrap();
     let t = f.command(Command::Add { persona: "dev".into() }, 123_000).unwrap();
     assert!(!f.session.agents[&id("dev")].benched, "{:?}", event_names(&t));
+    assert!(texts(&t).contains(&"🪑 dev is back in the rotation."), "{:?}", texts(&t));
+}
+
+/// Found by a review: a removed persona that spoke was announced as back in a rotation it is not in.
+#[test]
+fn a_benched_persona_removed_that_speaks_is_not_announced_back_in_the_rotation() {
+    let mut f = dev_benched();
+    f.command(Command::Remove { persona: "dev".into() }, 122_000).unwrap();
+    let t = f.say(DEV, "hello?", 123_000);
+    assert!(!event_names(&t).contains(&"unbenched"), "{:?}", texts(&t));
+    // Added back, it is back in the rotation then, as before.
+    let t = f.command(Command::Add { persona: "dev".into() }, 124_000).unwrap();
     assert!(texts(&t).contains(&"🪑 dev is back in the rotation."), "{:?}", texts(&t));
 }
 
