@@ -115,7 +115,13 @@ impl Session {
         let given = origin.map_or(now, |id| whole_millis(id.created_at()).min(now));
         self.expire_if_due(given, now, ctx, &mut t);
         if !self.is_active() {
-            return Ok(self.finish(t, ctx)); // That turn's end ended the session (`maxRounds`).
+            // That turn's end ended the session (`maxRounds`) before the command was given: it finds nothing to act
+            // on, and is not answered "Done." (a typo would go unnoticed). The turn's end is the deadline's, which
+            // the actor's timer carries out at once, the copy ended here being dropped (found by a review).
+            return Err(refuse(
+                "The session had ended before this command was given: its last round was over. Start a new one with \
+                 `start`.",
+            ));
         }
         let active = self.active_agent.clone().expect("an active session has an active persona");
         if let Some(refusal) = self.given_in_an_earlier_turn(command, origin, &active) {

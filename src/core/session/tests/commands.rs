@@ -304,6 +304,26 @@ fn removing_the_last_holder_of_the_last_round_ends_the_session_at_max_rounds() {
     assert_eq!(f.session.round, 1, "never past maxRounds");
 }
 
+/// Found by a review: a command given after the last round's deadline (handled before the deadline's own tick, or
+/// read back after a restart) was answered "Done." though it did nothing, a typo included.
+#[test]
+fn a_command_given_after_the_last_rounds_deadline_is_refused_and_the_deadline_ends_the_session() {
+    let config = Config::parse("c.json", r#"{"signals": {"maxRounds": 1}}"#).unwrap();
+    let mut f = Fixture::with_config(config);
+    f.command(Command::Give { persona: "critic".into() }, 1_000).unwrap();
+    let before = f.session.clone();
+    let deadline = f.session.turn_timeout_at.unwrap();
+    let after = (deadline - Fixture::at(0)).num_milliseconds() + 1_000;
+    for command in [Command::Give { persona: "pmm".into() }, Command::Skip, Command::Stop] {
+        let refusal = f.command(command.clone(), after).unwrap_err();
+        assert!(refusal.to_string().contains("had ended before this command"), "{command:?}: {refusal}");
+        assert_eq!(f.session, before, "{command:?}: nothing changed by it");
+    }
+    let t = f.tick(after);
+    assert!(event_names(&t).contains(&"session_ended"), "{:?}", event_names(&t));
+    assert!(!f.session.is_active());
+}
+
 // --- a session starts at its start: what was written before it is never judged -----------------------------------
 
 #[test]
