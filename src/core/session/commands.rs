@@ -97,10 +97,13 @@ impl Session {
         let mut t = Transition::default();
         let turn_end = origin.unwrap_or_else(|| MessageId::first_at(now));
         if let Command::Start { roster } = command {
+            if let Some(refusal) = self.given_before_the_session_ended(origin) {
+                return Err(refusal);
+            }
             let started = self.start(roster, turn_end, now, ctx, t)?;
             // Only a `start` given in Discord (its own snowflake) dates the session on Discord's clock: one from the
             // configuration, dated by ours, would refuse commands given just after it if ours ran ahead.
-            self.began_with = origin;
+            self.bounded_by = origin;
             return Ok(started);
         }
         if !self.is_active() {
@@ -138,6 +141,7 @@ impl Session {
                 let text = ctx.config.templates.render(Template::SessionStop, &values);
                 self.announce(&mut t, now, text, None);
                 self.close();
+                self.bounded_by = origin;
             }
             Command::Pause => {
                 if self.status == SessionStatus::Paused {
@@ -303,13 +307,29 @@ impl Session {
     /// longer over it, or the gateway delivered it again after a reconnect), was about the session before: a `stop`
     /// would end the new session its author had not seen begin.
     fn given_before_the_session_began(&self, command: &Command, origin: Option<MessageId>) -> Option<Refusal> {
-        let (given, began) = (origin?, self.began_with?);
+        let (given, began) = (origin?, self.bounded_by?);
         (given < began).then(|| {
             refuse(&format!(
                 "Not done: this `{}` was given before the session running now was started. Give it again if you \
                  still want it.",
                 command.word()
             ))
+        })
+    }
+
+    /// A `start` given while the session before was running, handled after the `stop` given after it: given in
+    /// order, it would have been refused as the session was running, and it must not start a session nobody asked
+    /// for after the `stop` (found by a review; the mirror of `given_before_the_session_began`).
+    fn given_before_the_session_ended(&self, origin: Option<MessageId>) -> Option<Refusal> {
+        if self.is_active() {
+            return None;
+        }
+        let (given, stopped) = (origin?, self.bounded_by?);
+        (given < stopped).then(|| {
+            refuse(
+                "Not done: this `start` was given while the session before was still running, and that session was \
+                 stopped since. Give it again to start a new one.",
+            )
         })
     }
 

@@ -206,10 +206,12 @@ pub struct Session {
     /// about the session as it is now.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pause_toggled_at: Option<MessageId>,
-    /// The `start` command that began this session, on Discord's clock (none for a start from the configuration): a
-    /// command given before it but handled after it was meant for the session before, and is refused.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub began_with: Option<MessageId>,
+    /// The command that bounds the session on Discord's clock: while it runs, the `start` that began it (none for a
+    /// start from the configuration), and a command given before it but handled after it was meant for the session
+    /// before; once stopped, the `stop` that ended it, and a `start` given before it but handled after it was given
+    /// while the session ran. Either is refused. (One field for both: an idle channel's task holds the session.)
+    #[serde(default, alias = "beganWith", skip_serializing_if = "Option::is_none")]
+    pub bounded_by: Option<MessageId>,
     /// Recent messages written in turn without a signal, which an edit adding the signal may still finish.
     pub editable_messages: Vec<MessageId>,
     /// Those of `editable_messages` whose signal was acted on already without ending the turn (a progress or a
@@ -407,7 +409,7 @@ impl Session {
             turn_began_after: None,
             floor_moved_at: None,
             pause_toggled_at: None,
-            began_with: None,
+            bounded_by: None,
             editable_messages: Vec::new(),
             editable_after_signal: None,
             out_of_turn_lately: Vec::new(),

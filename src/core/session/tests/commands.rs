@@ -304,6 +304,23 @@ fn removing_the_last_holder_of_the_last_round_ends_the_session_at_max_rounds() {
     assert_eq!(f.session.round, 1, "never past maxRounds");
 }
 
+/// Found by a review: a `start` given while the session ran (it would have been refused), handled after a `stop`
+/// given after it, started a session nobody asked for after the stop.
+#[test]
+fn a_start_given_before_the_stop_but_handled_after_it_is_refused() {
+    let mut f = Fixture::new();
+    f.command_given(Command::Stop, 6_000, 6_000).unwrap();
+    let refusal = f.command_given(Command::Start { roster: vec![] }, 5_000, 7_000).unwrap_err();
+    assert!(
+        refusal.to_string().contains("given while the session before was still running, and that session was stopped"),
+        "{refusal}"
+    );
+    assert!(!f.session.is_active());
+    // One given after the stop starts a new session, as ever.
+    f.command_given(Command::Start { roster: vec![] }, 8_000, 8_000).unwrap();
+    assert!(f.session.is_active());
+}
+
 /// Found by a review: a command given after the last round's deadline (handled before the deadline's own tick, or
 /// read back after a restart) was answered "Done." though it did nothing, a typo included.
 #[test]
