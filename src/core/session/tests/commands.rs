@@ -321,6 +321,18 @@ fn a_start_given_before_the_stop_but_handled_after_it_is_refused() {
     assert!(f.session.is_active());
 }
 
+/// A session file written before `boundedBy` names its start `beganWith`: read as the same.
+#[test]
+fn a_session_saved_with_began_with_is_read_with_its_start_as_its_bound() {
+    let mut f = Fixture::new();
+    f.command_given(Command::Stop, 6_000, 6_000).unwrap();
+    let mut saved = serde_json::to_value(&f.session).unwrap();
+    let bound = saved.as_object_mut().unwrap().remove("boundedBy").expect("written as boundedBy");
+    saved["beganWith"] = bound;
+    let read: Session = serde_json::from_value(saved).unwrap();
+    assert_eq!(read, f.session);
+}
+
 /// Found by a review: a command given after the last round's deadline (handled before the deadline's own tick, or
 /// read back after a restart) was answered "Done." though it did nothing, a typo included.
 #[test]
