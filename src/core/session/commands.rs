@@ -374,33 +374,35 @@ impl Session {
     }
 
     /// After the personas changed (a restart with other persona files): drops roster members that no longer exist
-    /// and moves the floor on if its holder is gone. A roster left empty stops the session.
+    /// and, if the holder is gone, passes the floor as `remove` does: to the first after it not benched, a new round
+    /// past the roster's end (which `maxRounds` may not allow). A roster left empty stops the session, said as a
+    /// `stop` is. (Found by a review: the floor could go to a benched persona, no round was counted, and an emptied
+    /// session stopped without a word, its pause left set.)
     pub fn reconcile(&mut self, now: DateTime<Utc>, ctx: Context) -> Transition {
         let now = whole_millis(now);
         let mut t = Transition::default();
-        if !self.is_active() || self.roster.iter().all(|p| ctx.personas.get(p).is_some()) {
+        let known = |p: &PersonaId| ctx.personas.get(p).is_some();
+        if !self.is_active() || self.roster.iter().all(known) {
             return t;
         }
         let active = self.active_agent.clone().expect("an active session has an active persona");
-        let start = self.roster.iter().position(|p| *p == active).unwrap_or(0);
-        let successor = (1..=self.roster.len())
-            .map(|k| self.roster[(start + k) % self.roster.len()].clone())
-            .find(|p| ctx.personas.get(p).is_some());
-        self.roster.retain(|p| ctx.personas.get(p).is_some());
-        match successor {
-            None => {
-                t.events.push(self.event(now, None, EventKind::SessionStopped {}));
-                self.status = SessionStatus::Stopped;
-                self.active_agent = None;
-                self.turn_timeout_at = None;
-            }
-            Some(next) => {
-                self.roster_changed(now, ctx, &mut t);
-                if ctx.personas.get(&active).is_none() {
-                    self.floor_moves(MessageId::first_at(now));
-                    self.begin_turn(next, now, ctx, &mut t);
-                }
-            }
+        let holder_at = self.roster.iter().position(|p| *p == active).unwrap_or(0);
+        // Where the one after the holder stands once the others gone are dropped.
+        let after_holder = self.roster[..holder_at].iter().filter(|p| known(p)).count();
+        self.roster.retain(known);
+        if self.roster.is_empty() {
+            t.events.push(self.event(now, None, EventKind::SessionStopped {}));
+            let values = [("roster", String::new()), ("round", self.round.to_string())];
+            let text = ctx.config.templates.render(Template::SessionStop, &values);
+            self.announce(&mut t, now, text, None);
+            self.close();
+            return self.finish(t, ctx);
+        }
+        self.roster_changed(now, ctx, &mut t);
+        if !known(&active) {
+            self.end_turn(MessageId::first_at(now));
+            let (next, wraps) = self.first_in_rotation_from(after_holder);
+            self.move_floor(next, wraps, now, ctx, &mut t);
         }
         self.finish(t, ctx)
     }

@@ -232,6 +232,37 @@ fn reconcile_drops_personas_that_no_longer_exist_and_moves_the_floor_on() {
     assert!(!f.session.is_active());
 }
 
+/// Found by a review: the persona files changed across a restart passed the floor unlike `remove`: to a benched
+/// persona, counting no round past the roster's end, and an emptied session stopped without a word.
+#[test]
+fn reconcile_passes_the_floor_as_remove_does_and_stops_an_emptied_session_with_its_line() {
+    let reconcile = |f: &mut Fixture, kept: Vec<Persona>, ms: i64| {
+        f.personas = PersonaCatalog::new(kept);
+        let (personas, config) = (f.personas.clone(), f.config.clone());
+        f.session.reconcile(Fixture::at(ms), Context { personas: &personas, config: &config })
+    };
+    // dev benched (it timed out once, `benchAfter` 1); critic then pm, whose file is gone: the floor skips dev.
+    let mut f = Fixture::with_config(Config::parse("c.json", r#"{"signals": {"benchAfter": 1}}"#).unwrap());
+    f.say(PM, "Mine. TURN_COMPLETE", 1_000);
+    f.tick(121_000);
+    f.say(CRITIC, "Mine. TURN_COMPLETE", 122_000);
+    assert_eq!((f.active(), f.session.agents[&id("dev")].benched), ("pm", true), "precondition");
+    reconcile(&mut f, vec![persona("dev", DEV, Some(120)), persona("critic", CRITIC, None)], 123_000);
+    assert_eq!(f.active(), "critic", "the benched dev is skipped");
+    // critic, last in the roster, gone: the floor wraps to pm, a new round.
+    let mut f = Fixture::new();
+    f.command(Command::Give { persona: "critic".into() }, 1_000).unwrap();
+    reconcile(&mut f, vec![persona("pm", PM, Some(90)), persona("dev", DEV, Some(120))], 2_000);
+    assert_eq!((f.active(), f.session.round), ("pm", 2));
+    // Everyone gone from a paused session: stopped with the stop's line, no pause left on it.
+    let mut f = Fixture::new();
+    f.command(Command::Pause, 1_000).unwrap();
+    let t = reconcile(&mut f, vec![], 2_000);
+    assert!(!f.session.is_active());
+    assert!(texts(&t).iter().any(|s| s.starts_with("⏹️")), "{:?}", texts(&t));
+    assert_eq!((f.session.paused_at, f.session.paused_remaining_ms), (None, None));
+}
+
 #[test]
 fn saved_session_uses_the_seed_field_names() {
     let mut f = Fixture::new();
