@@ -96,9 +96,19 @@ impl Session {
         let now = whole_millis(now);
         let mut t = Transition::default();
         let turn_end = origin.unwrap_or_else(|| MessageId::first_at(now));
+        // Judged by when it was given, like a message: a turn whose deadline had passed by then ends first, and the
+        // command applies to the turn that follows; one given in time finds the turn still running, however late
+        // it is handled. Discord's clock running ahead of ours must not put it after our present.
+        let given = origin.map_or(now, |id| whole_millis(id.created_at()).min(now));
         if let Command::Start { roster } = command {
             if let Some(refusal) = self.given_before_the_session_ended(origin) {
                 return Err(refusal);
+            }
+            // A session whose last round ran out before the `start` was given had ended by then, though its
+            // deadline's tick is not handled yet (a catch-up holding it): the `start` finds it ended (found by a
+            // review). Any other overdue turn ends too, and the `start` is refused as the session runs on.
+            if self.is_active() {
+                self.expire_if_due(given, now, ctx, &mut t);
             }
             let started = self.start(roster, turn_end, now, ctx, t)?;
             // Only a `start` given in Discord (its own snowflake) dates the session on Discord's clock: one from the
@@ -112,10 +122,6 @@ impl Session {
         if let Some(refusal) = self.given_before_the_session_began(command, origin) {
             return Err(refusal);
         }
-        // Judged by when it was given, like a message: a turn whose deadline had passed by then ends first, and the
-        // command applies to the turn that follows; one given in time finds the turn still running, however late
-        // it is handled. Discord's clock running ahead of ours must not put it after our present.
-        let given = origin.map_or(now, |id| whole_millis(id.created_at()).min(now));
         self.expire_if_due(given, now, ctx, &mut t);
         if !self.is_active() {
             // That turn's end ended the session (`maxRounds`) before the command was given: it finds nothing to act
@@ -141,7 +147,6 @@ impl Session {
                 let text = ctx.config.templates.render(Template::SessionStop, &values);
                 self.announce(&mut t, now, text, None);
                 self.close();
-                self.bounded_by = origin;
             }
             Command::Pause => {
                 if self.status == SessionStatus::Paused {
@@ -278,6 +283,11 @@ impl Session {
                 }
             }
         }
+        if !self.is_active() {
+            // Ended by this command (a `stop`, or a `skip`, `give` or `remove` that finished the last round): marks
+            // the end for a `start` given before it (see `given_before_the_session_ended`).
+            self.bounded_by = origin;
+        }
         Ok(self.finish(t, ctx))
     }
 
@@ -317,9 +327,10 @@ impl Session {
         })
     }
 
-    /// A `start` given while the session before was running, handled after the `stop` given after it: given in
-    /// order, it would have been refused as the session was running, and it must not start a session nobody asked
-    /// for after the `stop` (found by a review; the mirror of `given_before_the_session_began`).
+    /// A `start` given while the session before was running, handled after the command given after it that ended
+    /// it (a `stop`, or one that finished the last round): given in order, it would have been refused as the session
+    /// was running, and it must not start a session nobody asked for after that (found by a review; the mirror of
+    /// `given_before_the_session_began`).
     fn given_before_the_session_ended(&self, origin: Option<MessageId>) -> Option<Refusal> {
         if self.is_active() {
             return None;
@@ -327,8 +338,8 @@ impl Session {
         let (given, stopped) = (origin?, self.bounded_by?);
         (given < stopped).then(|| {
             refuse(
-                "Not done: this `start` was given while the session before was still running, and that session was \
-                 stopped since. Give it again to start a new one.",
+                "Not done: this `start` was given while the session before was still running, and that session has \
+                 ended since. Give it again to start a new one.",
             )
         })
     }

@@ -343,12 +343,44 @@ fn a_start_given_before_the_stop_but_handled_after_it_is_refused() {
     f.command_given(Command::Stop, 6_000, 6_000).unwrap();
     let refusal = f.command_given(Command::Start { roster: vec![] }, 5_000, 7_000).unwrap_err();
     assert!(
-        refusal.to_string().contains("given while the session before was still running, and that session was stopped"),
+        refusal
+            .to_string()
+            .contains("given while the session before was still running, and that session has ended since"),
         "{refusal}"
     );
     assert!(!f.session.is_active());
     // One given after the stop starts a new session, as ever.
     f.command_given(Command::Start { roster: vec![] }, 8_000, 8_000).unwrap();
+    assert!(f.session.is_active());
+}
+
+/// Found by a review: the same for a session ended by a command that finished the last round.
+#[test]
+fn a_start_given_before_a_skip_that_ended_the_last_round_is_refused() {
+    let config = Config::parse("c.json", r#"{"signals": {"maxRounds": 1}}"#).unwrap();
+    let mut f = Fixture::with_config(config);
+    f.command(Command::Give { persona: "critic".into() }, 1_000).unwrap();
+    f.command_given(Command::Skip, 6_000, 6_000).unwrap();
+    assert!(!f.session.is_active(), "the skip finished the last round");
+    assert!(f.command_given(Command::Start { roster: vec![] }, 5_000, 7_000).is_err());
+    assert!(f.command_given(Command::Start { roster: vec![] }, 8_000, 8_000).is_ok());
+}
+
+/// Found by a review: a `start` given after the last round's deadline, handled before that deadline's tick (a
+/// catch-up holds it), was refused as "already running".
+#[test]
+fn a_start_given_after_the_last_rounds_deadline_starts_a_new_session() {
+    let config = Config::parse("c.json", r#"{"signals": {"maxRounds": 1}}"#).unwrap();
+    let mut f = Fixture::with_config(config);
+    f.command(Command::Give { persona: "critic".into() }, 1_000).unwrap();
+    let after = (f.session.turn_timeout_at.unwrap() - Fixture::at(0)).num_milliseconds() + 60_000;
+    let t = f.command_given(Command::Start { roster: vec![] }, after, after).unwrap();
+    let names = event_names(&t);
+    assert_eq!(names, ["turn_timeout", "session_ended", "session_started"], "the old one ends first");
+    assert_eq!((f.active(), f.session.round), ("pm", 1));
+    // One given before that deadline finds the session running, as ever.
+    let mut f = Fixture::new();
+    assert!(f.command_given(Command::Start { roster: vec![] }, 1_000, 200_000).is_err());
     assert!(f.session.is_active());
 }
 
