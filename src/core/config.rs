@@ -216,7 +216,9 @@ impl Config {
             // A rule sending the floor to a persona this channel's roster leaves out cannot do so there.
             for rule in self.signals.rules() {
                 let Some(to) = rule.action.target().filter(|to| personas.get(to).is_some()) else { continue };
-                if channel.roster.is_empty() || channel.roster.contains(to) {
+                // Nor where none of those who may send it is in the roster: it never runs there.
+                let sent_there = rule.from.is_empty() || rule.from.iter().any(|p| channel.roster.contains(p));
+                if channel.roster.is_empty() || channel.roster.contains(to) || !sent_there {
                     continue;
                 }
                 let outcome = match rule.action {
@@ -580,5 +582,28 @@ mod tests {
         let said = &problems[0];
         assert_eq!((said.severity, said.field.as_str()), (Severity::Warning, "channels[0].roster"));
         assert!(said.message.contains("\"dev\"") && said.message.contains("REVIEW"), "{said:?}");
+        // A rule none of the channel's members may send never runs there: nothing to say.
+        let personas = PersonaCatalog::new(
+            ["pm", "dev", "critic"]
+                .into_iter()
+                .enumerate()
+                .map(|(n, id)| crate::core::persona::Persona {
+                    id: PersonaId::parse(id).unwrap(),
+                    display_name: id.into(),
+                    discord_user_id: crate::core::ids::UserId(n as u64 + 1),
+                    avatar_url: None,
+                    timeout_seconds: None,
+                    order: None,
+                    source: format!("{id}.json"),
+                })
+                .collect(),
+        );
+        let text = r#"{"channels": [{"channelId": "7", "roster": ["pm"]}],
+                       "signals": {"rules": [
+                         {"name": "DONE", "pattern": "DONE", "action": "complete"},
+                         {"name": "REVIEW", "pattern": "REVIEW (?P<task>\\w+)", "action": "route", "to": "dev",
+                          "from": ["critic"]}]}}"#;
+        let config = Config::parse("c.json", text).unwrap_or_else(|p| panic!("{p}"));
+        assert!(config.check_against("c.json", text, &personas).is_empty());
     }
 }
