@@ -36,6 +36,10 @@ const NONCE_REMEMBERED_FOR: chrono::TimeDelta = chrono::TimeDelta::seconds(60);
 const CLOCK_AHEAD_UNANCHORED: chrono::TimeDelta = chrono::TimeDelta::seconds(5);
 /// How long an effect is retried before it is given up.
 pub const GIVE_UP_AFTER: Duration = Duration::from_secs(600);
+/// How long an announcement that may be showing already is looked for, while the look fails in a way that may pass,
+/// before it is posted all the same: a second copy then is better than a channel held for ever (its turn's deadline
+/// waits for the announcement, and every later effect behind it).
+const LOOK_FOR_AT_MOST: chrono::TimeDelta = chrono::TimeDelta::hours(1);
 /// The first wait after a server error or a time-out; it doubles each time, up to [`BACKOFF_MAX`].
 const BACKOFF_FIRST: Duration = Duration::from_millis(500);
 const BACKOFF_MAX: Duration = Duration::from_secs(30);
@@ -428,18 +432,20 @@ async fn announce_once(
         announced.map_or(from, |before| before.max(from))
     };
     let mut policy = Policy::new(Some(tools));
+    let mut looking_since = None;
     loop {
         if let Some(since) = unsure_since.filter(|since| tools.clock.now() - *since > NONCE_REMEMBERED_FOR) {
             let after = look_after(since);
+            let looking_from = *looking_since.get_or_insert(tools.clock.now());
             match tools.retrying(|| rest.announcement_made(channel, after, &announcement.text)).await {
                 Ok(Some(found)) => {
                     *earlier = true;
                     return Ok(found);
                 }
                 Ok(None) => {}
-                // Refused: posting it is better than leaving the persona untold (or pausing the channel on a 403
-                // that concerns only reading its history).
-                Err(e) if !e.is_transient() => {
+                // Refused, or failing for too long: posting it is better than leaving the persona untold (or pausing
+                // the channel on a 403 that concerns only reading its history).
+                Err(e) if !e.is_transient() || tools.clock.now() - looking_from >= LOOK_FOR_AT_MOST => {
                     tracing::warn!(%channel, "could not look for an announcement made already; posting it: {e}")
                 }
                 // Still failing in a way that may pass (no READY yet, Discord's 5xx): posted now, it could show

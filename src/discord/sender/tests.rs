@@ -468,6 +468,24 @@ async fn a_replayed_announcement_whose_look_fails_for_a_long_while_is_looked_for
     assert_eq!(outcome, Outcome::Done { at: made.created_at(), posted: Some(made) });
 }
 
+/// Found by a review of the fix above: a look failing for ever held the channel for ever (its turn's deadline and
+/// every later effect wait for the announcement). After an hour of looking, it is posted all the same.
+#[tokio::test(start_paused = true)]
+async fn an_announcement_whose_look_fails_for_over_an_hour_is_posted_then() {
+    let channel = Arc::new(FakeChannel { announcing: true, ..FakeChannel::default() });
+    channel.looks_unavailable.store(u32::MAX, Relaxed);
+    let floor = floor_decided(chrono::TimeDelta::minutes(5), 1);
+    let (sender, reports) = sender_for(&channel);
+    let began = tokio::time::Instant::now();
+    sender.effects([Queued { id: 1, effect: Effect::Announce(floor) }], true);
+    let flushed = tokio::time::timeout(Duration::from_secs(3 * 3600), sender.flush()).await;
+    assert!(flushed.is_ok(), "still looking after 3 h");
+    let took = began.elapsed();
+    assert!(took >= Duration::from_secs(3600) && took < Duration::from_secs(3600 + 700), "posted after {took:?}");
+    assert_eq!(channel.announcements.lock().unwrap().len(), 1, "posted");
+    assert!(matches!(reports.lock().unwrap()[0].outcome, Outcome::Done { .. }));
+}
+
 /// Found by a review: a fresh announcement was timed by its id, on Discord's clock, which may run behind ours, so
 /// the persona lost the difference from the time given back for a late announcement.
 #[tokio::test(start_paused = true)]
