@@ -240,8 +240,7 @@ async fn run(tools: Arc<Tools>, mut queue: mpsc::UnboundedReceiver<Job>) {
         }
         match job {
             Job::Effect { queued, replay } => {
-                let mut earlier = false;
-                match posting(&tools, &queued.effect, replay, announced, &mut earlier).await {
+                match posting(&tools, &queued.effect, replay, announced).await {
                     // Given up for the lease lost: the holder's replay finds what was done; nothing is reported here.
                     _ if lease_lost(&tools) => return,
                     // Nothing is under way here: an effect that tidies is not `posts_only`, so it waited above.
@@ -261,7 +260,7 @@ async fn run(tools: Arc<Tools>, mut queue: mpsc::UnboundedReceiver<Job>) {
                                     return;
                                 }
                             }
-                            report(&task, &queued, done, false);
+                            report(&task, &queued, done);
                         }))));
                     }
                     done => {
@@ -269,7 +268,7 @@ async fn run(tools: Arc<Tools>, mut queue: mpsc::UnboundedReceiver<Job>) {
                         if let Ok(Some(posted)) = done.as_ref().map(|posted| posted.filter(|id| id.0 != 0)) {
                             announced = announced.max(Some(posted));
                         }
-                        report(&tools, &queued, done, earlier)
+                        report(&tools, &queued, done)
                     }
                 }
             }
@@ -312,18 +311,17 @@ pub fn notice_nonce() -> String {
     format!("n{:016x}", fastrand::u64(..))
 }
 
-/// Tells the actor how effect `queued` ended; `done` answers the id of the message an announcement made, `earlier`
-/// whether that message may have been made before this try (found, or matched by its nonce).
-fn report(tools: &Tools, queued: &Queued, done: Result<Option<MessageId>, RestError>, earlier: bool) {
+/// Tells the actor how effect `queued` ended; `done` answers the id of the message an announcement made.
+fn report(tools: &Tools, queued: &Queued, done: Result<Option<MessageId>, RestError>) {
     let outcome = match done {
-        // An announcement made earlier (before a crash, or by a try whose answer was lost) was seen by the persona
-        // then: its own creation time, not now, is when it was told. One made by this try is timed on our own clock,
-        // as the turn's start is: its id is on Discord's, which may run behind ours, and the persona would lose the
-        // difference (found by a review).
-        Ok(Some(posted)) if posted.0 != 0 && earlier => {
+        // When Discord made the message, the persona was told: its id's time (a replayed announcement that Discord
+        // recognised by its nonce answers the message made before the crash), never later than now. On Discord's
+        // clock, as the commands and messages a turn's start is compared with are: timed by our clock when the answer
+        // came back, a turn's start fell after a `pause` typed just after the announcement, and the pause was taken
+        // to begin after the holder's signal written then (tried and undone; `bot_commands`).
+        Ok(Some(posted)) if posted.0 != 0 => {
             Outcome::Done { at: tools.clock.now().min(posted.created_at()), posted: Some(posted) }
         }
-        Ok(Some(posted)) if posted.0 != 0 => Outcome::Done { at: tools.clock.now(), posted: Some(posted) },
         Ok(_) => Outcome::Done { at: tools.clock.now(), posted: None },
         Err(e) => {
             let hint = if e.status() == Some(403) {
@@ -352,7 +350,6 @@ async fn posting(
     effect: &Effect,
     replay: bool,
     announced: Option<MessageId>,
-    earlier: &mut bool,
 ) -> Result<Vec<MessageId>, RestError> {
     let (rest, channel) = (tools.rest.as_ref(), tools.channel);
     match effect {
@@ -400,9 +397,7 @@ async fn posting(
             Ok(made)
         }
         Effect::Delete { .. } | Effect::React { .. } => Ok(Vec::new()),
-        Effect::Announce(announcement) => {
-            announce_once(tools, announcement, replay, announced, earlier).await.map(|m| vec![m])
-        }
+        Effect::Announce(announcement) => announce_once(tools, announcement, replay, announced).await.map(|m| vec![m]),
     }
 }
 
@@ -411,13 +406,12 @@ async fn posting(
 /// a try whose answer was lost) is looked for in the channel first, after the announcement before it (`announced`)
 /// and from shortly before the instant it was decided. The look is retried by the same policy, and again after it
 /// while it still fails in a way that may pass; refused (the bot cannot read the history), the announcement is
-/// posted. `earlier` is set when the message answered may have been made before this try.
+/// posted.
 async fn announce_once(
     tools: &Tools,
     announcement: &Announcement,
     replay: bool,
     announced: Option<MessageId>,
-    earlier: &mut bool,
 ) -> Result<MessageId, RestError> {
     let (rest, channel) = (tools.rest.as_ref(), tools.channel);
     let decided = decided_at(&announcement.nonce);
@@ -438,10 +432,7 @@ async fn announce_once(
             let after = look_after(since);
             let looking_from = *looking_since.get_or_insert(tools.clock.now());
             match tools.retrying(|| rest.announcement_made(channel, after, &announcement.text)).await {
-                Ok(Some(found)) => {
-                    *earlier = true;
-                    return Ok(found);
-                }
+                Ok(Some(found)) => return Ok(found),
                 Ok(None) => {}
                 // Refused, or failing for too long: posting it is better than leaving the persona untold (or pausing
                 // the channel on a 403 that concerns only reading its history).
@@ -463,11 +454,7 @@ async fn announce_once(
         }
         let tried = tools.clock.now();
         let error = match rest.announce(channel, announcement).await {
-            Ok(posted) => {
-                // Its nonce may have matched a try whose answer was lost.
-                *earlier = unsure_since.is_some();
-                return Ok(posted);
-            }
+            Ok(posted) => return Ok(posted),
             Err(e) if e.is_transient() => e,
             Err(e) => return Err(e),
         };
@@ -482,10 +469,7 @@ async fn announce_once(
                 None => Ok(None),
             };
             return match found {
-                Ok(Some(posted)) => {
-                    *earlier = true;
-                    Ok(posted)
-                }
+                Ok(Some(posted)) => Ok(posted),
                 _ => Err(given_up),
             };
         }

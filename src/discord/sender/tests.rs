@@ -486,22 +486,6 @@ async fn an_announcement_whose_look_fails_for_over_an_hour_is_posted_then() {
     assert!(matches!(reports.lock().unwrap()[0].outcome, Outcome::Done { .. }));
 }
 
-/// Found by a review: a fresh announcement was timed by its id, on Discord's clock, which may run behind ours, so
-/// the persona lost the difference from the time given back for a late announcement.
-#[tokio::test(start_paused = true)]
-async fn a_fresh_announcement_is_timed_on_our_clock_not_by_its_id() {
-    let channel = Arc::new(FakeChannel { announcing: true, ..FakeChannel::default() });
-    let (sender, reports) = sender_for(&channel);
-    let floor = floor_decided(chrono::TimeDelta::zero(), 1);
-    let start = crate::core::session::effects::decided_at(&floor.nonce).unwrap();
-    sender.effects([Queued { id: 1, effect: Effect::Announce(floor) }], false);
-    sender.flush().await;
-    // The fake's ids read as long ago: on Discord's clock, the message was made before the decision.
-    let Outcome::Done { at, posted: Some(posted) } = reports.lock().unwrap()[0].outcome.clone() else { panic!() };
-    assert!(posted.created_at() < start);
-    assert!(at >= start, "timed by our clock: {at} (its id says {})", posted.created_at());
-}
-
 /// Ten minutes of 502s answered before anything was posted, then a last try, just before the sender gives up, that
 /// is posted but answered 502 too. (24 tries fit in the ten minutes of back-off: 0.5 s doubling to 30 s.)
 fn failing_until_the_last_try_posts() -> VecDeque<Answer> {
