@@ -47,6 +47,10 @@ pub(super) struct Probe {
     /// The next this many appends fail (tests only).
     #[cfg(test)]
     pub failing_appends: std::sync::atomic::AtomicU32,
+    /// The next this many opens of a history log for its first look fail, as a log left unreadable would (tests
+    /// only).
+    #[cfg(test)]
+    pub failing_log_opens: std::sync::atomic::AtomicU32,
     /// The files recovery synced before deleting the journals it replayed (tests only).
     #[cfg(test)]
     pub recovery_synced: std::sync::Mutex<Vec<std::path::PathBuf>>,

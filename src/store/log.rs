@@ -11,6 +11,8 @@ use std::collections::VecDeque;
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::Path;
+#[cfg(test)]
+use std::sync::atomic::Ordering::SeqCst;
 
 /// How much of the log is read at a time when reading it from the end.
 const TAIL_BLOCK_BYTES: usize = 16 * 1024;
@@ -134,19 +136,41 @@ impl Store {
     /// Reads a channel's log before this process first appends to it: cuts a torn last line (a crash mid-append,
     /// before the journal) and finds its newest event, from which [`LogLook::first_look`] tells the events the
     /// session holds that the log lacks (a crash, or a failed save, between the two before the journal).
+    ///
+    /// A log that exists but cannot be opened (its permissions, an I/O error) is taken as it stands, by its length,
+    /// its newest event unknown: the channel's saves go to the journal as ever, and its events are appended once the
+    /// log can be written (the checkpoint is retried and carried meanwhile), rather than every save of the channel
+    /// failing until someone mends the file (found by a review). Not a folder in its place: that is no log.
     pub(super) fn look_at_log(&self, channel: ChannelId) -> Result<LogLook, StoreError> {
         self.probe.log_looks.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let path = self.log_path(channel);
-        let (len, last) = match OpenOptions::new().read(true).append(true).open(&path) {
+        let (len, last) = match self.open_log(&path) {
             Ok(mut file) => {
                 cut_torn_tail(&mut file, &path).map_err(io("repair the torn end of the history log", &path))?;
                 let last = last_logged(&mut file).map_err(io("read the history log", &path))?;
                 (file.metadata().map_err(io("read the history log", &path))?.len(), last)
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => (0, LastLogged::Nothing),
-            Err(e) => return Err(io("open the history log", &path)(e)),
+            Err(e) => match std::fs::metadata(&path) {
+                Ok(meta) if meta.is_file() => {
+                    tracing::warn!(
+                        file = %path.display(),
+                        "cannot open the history log ({e}); saving on, its events wait in the journal until it can"
+                    );
+                    (meta.len(), LastLogged::Unknown)
+                }
+                _ => return Err(io("open the history log", &path)(e)),
+            },
         };
         Ok(LogLook { len, last })
+    }
+
+    fn open_log(&self, path: &Path) -> std::io::Result<File> {
+        #[cfg(test)]
+        if self.probe.failing_log_opens.fetch_update(SeqCst, SeqCst, |n| n.checked_sub(1)).is_ok() {
+            return Err(std::io::Error::from(std::io::ErrorKind::PermissionDenied));
+        }
+        OpenOptions::new().read(true).append(true).open(path)
     }
 
     /// Reads ahead the logs of at most `limit` channels loaded at start (see `Commits::to_look`); answers whether

@@ -284,3 +284,37 @@ fn an_append_that_failed_partway_is_completed_not_repeated_and_foreign_lines_are
         assert_eq!(end, after.len() as u64);
     }
 }
+
+/// Found by a review: a log that could not be opened at a channel's first save in a process (its permissions, an
+/// I/O error) failed every durable save of that channel, and its turn changes were held back until someone mended
+/// the file. The save goes on now; the events reach the log where it stands once it can be written.
+#[test]
+fn a_log_that_cannot_be_opened_at_the_first_save_fails_no_save_and_gets_its_events_after() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = Config::default();
+    let (mut session, events) = started();
+    {
+        let store = open_at(dir.path());
+        store.save(&session, &events).unwrap();
+    }
+    // Restarted: this process has not looked at the log yet, and its first look fails.
+    let store = open_at(dir.path());
+    store.probe.failing_log_opens.store(1, std::sync::atomic::Ordering::SeqCst);
+    let skipped = skips(&mut session, &config, 2);
+    for events in &skipped {
+        store.save(&session, events).expect("saved though the log could not be read");
+    }
+    assert_eq!(store.probe.failing_log_opens.load(std::sync::atomic::Ordering::SeqCst), 0, "the look failed");
+    let logged = store.read_log(CHANNEL).unwrap();
+    let expected: Vec<HistoryEvent> = events.iter().chain(skipped.iter().flatten()).cloned().collect();
+    assert_eq!(logged, expected, "every event once, in order");
+    assert_eq!(store.load_one(CHANNEL).unwrap(), Some(session));
+}
+
+#[test]
+fn a_folder_where_the_log_should_be_still_fails_the_save() {
+    let (dir, store) = open_store();
+    std::fs::create_dir_all(dir.path().join("channels/42.history.jsonl/in-the-way")).unwrap();
+    let (session, events) = started();
+    assert!(store.save(&session, &events).is_err(), "no log can be written there");
+}
