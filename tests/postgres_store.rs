@@ -723,3 +723,41 @@ async fn a_start_up_claiming_past_a_live_process_never_deadlocks_with_its_renewa
         starter.close().await;
     }
 }
+
+/// Found by a review: sqlx's migrator asks for CREATE on the schema at every start, so a role given only what the
+/// bot does with its tables (Postgres 15 gives ordinary roles no CREATE on `public`) could never start, even once
+/// the tables were made.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_role_that_may_only_use_the_tables_starts_once_they_are_made() {
+    use turn_manager::sessions::LeaseOptions;
+    use turn_manager::sessions::location::PostgresUrl;
+    use turn_manager::sessions::postgres::PgSessions;
+    let Some(db) = TestDatabase::create("least_privilege").await else { return };
+    let owner = db.open(Duration::from_secs(30), "admin").await; // the first start makes the tables
+    let name = db.url.rsplit('/').next().unwrap().to_owned();
+    for sql in [
+        "DROP ROLE IF EXISTS tm_tables_only".to_owned(),
+        "CREATE ROLE tm_tables_only LOGIN PASSWORD 'pw'".to_owned(),
+        format!("REVOKE CREATE ON DATABASE \"{name}\" FROM PUBLIC"),
+        "REVOKE CREATE ON SCHEMA public FROM PUBLIC".to_owned(),
+        "GRANT USAGE ON SCHEMA public TO tm_tables_only".to_owned(),
+        "GRANT SELECT, INSERT, UPDATE, DELETE ON sessions, history, leases TO tm_tables_only".to_owned(),
+        "GRANT SELECT ON _sqlx_migrations TO tm_tables_only".to_owned(),
+    ] {
+        sqlx::query(&sql).execute(owner.pool()).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
+    }
+    let host = std::env::var("PGHOST").unwrap_or_else(|_| "localhost".into());
+    let port = std::env::var("PGPORT").unwrap_or_else(|_| "5432".into());
+    let url = if host.starts_with('/') {
+        format!("postgres://tm_tables_only:pw@localhost:{port}/{name}?host={host}")
+    } else {
+        format!("postgres://tm_tables_only:pw@{host}:{port}/{name}")
+    };
+    let leases = LeaseOptions { ttl: Duration::from_secs(30), node: "app".into() };
+    let opened = PgSessions::open(&PostgresUrl::new(&url), leases).await;
+    let sessions = opened.unwrap_or_else(|e| panic!("{e:#}"));
+    // And it does what the bot does with them.
+    use turn_manager::sessions::{Claim, Saver};
+    assert_eq!(sessions.claim(ChannelId(5)).await.unwrap(), Claim::Held);
+    sessions.save_durable(Session::new(ChannelId(5)), Vec::new()).await.unwrap();
+}
