@@ -95,7 +95,8 @@ pub struct RunArgs {
     #[arg(long, value_name = "FOLDER|URL", env = "TM_STORE", hide_env_values = true)]
     pub store: Option<String>,
     /// With a database: how long a process's claim on a channel lasts unless renewed (every third of it); after a
-    /// crash, another process takes the channel over once it expires
+    /// crash, another process takes the channel over once it expires. Its last third is the margin for a Discord call
+    /// already on its way (10 s each): keep 30 or more in production
     #[arg(long, value_name = "SECONDS", env = "TM_LEASE_SECONDS", default_value_t = crate::sessions::LEASE_TTL_DEFAULT.as_secs(),
           value_parser = clap::value_parser!(u64).range(3..=3600))]
     pub lease_seconds: u64,
