@@ -395,3 +395,47 @@ async fn in_a_thread_manage_channels_on_the_parent_channel_counts() {
     let id = server.post(thread, lead, "!turn skip");
     server.wait_for("the skip", common::PATIENCE, |w| seen(w, id, "⏭️")).await.unwrap();
 }
+
+/// Found by a review: a slash command deferred (at 1.5 s) while it was still being authorised was not handed to
+/// its channel while the deferral was awaited. Authorised at 2 s, it reached the channel only once the 2 s deferral
+/// returned (3.5 s), after the channel had given up waiting for it (3 s), and the holder's signal sent after it ran
+/// first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slash_pause_authorised_during_a_slow_deferral_still_runs_before_the_signal_after_it() {
+    use turn_manager::core::ids::{ChannelId, MessageId};
+    let scene = Scene::new().await;
+    let (server, app) = (&scene.stage.server, scene.stage.bot_user);
+    let thread = server.create_thread(scene.stage.channel, "slow");
+    server.post(thread, scene.stage.operator, "!turn start");
+    let floor = |w: &local_discord::world::World| w.view(thread).iter().any(|m| is_floor(m, "pm")).then_some(());
+    server.wait_for("pm's floor in the thread", common::PATIENCE, floor).await.unwrap();
+    // The permission check reads the thread over REST: 2 s, under the 3 s wait. The deferral takes 2 s too.
+    let slow = |ms| RouteAction::Slow(std::time::Duration::from_millis(ms));
+    server.faults(|f| f.on_route(Some("GET"), &format!("/channels/{thread}"), slow(2_000), 1));
+    server.faults(|f| f.on_route(Some("POST"), "/interactions/", slow(2_000), 1));
+    server.invoke_command(
+        thread,
+        scene.stage.operator,
+        app,
+        "turn",
+        json!([{"type": 1, "name": "pause", "options": []}]),
+    );
+    let signal = server.post(thread, scene.user("pm"), "Done. TURN_COMPLETE");
+    let paused = |w: &local_discord::world::World| {
+        w.view(thread).iter().any(|m| m.content.starts_with("⏸️ Paused.")).then_some(())
+    };
+    server.wait_for("the pause", common::PATIENCE, paused).await.unwrap();
+    let bot = scene.bot();
+    let handled = async {
+        while !bot.handled(ChannelId(thread), MessageId(signal)).await {
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+    };
+    tokio::time::timeout(common::PATIENCE, handled).await.expect("the signal is handled");
+    bot.settle(ChannelId(thread)).await;
+    let session = bot.session(ChannelId(thread)).await.unwrap();
+    let view = server.with(|w| w.view(thread));
+    let shown = common::render(&view);
+    assert_eq!((session.status, active(&session).as_deref()), (SessionStatus::Paused, Some("pm")), "{shown}");
+    assert_eq!(count_floor(&view, "dev"), 0, "the floor moved:\n{shown}");
+}

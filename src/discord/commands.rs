@@ -337,12 +337,15 @@ async fn in_time<T>(ctx: Ctx<'_>, ephemeral: bool, answer: impl std::future::Fut
     }
     // Interaction callbacks are not bound to the bot's global rate limit, so the deferral takes no REST budget. One
     // that fails is only logged: the command may be with the channel's actor already, so its outcome is still waited
-    // for (and its reply then tried, Discord permitting).
-    let deferred = if ephemeral { answered(ctx.defer_ephemeral()).await } else { answered(ctx.defer()).await };
+    // for (and its reply then tried, Discord permitting). The command goes on meanwhile: awaited alone, a slow
+    // deferral held it back from the actor, which gave up waiting for it and let the message after it overtake it
+    // (found by a review).
+    let defer = async { if ephemeral { answered(ctx.defer_ephemeral()).await } else { answered(ctx.defer()).await } };
+    let (deferred, found) = tokio::join!(defer, answer);
     if let Err(e) = deferred {
         tracing::warn!(channel = %ctx.channel_id(), "could not defer a slash command's answer: {e}");
     }
-    Ok(answer.await)
+    Ok(found)
 }
 
 /// How long a slash command given `age_ms` ago may still take before it is deferred: Discord's 3 s run from when it
