@@ -439,3 +439,28 @@ async fn a_slash_pause_authorised_during_a_slow_deferral_still_runs_before_the_s
     assert_eq!((session.status, active(&session).as_deref()), (SessionStatus::Paused, Some("pm")), "{shown}");
     assert_eq!(count_floor(&view, "dev"), 0, "the floor moved:\n{shown}");
 }
+
+/// Found by a review: in a channel with no session (so no actor), `!turn start` and `!turn pause` typed one after
+/// the other ran in whatever order poise finished checking them. Here the first thread read (a thread's permissions
+/// are read over REST) is slow: when it is the start's, the pause came first, was refused for want of a session,
+/// and the session then ran unpaused. Which command reads first is a race, so five fresh threads are tried.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_start_and_a_pause_typed_in_a_channel_without_a_session_run_in_the_order_typed() {
+    let scene = Scene::new().await;
+    let server = &scene.stage.server;
+    for n in 0..5 {
+        let thread = server.create_thread(scene.stage.channel, &format!("fresh {n}"));
+        let slow = RouteAction::Slow(std::time::Duration::from_millis(500));
+        server.faults(|f| f.on_route(Some("GET"), &format!("/channels/{thread}"), slow, 1));
+        server.post(thread, scene.stage.operator, "!turn start");
+        server.post(thread, scene.stage.operator, "!turn pause");
+        let answered = |w: &local_discord::world::World| {
+            let view = w.view(thread);
+            let said = |start: &str| view.iter().any(|m| m.content.starts_with(start));
+            (said("⏸️ Paused.") || said("No session is running")).then_some(())
+        };
+        server.wait_for("the pause's answer", common::PATIENCE, answered).await.unwrap();
+        let shown = common::render(&server.with(|w| w.view(thread)));
+        assert!(!shown.contains("No session is running"), "thread {n}: the pause ran before the start:\n{shown}");
+    }
+}

@@ -135,8 +135,16 @@ impl InOrder {
                 deliver(&self.router, created(&self.identity, message, message.content.clone()));
                 let bot = || self.identity.user().map(|user| discord::UserId::new(user.0));
                 if CommandGate::wants(message) && bot().is_some_and(|bot| may_run_command(message, bot)) {
-                    let channel = ChannelId(message.channel_id.get());
-                    self.router.deliver(channel, Input::CommandComing(MessageId(message.id.get())));
+                    let (channel, coming) =
+                        (ChannelId(message.channel_id.get()), Input::CommandComing(MessageId(message.id.get())));
+                    // A `!turn` command starts the channel's actor, as it will when handed over: else a channel
+                    // without one (no session yet) would take two commands typed one after the other in whatever
+                    // order poise finished checking them (found by a review). Other `!` chat starts none.
+                    if crate::discord::commands::typed(&message.content).is_some() {
+                        self.router.deliver_or_start(channel, coming);
+                    } else {
+                        self.router.deliver(channel, coming);
+                    }
                 }
                 Taken::Created(message.id.get())
             }
@@ -152,7 +160,7 @@ impl InOrder {
                 if let discord::Interaction::Command(command) = &e.interaction {
                     if command.data.name == COMMAND_NAME {
                         let (channel, id) = (ChannelId(command.channel_id.get()), MessageId(command.id.get()));
-                        self.router.deliver(channel, Input::CommandComing(id));
+                        self.router.deliver_or_start(channel, Input::CommandComing(id));
                     }
                 }
                 return;

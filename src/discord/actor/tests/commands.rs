@@ -416,3 +416,23 @@ async fn a_stopped_channel_saves_for_good_at_its_retirement_what_went_lazily_bef
     let saved = h.saver.saved.lock().unwrap().get(&A).cloned().expect("saved");
     assert!(saved.outbox.is_empty(), "the store shows the outbox done: {:?}", saved.outbox);
 }
+
+/// Found by a review: in a channel without an actor (no session yet, or its actor retired), the notice that a
+/// command is coming was dropped, so two commands typed one after the other (`start`, then `pause`) ran in whatever
+/// order poise finished checking them. The notice now starts the actor, as the command itself does.
+#[tokio::test(start_paused = true)]
+async fn two_commands_given_in_a_channel_without_an_actor_run_in_the_order_given() {
+    let h = Harness::new();
+    let (start, pause) = (h.id_at(h.clock.now()), h.id_at(h.clock.now()));
+    // As the gateway's collector tells it, in the order they were typed.
+    h.router.deliver_or_start(A, Input::CommandComing(start));
+    h.router.deliver_or_start(A, Input::CommandComing(pause));
+    // poise finishes the pause first.
+    let (pause_reply, pause_answer) = tokio::sync::oneshot::channel();
+    h.router.deliver_or_start(A, Input::command(Command::Pause, Some(pause), Some(pause_reply)));
+    let started = h.router.ask(A, |reply| Input::command(Command::Start { roster: vec![] }, Some(start), Some(reply)));
+    assert!(started.await.unwrap().is_ok());
+    assert!(pause_answer.await.unwrap().is_ok(), "the pause typed after the start was refused");
+    h.settle(A).await;
+    assert_eq!(h.session(A).await.status, crate::core::session::SessionStatus::Paused);
+}
