@@ -464,3 +464,30 @@ async fn a_start_and_a_pause_typed_in_a_channel_without_a_session_run_in_the_ord
         assert!(!shown.contains("No session is running"), "thread {n}: the pause ran before the start:\n{shown}");
     }
 }
+
+/// Found by a review: serenity's cache finds no thread by id, so every command given in a thread read the thread
+/// over REST (under the global budget) while the thread's messages waited for the command. A thread is read once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thread_is_read_over_rest_once_not_at_every_command() {
+    let scene = Scene::new().await;
+    let server = &scene.stage.server;
+    let thread = server.create_thread(scene.stage.channel, "busy");
+    for (command, says) in
+        [("!turn start", "▶️"), ("!turn pause", "⏸️"), ("!turn resume", "▶️ Resumed"), ("!turn skip", "⏭️")]
+    {
+        let id = server.post(thread, scene.stage.operator, command);
+        let seen = |w: &local_discord::world::World| {
+            let view = w.view(thread);
+            let at = view.iter().position(|m| m.id == id)?;
+            view[at..].iter().any(|m| m.content.starts_with(says)).then_some(())
+        };
+        server.wait_for(command, common::PATIENCE, seen).await.unwrap();
+    }
+    let path = format!("/channels/{thread}");
+    let reads = server
+        .log()
+        .iter()
+        .filter(|e| matches!(&e.kind, LogKind::Rest { method, path: p, .. } if method == "GET" && p.ends_with(&path)))
+        .count();
+    assert_eq!(reads, 1, "the thread read at each command");
+}

@@ -19,11 +19,16 @@ pub struct Access {
     control_roles: Vec<String>,
     /// The bot's global REST budget, which every lookup here (and every command reply) spends from.
     budget: Arc<RestBudget>,
+    /// Thread -> its parent channel, once read: serenity's cache finds no thread by id, and a thread's parent never
+    /// changes, so each thread is read over REST once, not at every command given in it (while the channel's
+    /// messages wait for the command: found by a review).
+    thread_parents: std::sync::Mutex<HashMap<ChannelId, discord::ChannelId>>,
 }
 
 impl Access {
     pub fn new(identity: Arc<Identity>, control_roles: Vec<String>, budget: Arc<RestBudget>) -> Self {
-        Self { http: OnceLock::new(), cache: OnceLock::new(), identity, control_roles, budget }
+        let thread_parents = std::sync::Mutex::default();
+        Self { http: OnceLock::new(), cache: OnceLock::new(), identity, control_roles, budget, thread_parents }
     }
 
     pub fn budget(&self) -> &RestBudget {
@@ -57,7 +62,7 @@ impl Access {
 
     /// The server `channel` (or thread) is in.
     pub async fn guild_of(&self, channel: ChannelId) -> Result<GuildId, RestError> {
-        Ok(GuildId(self.guild_channel(discord::ChannelId::new(channel.0)).await?.guild_id.get()))
+        Ok(GuildId(self.home_channel(channel).await?.0.guild_id.get()))
     }
 
     /// Whether `member` may change the session in `channel`: administrators, Manage Channels there, or a member of
@@ -169,9 +174,16 @@ impl Access {
         &self,
         channel: ChannelId,
     ) -> Result<(discord::GuildChannel, Option<ChannelId>), RestError> {
+        let known_parent = self.thread_parents.lock().expect("thread parents lock").get(&channel).copied();
+        if let Some(parent) = known_parent {
+            return Ok((self.guild_channel(parent).await?, Some(channel)));
+        }
         let place = self.guild_channel(discord::ChannelId::new(channel.0)).await?;
         match (place.thread_metadata.is_some(), place.parent_id) {
-            (true, Some(parent)) => Ok((self.guild_channel(parent).await?, Some(channel))),
+            (true, Some(parent)) => {
+                self.thread_parents.lock().expect("thread parents lock").insert(channel, parent);
+                Ok((self.guild_channel(parent).await?, Some(channel)))
+            }
             _ => Ok((place, None)),
         }
     }
