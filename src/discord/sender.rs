@@ -239,39 +239,37 @@ async fn run(tools: Arc<Tools>, mut queue: mpsc::UnboundedReceiver<Job>) {
             return;
         }
         match job {
-            Job::Effect { queued, replay } => {
-                match posting(&tools, &queued.effect, replay, announced).await {
-                    // Given up for the lease lost: the holder's replay finds what was done; nothing is reported here.
-                    _ if lease_lost(&tools) => return,
-                    // Nothing is under way here: an effect that tidies is not `posts_only`, so it waited above.
-                    Ok(reposts) if queued.effect.tidies() => {
-                        let task = tools.clone();
-                        tidying = Some(Tidying(tools.tasks.spawn(acting_for(tools.clone(), async move {
-                            let done = tidy(&task, &queued.effect).await.map(|()| None);
+            Job::Effect { queued, replay } => match posting(&tools, &queued.effect, replay, announced).await {
+                // Given up for the lease lost: the holder's replay finds what was done; nothing is reported here.
+                _ if lease_lost(&tools) => return,
+                // Nothing is under way here: an effect that tidies is not `posts_only`, so it waited above.
+                Ok(reposts) if queued.effect.tidies() => {
+                    let task = tools.clone();
+                    tidying = Some(Tidying(tools.tasks.spawn(acting_for(tools.clone(), async move {
+                        let done = tidy(&task, &queued.effect).await.map(|()| None);
+                        if lease_lost(&task) {
+                            return;
+                        }
+                        // The original refused for good (Manage Messages lost) stays: the reposts above it would show
+                        // its text twice, and the signal the relay hid shows in it. Not after a give-up, whose last try
+                        // may have deleted it after all: taken back, the words would show nowhere.
+                        if done.as_ref().is_err_and(|e| !e.is_transient()) {
+                            take_back_parts(&task, &reposts).await;
                             if lease_lost(&task) {
                                 return;
                             }
-                            // The original refused for good (Manage Messages lost) stays: the reposts above it would show
-                            // its text twice, and the signal the relay hid shows in it. Not after a give-up, whose last try
-                            // may have deleted it after all: taken back, the words would show nowhere.
-                            if done.as_ref().is_err_and(|e| !e.is_transient()) {
-                                take_back_parts(&task, &reposts).await;
-                                if lease_lost(&task) {
-                                    return;
-                                }
-                            }
-                            report(&task, &queued, done);
-                        }))));
-                    }
-                    done => {
-                        let done = done.map(|made| made.last().copied());
-                        if let Ok(Some(posted)) = done.as_ref().map(|posted| posted.filter(|id| id.0 != 0)) {
-                            announced = announced.max(Some(posted));
                         }
-                        report(&tools, &queued, done)
-                    }
+                        report(&task, &queued, done);
+                    }))));
                 }
-            }
+                done => {
+                    let done = done.map(|made| made.last().copied());
+                    if let Ok(Some(posted)) = done.as_ref().map(|posted| posted.filter(|id| id.0 != 0)) {
+                        announced = announced.max(Some(posted));
+                    }
+                    report(&tools, &queued, done)
+                }
+            },
             Job::Notice { text, nonce } => {
                 if let Err(e) = tools.retrying(|| tools.rest.notice(tools.channel, &text, &nonce)).await {
                     tracing::warn!(channel = %tools.channel, "could not post a notice: {e}");
