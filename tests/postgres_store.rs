@@ -761,3 +761,19 @@ async fn a_role_that_may_only_use_the_tables_starts_once_they_are_made() {
     assert_eq!(sessions.claim(ChannelId(5)).await.unwrap(), Claim::Held);
     sessions.save_durable(Session::new(ChannelId(5)), Vec::new()).await.unwrap();
 }
+
+/// A database a newer build has migrated further is refused, as sqlx's migrator refuses it, though every migration
+/// of this build is applied: an older build must not run on tables it does not know.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_migrated_by_a_newer_build_is_refused() {
+    let Some(db) = TestDatabase::create("newer_schema").await else { return };
+    let owner = db.open(Duration::from_secs(30), "admin").await;
+    let newer = "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time) \
+                 VALUES (99990101000000, 'from a newer build', true, '\\x00', 0)";
+    sqlx::query(newer).execute(owner.pool()).await.unwrap();
+    let leases = turn_manager::sessions::LeaseOptions { ttl: Duration::from_secs(30), node: "old".into() };
+    let url = turn_manager::sessions::location::PostgresUrl::new(&db.url);
+    let opened = turn_manager::sessions::postgres::PgSessions::open(&url, leases).await;
+    let error = format!("{:#}", opened.err().expect("refused"));
+    assert!(error.contains("could not set up the tables"), "{error}");
+}

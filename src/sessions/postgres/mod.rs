@@ -389,18 +389,19 @@ pub async fn connect(url: &PostgresUrl, idle_in_transaction: Duration) -> anyhow
 /// Whether every migration of this build is applied already, as it was written: then nothing is run, so a role
 /// without CREATE on the schema (Postgres 15 gives ordinary roles none on `public`) may start once the tables are
 /// made; sqlx's migrator asks for CREATE at every start, its bookkeeping table's `IF NOT EXISTS` notwithstanding
-/// (found by a review). Anything else (the table missing, a migration pending or changed) goes to the migrator, which
-/// says what is wrong.
+/// (found by a review). Anything else goes to the migrator, which applies what is pending or says what is wrong: the
+/// table missing, a migration pending, changed or left half done, or one this build does not know (a newer build's,
+/// which an older build must not run beside).
 async fn all_migrations_applied(pool: &sqlx::PgPool) -> bool {
-    let applied: Vec<(i64, Vec<u8>)> =
-        match sqlx::query_as("SELECT version, checksum FROM _sqlx_migrations WHERE success").fetch_all(pool).await {
-            Ok(rows) => rows,
-            Err(_) => return false,
-        };
-    MIGRATOR
-        .iter()
-        .filter(|m| !m.migration_type.is_down_migration())
-        .all(|m| applied.iter().any(|(version, checksum)| *version == m.version && checksum[..] == m.checksum[..]))
+    let query = "SELECT version, checksum, success FROM _sqlx_migrations";
+    let Ok(applied) = sqlx::query_as::<_, (i64, Vec<u8>, bool)>(query).fetch_all(pool).await else { return false };
+    let ours: Vec<&sqlx::migrate::Migration> =
+        MIGRATOR.iter().filter(|m| !m.migration_type.is_down_migration()).collect();
+    let all_ours_done = ours.iter().all(|m| {
+        applied.iter().any(|(version, checksum, done)| *done && *version == m.version && checksum[..] == m.checksum[..])
+    });
+    let nothing_else = applied.iter().all(|(version, _, done)| *done && ours.iter().any(|m| m.version == *version));
+    all_ours_done && nothing_else
 }
 
 impl Drop for PgSessions {
