@@ -141,13 +141,7 @@ impl Session {
         }
         match command {
             Command::Start { .. } => unreachable!("handled above"),
-            Command::Stop => {
-                t.events.push(self.event(now, None, EventKind::SessionStopped {}));
-                let values = [("roster", join_ids(&self.roster)), ("round", self.round.to_string())];
-                let text = ctx.config.templates.render(Template::SessionStop, &values);
-                self.announce(&mut t, now, text, None);
-                self.close();
-            }
+            Command::Stop => self.stop(now, ctx, &mut t),
             Command::Pause => {
                 if self.status == SessionStatus::Paused {
                     return Err(refuse("The session is already paused. Use `resume` to go on."));
@@ -402,11 +396,7 @@ impl Session {
         let after_holder = self.roster[..holder_at].iter().filter(|p| known(p)).count();
         self.roster.retain(known);
         if self.roster.is_empty() {
-            t.events.push(self.event(now, None, EventKind::SessionStopped {}));
-            let values = [("roster", String::new()), ("round", self.round.to_string())];
-            let text = ctx.config.templates.render(Template::SessionStop, &values);
-            self.announce(&mut t, now, text, None);
-            self.close();
+            self.stop(now, ctx, &mut t);
             return self.finish(t, ctx);
         }
         self.roster_changed(now, ctx, &mut t);
@@ -472,6 +462,15 @@ impl Session {
             let length = seconds(u64::from(self.turn_timeout_seconds) + self.turn_extended_seconds);
             self.turn_started_at.unwrap_or(now) + length + chrono::TimeDelta::milliseconds(self.turn_paused_ms)
         })
+    }
+
+    /// Ends the session as `stop` does: recorded, its line said, nobody holding the floor.
+    fn stop(&mut self, now: DateTime<Utc>, ctx: Context, t: &mut Transition) {
+        t.events.push(self.event(now, None, EventKind::SessionStopped {}));
+        let values = [("roster", join_ids(&self.roster)), ("round", self.round.to_string())];
+        let text = ctx.config.templates.render(Template::SessionStop, &values);
+        self.announce(t, now, text, None);
+        self.close();
     }
 
     fn roster_changed(&mut self, now: DateTime<Utc>, ctx: Context, t: &mut Transition) {
