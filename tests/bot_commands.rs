@@ -399,14 +399,23 @@ async fn in_a_thread_manage_channels_on_the_parent_channel_counts() {
 /// Found by a review: a slash command deferred (at 1.5 s) while it was still being authorised was not handed to
 /// its channel while the deferral was awaited. Authorised at 2 s, it reached the channel only once the 2 s deferral
 /// returned (3.5 s), after the channel had given up waiting for it (3 s), and the holder's signal sent after it ran
-/// first.
+/// first. The thread's session comes from the configuration, in observe mode, so the pause is the first thing in
+/// this run to read the thread (its parent is remembered after that).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_slash_pause_authorised_during_a_slow_deferral_still_runs_before_the_signal_after_it() {
-    use turn_manager::core::ids::{ChannelId, MessageId};
-    let scene = Scene::new().await;
-    let (server, app) = (&scene.stage.server, scene.stage.bot_user);
-    let thread = server.create_thread(scene.stage.channel, "slow");
-    server.post(thread, scene.stage.operator, "!turn start");
+    use turn_manager::core::config::{DisplayModeSetting, ManagedChannel};
+    use turn_manager::core::ids::ChannelId;
+    let thread = std::sync::OnceLock::new();
+    let scene = Scene::build([60, 60, 60], |stage| {
+        let id = *thread.get_or_init(|| stage.server.create_thread(stage.channel, "configured"));
+        // The start-up's look at the thread (its server) fails once: nothing of it is remembered.
+        let failing = RouteAction::ServerError(500);
+        stage.server.faults(|f| f.on_route(Some("GET"), &format!("/channels/{id}"), failing, 1));
+        let channels = vec![ManagedChannel { channel_id: ChannelId(id), roster: Vec::new() }];
+        Config { channels, display_mode: DisplayModeSetting::Observe, ..Config::default() }
+    })
+    .await;
+    let (server, app, thread) = (&scene.stage.server, scene.stage.bot_user, *thread.get().unwrap());
     let floor = |w: &local_discord::world::World| w.view(thread).iter().any(|m| is_floor(m, "pm")).then_some(());
     server.wait_for("pm's floor in the thread", common::PATIENCE, floor).await.unwrap();
     // The permission check reads the thread over REST: 2 s, under the 3 s wait. The deferral takes 2 s too.
@@ -425,15 +434,8 @@ async fn a_slash_pause_authorised_during_a_slow_deferral_still_runs_before_the_s
         w.view(thread).iter().any(|m| m.content.starts_with("⏸️ Paused.")).then_some(())
     };
     server.wait_for("the pause", common::PATIENCE, paused).await.unwrap();
-    let bot = scene.bot();
-    let handled = async {
-        while !bot.handled(ChannelId(thread), MessageId(signal)).await {
-            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-        }
-    };
-    tokio::time::timeout(common::PATIENCE, handled).await.expect("the signal is handled");
-    bot.settle(ChannelId(thread)).await;
-    let session = bot.session(ChannelId(thread)).await.unwrap();
+    scene.handled_in(thread, signal).await;
+    let session = scene.bot().session(ChannelId(thread)).await.unwrap();
     let view = server.with(|w| w.view(thread));
     let shown = common::render(&view);
     assert_eq!((session.status, active(&session).as_deref()), (SessionStatus::Paused, Some("pm")), "{shown}");

@@ -120,7 +120,12 @@ impl Scene {
     /// Waits until the channel's actor has handled message `id`, then until its sender has carried out everything
     /// decided so far.
     pub async fn handled(&self, id: u64) {
-        let (bot, channel) = (self.bot(), ChannelId(self.stage.channel));
+        self.handled_in(self.stage.channel, id).await;
+    }
+
+    /// [`Scene::handled`] in another channel of the server (a thread).
+    pub async fn handled_in(&self, channel: u64, id: u64) {
+        let (bot, channel) = (self.bot(), ChannelId(channel));
         let deadline = tokio::time::Instant::now() + PATIENCE;
         while !bot.handled(channel, MessageId(id)).await {
             assert!(tokio::time::Instant::now() < deadline, "message {id} was never handled");
