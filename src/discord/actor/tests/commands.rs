@@ -417,9 +417,10 @@ async fn a_stopped_channel_saves_for_good_at_its_retirement_what_went_lazily_bef
     assert!(saved.outbox.is_empty(), "the store shows the outbox done: {:?}", saved.outbox);
 }
 
-/// Found by a review: in a channel without an actor (no session yet, or its actor retired), the notice that a
-/// command is coming was dropped, so two commands typed one after the other (`start`, then `pause`) ran in whatever
-/// order poise finished checking them. The notice now starts the actor, as the command itself does.
+/// The actor's side of commands typed in a channel without an actor: told in order that they are coming (the notice
+/// starts the actor), it runs them in that order, whichever poise hands over first. (The gateway's side, which used
+/// to drop the notice for want of an actor, is `bot_commands`'s
+/// `a_start_and_a_pause_typed_in_a_channel_without_a_session_run_in_the_order_typed`.)
 #[tokio::test(start_paused = true)]
 async fn two_commands_given_in_a_channel_without_an_actor_run_in_the_order_given() {
     let h = Harness::new();
