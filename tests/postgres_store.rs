@@ -315,7 +315,13 @@ async fn a_renewed_lease_is_never_taken_and_a_released_one_is_taken_at_once() {
         assert!(holder.surely_held(channel), "and the holder knows it");
     }
     holder.save_durable(running(5, None, 1), vec![]).await.unwrap();
+    let held_under = lease_epoch(&holder, 5).await;
     holder.close().await;
+    assert_eq!(
+        lease_epoch(&holder, 5).await,
+        held_under + 1,
+        "releasing bumps the epoch: a renewal on its way with the old one misses it"
+    );
     assert_eq!(other.claim(channel).await.unwrap(), Claim::Held, "released at close: no wait for the expiry");
     assert!(holder.save_durable(running(5, None, 2), vec![]).await.unwrap_err().is_fenced());
 }

@@ -55,11 +55,12 @@ const RENEW: &str = "
     FROM mine WHERE l.channel_id = mine.channel_id
     RETURNING l.channel_id";
 
-/// Expires every lease of this owner ($1) now, locking them in channel order (see [`RENEW`]).
+/// Expires every lease of this owner ($1) now, locking them in channel order (see [`RENEW`]), and bumps their
+/// epochs as [`LET_GO`] does: a renewal already on its way cannot bring them back for another lease time.
 const RELEASE_ALL: &str = "
     WITH mine AS (
         SELECT channel_id FROM leases WHERE owner = $1 AND expires_at > now() ORDER BY channel_id FOR UPDATE)
-    UPDATE leases l SET expires_at = now() FROM mine WHERE l.channel_id = mine.channel_id";
+    UPDATE leases l SET expires_at = now(), epoch = l.epoch + 1 FROM mine WHERE l.channel_id = mine.channel_id";
 
 /// Expires one lease ($1 channel) now, if it still is this owner's ($2) under this epoch ($3): a later claim of the
 /// channel (by this process too) has a new epoch and is left alone. It bumps the epoch too, so that a renewal
