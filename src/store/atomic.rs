@@ -197,6 +197,25 @@ pub fn sync_folder(_folder: &Path) -> io::Result<()> {
     Ok(())
 }
 
+/// Creates `folder` and any missing folder above it, and makes each new folder's entry durable (its parent synced):
+/// else a power cut soon after a first start could take the whole state folder, journal and all, with it. Answers
+/// the folders synced, parents first.
+pub fn create_folder_durably(folder: &Path) -> io::Result<Vec<PathBuf>> {
+    let missing: Vec<&Path> =
+        folder.ancestors().take_while(|dir| !dir.as_os_str().is_empty() && !dir.exists()).collect();
+    std::fs::create_dir_all(folder)?;
+    let mut synced = Vec::new();
+    for dir in missing.iter().rev() {
+        let parent = match dir.parent() {
+            Some(parent) if !parent.as_os_str().is_empty() => parent,
+            _ => Path::new("."),
+        };
+        sync_folder(parent)?;
+        synced.push(parent.to_owned());
+    }
+    Ok(synced)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

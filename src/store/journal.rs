@@ -54,6 +54,9 @@ pub(super) struct Probe {
     /// The files recovery synced before deleting the journals it replayed (tests only).
     #[cfg(test)]
     pub recovery_synced: std::sync::Mutex<Vec<std::path::PathBuf>>,
+    /// The folders whose entries `Store::open` made durable, having created them (tests only).
+    #[cfg(test)]
+    pub folders_synced_at_open: std::sync::Mutex<Vec<std::path::PathBuf>>,
 }
 
 /// The journal being appended to.

@@ -142,12 +142,18 @@ impl Store {
     /// Opens (and creates) the state folder. The journal is replayed at the first load or save.
     pub fn open(state_dir: &Path) -> Result<Self, StoreError> {
         let channels_dir = state_dir.join("channels");
-        std::fs::create_dir_all(&channels_dir).map_err(io("create the state folder", &channels_dir))?;
+        let synced =
+            atomic::create_folder_durably(&channels_dir).map_err(io("create the state folder", &channels_dir))?;
+        let probe = Arc::<journal::Probe>::default();
+        #[cfg(test)]
+        probe.folders_synced_at_open.lock().unwrap().extend(synced);
+        #[cfg(not(test))]
+        drop(synced);
         Ok(Self {
             state_dir: state_dir.to_owned(),
             channels_dir,
             commits: Arc::default(),
-            probe: Arc::default(),
+            probe,
             rotation: Rotation::default(),
         })
     }

@@ -10,8 +10,8 @@
 //!   logged twice.
 //!
 //! A journal's torn tail (a crash mid-append: never acknowledged) is dropped. A damaged line with good ones after it
-//! is reported with its file and line number and skipped; the records after it are used, and the journal is kept
-//! aside for a person to look at.
+//! is reported with its file and line number and skipped; the records after it are used, every channel's files are
+//! synced (the damaged line's channel is unknown), and the journal is kept aside for a person to look at.
 
 use super::atomic::{replace_unsynced, sync_file, sync_folder};
 use super::commit::Commits;
@@ -55,8 +55,13 @@ impl Store {
         // Not only what recovery wrote: a checkpoint found as new as the journal may be one the process that died
         // wrote without syncing (checkpoints are synced when their journal is replaced). Its journal is deleted
         // below, so every file the journals cover is made durable first, with the folder's renames.
-        let covered: Vec<PathBuf> =
-            read.by_channel.keys().flat_map(|&channel| [self.session_path(channel), self.log_path(channel)]).collect();
+        // A damaged line's channel is unknown, and its checkpoint may be the only copy of that save outside the
+        // journal set aside: with any damage, every channel's files are synced.
+        let covered: Vec<PathBuf> = if read.damaged.is_empty() {
+            read.by_channel.keys().flat_map(|&channel| [self.session_path(channel), self.log_path(channel)]).collect()
+        } else {
+            self.every_channels_files()?
+        };
         for synced in in_parallel(&covered, |path| sync_file(path).map_err(io("sync the recovered file", path))) {
             synced?;
         }
@@ -244,6 +249,21 @@ impl Store {
 
     /// The highest save number among the session files, for numbering on from them when there is no journal. Reads
     /// only the start of each file, where the store writes the number.
+    /// Every session file and history log in the channels folder.
+    fn every_channels_files(&self) -> Result<Vec<PathBuf>, StoreError> {
+        let read = || io("read the state folder", &self.channels_dir);
+        let mut files = Vec::new();
+        for entry in std::fs::read_dir(&self.channels_dir).map_err(read())? {
+            let path = entry.map_err(read())?.path();
+            let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            let ours = name.ends_with(".history.jsonl") || (name.ends_with(".json") && !name.ends_with(".prev.json"));
+            if ours && path.is_file() {
+                files.push(path);
+            }
+        }
+        Ok(files)
+    }
+
     fn newest_saved_seq(&self) -> u64 {
         let Ok(entries) = std::fs::read_dir(&self.channels_dir) else { return 0 };
         let head = |path: &Path| -> std::io::Result<Vec<u8>> {

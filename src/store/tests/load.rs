@@ -255,3 +255,17 @@ fn loading_many_channels_returns_every_session_ordered_by_channel() {
     assert_eq!(report.problems.len(), 1, "{:?}", report.problems);
     assert!(report.problems[0].contains("using the last good copy"));
 }
+
+#[test]
+fn a_state_folder_made_at_open_is_made_durable_in_its_parent_as_each_folder_above_it_made_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let above = dir.path().join("srv");
+    std::fs::create_dir(&above).unwrap();
+    let state = above.join("bot").join("state");
+    let store = Store::open(&state).unwrap();
+    let synced = store.probe.folders_synced_at_open.lock().unwrap().clone();
+    assert_eq!(synced, [above.clone(), above.join("bot"), state.clone()], "each new folder's parent, from the top");
+    assert!(state.join("channels").is_dir());
+    let again = Store::open(&state).unwrap();
+    assert!(again.probe.folders_synced_at_open.lock().unwrap().is_empty(), "nothing made, nothing synced");
+}

@@ -215,6 +215,32 @@ fn recovery_syncs_checkpoints_the_dead_process_left_unsynced_before_it_deletes_t
 }
 
 #[test]
+fn with_a_damaged_journal_line_every_channels_checkpoint_is_synced_before_the_journal_is_set_aside() {
+    // Channel 2's only record is the damaged line: which channel it was is unknown, and its checkpoint, written
+    // unsynced, is the one copy of that save left outside the journal kept aside.
+    let (dir, store, _, _) = saved_start();
+    let (other, other_events) = started_in(ChannelId(2));
+    store.save(&other, &other_events).unwrap();
+    let (path, journal) = the_journal(dir.path());
+    drop(store);
+    let mut lines: Vec<Vec<u8>> = journal.split_inclusive(|&b| b == b'\n').map(<[u8]>::to_vec).collect();
+    assert_eq!(lines.len(), 2);
+    lines[1][20] ^= 1;
+    lines.push(lines[0].clone()); // a good record after it: damage, not a torn tail
+    std::fs::write(&path, lines.concat()).unwrap();
+
+    let store = open_at(dir.path());
+    let report = store.load_all().unwrap();
+    assert!(report.problems.iter().any(|p| p.contains("checksum")), "{:?}", report.problems);
+    assert!(journal_kept_aside(dir.path()));
+    let synced = store.probe.recovery_synced.lock().unwrap().clone();
+    for file in [store.session_path(ChannelId(2)), store.log_path(ChannelId(2))] {
+        assert!(synced.contains(&file), "{} synced before its journal was set aside: {synced:?}", file.display());
+    }
+    assert_eq!(report.sessions.len(), 2, "channel 2's checkpoint is used");
+}
+
+#[test]
 fn a_missing_or_corrupt_session_file_is_recovered_from_the_journal() {
     let (dir, store, mut a, a_events) = saved_start();
     let skipped = skip_at(&mut a, 1);
