@@ -405,7 +405,7 @@ async fn reply(ctx: Ctx<'_>, text: &str) {
         poise::Context::Prefix(_) => {
             let (rest, channel, nonce) =
                 (&ctx.data().router.env().rest, ChannelId(ctx.channel_id().get()), answer_nonce(origin(ctx)));
-            in_a_few_tries(|| rest.notice(channel, &text, &nonce)).await.map_err(Into::into)
+            in_a_few_tries(|| rest.notice(channel, &text, &nonce)).await.map(drop).map_err(Into::into)
         }
     };
     if let Err(e) = sent {

@@ -8,7 +8,7 @@
 //! One retry policy for every effect (spec 9): a 429 waits Discord's `retry_after`; server errors, time-outs and
 //! broken connections back off exponentially, for minutes; other refusals are final. Every effect is safe to carry
 //! out again after a crash: announcements carry their nonce (and are looked for in the channel once Discord may have
-//! forgotten it), a deletion whose message is gone is done, and a repost (which has no nonce) replayed from the
+//! forgotten it, as notices retried that long are), a deletion whose message is gone is done, and a repost (which has no nonce) replayed from the
 //! outbox, or retried after an answer that leaves its outcome unknown (a time-out, a 5xx), first looks for what it
 //! may already have made and posts only the missing parts, in order. With a shared store, nothing is tried while the
 //! process may have lost the channel's lease (see [`Acting`]).
@@ -225,6 +225,8 @@ async fn run(tools: Arc<Tools>, mut queue: mpsc::UnboundedReceiver<Job>) {
     let mut tidying: Option<Tidying> = None;
     // The newest announcement posted (or found posted): one after it in the outbox can only show after it.
     let mut announced = tools.announced;
+    // The newest notice posted (or found posted): one after it can only show after it.
+    let mut noticed: Option<MessageId> = None;
     while let Some(job) = queue.recv().await {
         let posts_only = match &job {
             Job::Notice { .. } => true,
@@ -270,11 +272,10 @@ async fn run(tools: Arc<Tools>, mut queue: mpsc::UnboundedReceiver<Job>) {
                     report(&tools, &queued, done)
                 }
             },
-            Job::Notice { text, nonce } => {
-                if let Err(e) = tools.retrying(|| tools.rest.notice(tools.channel, &text, &nonce)).await {
-                    tracing::warn!(channel = %tools.channel, "could not post a notice: {e}");
-                }
-            }
+            Job::Notice { text, nonce } => match notice_once(&tools, &text, &nonce, announced.max(noticed)).await {
+                Ok(posted) => noticed = noticed.max(Some(posted)).filter(|id| id.0 != 0),
+                Err(e) => tracing::warn!(channel = %tools.channel, "could not post a notice: {e}"),
+            },
             Job::Flush(done) => {
                 let _ = done.send(());
             }
@@ -471,6 +472,46 @@ async fn announce_once(
                 _ => Err(given_up),
             };
         }
+    }
+}
+
+/// Posts a notice, retried as [`retrying`] does. Its nonce answers a repeat for a few minutes only: once a try whose
+/// outcome was unknown is older than that, the channel is looked at before the next try, after `newest` (the newest
+/// message this sender knows it posted) and from shortly before that try. A look that fails posts it: a notice holds
+/// no turn. Answers the message made (or found).
+async fn notice_once(
+    tools: &Tools,
+    text: &str,
+    nonce: &str,
+    newest: Option<MessageId>,
+) -> Result<MessageId, RestError> {
+    let (rest, channel) = (tools.rest.as_ref(), tools.channel);
+    let mut policy = Policy::new(Some(tools));
+    let mut unsure_since: Option<DateTime<Utc>> = None;
+    loop {
+        if let Some(since) = unsure_since.filter(|since| tools.clock.now() - *since > NONCE_REMEMBERED_FOR) {
+            let from = MessageId::first_at(since - CLOCK_AHEAD_UNANCHORED);
+            let after = newest.map_or(from, |newest| newest.max(from));
+            match tools.retrying(|| rest.announcement_made(channel, after, text)).await {
+                Ok(Some(found)) => return Ok(found),
+                Ok(None) => {}
+                Err(e) if lease_lost(tools) => return Err(e),
+                Err(e) => {
+                    tracing::warn!(%channel, "could not look for a notice that may show already; posting it: {e}")
+                }
+            }
+            unsure_since = None; // Not showing (or not known): only tries from now on count.
+        }
+        let tried = tools.clock.now();
+        let error = match rest.notice(channel, text, nonce).await {
+            Ok(posted) => return Ok(posted),
+            Err(e) if e.is_transient() => e,
+            Err(e) => return Err(e),
+        };
+        if outcome_unknown(&error) {
+            unsure_since.get_or_insert(tried);
+        }
+        policy.wait(error).await?;
     }
 }
 

@@ -91,10 +91,11 @@ impl Rest for DiscordRest {
         Ok(found)
     }
 
-    async fn notice(&self, channel: ChannelId, text: &str, nonce: &str) -> Result<(), RestError> {
+    async fn notice(&self, channel: ChannelId, text: &str, nonce: &str) -> Result<MessageId, RestError> {
         let text = crate::core::session::effects::fit_message(text.to_owned());
         let body = json!({"content": text, "allowed_mentions": {"parse": []}, "nonce": nonce, "enforce_nonce": true});
-        self.http.create_message(channel.0, &body).await.map(drop)
+        let id = self.http.create_message(channel.0, &body).await?;
+        Ok(MessageId(id.parse().unwrap_or_default()))
     }
 
     async fn repost(

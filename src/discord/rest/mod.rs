@@ -49,9 +49,9 @@ pub trait Rest: Send + Sync + 'static {
     /// Posts an announcement with its nonce (`enforce_nonce`, so a retry never posts it twice), pinging at most
     /// its `mention`; answers the posted message's id.
     async fn announce(&self, channel: ChannelId, announcement: &Announcement) -> Result<MessageId, RestError>;
-    /// The first message the bot itself posted after message `after` that shows announcement `text` (see
-    /// [`shows_announcement`]): Discord remembers a nonce for a few minutes only, so an announcement that may have
-    /// been posted longer ago is looked for before it is posted again. Reads every page after `after`, up to
+    /// The first message the bot itself posted after message `after` that shows announcement (or notice) `text` (see
+    /// [`shows_announcement`]): Discord remembers a nonce for a few minutes only, so an announcement or a notice
+    /// that may have been posted longer ago is looked for before it is posted again. Reads every page after `after`, up to
     /// [`REPOST_SEARCH_PAGES`] pages.
     ///
     /// [`shows_announcement`]: crate::core::session::effects::shows_announcement
@@ -62,8 +62,8 @@ pub trait Rest: Send + Sync + 'static {
         text: &str,
     ) -> Result<Option<MessageId>, RestError>;
     /// Posts a plain line from the bot that pings nobody, with its `nonce` (`enforce_nonce`: a retry after an answer
-    /// that was lost does not post it twice).
-    async fn notice(&self, channel: ChannelId, text: &str, nonce: &str) -> Result<(), RestError>;
+    /// that was lost does not post it twice); answers the posted message's id.
+    async fn notice(&self, channel: ChannelId, text: &str, nonce: &str) -> Result<MessageId, RestError>;
     /// Posts `text` as the persona through the channel's webhook, with what it `carries` (files, embeds); pings
     /// users at most. Answers the message made.
     async fn repost(

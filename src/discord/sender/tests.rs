@@ -16,6 +16,8 @@ use std::time::Duration;
 
 const CHANNEL: ChannelId = ChannelId(42);
 const ORIGINAL: MessageId = MessageId(1 << 40);
+/// How long the fake remembers a notice's nonce: as long as the sender counts on (Discord says "a few minutes").
+const NONCE_WINDOW: Duration = Duration::from_secs(60);
 
 /// How the fake answers a repost.
 enum Answer {
@@ -47,8 +49,9 @@ struct FakeChannel {
     delete_takes: Duration,
     /// Every call, in the order it began and ended.
     calls: Mutex<Vec<String>>,
-    /// The notices the channel shows, with their nonces: a repeated nonce posts nothing, as on Discord.
-    notices: Mutex<Vec<(String, String)>>,
+    /// The notices the channel shows, with their nonces and when they were posted: a nonce repeated within
+    /// [`NONCE_WINDOW`] posts nothing, as on Discord. Each is among the bot's own messages (`announcements`) too.
+    notices: Mutex<Vec<(String, String, tokio::time::Instant)>>,
     /// How the fake answers each notice tried.
     notice_answers: Mutex<VecDeque<Answer>>,
     /// The announcements the channel shows, in order (the bot's own messages).
@@ -102,14 +105,19 @@ impl Rest for FakeChannel {
         Ok(shown.iter().find(|(id, shown)| *id > after && shown == text).map(|(id, _)| *id))
     }
 
-    async fn notice(&self, _: ChannelId, text: &str, nonce: &str) -> Result<(), RestError> {
+    async fn notice(&self, _: ChannelId, text: &str, nonce: &str) -> Result<MessageId, RestError> {
         let answer = self.notice_answers.lock().unwrap().pop_front();
         let mut notices = self.notices.lock().unwrap();
-        if !matches!(answer, Some(Answer::Fail(_))) && !notices.iter().any(|(_, n)| n == nonce) {
-            notices.push((text.to_owned(), nonce.to_owned()));
+        let mut shown = self.announcements.lock().unwrap();
+        let now = tokio::time::Instant::now();
+        let remembered = notices.iter().any(|(_, n, at)| n == nonce && now - *at < NONCE_WINDOW);
+        let id = MessageId(shown.last().map_or(ORIGINAL.0, |(id, _)| id.0) + 1);
+        if !matches!(answer, Some(Answer::Fail(_))) && !remembered {
+            notices.push((text.to_owned(), nonce.to_owned(), now));
+            shown.push((id, text.to_owned()));
         }
         match answer {
-            None | Some(Answer::Made) => Ok(()),
+            None | Some(Answer::Made) => Ok(id),
             Some(Answer::Fail(e) | Answer::MadeThenFail(e)) => Err(e),
         }
     }
@@ -383,10 +391,36 @@ async fn a_notice_posted_but_answered_with_a_timeout_is_not_posted_again() {
     sender.notice("Relay is off here: observe mode.".into());
     sender.flush().await;
     let notices = channel.notices.lock().unwrap().clone();
-    let texts: Vec<_> = notices.iter().map(|(text, _)| text.as_str()).collect();
+    let texts: Vec<_> = notices.iter().map(|(text, ..)| text.as_str()).collect();
     assert_eq!(texts, ["Relay is off here: observe mode."; 2], "each notice shows once: {notices:?}");
     assert_ne!(notices[0].1, notices[1].1, "two notices, two nonces");
-    assert!(notices.iter().all(|(_, nonce)| nonce.len() <= 25 && nonce.starts_with('n')), "{notices:?}");
+    assert!(notices.iter().all(|(_, nonce, _)| nonce.len() <= 25 && nonce.starts_with('n')), "{notices:?}");
+}
+
+/// Found by a review: a notice whose first try was carried out but answered a 5xx, then retried past the minutes
+/// Discord remembers its nonce, showed twice. Once that try is older than the nonce's memory, the channel is looked
+/// at first.
+#[tokio::test(start_paused = true)]
+async fn a_notice_posted_but_answered_with_an_error_then_retried_past_its_nonces_memory_shows_once() {
+    let channel = Arc::new(FakeChannel::default());
+    // The fake numbers its messages after the newest it shows: one from the start of the test.
+    let start = Clock::starting_at("2026-05-01T12:00:00Z".parse().unwrap()).now();
+    channel.announcements.lock().unwrap().push((MessageId::first_at(start), "🎬 Session started".into()));
+    // Posted but answered 502, then 502s for over two minutes of back-off (0.5 s doubling to 30 s), then posted.
+    let mut answers: VecDeque<Answer> = VecDeque::from([Answer::MadeThenFail(server_error())]);
+    answers.extend((0..9).map(|_| Answer::Fail(server_error())));
+    *channel.notice_answers.lock().unwrap() = answers;
+    let (sender, _) = sender_for(&channel);
+    let began = tokio::time::Instant::now();
+    sender.notice("Relay is off here: observe mode.".into());
+    sender.flush().await;
+    let notices = channel.notices.lock().unwrap().clone();
+    assert_eq!(notices.len(), 1, "shown once: {notices:?}");
+    assert!(began.elapsed() > NONCE_WINDOW, "precondition: retried past the nonce's memory ({:?})", began.elapsed());
+    // The same words said again later are a new notice, posted.
+    sender.notice("Relay is off here: observe mode.".into());
+    sender.flush().await;
+    assert_eq!(channel.notices.lock().unwrap().len(), 2);
 }
 
 #[tokio::test(start_paused = true)]

@@ -173,8 +173,9 @@ impl Rest for FakeRest {
             .map(|(_, id, _)| *id))
     }
 
-    async fn notice(&self, channel: ChannelId, text: &str, nonce: &str) -> Result<(), RestError> {
-        self.call(channel, "notice", format!("notice {channel} {text} (nonce {nonce})")).await
+    async fn notice(&self, channel: ChannelId, text: &str, nonce: &str) -> Result<MessageId, RestError> {
+        self.call(channel, "notice", format!("notice {channel} {text} (nonce {nonce})")).await?;
+        Ok(MessageId(MessageId::first_at(self.clock.now()).0 + self.next_id.fetch_add(1, Ordering::Relaxed)))
     }
 
     async fn repost(
