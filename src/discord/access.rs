@@ -19,16 +19,16 @@ pub struct Access {
     control_roles: Vec<String>,
     /// The bot's global REST budget, which every lookup here (and every command reply) spends from.
     budget: Arc<RestBudget>,
-    /// Thread -> its parent channel, once read: serenity's cache finds no thread by id, and a thread's parent never
-    /// changes, so each thread is read over REST once, not at every command given in it (while the channel's
-    /// messages wait for the command: found by a review).
-    thread_parents: std::sync::Mutex<HashMap<ChannelId, discord::ChannelId>>,
+    /// Channel -> its parent channel if it is a thread (`None` if not), once read: serenity's cache finds no thread
+    /// by id, and a thread's parent never changes, so each thread is read over REST once, not at every command given
+    /// in it (while the channel's messages wait for the command: found by a review) nor at every repost.
+    parents: std::sync::Mutex<HashMap<ChannelId, Option<discord::ChannelId>>>,
 }
 
 impl Access {
     pub fn new(identity: Arc<Identity>, control_roles: Vec<String>, budget: Arc<RestBudget>) -> Self {
-        let thread_parents = std::sync::Mutex::default();
-        Self { http: OnceLock::new(), cache: OnceLock::new(), identity, control_roles, budget, thread_parents }
+        let parents = std::sync::Mutex::default();
+        Self { http: OnceLock::new(), cache: OnceLock::new(), identity, control_roles, budget, parents }
     }
 
     pub fn budget(&self) -> &RestBudget {
@@ -174,18 +174,34 @@ impl Access {
         &self,
         channel: ChannelId,
     ) -> Result<(discord::GuildChannel, Option<ChannelId>), RestError> {
-        let known_parent = self.thread_parents.lock().expect("thread parents lock").get(&channel).copied();
-        if let Some(parent) = known_parent {
+        if let Some(Some(parent)) = self.known_parent(channel) {
             return Ok((self.guild_channel(parent).await?, Some(channel)));
         }
         let place = self.guild_channel(discord::ChannelId::new(channel.0)).await?;
-        match (place.thread_metadata.is_some(), place.parent_id) {
-            (true, Some(parent)) => {
-                self.thread_parents.lock().expect("thread parents lock").insert(channel, parent);
-                Ok((self.guild_channel(parent).await?, Some(channel)))
-            }
-            _ => Ok((place, None)),
+        let parent = place.parent_id.filter(|_| place.thread_metadata.is_some());
+        self.parents.lock().expect("parents lock").insert(channel, parent);
+        match parent {
+            Some(parent) => Ok((self.guild_channel(parent).await?, Some(channel))),
+            None => Ok((place, None)),
         }
+    }
+
+    /// Where reposts for `channel` go: the channel that owns the webhooks (itself, or a thread's parent) and the
+    /// thread to post in. Read once per channel.
+    pub async fn webhook_route(&self, channel: ChannelId) -> Result<(ChannelId, Option<ChannelId>), RestError> {
+        match self.known_parent(channel) {
+            Some(Some(parent)) => Ok((ChannelId(parent.get()), Some(channel))),
+            Some(None) => Ok((channel, None)),
+            None => {
+                let (home, thread) = self.home_channel(channel).await?;
+                Ok((ChannelId(home.id.get()), thread))
+            }
+        }
+    }
+
+    /// The parent of `channel` if it is a thread (`Some(None)` if it is not), when known.
+    fn known_parent(&self, channel: ChannelId) -> Option<Option<discord::ChannelId>> {
+        self.parents.lock().expect("parents lock").get(&channel).copied()
     }
 
     async fn guild_channel(&self, id: discord::ChannelId) -> Result<discord::GuildChannel, RestError> {

@@ -26,13 +26,11 @@ pub struct Webhooks {
     identity: Arc<Identity>,
     /// Channel (a thread's parent) -> its webhook.
     hooks: Mutex<HashMap<ChannelId, Slot>>,
-    /// Channel -> (the channel that owns webhooks, the thread to post in).
-    routes: Mutex<HashMap<ChannelId, (ChannelId, Option<ChannelId>)>>,
 }
 
 impl Webhooks {
     pub fn new(http: Arc<DiscordHttp>, access: Arc<Access>, identity: Arc<Identity>) -> Self {
-        Self { http, access, identity, hooks: Mutex::default(), routes: Mutex::default() }
+        Self { http, access, identity, hooks: Mutex::default() }
     }
 
     /// Posts `text` as the persona in `channel`, with the files and embeds it `carries`; reposts ping users at
@@ -44,7 +42,7 @@ impl Webhooks {
         text: &str,
         carries: &Carried,
     ) -> Result<MessageId, RestError> {
-        let (owner, thread) = self.route(channel).await?;
+        let (owner, thread) = self.access.webhook_route(channel).await?;
         let mut body = serde_json::json!({
             "content": text,
             "username": voice.name,
@@ -109,7 +107,7 @@ impl Webhooks {
     /// deletion of the original). `Ok(false)` when no webhook of the bot's is there, or Discord does not know the
     /// message as that webhook's (made through one since replaced, or gone already).
     pub async fn take_back(&self, channel: ChannelId, message: MessageId) -> Result<bool, RestError> {
-        let (owner, thread) = self.route(channel).await?;
+        let (owner, thread) = self.access.webhook_route(channel).await?;
         let slot = self.hooks.lock().expect("webhooks lock").entry(owner).or_default().clone();
         let hook = {
             let mut known = slot.lock().await;
@@ -127,17 +125,6 @@ impl Webhooks {
             Err(e) if e.status() == Some(404) => Ok(false),
             Err(e) => Err(e),
         }
-    }
-
-    /// Where a channel's webhook lives: the channel itself, or a thread's parent with the thread to post in.
-    async fn route(&self, channel: ChannelId) -> Result<(ChannelId, Option<ChannelId>), RestError> {
-        if let Some(route) = self.routes.lock().expect("routes lock").get(&channel) {
-            return Ok(*route);
-        }
-        let (home, thread) = self.access.home_channel(channel).await?;
-        let route = (ChannelId(home.id.get()), thread);
-        self.routes.lock().expect("routes lock").insert(channel, route);
-        Ok(route)
     }
 
     /// The bot's webhook in `channel`, found by its owner (whatever its name now), or made. Before READY the bot does not know who it is,
