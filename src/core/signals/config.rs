@@ -340,7 +340,7 @@ fn check_groups(at: &mut RuleAt, rule: &Rule) {
     if let Some(message) = needs {
         at.error("pattern", message);
     }
-    if rule.find("").is_some() {
+    if rule.matches_empty() {
         at.error("pattern", "matches an empty message, so every message would carry this signal");
     } else if ORDINARY_MESSAGES.iter().all(|message| rule.find(message).is_some()) {
         // Not refused: a rule may mean to act on everything (a `record` of every message); but it is rarely meant.

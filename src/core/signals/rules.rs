@@ -160,21 +160,29 @@ impl Rule {
         self.from.is_empty() || self.from.contains(author)
     }
 
-    /// The first match in `normalized` (the text with invisible characters as spaces), if any.
+    /// The first match in `normalized` (the text with invisible characters as spaces), if any. An empty match is
+    /// none: a signal is something written (`\b(DONE)?` would otherwise end every turn at a word's end).
     pub fn find(&self, normalized: &str) -> Option<Found> {
         // A plain search first: it is far cheaper than one with groups (an `end` rule is searched from the end),
         // and most messages carry no signal.
-        let whole = self.regex.find(normalized)?;
+        let whole = self.regex.find_iter(normalized).find(|m| !m.is_empty())?;
         self.regex.captures_at(normalized, whole.start()).map(|c| found(&c))
     }
 
+    /// Whether the pattern matches an empty message: a mistake, refused by the configuration's check.
+    pub fn matches_empty(&self) -> bool {
+        self.regex.is_match("")
+    }
+
     /// Every match, for stripping: for `end`, the repeated keyword at the very end (`Done. X\nX` loses both).
+    /// Empty matches are none (see [`Rule::find`]).
     pub fn spans(&self, normalized: &str) -> Vec<(usize, usize)> {
         match self.at {
             At::End => {
                 let mut spans = Vec::new();
                 let mut text = normalized;
-                while let Some(m) = self.regex.find(text) {
+                // An empty match strips nothing more (and would be found again for ever: found by a review).
+                while let Some(m) = self.regex.find(text).filter(|m| !m.is_empty()) {
                     let start = text[..m.start()].trim_end().len();
                     spans.push((start, m.end()));
                     text = &text[..start];
@@ -184,7 +192,9 @@ impl Rule {
                 }
                 spans
             }
-            At::Line | At::Anywhere => self.regex.find_iter(normalized).map(|m| (m.start(), m.end())).collect(),
+            At::Line | At::Anywhere => {
+                self.regex.find_iter(normalized).filter(|m| !m.is_empty()).map(|m| (m.start(), m.end())).collect()
+            }
         }
     }
 

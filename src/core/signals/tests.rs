@@ -470,3 +470,22 @@ fn a_verbose_pattern_ending_in_a_comment_is_refused_with_how_to_fix_it_never_a_p
     let found = crate::core::signals::rules::find_in(&config.signals.rules()[0], "All done. DONE");
     assert!(found.is_some());
 }
+
+/// Found by a review: a rule whose pattern can match nothing at a message's end (`\b(?:DONE|FINISHED)?\.?`, which
+/// the check let through, as it does not match an empty message) stripped the same empty match for ever, and the
+/// channel stopped. An empty match is no signal.
+#[test]
+fn a_pattern_that_can_match_nothing_at_the_end_is_no_signal_there_and_never_hangs_detection() {
+    let text = r#"{"signals": {"rules": [
+        {"name": "DONE", "pattern": "\\b(?:DONE|FINISHED)?\\.?", "action": "complete"}]}}"#;
+    let rules = Config::parse("c.json", text).unwrap_or_else(|p| panic!("{p}")).signals;
+    let (answer, ended) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let plain = rules.detect("I agree, let's go with option B", &id("pm")).map(|d| d.display);
+        let ended = rules.detect("All set.\nDONE", &id("pm")).map(|d| d.rule.name.clone());
+        let _ = answer.send((plain, ended));
+    });
+    let (plain, ended) = ended.recv_timeout(std::time::Duration::from_secs(10)).expect("detection never returned");
+    assert_eq!(plain, None, "nothing written, no signal");
+    assert_eq!(ended.as_deref(), Some("DONE"), "the keyword itself still ends the turn");
+}
