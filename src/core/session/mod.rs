@@ -208,8 +208,9 @@ pub struct Session {
     pub pause_toggled_at: Option<MessageId>,
     /// The command that bounds the session on Discord's clock: while it runs, the `start` that began it (none for a
     /// start from the configuration), and a command given before it but handled after it was meant for the session
-    /// before; once ended by a command, that command (a `stop`, or a `skip`, `give` or `remove` that finished the
-    /// last round), and a `start` given before it but handled after it was given while the session ran. Either is refused. (One field for both: an idle channel's task holds the session.)
+    /// before; once ended, the command that ended it (a `stop`, or a `skip`, `give` or `remove` that finished the
+    /// last round) or where the floor last moved (an `end` signal, the last round's signal or deadline), and a
+    /// `start` given before it but handled after it was given while the session ran. Either is refused. (One field for both: an idle channel's task holds the session.)
     #[serde(default, alias = "beganWith", skip_serializing_if = "Option::is_none")]
     pub bounded_by: Option<MessageId>,
     /// Recent messages written in turn without a signal, which an edit adding the signal may still finish.

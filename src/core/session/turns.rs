@@ -347,6 +347,10 @@ impl Session {
 
     /// Ends the session: nobody holds the floor; history is kept.
     pub(super) fn close(&mut self) {
+        // Ended by a signal, a deadline or the last round's end, the session ended where the floor last moved: a
+        // `start` given before that is refused as one given while it ran (found by a review). A command that ends
+        // it marks its own id after this.
+        self.bounded_by = self.bounded_by.max(self.floor_moved_at);
         self.status = SessionStatus::Stopped;
         self.active_agent = None;
         self.turn_timeout_at = None;

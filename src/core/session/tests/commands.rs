@@ -366,6 +366,36 @@ fn a_start_given_before_a_skip_that_ended_the_last_round_is_refused() {
     assert!(f.command_given(Command::Start { roster: vec![] }, 8_000, 8_000).is_ok());
 }
 
+/// Found by a review: the same for a session ended by a signal (an `end` rule's, or the one that finished the last
+/// round) or by the last round's deadline.
+#[test]
+fn a_start_given_before_a_signal_or_deadline_that_ended_the_session_is_refused() {
+    let rules = r#"{"signals": {"rules": [
+        {"name": "TURN_COMPLETE", "pattern": "TURN_COMPLETE", "action": "complete"},
+        {"name": "FIN", "pattern": "FIN", "action": "end"}]}}"#;
+    let mut f = Fixture::with_config(Config::parse("c.json", rules).unwrap());
+    f.say(PM, "We are done.\nFIN", 6_000);
+    assert!(!f.session.is_active(), "FIN ended the session");
+    assert!(f.command_given(Command::Start { roster: vec![] }, 5_000, 7_000).is_err(), "given while it ran");
+    assert!(f.command_given(Command::Start { roster: vec![] }, 8_000, 8_000).is_ok(), "given after it ended");
+
+    let config = Config::parse("c.json", r#"{"signals": {"maxRounds": 1}}"#).unwrap();
+    let mut f = Fixture::with_config(config.clone());
+    f.say(PM, "a TURN_COMPLETE", 1_000);
+    f.say(DEV, "b TURN_COMPLETE", 2_000);
+    f.say(CRITIC, "c TURN_COMPLETE", 6_000);
+    assert!(!f.session.is_active(), "the last round is over");
+    assert!(f.command_given(Command::Start { roster: vec![] }, 5_000, 7_000).is_err());
+
+    let mut f = Fixture::with_config(config);
+    f.command(Command::Give { persona: "critic".into() }, 1_000).unwrap();
+    let deadline = (f.session.turn_timeout_at.unwrap() - Fixture::at(0)).num_milliseconds();
+    f.tick(deadline + 10);
+    assert!(!f.session.is_active(), "the last round's deadline ended it");
+    assert!(f.command_given(Command::Start { roster: vec![] }, deadline - 1_000, deadline + 20).is_err());
+    assert!(f.command_given(Command::Start { roster: vec![] }, deadline + 15, deadline + 20).is_ok());
+}
+
 /// Found by a review: a `start` given after the last round's deadline, handled before that deadline's tick (a
 /// catch-up holds it), was refused as "already running".
 #[test]
