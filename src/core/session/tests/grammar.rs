@@ -470,6 +470,46 @@ fn a_persona_timing_out_bench_after_times_is_skipped_until_it_speaks_or_is_added
     assert_eq!(f.active(), "dev");
 }
 
+/// Found by a review: any signal reset the row of timeouts, so an agent that recorded a checkpoint (or a progress)
+/// every turn and never finished one was never benched. Only a turn its signal ended (or kept) breaks the row.
+#[test]
+fn turns_that_time_out_after_a_signal_that_leaves_them_going_count_toward_the_bench() {
+    let rules = r#"{"benchAfter": 2, "rules": [
+        {"name": "TURN_COMPLETE", "pattern": "TURN_COMPLETE", "action": "complete"},
+        {"name": "CHECKPOINT", "pattern": "CHECKPOINT:\\s*(?P<payload>\\S+)", "at": "line", "action": "record"},
+        {"name": "HANDOFF", "pattern": "HANDOFF:\\s*(?P<payload>\\S+)", "at": "line", "action": "handoff"}]}"#;
+    let mut f = Fixture::with_config(config(rules));
+    let mut now = 0;
+    for (round, said) in [(1, "Saved.\nCHECKPOINT: c1"), (2, "Over to nobody.\nHANDOFF: nobody")] {
+        now += 1_000;
+        f.say(PM, "a TURN_COMPLETE", now);
+        assert_eq!(f.active(), "dev");
+        now += 1_000;
+        f.say(DEV, said, now);
+        assert_eq!(f.active(), "dev", "the turn goes on");
+        now += 120_000;
+        let t = f.tick(now);
+        assert!(event_names(&t).contains(&"turn_timeout"), "dev's turn {round} timed out");
+        now += 1_000;
+        f.say(CRITIC, "b TURN_COMPLETE", now);
+    }
+    assert!(f.session.agents[&id("dev")].benched, "two timed-out turns in a row");
+
+    // A turn its signal ended does break the row.
+    let mut f = Fixture::with_config(config(rules));
+    for (k, said) in ["Nothing.", "Done. TURN_COMPLETE", "Nothing again."].iter().enumerate() {
+        let now = k as i64 * 200_000;
+        f.say(PM, "a TURN_COMPLETE", now + 1_000);
+        f.say(DEV, said, now + 2_000);
+        if f.active() == "dev" {
+            f.tick(now + 130_000);
+        }
+        f.say(CRITIC, "b TURN_COMPLETE", now + 131_000);
+    }
+    assert_eq!(f.session.agents[&id("dev")].consecutive_timeouts, 1, "timed out, completed, timed out");
+    assert!(!f.session.agents[&id("dev")].benched, "not two in a row");
+}
+
 #[test]
 fn add_brings_a_benched_persona_back() {
     let mut f = Fixture::with_config(config(r#"{"benchAfter": 1}"#));
