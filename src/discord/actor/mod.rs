@@ -224,6 +224,12 @@ pub struct Actor {
     unsaved_events: Vec<HistoryEvent>,
     /// Set while durable saves fail: when to try again.
     save_retry: Option<Box<saving::SaveRetry>>,
+    /// The announcement giving the holder the floor was replayed from the outbox and has not reported yet: Discord
+    /// may have posted it long ago (before a crash), so the turn's deadline is unknown until it reports, and nothing
+    /// written meanwhile may be judged: the read of what was missed waits for it, and live inputs with it.
+    floor_replayed: bool,
+    /// A read of what was missed was due (connected) while `floor_replayed` held it: it starts at the report.
+    read_deferred: bool,
     /// Set while activity is not saved yet: when to hand it to the writer (one copy for a burst of it).
     activity_save_at: Option<tokio::time::Instant>,
     /// A lazy copy went to the writer after the last durable save: the store may not show it yet.
@@ -767,6 +773,14 @@ impl Actor {
             Outcome::NoWebhook(_) => self.session.effect_failed(report.id, Some(400), now, ctx),
         };
         self.commit(t).await;
+        if self.floor_replayed && !self.session.awaiting_floor_announcement() {
+            // The turn's start is known now (when Discord made it, or now if it was never made): what was missed is
+            // read and judged against it.
+            self.floor_replayed = false;
+            if std::mem::take(&mut self.read_deferred) {
+                self.catch_up_once_connected();
+            }
+        }
         // A stopped session's last relay says nothing more: the next start chooses again.
         if !relaying || self.session.display_mode != DisplayMode::Relay || !self.session.is_active() {
             return;
@@ -1013,9 +1027,23 @@ impl Actor {
         }
     }
 
+    /// Whether the session read at start waits for the announcement of its holder's floor, which the outbox replay
+    /// carries out (one its report was not saved for, still in the outbox).
+    fn replays_the_floor(&mut self) -> bool {
+        self.session.forget_delivered_announcement();
+        self.session.awaiting_floor_announcement()
+    }
+
     /// Reads what the channel missed, unless its server's shard is not connected (a lease taken over while the shard
-    /// starts, or is lost): then the deadline waits for that shard's catch-up, which comes once it is back.
+    /// starts, or is lost): then the deadline waits for that shard's catch-up, which comes once it is back. Nor
+    /// while the replayed announcement of the holder's floor has not reported ([`Actor::floor_replayed`]): the read
+    /// comes once it has.
     fn catch_up_once_connected(&mut self) {
+        if self.floor_replayed {
+            self.read_deferred |= self.its_shard_is_up();
+            self.awaiting = Awaiting::Read;
+            return;
+        }
         if self.its_shard_is_up() {
             self.awaiting = Awaiting::Nothing; // The read covers whatever was owed.
             // One running still holds the deadlines and commands; this read follows it at once.
@@ -1077,6 +1105,8 @@ fn task(
         save_retry: None,
         activity_save_at: None,
         lazy_handed: false,
+        floor_replayed: false,
+        read_deferred: false,
         taken_over: false,
         held: VecDeque::new(),
         read_again: false,
@@ -1094,10 +1124,14 @@ fn task(
         }
         let _counted = crate::metrics::actor_alive();
         match origin {
-            Origin::Saved(session) => (actor.session, actor.awaiting) = (*session, Awaiting::Read),
+            Origin::Saved(session) => {
+                (actor.session, actor.awaiting) = (*session, Awaiting::Read);
+                actor.floor_replayed = actor.replays_the_floor();
+            }
             Origin::Load => {
                 let Some(session) = Box::pin(actor.read_saved()).await else { return };
                 actor.session = session;
+                actor.floor_replayed = actor.replays_the_floor();
                 if actor.session.is_active() {
                     // A running session no actor of this process ran (another process's, before its lease ran out;
                     // or a stale actor's, stopped): what was written meanwhile is read before any turn ends.

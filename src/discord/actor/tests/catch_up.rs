@@ -1125,3 +1125,38 @@ async fn a_read_owed_by_a_new_session_during_a_catch_up_comes_before_a_held_comm
     assert_eq!(h.events(A, "turn_complete"), 1, "{saves:#?}");
     assert_eq!(h.events(A, "late_signal"), 0, "{saves:#?}");
 }
+
+/// Found by a review: pm's floor announcement was posted, but the process died before its report was saved; pm then
+/// signalled 40 s after its 60 s deadline while the bot was down. At the restart, the replayed announcement's look
+/// (past Discord's nonce window) took a while, and the catch-up's page was judged meanwhile with no deadline at all
+/// (the turn seemed not begun): the late signal completed the turn. The read now waits for the replay's report, and
+/// live messages with it.
+#[tokio::test(start_paused = true)]
+async fn what_was_missed_is_judged_only_once_the_replayed_floor_announcement_says_when_the_turn_began() {
+    let h = Harness::new();
+    h.start(A).await;
+    h.settle(A).await;
+    let crashed = h.saver.saved.lock().unwrap()[&A].clone();
+    assert!(crashed.awaiting_floor_announcement(), "precondition: pm's floor posted, its report not saved");
+    h.router.shutdown().await;
+    let late = h.written(PM, "Sorry, late. TURN_COMPLETE", 100_000);
+    tokio::time::advance(Duration::from_secs(120)).await;
+
+    let restarted = h.restarted();
+    restarted.rest.history.lock().unwrap().insert(A, vec![late.clone()]);
+    *restarted.rest.announce_delay.lock().unwrap() = Duration::from_secs(2);
+    restarted.router.resume(vec![crashed]);
+    restarted.router.broadcast(|| Input::CatchUp(None));
+    let live = restarted.written(PM, "And again. TURN_COMPLETE", 120_500);
+    restarted.deliver(A, &live);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let session = restarted.session(A).await;
+    assert!(!session.has_handled(late.id) && !session.has_handled(live.id), "nothing judged before the report");
+    restarted.settle(A).await;
+    let lines = restarted.journal.of(A);
+    assert_eq!(restarted.events(A, "turn_complete"), 0, "written after pm's deadline: {lines:#?}");
+    assert_eq!(restarted.events(A, "turn_timeout"), 1, "{lines:#?}");
+    assert_eq!(restarted.events(A, "late_signal"), 1, "the first reply after the timeout: {lines:#?}");
+    assert_eq!(restarted.events(A, "out_of_turn"), 1, "the live one after it: {lines:#?}");
+    assert_eq!(restarted.holder(A).await.as_deref(), Some("dev"));
+}

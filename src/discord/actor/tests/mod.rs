@@ -164,6 +164,9 @@ impl Rest for FakeRest {
         after: MessageId,
         text: &str,
     ) -> Result<Option<MessageId>, RestError> {
+        // A look reads the channel's history: as slow as a post here.
+        let delay = *self.announce_delay.lock().unwrap();
+        tokio::time::sleep(delay).await;
         self.journal.push(format!("look for {channel} {text} after {after}"));
         let posted = self.posted.lock().unwrap();
         Ok(posted
