@@ -59,6 +59,12 @@ impl Session {
             if self.turn_announcement.as_deref() == Some(announcement.nonce.as_str()) {
                 self.turn_announcement = None;
                 self.give_back_announcement_delay(whole_millis(now));
+                if self.status == SessionStatus::Paused {
+                    // Refused while a pause held the session (a manager's, or the refusal's own): the holder was
+                    // never told, so its turn begins, announced, at the `resume`, as one that began paused (found by
+                    // a review: only "Resumed" was said, and the holder timed out unheard).
+                    self.turn_announced = false;
+                }
             }
         }
         let mut t = Transition::default();

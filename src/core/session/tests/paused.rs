@@ -465,3 +465,33 @@ fn a_holder_asked_again_by_the_resume_is_not_asked_twice_when_discords_clock_run
     assert_eq!(event_names(&t), ["signal_held"]);
     assert!(announcements(&t).is_empty(), "asked a second time: {:?}", texts(&t));
 }
+
+/// Found by a review: dev's floor announcement was on its way when a manager paused, and Discord refused it (403,
+/// the bot may no longer post). Running, the same refusal pauses with a reason and `resume` calls dev again; paused,
+/// the refusal was passed over, and at the `resume` only "Resumed" was said: dev was never told, and timed out.
+#[test]
+fn a_floor_announcement_refused_during_a_pause_is_made_at_the_resume() {
+    use crate::core::session::lost::Unreachable;
+    let mut f = Fixture::new();
+    f.held = true;
+    f.say(PM, "Done. TURN_COMPLETE", 1_000);
+    f.command_given(Command::Pause, 1_100, 1_100).unwrap();
+    let floor = f
+        .session
+        .outbox
+        .iter()
+        .find(|q| matches!(&q.effect, Effect::Announce(a) if a.text.contains("(dev) has the floor")))
+        .expect("dev's floor on its way")
+        .id;
+    let (personas, config) = (f.personas.clone(), f.config.clone());
+    let ctx = Context { personas: &personas, config: &config };
+    f.session.unreachable(Unreachable::MayNotPost, Fixture::at(1_200), ctx);
+    f.session.effect_failed(floor, Some(403), Fixture::at(1_200), ctx);
+    f.session.outbox.clear(); // the rest refused too
+    f.held = false;
+    let t = f.command_given(Command::Resume, 60_000, 60_000).unwrap();
+    assert!(texts(&t).iter().any(|x| x.contains("(dev) has the floor")), "dev is told: {:?}", texts(&t));
+    assert_eq!(f.active(), "dev");
+    let left = (f.session.turn_timeout_at.unwrap() - Fixture::at(60_000)).num_seconds();
+    assert_eq!(left, 120, "its whole turn, from the resume");
+}
