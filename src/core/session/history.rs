@@ -30,7 +30,7 @@ pub enum EventKind {
         keyword: String,
         next_agent: PersonaId,
     },
-    /// The deadline passed; `duration_seconds` is the turn's real length, rounded.
+    /// The deadline passed; `duration_seconds` is the turn's real length (the time it ran, pauses left out), rounded.
     TurnTimeout {
         duration_seconds: u64,
         next_agent: PersonaId,

@@ -266,7 +266,8 @@ impl Session {
             return;
         }
         let started = self.turn_started_at.unwrap_or(deadline);
-        let duration_seconds = round_seconds((now - started).num_milliseconds());
+        // The time it ran: a pause's is no part of it, as for a turn that began during the pause (found by a review).
+        let duration_seconds = round_seconds((now - started).num_milliseconds() - self.turn_paused_ms);
         if ctx.config.announce_timeouts {
             let mut values = self.common_values(ctx, &active);
             values.push(("duration", duration_seconds.to_string()));

@@ -495,3 +495,15 @@ fn a_floor_announcement_refused_during_a_pause_is_made_at_the_resume() {
     let left = (f.session.turn_timeout_at.unwrap() - Fixture::at(60_000)).num_seconds();
     assert_eq!(left, 120, "its whole turn, from the resume");
 }
+
+/// Found by two reviews: a turn paused then resumed that timed out said "timed out after 690s" for a 90 s turn that
+/// ran 90 s (the pause counted), while one that began during a pause said its running time only.
+#[test]
+fn a_turn_paused_then_timed_out_reports_the_time_it_ran() {
+    let mut f = Fixture::new(); // pm: 90 s
+    f.command(Command::Pause, 30_000).unwrap();
+    f.command(Command::Resume, 630_000).unwrap();
+    let t = f.tick(690_000);
+    assert_eq!(t.events[0].kind, EventKind::TurnTimeout { duration_seconds: 90, next_agent: id("dev") });
+    assert!(texts(&t).contains(&"⏱️ pm turn timed out after 90s"), "{:?}", texts(&t));
+}
