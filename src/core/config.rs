@@ -509,7 +509,11 @@ mod tests {
         // Still fine: no rule ending a turn, but completion phrases or silence do; and the default unknown pattern.
         let phrases = format!(r#"{{"signals": {{"rules": [{recording}], "completionPhrases": ["over to you"]}}}}"#);
         let config = Config::parse("c.json", &phrases).unwrap_or_else(|p| panic!("{p}"));
-        assert_eq!(config.signals.turn_end_hint(), "over to you", "the announcement names what ends a turn");
+        assert_eq!(
+            config.signals.turn_end_hint(&crate::core::ids::PersonaId::parse("pm").unwrap()),
+            "over to you",
+            "the announcement names what ends a turn"
+        );
         let silence = format!(r#"{{"signals": {{"rules": [{recording}], "silenceSeconds": 60}}}}"#);
         assert!(Config::parse("c.json", &silence).is_ok());
         assert!(Config::parse("c.json", r#"{"signals": {"unknownPattern": "[A-Z]+:"}}"#).is_ok());

@@ -472,7 +472,7 @@ impl Session {
         // With what `extend` added before it was announced (during a pause), as `status` and the deadline count it.
         let timeout = u64::from(self.turn_timeout_seconds) + self.turn_extended_seconds;
         values.push(("timeout", timeout.to_string()));
-        values.push(("signal", ctx.config.signals.turn_end_hint()));
+        values.push(("signal", ctx.config.signals.turn_end_hint(&persona)));
         values.extend(extra.iter().cloned());
         let text = ctx.config.templates.render(template, &values);
         self.turn_announced = true;

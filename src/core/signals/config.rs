@@ -37,8 +37,9 @@ pub const DEFAULT_MAX_KEEPS: u32 = 3;
 /// personas.
 pub fn read(c: &mut Checker, object: &Map<String, Value>) -> SignalRules {
     let mut rules = Vec::new();
+    let mut keyword = None;
     if let Some(legacy) = c.object(object, &[], "signal") {
-        read_legacy(c, legacy, &mut rules);
+        keyword = read_legacy(c, legacy, &mut rules);
     }
     let mut unknown = Some(DEFAULT_UNKNOWN_PATTERN.to_owned());
     let mut recovery = Recovery::default();
@@ -50,6 +51,7 @@ pub fn read(c: &mut Checker, object: &Map<String, Value>) -> SignalRules {
     let listed = object.get("signals").is_some_and(|s| s.get("rules").is_some());
     if !object.contains_key("signal") && !listed {
         rules.push(keyword_rule(DEFAULT_KEYWORD));
+        keyword = Some(DEFAULT_KEYWORD.to_owned());
     }
     // Judged once every rule listed could be read (one that could not is an error of its own already).
     let listed_all = object.get("signals").and_then(|s| s.get("rules")).and_then(Value::as_array).map(Vec::len);
@@ -61,30 +63,34 @@ pub fn read(c: &mut Checker, object: &Map<String, Value>) -> SignalRules {
         // None at all is a mistake; rules that only keep, record or escalate may be meant (timeouts pass the floor).
         if rules.is_empty() { c.error(&["signals", "rules"], why) } else { c.warning(&["signals", "rules"], why) }
     }
-    SignalRules::new(rules, unknown.as_deref(), recovery).expect("unknownPattern was checked by read_recovery")
+    SignalRules::new(rules, unknown.as_deref(), recovery)
+        .expect("unknownPattern was checked by read_recovery")
+        .naming(keyword)
 }
 
 /// `signal.turnComplete` and `signal.alternatives`: plain keywords ending the turn at the end of the message.
-fn read_legacy(c: &mut Checker, legacy: &Map<String, Value>, rules: &mut Vec<Rule>) {
+/// Answers `turnComplete`, if they could be read.
+fn read_legacy(c: &mut Checker, legacy: &Map<String, Value>, rules: &mut Vec<Rule>) -> Option<String> {
     c.unknown_fields(legacy, &["signal"], LEGACY_FIELDS, true);
     let keyword = c.string(legacy, &["signal"], "turnComplete").unwrap_or_else(|| DEFAULT_KEYWORD.to_owned());
     let alternatives = c.string_list(legacy, &["signal"], "alternatives").unwrap_or_default();
-    let mut keywords: Vec<String> = std::iter::once(keyword).chain(alternatives).collect();
+    let mut keywords: Vec<String> = std::iter::once(keyword.clone()).chain(alternatives).collect();
     if let Some(bad) = keywords.iter().find(|k| k.trim().is_empty() || k.trim() != k.as_str()) {
         c.error(
             &["signal"],
             format!("keyword {bad:?} is empty or has surrounding whitespace; a keyword must be visible text"),
         );
-        return;
+        return None;
     }
     if let Some(bad) = keywords.iter().find(|k| k.chars().any(super::text::is_invisible)) {
         c.error(&["signal"], format!("keyword {bad:?} {INVISIBLE}"));
-        return;
+        return None;
     }
     // Longest first, so that an alternative containing another one (NOT_DONE and DONE) is the one named.
     keywords.sort_by_key(|k| std::cmp::Reverse(k.chars().count()));
     keywords.dedup();
     rules.extend(keywords.iter().map(|k| keyword_rule(k)));
+    Some(keyword)
 }
 
 fn read_rules(c: &mut Checker, signals: &Map<String, Value>, rules: &mut Vec<Rule>) {

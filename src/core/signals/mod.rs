@@ -67,6 +67,9 @@ pub struct SignalRules {
     /// What looks like a signal; `None`: unknown-signal recovery is off.
     unknown: Option<Regex>,
     pub recovery: Recovery,
+    /// `signal.turnComplete` (or the default keyword), when it is among the rules: what announcements name, rather
+    /// than an alternative listed before it.
+    keyword: Option<String>,
 }
 
 /// The signal a message carries: the winning rule, its groups, and what to show instead of the message.
@@ -85,6 +88,7 @@ pub struct Detected<'r> {
 static DEFAULT_RULES: LazyLock<SignalRules> = LazyLock::new(|| {
     SignalRules::new(vec![keyword_rule(DEFAULT_KEYWORD)], Some(DEFAULT_UNKNOWN_PATTERN), Recovery::default())
         .expect("the default rule compiles")
+        .naming(Some(DEFAULT_KEYWORD.to_owned()))
 });
 
 impl Default for SignalRules {
@@ -104,7 +108,13 @@ impl SignalRules {
     /// Rules in their listed order; `unknown_pattern` is matched at line starts.
     pub fn new(rules: Vec<Rule>, unknown_pattern: Option<&str>, recovery: Recovery) -> Result<Self, String> {
         let unknown = unknown_pattern.map(Self::unknown_regex).transpose()?;
-        Ok(Self { rules, unknown, recovery })
+        Ok(Self { rules, unknown, recovery, keyword: None })
+    }
+
+    /// The same rules, announcements naming `keyword` (`signal.turnComplete`) as what ends a turn.
+    pub fn naming(mut self, keyword: Option<String>) -> Self {
+        self.keyword = keyword;
+        self
     }
 
     /// `unknownPattern` as it is matched: at a line's start, after its indentation.
@@ -186,10 +196,16 @@ impl SignalRules {
         self.rules.iter().filter(|r| r.allows(author)).map(|r| r.name.as_str()).collect()
     }
 
-    /// What announcements tell agents to end a turn with: the first `complete` rule's keyword (or name).
-    pub fn turn_end_hint(&self) -> String {
-        let complete = self.rules.iter().find(|r| r.action == Action::Complete);
-        let rule = complete.or_else(|| self.rules.iter().find(|r| r.action.ends_the_turn()));
+    /// What announcements tell `holder` to end its turn with: `signal.turnComplete`, or the first `complete` rule it
+    /// may use (its keyword, or its name), or the first other rule ending a turn it may use. (Before, an alternative
+    /// keyword, or a rule only another persona may use, could be named: found by a review.)
+    pub fn turn_end_hint(&self, holder: &PersonaId) -> String {
+        if let Some(keyword) = &self.keyword {
+            return keyword.clone();
+        }
+        let usable = || self.rules.iter().filter(|r| r.allows(holder));
+        let complete = usable().find(|r| r.action == Action::Complete);
+        let rule = complete.or_else(|| usable().find(|r| r.action.ends_the_turn()));
         let phrase = || self.recovery.completion_phrases.first().cloned();
         rule.map(|r| r.literal().unwrap_or(&r.name).to_owned()).or_else(phrase).unwrap_or_default()
     }

@@ -59,7 +59,7 @@ fn round_robin_turn_complete_at_the_end_completes_and_is_stripped() {
         ("TURN_COMPLETE", Action::Complete, Some("Here's my response."))
     );
     assert!(rules.detect("My answer TURN_COMPLETE more text", &id("pm")).is_none());
-    assert_eq!(rules.turn_end_hint(), "TURN_COMPLETE");
+    assert_eq!(rules.turn_end_hint(&id("pm")), "TURN_COMPLETE");
 }
 
 #[test]
@@ -488,4 +488,21 @@ fn a_pattern_that_can_match_nothing_at_the_end_is_no_signal_there_and_never_hang
     let (plain, ended) = ended.recv_timeout(std::time::Duration::from_secs(10)).expect("detection never returned");
     assert_eq!(plain, None, "nothing written, no signal");
     assert_eq!(ended.as_deref(), Some("DONE"), "the keyword itself still ends the turn");
+}
+
+/// Found by two reviews: announcements named the first `complete` rule, which could be an alternative keyword
+/// (listed first, being longer) or a rule only another persona may use: an agent that did as told lost its turn.
+#[test]
+fn announcements_name_the_configured_keyword_or_a_rule_the_holder_may_use() {
+    let parse = |text: &str| Config::parse("c.json", text).unwrap_or_else(|p| panic!("{p}")).signals;
+    let legacy = parse(r#"{"signal": {"turnComplete": "DONE", "alternatives": ["OVER_TO_YOU"]}}"#);
+    assert_eq!(legacy.turn_end_hint(&id("dev")), "DONE");
+    let rules = parse(
+        r#"{"signals": {"rules": [
+        {"name": "SHIP_IT", "pattern": "SHIP_IT", "from": ["critic"], "action": "complete"},
+        {"name": "TURN_COMPLETE", "pattern": "TURN_COMPLETE", "action": "complete"}]}}"#,
+    );
+    assert_eq!(rules.turn_end_hint(&id("dev")), "TURN_COMPLETE", "dev may not use SHIP_IT");
+    assert_eq!(rules.turn_end_hint(&id("critic")), "SHIP_IT");
+    assert!(rules.detect(&format!("b {}", rules.turn_end_hint(&id("dev"))), &id("dev")).is_some());
 }
