@@ -613,6 +613,21 @@ fn the_same_text_three_times_in_a_row_pauses_and_calls_the_managers() {
     assert!(status.contains("Paused because the same message came 3 times in a row."), "{status}");
 }
 
+/// Found by a review: a message and the edit adding its signal each counted, so two messages made a loop of three.
+#[test]
+fn an_edit_adding_the_signal_does_not_count_its_message_twice_towards_a_loop() {
+    let mut f = Fixture::new();
+    f.say(PM, "Agreed.", 1_000);
+    let first = f.last_id;
+    f.deliver(&Fixture::edit(first, PM, "Agreed. TURN_COMPLETE", 2_000), 2_000);
+    assert_eq!(f.active(), "dev", "the edit ended pm's turn");
+    f.say(DEV, "Agreed. TURN_COMPLETE", 3_000);
+    assert_eq!(f.session.status, SessionStatus::Running, "said twice; loopAfter is 3");
+    assert_eq!(f.active(), "critic");
+    f.say(CRITIC, "Agreed. TURN_COMPLETE", 4_000);
+    assert_eq!(f.session.status, SessionStatus::Paused, "the third time is a loop");
+}
+
 #[test]
 fn the_same_keep_reason_three_times_is_a_loop() {
     let rules = r#"{"rules": [{"name": "MORE", "pattern": "<more>(?P<payload>[^<]*)</more>", "at": "anywhere",
