@@ -506,3 +506,12 @@ fn announcements_name_the_configured_keyword_or_a_rule_the_holder_may_use() {
     assert_eq!(rules.turn_end_hint(&id("critic")), "SHIP_IT");
     assert!(rules.detect(&format!("b {}", rules.turn_end_hint(&id("dev"))), &id("dev")).is_some());
 }
+
+#[test]
+fn a_tag_character_or_a_musical_format_control_after_the_keyword_hides_nothing() {
+    let rules = SignalRules::default();
+    for invisible in ['\u{E0001}', '\u{E0020}', '\u{E007F}', '\u{1D173}'] {
+        let d = rules.detect(&format!("Done. TURN_COMPLETE{invisible}"), &id("pm"));
+        assert_eq!(d.and_then(|d| d.display).as_deref(), Some("Done."), "U+{:04X}", u32::from(invisible));
+    }
+}
