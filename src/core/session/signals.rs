@@ -70,7 +70,14 @@ impl Session {
                 self.advance(now, ctx, t);
             }
             Action::Handoff { to } => {
-                let named = to.map(|p| p.to_string()).or(d.payload).unwrap_or_default();
+                // The persona the payload names, or else the rule's `to` (spec 4.2): a payload naming nobody in the
+                // session goes to `to` when there is one (it may be a reason), else it is refused. Before, `to` won
+                // over a payload naming another persona (found by a review).
+                let payload_names = d.payload.as_deref().is_some_and(|p| self.roster_member_named(p, ctx).is_some());
+                let named = match (to, d.payload) {
+                    (Some(to), _) if !payload_names => to.to_string(),
+                    (_, payload) => payload.unwrap_or_default(),
+                };
                 let target = match self.roster_member_named(&named, ctx) {
                     Some(target) if target != *persona => target,
                     found => {
@@ -365,7 +372,8 @@ impl Session {
             return self.roster.contains(&persona.id).then(|| persona.id.clone());
         }
         let mut by_name = self.roster.iter().filter(|member| {
-            ctx.personas.get(member).is_some_and(|p| p.display_name.trim().eq_ignore_ascii_case(named))
+            // In any case, accented letters too (found by a review: `élodie` did not name `Élodie`).
+            ctx.personas.get(member).is_some_and(|p| p.display_name.trim().to_lowercase() == named.to_lowercase())
         });
         match (by_name.next(), by_name.next()) {
             (Some(member), None) => Some(member.clone()),

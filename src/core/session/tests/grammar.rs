@@ -886,10 +886,32 @@ fn handoff_names_a_persona_by_its_display_name_too() {
     assert_eq!(f.active(), "critic");
     f.say(CRITIC, "HANDOFF: @Builder", 2_000);
     assert_eq!(f.active(), "dev");
+    // In any case, accented letters too (found by a review).
+    f.personas = named(["Planner", "Builder", "Élodie"]);
+    f.say(DEV, "HANDOFF: élodie", 3_000);
+    assert_eq!(f.active(), "critic");
 
     let mut f = grammar();
     f.personas = named(["Planner", "Twin", "Twin"]);
     let t = f.say(PM, "HANDOFF: twin", 1_000);
     assert_eq!(f.active(), "pm", "ambiguous: refused");
     assert!(texts(&t)[0].starts_with("⚠️ There is no twin in this session"), "{:?}", texts(&t));
+}
+
+/// Found by a review: with a rule's `to`, the payload was never read, though spec 4.2 names the persona "by
+/// `payload` (or the rule's `to`)". A payload naming a member wins; one naming nobody (a reason) leaves it to `to`.
+#[test]
+fn a_handoff_goes_to_the_persona_its_payload_names_and_else_to_the_rules_to() {
+    let rules = r#"{"rules": [
+        {"name": "TURN_COMPLETE", "pattern": "TURN_COMPLETE", "action": "complete"},
+        {"name": "HANDOFF", "pattern": "HANDOFF(?::[ \\t]*(?P<payload>\\S+))?", "at": "line", "action": "handoff",
+         "to": "critic"}]}"#;
+    let mut f = Fixture::with_config(config(rules));
+    f.say(PM, "Over to dev.\nHANDOFF: dev", 1_000);
+    assert_eq!(f.active(), "dev", "the payload names dev");
+    f.say(DEV, "Done here.\nHANDOFF", 2_000);
+    assert_eq!(f.active(), "critic", "no payload: the rule's `to`");
+    f.command(Command::Give { persona: "pm".into() }, 3_000).unwrap();
+    f.say(PM, "Please review.\nHANDOFF: please", 4_000);
+    assert_eq!(f.active(), "critic", "a payload naming nobody: the rule's `to`");
 }
