@@ -515,3 +515,15 @@ fn a_tag_character_or_a_musical_format_control_after_the_keyword_hides_nothing()
         assert_eq!(d.and_then(|d| d.display).as_deref(), Some("Done."), "U+{:04X}", u32::from(invisible));
     }
 }
+
+#[test]
+fn a_signal_line_between_crlf_paragraphs_leaves_them_one_blank_line_apart_as_with_lf() {
+    let rules = r#"{"signals": {"rules": [
+        {"name": "CHECKPOINT", "pattern": "CHECKPOINT:\\s*(?P<payload>\\S+)", "at": "line", "action": "record"},
+        {"name": "TURN_COMPLETE", "pattern": "TURN_COMPLETE", "action": "complete"}]}}"#;
+    let rules = Config::parse("c.json", rules).unwrap_or_else(|p| panic!("{p}")).signals;
+    let shown = |text: &str| rules.detect(text, &id("pm")).and_then(|d| d.display);
+    assert_eq!(shown("First.\n\nCHECKPOINT: c1\n\nSecond.").as_deref(), Some("First.\n\nSecond."));
+    assert_eq!(shown("First.\r\n\r\nCHECKPOINT: c1\r\n\r\nSecond.").as_deref(), Some("First.\r\n\r\nSecond."));
+    assert_eq!(shown("First.\n  \nCHECKPOINT: c1\n\nSecond.").as_deref(), Some("First.\n  \nSecond."));
+}

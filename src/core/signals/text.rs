@@ -81,7 +81,9 @@ fn widen_to_empty_line(text: &str, start: usize, end: usize) -> (usize, usize) {
     if before_blank && after_blank {
         let mut with_break = if line_end < text.len() { line_end + 1 } else { line_end };
         // A line between two paragraphs takes one of the blank lines around it, so the paragraphs stay one apart.
-        let blank_before = text[..line_start].trim_end_matches([' ', '\t', '\r']).ends_with("\n\n");
+        // CRLF text too (found by a review: `\r\n\r\n` never matched `\n\n`, and a blank line was left over).
+        let previous_line = text[..line_start].strip_suffix('\n').map(|b| b.strip_suffix('\r').unwrap_or(b));
+        let blank_before = previous_line.is_some_and(|b| b.trim_end_matches([' ', '\t']).ends_with('\n'));
         if blank_before && text[with_break..].starts_with('\n') {
             with_break += 1;
         } else if blank_before && text[with_break..].starts_with("\r\n") {
