@@ -16,6 +16,8 @@ pub const DISPLAY_NAME_MAX: usize = 80;
 /// for the known personas.
 pub const TYPED_ECHO_MAX: usize = 64;
 const KNOWN_FIELDS: &[&str] = &["id", "displayName", "discordUserId", "avatarUrl", "turnBehavior", "order"];
+/// The fields a persona may leave out (spec 3).
+const OPTIONAL_FIELDS: &[&str] = &["displayName", "avatarUrl", "turnBehavior", "order"];
 const KNOWN_TURN_BEHAVIOR_FIELDS: &[&str] = &["timeoutSeconds"];
 
 /// One agent voice.
@@ -35,10 +37,13 @@ pub struct Persona {
 /// Parses one persona file; every problem in it is returned, warnings included.
 pub fn parse_persona(file: &str, text: &str) -> (Option<Persona>, Vec<Problem>) {
     let mut c = Checker::new(file, text);
-    let Some(object) = c.parse_object() else {
+    let Some(mut object) = c.parse_object() else {
         return (None, c.problems);
     };
     c.unknown_fields(&object, &[], KNOWN_FIELDS, false);
+    // An optional field written as null is one left out (agent runtimes that share the file write them so; found by
+    // a review: `"avatarUrl": null` stopped the bot).
+    object.retain(|key, value| !(value.is_null() && OPTIONAL_FIELDS.contains(&key.as_str())));
 
     let id = match object.get("id") {
         None => {
@@ -363,6 +368,19 @@ mod tests {
         let persona = persona.unwrap();
         assert_eq!(persona.display_name, "dev");
         assert_eq!((persona.avatar_url, persona.timeout_seconds), (None, None));
+    }
+
+    /// Found by a review: agent runtimes sharing the file write optional fields as null, which stopped the bot.
+    #[test]
+    fn optional_fields_written_as_null_are_left_out() {
+        let text = r#"{"id": "dev", "discordUserId": "42", "displayName": null, "avatarUrl": null,
+                       "turnBehavior": null, "order": null}"#;
+        let (persona, problems) = parse_persona("x.json", text);
+        assert!(problems.is_empty(), "{problems:?}");
+        let persona = persona.unwrap();
+        assert_eq!((persona.display_name.as_str(), persona.avatar_url, persona.order), ("dev", None, None));
+        let (persona, problems) = parse_persona("x.json", r#"{"id": null, "discordUserId": "42"}"#);
+        assert!(persona.is_none() && !problems.is_empty(), "a required field is not optional");
     }
 
     #[test]
