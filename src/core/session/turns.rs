@@ -152,13 +152,14 @@ impl Session {
         // Never back: a message overtaken by a newer one (handled after it) does not restart the silence earlier.
         agent.last_activity = agent.last_activity.max(Some(written));
         let signalled = detected.is_some();
-        let turn_before = (self.active_agent.clone(), self.turn_started_at);
+        let started_before = self.turn_started_at;
         self.turn_message(message, persona, detected, now, ctx, t);
         // A turn the holder's signal ended (or kept) did not time out: the row of timeouts is broken. A signal that
         // leaves the turn going (a record, a progress, a refused handoff, one held by a pause) breaks nothing: the
         // turn may still time out (found by a review: an agent that recorded a checkpoint every turn and never
         // finished one was never benched).
-        if signalled && (self.active_agent.clone(), self.turn_started_at) != turn_before {
+        let turn_over = self.active_agent.as_ref() != Some(persona) || self.turn_started_at != started_before;
+        if signalled && turn_over {
             self.agents.entry(persona.clone()).or_default().consecutive_timeouts = 0;
         }
         if !message.edited {
