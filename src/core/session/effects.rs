@@ -104,7 +104,10 @@ pub fn split_message(text: &str) -> Vec<String> {
     while rest.chars().count() > MESSAGE_CONTENT_LENGTH_MAX {
         let limit = rest.char_indices().nth(MESSAGE_CONTENT_LENGTH_MAX).map_or(rest.len(), |(i, _)| i);
         let window = &rest[..limit];
-        let cut = window.rfind('\n').or_else(|| window.rfind(' ')).filter(|&i| i > 0).unwrap_or(limit);
+        // A break at the very start cuts nothing off: the one before it is looked for, then a space (found by a
+        // review: a part beginning with the second line break of a blank line was cut in a word).
+        let at = |c: char| window.rfind(c).filter(|&i| i > 0);
+        let cut = at('\n').or_else(|| at(' ')).unwrap_or(limit);
         parts.push(rest[..cut].to_owned());
         rest = rest[cut..].strip_prefix(['\n', ' ']).unwrap_or(&rest[cut..]);
     }
@@ -171,6 +174,20 @@ fn base36(mut n: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Found by a review: with a blank line straddling the limit, the next part began with a line break, found at
+    /// its start and passed over, and the space before the limit was never looked for: a word was cut in two.
+    #[test]
+    fn a_part_after_a_blank_line_is_cut_at_a_space_not_in_a_word() {
+        let text = format!("{}\n\n{}", "a".repeat(1999), "words ".repeat(500).trim_end());
+        let parts = split_message(&text);
+        assert!(parts.len() >= 3, "precondition: {} parts", parts.len());
+        for part in &parts[1..] {
+            assert!(part.chars().count() <= MESSAGE_CONTENT_LENGTH_MAX);
+            assert!(part.trim().split(' ').all(|word| word == "words"), "a word cut in two: {part:?}");
+        }
+        assert_eq!(parts.concat().matches("words").count(), 500, "nothing lost");
+    }
 
     #[test]
     fn long_announcements_are_cut_to_the_discord_limit() {
