@@ -115,6 +115,18 @@ pub struct ProgressMark {
 pub struct Repeats {
     pub digest: u64,
     pub count: u32,
+    /// The message counted last (its id; 0 for none, in a file from an older build), and the row as it was before
+    /// it: an edit of that message takes its place in the row rather than counting again.
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub message: u64,
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub before_digest: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub before_count: u32,
+}
+
+fn is_zero_u64(n: &u64) -> bool {
+    *n == 0
 }
 
 impl Repeats {
@@ -264,7 +276,7 @@ pub struct Session {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub turn_progress_extended: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub repeats: Option<Repeats>,
+    pub repeats: Option<Box<Repeats>>,
     pub history: VecDeque<HistoryEvent>,
 }
 

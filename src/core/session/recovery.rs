@@ -95,7 +95,7 @@ impl Session {
         &mut self,
         said: String,
         persona: &PersonaId,
-        written_at: DateTime<Utc>,
+        message: &IncomingMessage,
         now: DateTime<Utc>,
         ctx: Context,
         t: &mut Transition,
@@ -104,24 +104,30 @@ impl Session {
         if limit == 0 || said.is_empty() {
             return false;
         }
+        if message.edited {
+            // Each message counts once (found by reviews: a message and the edit adding its signal counted twice,
+            // two messages making a loop of three; yet not counting edits counted a streaming agent's placeholder,
+            // "Thinking…", in every turn): an edit takes its message's place, if that was the last counted.
+            let Some(r) = self.repeats.as_deref_mut().filter(|r| r.message == message.id.0) else { return false };
+            (r.digest, r.count) = (r.before_digest, r.before_count);
+        }
         let digest = Repeats::digest_of(&said);
-        let count = match &mut self.repeats {
-            Some(r) if r.digest == digest => {
-                r.count += 1;
-                r.count
-            }
-            _ => {
-                self.repeats = Some(Repeats { digest, count: 1 });
-                1
-            }
-        };
+        let r = self.repeats.get_or_insert_with(Box::default);
+        let before = (r.digest, r.count);
+        if r.count > 0 && r.digest == digest {
+            r.count += 1;
+        } else {
+            (r.digest, r.count) = (digest, 1);
+        }
+        (r.before_digest, r.before_count, r.message) = (before.0, before.1, message.id.0);
+        let count = r.count;
         if count < limit {
             return false;
         }
         self.repeats = None;
         let text = said;
         t.events.push(self.event(now, Some(persona), EventKind::LoopDetected { count, text: text.clone() }));
-        self.freeze(now, written_at, format!("the same message came {count} times in a row"), ctx);
+        self.freeze(now, message.written_at, format!("the same message came {count} times in a row"), ctx);
         let mut values = self.common_values(ctx, persona);
         values.extend([("count", count.to_string()), ("text", text)]);
         let message = ctx.config.templates.render(Template::LoopDetected, &values);

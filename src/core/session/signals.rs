@@ -40,10 +40,8 @@ impl Session {
             Some(d) => d.display.clone().unwrap_or_default(),
             None => trim_blank(&message.text).to_owned(),
         };
-        // An edit's message was counted when it came (found by a review: an agent that adds its signal by an edit
-        // counted each message twice, and two messages made a loop of three).
-        let watch_loops = ctx.config.signals.recovery.loop_after > 0 && !message.edited;
-        if watch_loops && self.repeated(said(&detected), persona, message.written_at, now, ctx, t) {
+        let watch_loops = ctx.config.signals.recovery.loop_after > 0;
+        if watch_loops && self.repeated(said(&detected), persona, message, now, ctx, t) {
             // The session is paused; the message is shown as a signal would be, but does nothing.
             match detected {
                 Some(d) => self.show_stripped(t, message, persona, d.display, d.stripped, false),

@@ -628,6 +628,27 @@ fn an_edit_adding_the_signal_does_not_count_its_message_twice_towards_a_loop() {
     assert_eq!(f.session.status, SessionStatus::Paused, "the third time is a loop");
 }
 
+/// Found by a review of the fix above, which counted no edit at all: agents streaming their answer from the same
+/// placeholder ("Thinking…") made a loop of three different answers.
+#[test]
+fn agents_streaming_from_the_same_placeholder_are_no_loop() {
+    let mut f = Fixture::new();
+    for (n, (persona, at)) in [(PM, 1_000), (DEV, 3_000), (CRITIC, 5_000)].into_iter().enumerate() {
+        f.say(persona, "Thinking…", at);
+        let id = f.last_id;
+        f.deliver(&Fixture::edit(id, persona, &format!("Answer {n}. TURN_COMPLETE"), at + 1_000), at + 1_000);
+    }
+    assert_eq!(f.session.status, SessionStatus::Running, "three different answers are no loop");
+    assert_eq!(f.active(), "pm");
+    // The same answer streamed three times is one.
+    for (persona, at) in [(PM, 7_000), (DEV, 9_000), (CRITIC, 11_000)] {
+        f.say(persona, "Thinking…", at);
+        let id = f.last_id;
+        f.deliver(&Fixture::edit(id, persona, "Agreed. TURN_COMPLETE", at + 1_000), at + 1_000);
+    }
+    assert_eq!(f.session.status, SessionStatus::Paused, "the same answer three times in a row");
+}
+
 #[test]
 fn the_same_keep_reason_three_times_is_a_loop() {
     let rules = r#"{"rules": [{"name": "MORE", "pattern": "<more>(?P<payload>[^<]*)</more>", "at": "anywhere",
