@@ -118,7 +118,10 @@ pub fn parse_persona(file: &str, text: &str) -> (Option<Persona>, Vec<Problem>) 
     let has_errors = c.problems.iter().any(|p| p.severity == Severity::Error);
     let persona = match (id, discord_user_id, has_errors) {
         (Some(id), Some(discord_user_id), false) => Some(Persona {
-            display_name: display_name.unwrap_or_else(|| id.to_string()),
+            // As Discord shows a webhook's name: trimmed, runs of spaces made one. Reposts are looked for under it
+            // (found by a review: "  Product  Manager " was never found, and a repost was made twice).
+            display_name: display_name
+                .map_or_else(|| id.to_string(), |n| n.split_whitespace().collect::<Vec<_>>().join(" ")),
             id,
             discord_user_id,
             avatar_url,
@@ -368,6 +371,14 @@ mod tests {
         let persona = persona.unwrap();
         assert_eq!(persona.display_name, "dev");
         assert_eq!((persona.avatar_url, persona.timeout_seconds), (None, None));
+    }
+
+    #[test]
+    fn a_display_name_is_kept_as_discord_shows_it() {
+        let text = r#"{"id": "pm", "discordUserId": "1", "displayName": "  Product  Manager "}"#;
+        let (persona, problems) = parse_persona("p.json", text);
+        assert!(problems.is_empty(), "{problems:?}");
+        assert_eq!(persona.unwrap().display_name, "Product Manager");
     }
 
     /// Found by a review: agent runtimes sharing the file write optional fields as null, which stopped the bot.

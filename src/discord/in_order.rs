@@ -224,7 +224,8 @@ pub fn deliver(router: &Router, message: Option<(ChannelId, IncomingMessage)>) {
 pub fn created(identity: &Identity, message: &discord::Message, text: String) -> Option<(ChannelId, IncomingMessage)> {
     let webhook = message.webhook_id.map(|w| w.get());
     let (id, author) = (MessageId(message.id.get()), UserId(message.author.id.get()));
-    let has_files = carries_files(&message.attachments, &message.embeds);
+    let more = !message.sticker_items.is_empty() || message.poll.is_some();
+    let has_files = more || carries_files(&message.attachments, &message.embeds);
     let incoming = identity.incoming(author, webhook, id, text, None, has_files)?;
     Some((ChannelId(message.channel_id.get()), incoming))
 }
@@ -240,8 +241,9 @@ pub fn edited(
     let webhook = event.webhook_id.flatten().map(|w| w.get());
     // Discord's time of the edit; the time it reached us only if Discord did not say.
     let edited_at = event.edited_timestamp.map_or_else(chrono::Utc::now, |t| *t);
-    let has_files =
-        carries_files(event.attachments.as_deref().unwrap_or_default(), event.embeds.as_deref().unwrap_or_default());
+    let stickers = event.sticker_items.as_ref().is_some_and(|s| !s.is_empty());
+    let has_files = stickers
+        || carries_files(event.attachments.as_deref().unwrap_or_default(), event.embeds.as_deref().unwrap_or_default());
     let id = MessageId(event.id.get());
     let incoming = identity.incoming(UserId(author.id.get()), webhook, id, text, Some(edited_at), has_files)?;
     Some((ChannelId(event.channel_id.get()), incoming))
@@ -256,7 +258,8 @@ pub fn edit_of(event: &discord::MessageUpdateEvent) -> Taken {
 }
 
 /// Whether a message carries what a repost must carry over: files, or embeds of its own ("rich"; link previews are
-/// made again from the reposted text).
+/// made again from the reposted text). A sticker or a poll is marked too (by the caller): a webhook cannot post
+/// one, and the relay must find that out rather than drop it.
 fn carries_files(attachments: &[discord::Attachment], embeds: &[discord::Embed]) -> bool {
     !attachments.is_empty() || embeds.iter().any(|e| super::rest::is_own_embed(e.kind.as_deref()))
 }
@@ -264,6 +267,36 @@ fn carries_files(attachments: &[discord::Attachment], embeds: &[discord::Embed])
 #[cfg(test)]
 mod tests {
     use super::{Taken, TakenEvents};
+
+    /// A message from the gateway, as serenity reads it, with `extra` fields.
+    fn message(extra: serde_json::Value) -> serenity::all::Message {
+        let mut json = serde_json::json!({
+            "id": "2000", "channel_id": "1", "content": "Shipped! TURN_COMPLETE",
+            "author": {"id": "101", "username": "pm", "discriminator": "0", "avatar": null},
+            "timestamp": "2026-05-01T12:00:00.000000+00:00", "edited_timestamp": null, "tts": false,
+            "mention_everyone": false, "mentions": [], "mention_roles": [], "attachments": [], "embeds": [],
+            "pinned": false, "type": 0,
+        });
+        for (key, value) in extra.as_object().unwrap() {
+            json[key] = value.clone();
+        }
+        serde_json::from_value(json).unwrap()
+    }
+
+    /// Found by a review: a sticker or a poll was not marked, so the relay posted the text alone and deleted the
+    /// original, sticker and all. Marked, the relay looks at the message first and leaves it be.
+    #[test]
+    fn a_message_with_a_sticker_or_a_poll_is_marked_as_carrying_more_than_text() {
+        let identity = crate::discord::identity::Identity::default();
+        let marked = |extra| super::created(&identity, &message(extra), "Shipped!".into()).unwrap().1.has_files;
+        assert!(!marked(serde_json::json!({})), "plain text");
+        assert!(marked(
+            serde_json::json!({"sticker_items": [{"id": "749054660769218631", "name": "Wave", "format_type": 1}]})
+        ));
+        let poll = serde_json::json!({"question": {"text": "Ship it?"}, "answers": [], "expiry": null,
+                                      "allow_multiselect": false, "layout_type": 1});
+        assert!(marked(serde_json::json!({ "poll": poll })));
+    }
 
     #[test]
     fn an_event_delivered_twice_is_skipped_twice_and_another_edit_of_the_message_is_not() {

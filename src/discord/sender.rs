@@ -358,8 +358,10 @@ async fn posting(
             let carries = if *has_files {
                 match tools.retrying(|| rest.carried(channel, *message_id)).await {
                     Ok(carries) => carries,
-                    // Its author deleted it already: nothing is left to carry.
-                    Err(e) if e.status() == Some(404) => Carried::default(),
+                    // Deleted by someone (its author, a moderator) before it was relayed: reposted, it would undo
+                    // that deletion (found by a review). Nothing is posted. (The bot deletes the original only once
+                    // every part shows, so a replay finding it gone has nothing left to post either.)
+                    Err(e) if e.status() == Some(404) => return Ok(Vec::new()),
                     Err(e) => return Err(e),
                 }
             } else {

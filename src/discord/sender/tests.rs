@@ -342,6 +342,20 @@ async fn files_that_cannot_be_carried_over_leave_the_original_in_place_and_fail_
     assert!(channel.deleted.lock().unwrap().is_empty(), "the original, files and all, stays");
 }
 
+/// Found by a review: a message deleted (by its author, a moderator) before its relay ran was reposted under the
+/// persona's name, its files left behind: the deletion undone.
+#[tokio::test(start_paused = true)]
+async fn a_message_deleted_before_its_relay_ran_is_not_reposted() {
+    for replay in [false, true] {
+        let channel = Arc::new(FakeChannel::default());
+        let gone = RestError::Status { status: 404, message: "Unknown Message".into(), retry_after: None };
+        *channel.carries.lock().unwrap() = Some(Err(gone));
+        let report = relay_with(&channel, Some("Something a moderator removed."), true, replay).await;
+        assert!(matches!(report.outcome, Outcome::Done { .. }), "replay {replay}: {report:?}");
+        assert!(texts(&channel).is_empty(), "replay {replay}: nothing reposted: {:?}", texts(&channel));
+    }
+}
+
 #[tokio::test(start_paused = true)]
 async fn the_next_announcement_is_posted_while_the_relayed_message_is_deleted_and_other_effects_wait_for_it() {
     let channel =
