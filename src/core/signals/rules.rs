@@ -160,12 +160,13 @@ impl Rule {
         self.from.is_empty() || self.from.contains(author)
     }
 
-    /// The first match in `normalized` (the text with invisible characters as spaces), if any. An empty match is
-    /// none: a signal is something written (`\b(DONE)?` would otherwise end every turn at a word's end).
+    /// The first match in `normalized` (the text with invisible characters as spaces), if any. A match of nothing
+    /// but whitespace (the anchor's, around a pattern that matched nothing) is none: a signal is something written
+    /// (`\b(DONE)?` would otherwise end every turn at a word's end).
     pub fn find(&self, normalized: &str) -> Option<Found> {
         // A plain search first: it is far cheaper than one with groups (an `end` rule is searched from the end),
         // and most messages carry no signal.
-        let whole = self.regex.find_iter(normalized).find(|m| !m.is_empty())?;
+        let whole = self.regex.find_iter(normalized).find(written)?;
         self.regex.captures_at(normalized, whole.start()).map(|c| found(&c))
     }
 
@@ -175,14 +176,15 @@ impl Rule {
     }
 
     /// Every match, for stripping: for `end`, the repeated keyword at the very end (`Done. X\nX` loses both).
-    /// Empty matches are none (see [`Rule::find`]).
+    /// Matches of nothing but whitespace are none (see [`Rule::find`]).
     pub fn spans(&self, normalized: &str) -> Vec<(usize, usize)> {
         match self.at {
             At::End => {
                 let mut spans = Vec::new();
                 let mut text = normalized;
-                // An empty match strips nothing more (and would be found again for ever: found by a review).
-                while let Some(m) = self.regex.find(text).filter(|m| !m.is_empty()) {
+                // A match of nothing written strips nothing more (and would be found again for ever: found by a
+                // review).
+                while let Some(m) = self.regex.find(text).filter(written) {
                     let start = text[..m.start()].trim_end().len();
                     spans.push((start, m.end()));
                     text = &text[..start];
@@ -193,7 +195,7 @@ impl Rule {
                 spans
             }
             At::Line | At::Anywhere => {
-                self.regex.find_iter(normalized).filter(|m| !m.is_empty()).map(|m| (m.start(), m.end())).collect()
+                self.regex.find_iter(normalized).filter(written).map(|m| (m.start(), m.end())).collect()
             }
         }
     }
@@ -202,6 +204,12 @@ impl Rule {
     pub fn literal(&self) -> Option<&str> {
         (regex::escape(&self.pattern) == self.pattern).then_some(self.pattern.as_str())
     }
+}
+
+/// Whether a match holds something written: not nothing, nor only whitespace (invisible characters are spaces in
+/// the normalized text).
+fn written(m: &regex::Match) -> bool {
+    !m.as_str().trim().is_empty()
 }
 
 fn found(c: &Captures) -> Found {

@@ -490,6 +490,26 @@ fn a_pattern_that_can_match_nothing_at_the_end_is_no_signal_there_and_never_hang
     assert_eq!(ended.as_deref(), Some("DONE"), "the keyword itself still ends the turn");
 }
 
+/// Found by a review of the fix above: a match of nothing but the anchor's whitespace (a trailing invisible
+/// character, a line's indentation) around a pattern that matched nothing was still a signal.
+#[test]
+fn a_match_of_nothing_but_whitespace_is_no_signal() {
+    let parse = |text: &str| Config::parse("c.json", text).unwrap_or_else(|p| panic!("{p}")).signals;
+    let end = parse(
+        r#"{"signals": {"rules": [{"name": "DONE", "pattern": "\\b(?:DONE|FINISHED)?\\.?", "action": "complete"}]}}"#,
+    );
+    assert!(end.detect("I agree, let's go with option B\u{200B}", &id("pm")).is_none());
+    assert!(end.detect("I agree, let's go with option B  \n", &id("pm")).is_none());
+    let line = parse(
+        r#"{"signals": {"rules": [
+        {"name": "CHECKPOINT", "pattern": "\\b(?:CHECKPOINT:\\s*(?P<payload>\\S+))?", "at": "line", "action": "record"},
+        {"name": "TURN_COMPLETE", "pattern": "TURN_COMPLETE", "action": "complete"}]}}"#,
+    );
+    assert!(line.detect("Plan:\n  step one", &id("pm")).is_none());
+    let found = line.detect("Plan:\n  CHECKPOINT: c1", &id("pm")).expect("the checkpoint is a signal");
+    assert_eq!(found.payload.as_deref(), Some("c1"));
+}
+
 /// Found by two reviews: announcements named the first `complete` rule, which could be an alternative keyword
 /// (listed first, being longer) or a rule only another persona may use: an agent that did as told lost its turn.
 #[test]
