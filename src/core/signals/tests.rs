@@ -547,3 +547,16 @@ fn a_signal_line_between_crlf_paragraphs_leaves_them_one_blank_line_apart_as_wit
     assert_eq!(shown("First.\r\n\r\nCHECKPOINT: c1\r\n\r\nSecond.").as_deref(), Some("First.\r\n\r\nSecond."));
     assert_eq!(shown("First.\n  \nCHECKPOINT: c1\n\nSecond.").as_deref(), Some("First.\n  \nSecond."));
 }
+
+/// Found by a review: the tag characters that spell a region's flag after 🏴 were taken as invisible, so a flag
+/// before the keyword was reposted cut to a black flag. Tag characters after anything else still hide nothing.
+#[test]
+fn a_regions_flag_before_the_keyword_is_shown_whole() {
+    let scotland = "\u{1F3F4}\u{E0067}\u{E0062}\u{E0073}\u{E0063}\u{E0074}\u{E007F}";
+    let rules = SignalRules::default();
+    for text in [format!("Go {scotland} TURN_COMPLETE"), format!("Go {scotland}\nTURN_COMPLETE\u{E0020}")] {
+        let d = rules.detect(&text, &id("pm")).expect("the signal");
+        assert_eq!(d.display.as_deref(), Some(format!("Go {scotland}").as_str()), "{text:?}");
+    }
+    assert_eq!(text::trim_blank(&format!("{scotland}\u{E0020} ")), scotland);
+}

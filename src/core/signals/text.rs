@@ -25,15 +25,36 @@ pub fn is_blank(c: char) -> bool {
     c.is_whitespace() || is_invisible(c)
 }
 
-/// The text with every invisible character replaced by spaces of the same byte length.
+/// The black flag that tag characters follow to spell a region's flag (England, Scotland, Wales): there they are
+/// part of what is seen, not invisible (found by a review: a flag before the keyword was reposted cut to 🏴).
+const TAG_BASE: char = '\u{1F3F4}';
+
+fn is_tag(c: char) -> bool {
+    ('\u{E0020}'..='\u{E007F}').contains(&c)
+}
+
+/// The tag that ends a flag's tag characters.
+const CANCEL_TAG: char = '\u{E007F}';
+
+/// Whether a tag character right after `before` is part of a flag: 🏴 and tags not ended yet.
+fn spells_a_flag(before: &str) -> bool {
+    let base = before.trim_end_matches(is_tag);
+    base.ends_with(TAG_BASE) && !before[base.len()..].contains(CANCEL_TAG)
+}
+
+/// The text with every invisible character replaced by spaces of the same byte length (tag characters spelling a
+/// flag are kept).
 pub fn normalized(text: &str) -> Cow<'_, str> {
     // Every invisible character is outside ASCII; most messages are ASCII, and that test is a fast byte scan.
     if text.is_ascii() || !text.chars().any(is_invisible) {
         return Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len());
+    let mut in_flag = false;
     for c in text.chars() {
-        if is_invisible(c) {
+        let flag_tag = in_flag && is_tag(c);
+        in_flag = c == TAG_BASE || (flag_tag && c != CANCEL_TAG);
+        if is_invisible(c) && !flag_tag {
             out.extend(std::iter::repeat_n(' ', c.len_utf8()));
         } else {
             out.push(c);
@@ -42,9 +63,17 @@ pub fn normalized(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
-/// Trims whitespace and invisible characters from both ends.
+/// Trims whitespace and invisible characters from both ends (not a flag's tag characters).
 pub fn trim_blank(text: &str) -> &str {
-    text.trim_matches(is_blank)
+    let text = text.trim_start_matches(is_blank);
+    let mut end = text.len();
+    for (i, c) in text.char_indices().rev() {
+        if !is_blank(c) || (is_tag(c) && spells_a_flag(&text[..i])) {
+            break;
+        }
+        end = i;
+    }
+    &text[..end]
 }
 
 /// Removes the byte ranges `spans` (from the normalized copy, so valid in `text`) and tidies what is left: a line
