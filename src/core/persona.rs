@@ -44,6 +44,9 @@ pub fn parse_persona(file: &str, text: &str) -> (Option<Persona>, Vec<Problem>) 
     // An optional field written as null is one left out (agent runtimes that share the file write them so; found by
     // a review: `"avatarUrl": null` stopped the bot).
     object.retain(|key, value| !(value.is_null() && OPTIONAL_FIELDS.contains(&key.as_str())));
+    if let Some(serde_json::Value::Object(behavior)) = object.get_mut("turnBehavior") {
+        behavior.retain(|key, value| !(value.is_null() && key == "timeoutSeconds"));
+    }
 
     let id = match object.get("id") {
         None => {
@@ -388,6 +391,10 @@ mod tests {
                        "turnBehavior": null, "order": null}"#;
         let (persona, problems) = parse_persona("x.json", text);
         assert!(problems.is_empty(), "{problems:?}");
+        let nested = r#"{"id": "dev", "discordUserId": "42", "turnBehavior": {"timeoutSeconds": null}}"#;
+        let (found, problems) = parse_persona("x.json", nested);
+        assert!(problems.is_empty(), "{problems:?}");
+        assert_eq!(found.unwrap().timeout_seconds, None);
         let persona = persona.unwrap();
         assert_eq!((persona.display_name.as_str(), persona.avatar_url, persona.order), ("dev", None, None));
         let (persona, problems) = parse_persona("x.json", r#"{"id": null, "discordUserId": "42"}"#);
