@@ -162,6 +162,7 @@ async fn a_signal_delivered_twice_advances_once() {
     assert_eq!(count_floor(&view, "critic"), 0);
     assert_eq!(view.iter().filter(|m| m.from_webhook).count(), 1, "one repost");
     assert_eq!(scene.events("turn_complete").len(), 1);
+    assert!(scene.events("out_of_turn").is_empty(), "the repeat is not judged again as pm out of turn");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

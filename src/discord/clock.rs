@@ -10,6 +10,8 @@ use tokio::time::Instant;
 #[derive(Clone, Copy, Debug)]
 pub struct Clock {
     base: Option<(DateTime<Utc>, Instant)>,
+    /// The wall clock read when there is no base: the system's (a test's own, to step it).
+    wall: fn() -> DateTime<Utc>,
 }
 
 impl Clock {
@@ -17,17 +19,17 @@ impl Clock {
     /// clock set after the start (by a late NTP sync) was never followed: messages were judged by their arrival and
     /// saved deadlines were off by the difference after a restart (found by a review).
     pub fn system() -> Self {
-        Self { base: None }
+        Self { base: None, wall: Utc::now }
     }
 
     /// A clock that reads `at` now and advances with tokio's clock (paused in tests).
     pub fn starting_at(at: DateTime<Utc>) -> Self {
-        Self { base: Some((at, Instant::now())) }
+        Self { base: Some((at, Instant::now())), wall: Utc::now }
     }
 
     pub fn now(&self) -> DateTime<Utc> {
         match self.base {
-            None => Utc::now(),
+            None => (self.wall)(),
             Some((utc, instant)) => utc + TimeDelta::from_std(instant.elapsed()).unwrap_or(TimeDelta::MAX),
         }
     }
@@ -56,18 +58,29 @@ mod tests {
         assert_eq!(clock.instant_at(t0), Instant::now(), "a past time is now");
     }
 
-    /// The system clock is read at each call, not once at start: a clock set after the bot started is followed.
-    #[test]
-    fn the_system_clock_is_read_afresh_each_time() {
-        let runtime = tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap();
-        runtime.block_on(async {
-            let clock = Clock::system();
-            // Paused, tokio's clock stands still while the thread sleeps: a clock derived from it would too.
-            let first = clock.now();
-            std::thread::sleep(Duration::from_millis(20));
-            let second = clock.now();
-            assert!(second - first >= TimeDelta::milliseconds(20), "{first} then {second}");
-            assert!((Utc::now() - second).abs() < TimeDelta::seconds(1));
-        });
+    /// A wall clock a test sets, in milliseconds.
+    static WALL_MS: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(0);
+
+    fn test_wall() -> DateTime<Utc> {
+        DateTime::from_timestamp_millis(WALL_MS.load(std::sync::atomic::Ordering::SeqCst)).unwrap()
+    }
+
+    /// Found by a review: the system clock was read once at start and advanced by a monotonic clock, so a clock set
+    /// after the start (a late NTP sync) was never followed. It is read at each call: a step, either way, is followed
+    /// at once, by the time read and by the instants deadlines become.
+    #[tokio::test(start_paused = true)]
+    async fn the_system_clock_follows_a_step_of_the_wall_clock_at_once() {
+        let t0: DateTime<Utc> = "2026-01-01T00:00:00Z".parse().unwrap();
+        WALL_MS.store(t0.timestamp_millis(), std::sync::atomic::Ordering::SeqCst);
+        let clock = Clock { wall: test_wall, ..Clock::system() };
+        assert_eq!(clock.now(), t0);
+        for step in [TimeDelta::hours(1), TimeDelta::hours(-2)] {
+            let stepped = clock.now() + step;
+            WALL_MS.store(stepped.timestamp_millis(), std::sync::atomic::Ordering::SeqCst);
+            assert_eq!(clock.now(), stepped, "stepped by {step}");
+            let due = clock.instant_at(stepped + TimeDelta::seconds(3));
+            assert_eq!(due - Instant::now(), Duration::from_secs(3), "a deadline 3 s after the stepped time");
+        }
+        assert_eq!((Clock::system().now() - Utc::now()).num_seconds(), 0, "the system's clock by default");
     }
 }

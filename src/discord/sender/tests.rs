@@ -480,7 +480,9 @@ async fn two_replayed_announcements_of_one_text_are_each_matched_to_their_own_me
     let calls = channel.calls.lock().unwrap().clone();
     assert_eq!(calls.iter().filter(|c| c.starts_with("look for")).count(), 2, "{calls:?}");
     assert_eq!(calls.iter().filter(|c| c.starts_with("announce")).count(), 1, "{calls:?}");
-    assert!(reports.lock().unwrap().iter().all(|r| matches!(r.outcome, Outcome::Done { .. })));
+    let reports = reports.lock().unwrap();
+    assert_eq!(reports.iter().map(|r| r.id).collect::<Vec<_>>(), [1, 2], "each reported");
+    assert!(reports.iter().all(|r| matches!(r.outcome, Outcome::Done { .. })));
 }
 
 /// pm's floor announcement, decided `ago` before now, numbered `seq`.
@@ -695,6 +697,7 @@ async fn effects_wait_untried_while_the_lease_may_have_run_out_and_go_on_once_it
     sender.flush().await;
     assert_eq!(tries(), 4, "{:?}", channel.calls.lock().unwrap());
     let outcomes: Vec<Outcome> = reports.lock().unwrap().iter().map(|r| r.outcome.clone()).collect();
+    assert_eq!(outcomes.len(), 2, "{outcomes:?}");
     assert!(outcomes.iter().all(|o| matches!(o, Outcome::Done { .. })), "{outcomes:?}");
 }
 

@@ -520,8 +520,12 @@ impl Harness {
         }
     }
 
+    /// How many events of this name the channel's saves held, each counted (two in one save are two).
     fn events(&self, channel: ChannelId, name: &str) -> usize {
-        self.journal.of(channel).iter().filter(|l| l.starts_with("save") && l.contains(name)).count()
+        let saves = self.journal.of(channel).into_iter().filter(|l| l.starts_with("save "));
+        // "save <channel> <event>,<event>,…"
+        let names: Vec<String> = saves.filter_map(|l| l.splitn(3, ' ').nth(2).map(str::to_owned)).collect();
+        names.iter().flat_map(|events| events.split(',')).filter(|event| *event == name).count()
     }
 
     fn floors(&self, channel: ChannelId, persona: &str) -> usize {
@@ -649,7 +653,10 @@ async fn a_message_delivered_twice_is_handled_once() {
     h.deliver(A, &signal);
     h.settle(A).await;
     assert_eq!(h.events(A, "turn_complete"), 1);
+    assert_eq!(h.events(A, "out_of_turn"), 0, "the repeat is not judged again: {:#?}", h.journal.of(A));
     assert_eq!(h.floors(A, "dev"), 1);
+    let deletes = h.journal.of(A).iter().filter(|l| l.starts_with("delete")).count();
+    assert_eq!(deletes, 1, "the original deleted once: {:#?}", h.journal.of(A));
     assert_eq!(h.stats.snapshot().messages_handled, 2, "both deliveries reached the actor");
 }
 
