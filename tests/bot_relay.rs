@@ -300,3 +300,42 @@ async fn a_slow_repost_in_one_thread_does_not_hold_up_another_threads_relay() {
     assert!(took < Duration::from_secs(3), "thread two's relay and next floor waited {took:?} for thread one's call");
     floor_in(one, "critic").await.unwrap();
 }
+
+/// Found by a review: a message someone deleted (its author, a moderator) while its relay waited behind a slow call
+/// was reposted all the same, undoing the deletion. The gateway's MESSAGE_DELETE reaches the channel, and the relay
+/// waiting posts nothing; the turn it ended stays ended.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_deleted_while_its_relay_waits_behind_a_slow_call_is_not_reposted() {
+    use common::{PATIENCE, is_floor};
+    use local_discord::faults::RouteAction;
+    use std::time::Duration;
+    let scene = Scene::new().await;
+    let server = &scene.stage.server;
+    let channel = scene.stage.channel;
+    let floor = |persona: &'static str| {
+        server.wait_for("a floor", PATIENCE * 3, move |w| {
+            w.view(channel).iter().any(|m| is_floor(m, persona)).then_some(())
+        })
+    };
+    server.post(channel, scene.stage.operator, "!turn start");
+    floor("pm").await.unwrap();
+    // dev's floor announcement takes 4 s: Discord slow for that call alone.
+    server.faults(|f| f.on_route(Some("POST"), "/messages", RouteAction::Slow(Duration::from_secs(4)), 1));
+    server.post(channel, scene.user("pm"), "Mine. TURN_COMPLETE");
+    server
+        .wait_for("dev's floor in flight", PATIENCE, |w| (!w.faults.route_faults_armed()).then_some(()))
+        .await
+        .unwrap();
+    // dev saw its mention already (or answers first): its signal's relay waits behind the slow announcement, and a
+    // moderator deletes it at once. (The gateway carries the deletion after the message, which the shard's
+    // collector hands the channel first.)
+    let removed = server.post(channel, scene.user("dev"), "Something a moderator removes. TURN_COMPLETE");
+    server.delete_message(removed);
+    floor("critic").await.unwrap();
+    let view = server.view(channel);
+    assert!(
+        !view.iter().any(|m| m.from_webhook && m.content.contains("moderator removes")),
+        "the deleted message came back as a repost: {view:?}"
+    );
+    assert!(view.iter().any(|m| m.from_webhook && m.content == "Mine."), "pm's relay went through: {view:?}");
+}

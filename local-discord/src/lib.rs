@@ -247,6 +247,11 @@ impl LocalDiscord {
         })
     }
 
+    /// Deletes a message as its author or a moderator would: it disappears, and bots see MESSAGE_DELETE.
+    pub fn delete_message(&self, message: u64) {
+        self.with(|w| w.delete_message(message));
+    }
+
     /// Deletes a channel or a thread (see [`World::delete_channel`]).
     pub fn delete_channel(&self, channel: u64) {
         self.with(|w| w.delete_channel(channel)).unwrap_or_else(|e| panic!("channel not deleted: {}", e.message))

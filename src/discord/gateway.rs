@@ -8,7 +8,7 @@ use super::configured::ConfiguredStarts;
 use super::identity::Identity;
 use super::in_order::{self, CommandSettles, InOrder, Taken};
 use super::router::Router;
-use crate::core::ids::{ChannelId, GuildId};
+use crate::core::ids::{ChannelId, GuildId, MessageId};
 use crate::core::session::lost::Unreachable;
 use serenity::all as discord;
 use serenity::async_trait;
@@ -125,6 +125,29 @@ impl discord::EventHandler for Gateway {
         _full: Option<discord::GuildChannel>,
     ) {
         self.router.deliver(ChannelId(thread.id.get()), Input::Unreachable(Unreachable::ChannelDeleted));
+    }
+
+    /// A relay of a deleted message not begun yet posts nothing (the actor knows whether one waits).
+    async fn message_delete(
+        &self,
+        _ctx: discord::Context,
+        channel: discord::ChannelId,
+        message: discord::MessageId,
+        _guild: Option<discord::GuildId>,
+    ) {
+        self.router.deliver(ChannelId(channel.get()), Input::Deleted(MessageId(message.get())));
+    }
+
+    async fn message_delete_bulk(
+        &self,
+        _ctx: discord::Context,
+        channel: discord::ChannelId,
+        messages: Vec<discord::MessageId>,
+        _guild: Option<discord::GuildId>,
+    ) {
+        for message in messages {
+            self.router.deliver(ChannelId(channel.get()), Input::Deleted(MessageId(message.get())));
+        }
     }
 
     /// A message opening with the prefix goes to poise too, after the channel's actor has it.

@@ -99,7 +99,13 @@ enum Job {
 pub struct Sender {
     jobs: mpsc::UnboundedSender<Job>,
     task: tokio::task::AbortHandle,
+    /// Shared with the task: see [`Tools::gone`].
+    gone: Gone,
 }
+
+/// Messages deleted by someone while their relay waited in the queue: the relay, when its turn comes, posts nothing.
+/// Cleared whenever the queue runs empty (a mark for a relay already under way, or done, is of no use).
+pub type Gone = Arc<std::sync::Mutex<Vec<MessageId>>>;
 
 /// What a sender works with.
 pub struct Tools {
@@ -116,6 +122,8 @@ pub struct Tools {
     pub announced: Option<MessageId>,
     /// Whether this process still acts for the channel (see [`Acting`]).
     pub acting: Acting,
+    /// See [`Gone`].
+    pub gone: Gone,
 }
 
 /// Whether this process still acts for the channel (always [`Lease::Sure`] with the state folder), and how long the
@@ -162,8 +170,14 @@ impl Sender {
     pub fn spawn(tools: Tools) -> Self {
         let (jobs, queue) = mpsc::unbounded_channel();
         let tools = Arc::new(tools);
+        let gone = tools.gone.clone();
         let task = tools.tasks.spawn(acting_for(tools.clone(), run(tools.clone(), queue))).abort_handle();
-        Self { jobs, task }
+        Self { jobs, task, gone }
+    }
+
+    /// Someone deleted `message`: its relay, if still waiting in the queue, posts nothing.
+    pub fn forget_relay_of(&self, message: MessageId) {
+        self.gone.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(message);
     }
 
     /// Stops at once, leaving what is queued undone: another process acts for the channel now, and carries out
@@ -280,6 +294,9 @@ async fn run(tools: Arc<Tools>, mut queue: mpsc::UnboundedReceiver<Job>) {
                 let _ = done.send(());
             }
         }
+        if queue.is_empty() {
+            tools.gone.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clear();
+        }
     }
     finish(&mut tidying).await;
 }
@@ -353,6 +370,10 @@ async fn posting(
     let (rest, channel) = (tools.rest.as_ref(), tools.channel);
     match effect {
         Effect::Relay { message_id, persona, text, has_files } => {
+            if forgotten(tools, *message_id) {
+                tracing::info!(%channel, message = %message_id, "deleted by someone before its relay: not reposted");
+                return Ok(Vec::new());
+            }
             // Its files and embeds, fetched only when the gateway saw some. What cannot be carried over fails the
             // relay here, before anything is posted or deleted: the original stays, files and all.
             let carries = if *has_files {
@@ -400,6 +421,13 @@ async fn posting(
         Effect::Delete { .. } | Effect::React { .. } => Ok(Vec::new()),
         Effect::Announce(announcement) => announce_once(tools, announcement, replay, announced).await.map(|m| vec![m]),
     }
+}
+
+/// Whether someone deleted `message` while its relay waited (see [`Gone`]); the mark is used up.
+fn forgotten(tools: &Tools, message: MessageId) -> bool {
+    let mut gone = tools.gone.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let at = gone.iter().position(|id| *id == message);
+    at.map(|at| gone.swap_remove(at)).is_some()
 }
 
 /// Posts an announcement, retried as [`retrying`] does. Its nonce answers a repeat with the first message for a few

@@ -214,6 +214,7 @@ fn sender_for(channel: &Arc<FakeChannel>) -> (Sender, Arc<Mutex<Vec<Report>>>) {
         reports: Box::new(move |report| sink.lock().unwrap().push(report)),
         tasks: tokio_util::task::TaskTracker::new(),
         announced: *channel.announced_before.lock().unwrap(),
+        gone: Arc::default(),
         acting: {
             let (unsure, lost) = (channel.lease_unsure.clone(), channel.lease_lost.clone());
             let on = |flag: &std::sync::atomic::AtomicBool| flag.load(std::sync::atomic::Ordering::Relaxed);

@@ -660,6 +660,33 @@ async fn a_message_delivered_twice_is_handled_once() {
     assert_eq!(h.stats.snapshot().messages_handled, 2, "both deliveries reached the actor");
 }
 
+/// Found by a review: a message someone deleted (its author, a moderator) while its relay waited behind a slow call
+/// was reposted all the same, undoing the deletion. MESSAGE_DELETE now tells the channel, and the waiting relay
+/// posts nothing; the turn it ended stays ended.
+#[tokio::test(start_paused = true)]
+async fn a_message_deleted_while_its_relay_waits_is_not_reposted() {
+    let h = Harness::new();
+    *h.rest.announce_delay.lock().unwrap() = Duration::from_secs(5); // pm's floor is slow to post
+    h.start(A).await;
+    let signal = h.written(PM, "Something a moderator removes. TURN_COMPLETE", 1_000);
+    h.deliver(A, &signal);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    h.router.deliver(A, Input::Deleted(signal.id));
+    h.settle(A).await;
+    let lines = h.journal.of(A);
+    assert_eq!(h.events(A, "turn_complete"), 1, "{lines:#?}");
+    assert!(!lines.iter().any(|l| l.starts_with("repost")), "reposted after its deletion: {lines:#?}");
+    assert_eq!(h.floors(A, "dev"), 1, "{lines:#?}");
+    assert!(h.session(A).await.outbox.is_empty(), "the relay is done with");
+
+    // A message deleted after its relay ran changes nothing, and leaves no mark behind for a later relay.
+    let next = h.written(DEV, "Mine. TURN_COMPLETE", 20_000);
+    h.router.deliver(A, Input::Deleted(signal.id));
+    h.deliver(A, &next);
+    h.settle(A).await;
+    assert_eq!(h.journal.of(A).iter().filter(|l| l.starts_with("repost")).count(), 1, "dev's is reposted");
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_thousand_channels_whose_deadlines_fall_together_each_end_once_on_time() {
     let h = Harness::new();
