@@ -541,7 +541,8 @@ mod tests {
         let route = r#"{"name": "R", "pattern": "R (?P<task>\\w+)", "action": "route", "to": "dev", "stage": " "}"#;
         assert_eq!(problem(route, "signals.rules[0].stage").severity, Severity::Error);
         // A pattern any plain answer matches: warned about, naming the action it would take on every message.
-        for (pattern, at) in [(r"\\s", "anywhere"), (r"\\w+", "line"), (".", "end")] {
+        // (`\s` alone is no signal at all: whitespace is never one.)
+        for (pattern, at) in [(r"\\S", "anywhere"), (r"\\w+", "line"), (".", "end")] {
             let rule = format!(r#"{{"name": "X", "pattern": "{pattern}", "at": "{at}", "action": "complete"}}"#);
             let said = problem(&rule, "signals.rules[0].pattern");
             assert!(said.severity == Severity::Warning && said.message.contains("\"complete\""), "{pattern}: {said:?}");
