@@ -104,8 +104,22 @@ pub struct Sender {
 }
 
 /// Messages deleted by someone while their relay waited in the queue: the relay, when its turn comes, posts nothing.
-/// Cleared whenever the queue runs empty (a mark for a relay already under way, or done, is of no use).
-pub type Gone = Arc<std::sync::Mutex<Vec<MessageId>>>;
+pub type Gone = Arc<std::sync::Mutex<Deletions>>;
+
+/// See [`Gone`].
+#[derive(Debug, Default)]
+pub struct Deletions {
+    /// Marks of messages deleted by someone else; cleared whenever the queue runs empty (a mark for a relay already
+    /// under way, or done, is of no use).
+    marks: Vec<MessageId>,
+    /// The messages this sender deleted lately (out-of-turn removals), whose MESSAGE_DELETE comes back: such a
+    /// message may still be relayed, as said in turn after all (an overtaken message), and its own deletion must not
+    /// cancel that (found by a review).
+    own: std::collections::VecDeque<MessageId>,
+}
+
+/// How many of its own deletions a sender remembers: more than can be on their way back from the gateway at once.
+const OWN_DELETIONS_KEPT: usize = 64;
 
 /// What a sender works with.
 pub struct Tools {
@@ -175,9 +189,13 @@ impl Sender {
         Self { jobs, task, gone }
     }
 
-    /// Someone deleted `message`: its relay, if still waiting in the queue, posts nothing.
+    /// Someone deleted `message`: its relay, if still waiting in the queue, posts nothing. Not if the deletion was
+    /// this sender's own.
     pub fn forget_relay_of(&self, message: MessageId) {
-        self.gone.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(message);
+        let mut gone = self.gone.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if !gone.own.contains(&message) {
+            gone.marks.push(message);
+        }
     }
 
     /// Stops at once, leaving what is queued undone: another process acts for the channel now, and carries out
@@ -295,7 +313,7 @@ async fn run(tools: Arc<Tools>, mut queue: mpsc::UnboundedReceiver<Job>) {
             }
         }
         if queue.is_empty() {
-            tools.gone.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clear();
+            tools.gone.lock().unwrap_or_else(std::sync::PoisonError::into_inner).marks.clear();
         }
     }
     finish(&mut tidying).await;
@@ -423,11 +441,19 @@ async fn posting(
     }
 }
 
+fn note_own_deletion(tools: &Tools, message: MessageId) {
+    let mut gone = tools.gone.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if gone.own.len() >= OWN_DELETIONS_KEPT {
+        gone.own.pop_front();
+    }
+    gone.own.push_back(message);
+}
+
 /// Whether someone deleted `message` while its relay waited (see [`Gone`]); the mark is used up.
 fn forgotten(tools: &Tools, message: MessageId) -> bool {
     let mut gone = tools.gone.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    let at = gone.iter().position(|id| *id == message);
-    at.map(|at| gone.swap_remove(at)).is_some()
+    let at = gone.marks.iter().position(|id| *id == message);
+    at.map(|at| gone.marks.swap_remove(at)).is_some()
 }
 
 /// Posts an announcement, retried as [`retrying`] does. Its nonce answers a repeat with the first message for a few
@@ -549,7 +575,10 @@ async fn notice_once(
 async fn tidy(tools: &Tools, effect: &Effect) -> Result<(), RestError> {
     let (rest, channel) = (tools.rest.as_ref(), tools.channel);
     match effect {
-        Effect::Relay { message_id, .. } | Effect::Delete { message_id } => {
+        Effect::Relay { message_id, .. } => gone_is_done(tools.retrying(|| rest.delete(channel, *message_id)).await),
+        Effect::Delete { message_id } => {
+            // Noted before it is asked for, so before its MESSAGE_DELETE can come back.
+            note_own_deletion(tools, *message_id);
             gone_is_done(tools.retrying(|| rest.delete(channel, *message_id)).await)
         }
         Effect::React { message_id, emoji } => {

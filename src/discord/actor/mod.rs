@@ -1162,9 +1162,10 @@ fn task(
 
 /// Live inputs that may end a turn: a message (written after the deadline, it would time the turn out), and every
 /// command, since each first ends a turn that is overdue. `status` and `history` are not commands here (a snapshot
-/// and a read of the log), so they are answered at once.
+/// and a read of the log), so they are answered at once. A message's deletion waits with them: the message it
+/// deletes may be among those held, and its relay is decided only once it is handled (found by a review).
 fn waits_for_catch_up(input: &Input) -> bool {
-    matches!(input, Input::Message(_) | Input::Command(_))
+    matches!(input, Input::Message(_) | Input::Command(_) | Input::Deleted(_))
 }
 
 /// When a held command was given: a live one's (or one on its way) snowflake, or a read-back message's that may carry

@@ -126,12 +126,20 @@ pub struct PageMessage {
     pub attachments: Vec<Value>,
     #[serde(default)]
     pub embeds: Vec<Value>,
+    #[serde(default)]
+    pub sticker_items: Vec<Value>,
+    #[serde(default)]
+    pub poll: Option<Value>,
 }
 
 impl PageMessage {
-    /// Whether it carries files or embeds of its own ("rich"), which a repost must carry over.
+    /// Whether it carries files or embeds of its own ("rich"), which a repost must carry over, or a sticker or a
+    /// poll, which one cannot (the relay then finds that out and leaves the original: found by a review).
     pub fn has_files(&self) -> bool {
-        !self.attachments.is_empty() || self.embeds.iter().any(|e| super::is_own_embed(e["type"].as_str()))
+        !self.attachments.is_empty()
+            || self.embeds.iter().any(|e| super::is_own_embed(e["type"].as_str()))
+            || !self.sticker_items.is_empty()
+            || self.poll.as_ref().is_some_and(|poll| !poll.is_null())
     }
 }
 
@@ -583,6 +591,10 @@ mod tests {
         assert!(page(r#", "attachments": [{"id": "3", "filename": "a.txt"}]"#).has_files());
         assert!(page(r#", "embeds": [{"type": "rich", "title": "t"}]"#).has_files());
         assert!(!page(r#", "embeds": [{"type": "link", "url": "https://example.org"}]"#).has_files());
+        // Found by a review: a sticker or a poll read back was relayed as text, and lost with the original.
+        assert!(page(r#", "sticker_items": [{"id": "7", "name": "Wave", "format_type": 1}]"#).has_files());
+        assert!(page(r#", "poll": {"question": {"text": "Ship it?"}, "answers": []}"#).has_files());
+        assert!(!page(r#", "poll": null, "sticker_items": []"#).has_files());
     }
 
     #[test]
