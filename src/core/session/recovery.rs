@@ -101,7 +101,7 @@ impl Session {
         t: &mut Transition,
     ) -> bool {
         let limit = ctx.config.signals.recovery.loop_after;
-        if limit == 0 || said.is_empty() {
+        if limit == 0 {
             return false;
         }
         if message.edited {
@@ -110,6 +110,9 @@ impl Session {
             // "Thinking…", in every turn): an edit takes its message's place, if that was the last counted.
             let Some(r) = self.repeats.as_deref_mut().filter(|r| r.message == message.id.0) else { return false };
             (r.digest, r.count) = (r.before_digest, r.before_count);
+        }
+        if said.is_empty() {
+            return false; // A bare signal: an edit to one gave its message's place back, and that is all.
         }
         let digest = Repeats::digest_of(&said);
         let r = self.repeats.get_or_insert_with(Box::default);

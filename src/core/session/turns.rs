@@ -8,7 +8,7 @@ use super::{
 };
 use crate::core::config::OutOfTurnPolicy;
 use crate::core::ids::{MessageId, PersonaId};
-use crate::core::signals::Detected;
+use crate::core::signals::{Detected, text::trim_blank};
 use crate::core::templates::Template;
 use chrono::{DateTime, Utc};
 
@@ -39,6 +39,18 @@ impl Session {
                     || signals.completion_phrase(&message.text).is_some()
             };
             if !author.is_some_and(ends) {
+                // An edit of the message the loop row counted last (a streaming agent's placeholder filled in) takes
+                // its place there, so that "Thinking…" is not what counts (found by a review).
+                let last_counted = self.repeats.as_ref().is_some_and(|r| r.message == message.id.0);
+                if let Some(persona) = author.filter(|_| last_counted && self.status == SessionStatus::Running) {
+                    let row = self.repeats.clone();
+                    let said = trim_blank(&message.text).to_owned();
+                    if self.repeated(said, persona, message, now, ctx, &mut t) {
+                        return self.finish(t, ctx);
+                    }
+                    // The same edit delivered again changes nothing.
+                    t.changed |= self.repeats != row;
+                }
                 // A holder streaming its answer by editing is not silent (auto-detection by silence).
                 let silence_on = ctx.config.signals.recovery.silence_seconds.is_some();
                 if let Some(holder) = author.filter(|a| silence_on && Some(*a) == self.active_agent.as_ref()) {

@@ -229,7 +229,10 @@ fn a_streamed_message_whose_last_edit_adds_the_signal_ends_the_turn_once() {
     let mut f = Fixture::new();
     f.say(PM, "Draft", 1_000);
     let mut message = Fixture::edit(f.last_id, PM, "Draft, longer", 2_000);
-    assert_eq!(f.deliver(&message, 2_000), Transition::default(), "an edit without the signal changes nothing");
+    let t = f.deliver(&message, 2_000);
+    // (Only the loop row changes: the edit takes its message's place there.)
+    assert!(t.effects.is_empty() && t.events.is_empty(), "an edit without the signal does nothing: {t:?}");
+    assert_eq!(f.deliver(&message, 2_000), Transition::default(), "delivered again, it changes nothing at all");
     message.text = "Draft, final.\nTURN_COMPLETE".into();
     let t = f.deliver(&message, 3_000);
     assert_eq!(
