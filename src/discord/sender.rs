@@ -8,10 +8,10 @@
 //! One retry policy for every effect (spec 9): a 429 waits Discord's `retry_after`; server errors, time-outs and
 //! broken connections back off exponentially, for minutes; other refusals are final. Every effect is safe to carry
 //! out again after a crash: announcements carry their nonce (and are looked for in the channel once Discord may have
-//! forgotten it, as notices retried that long are), a deletion whose message is gone is done, and a repost (which has no nonce) replayed from the
-//! outbox, or retried after an answer that leaves its outcome unknown (a time-out, a 5xx), first looks for what it
-//! may already have made and posts only the missing parts, in order. With a shared store, nothing is tried while the
-//! process may have lost the channel's lease (see [`Acting`]).
+//! forgotten it, as notices retried that long are), a deletion whose message is gone is done, and a repost (which
+//! has no nonce) replayed from the outbox, or retried after an answer that leaves its outcome unknown (a time-out, a
+//! 5xx), first looks for what it may already have made and posts only the missing parts, in order. With a shared
+//! store, nothing is tried while the process may have lost the channel's lease (see [`Acting`]).
 
 use super::clock::Clock;
 use super::rest::{Carried, MAY_SEND, Rest, RestError, Voice, WebhookLimit, delete_in_a_few_tries};

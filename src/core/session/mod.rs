@@ -222,7 +222,8 @@ pub struct Session {
     /// start from the configuration), and a command given before it but handled after it was meant for the session
     /// before; once ended, the command that ended it (a `stop`, or a `skip`, `give` or `remove` that finished the
     /// last round) or where the floor last moved (an `end` signal, the last round's signal or deadline), and a
-    /// `start` given before it but handled after it was given while the session ran. Either is refused. (One field for both: an idle channel's task holds the session.)
+    /// `start` given before it but handled after it was given while the session ran. Either is refused. (One field
+    /// for both: an idle channel's task holds the session.)
     #[serde(default, alias = "beganWith", skip_serializing_if = "Option::is_none")]
     pub bounded_by: Option<MessageId>,
     /// Recent messages written in turn without a signal, which an edit adding the signal may still finish.

@@ -51,8 +51,8 @@ pub trait Rest: Send + Sync + 'static {
     async fn announce(&self, channel: ChannelId, announcement: &Announcement) -> Result<MessageId, RestError>;
     /// The first message the bot itself posted after message `after` that shows announcement (or notice) `text` (see
     /// [`shows_announcement`]): Discord remembers a nonce for a few minutes only, so an announcement or a notice
-    /// that may have been posted longer ago is looked for before it is posted again. Reads every page after `after`, up to
-    /// [`REPOST_SEARCH_PAGES`] pages.
+    /// that may have been posted longer ago is looked for before it is posted again. Reads every page after `after`,
+    /// up to [`REPOST_SEARCH_PAGES`] pages.
     ///
     /// [`shows_announcement`]: crate::core::session::effects::shows_announcement
     async fn announcement_made(
