@@ -864,7 +864,12 @@ impl Actor {
     async fn run_typed_while_away(&mut self, id: MessageId, author: UserId, typed: Typed, text: &str) {
         let refusal = match typed {
             Typed::ReadOnly => return,
-            Typed::Unreadable(usage) => usage,
+            // Answered only to a member of the server, as a command it could read is (found by a review: the bot
+            // answered its own repost of an agent's `!turn please wait`, read back before it found its webhook).
+            Typed::Unreadable(usage) => match self.env.rest.may_manage(self.channel, author).await {
+                Err(None) => return,
+                _ => usage,
+            },
             Typed::Change(command) => match self.env.rest.may_manage(self.channel, author).await {
                 Ok(()) => match self.on_command(&command, Some(id)).await {
                     Ok(()) => return,

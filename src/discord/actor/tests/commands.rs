@@ -437,3 +437,24 @@ async fn two_commands_given_in_a_channel_without_an_actor_run_in_the_order_given
     h.settle(A).await;
     assert_eq!(h.session(A).await.status, crate::core::session::SessionStatus::Paused);
 }
+
+/// Found by a review: a command read back that could not be read (`!turn please wait`) was answered with its usage
+/// whoever wrote it; one by no member of the server (a webhook's message, the bot's own repost before it found its
+/// webhook again) is neither run nor answered, as one it can read.
+#[tokio::test(start_paused = true)]
+async fn an_unreadable_command_read_back_from_an_author_in_no_server_is_not_answered() {
+    let h = Harness::new();
+    h.start(A).await;
+    h.settle(A).await;
+    let written = vec![h.written(HUMAN, "!turn please wait", 20_000)];
+    let restarted = restarted_after(&h, written, Refused { not_members: vec![HUMAN], ..Refused::default() }).await;
+    assert!(notices(&restarted).is_empty(), "{:#?}", notices(&restarted));
+
+    // A member who typed it is told how to write it.
+    let h = Harness::new();
+    h.start(A).await;
+    h.settle(A).await;
+    let written = vec![h.written(HUMAN, "!turn please wait", 20_000)];
+    let restarted = restarted_after(&h, written, Refused::default()).await;
+    assert!(notices(&restarted).iter().any(|n| n.contains("Usage")), "{:#?}", notices(&restarted));
+}
