@@ -63,12 +63,12 @@ async fn every_prefix_command_works_for_the_operator() {
     let history = command(&scene, op, "history 3", |m| m.content.contains("roster")).await;
     assert_eq!(history.content.lines().count(), 3, "{}", history.content);
     for line in history.content.lines() {
-        // "`12:34:56` roster_changed: ...": the time once, then the event.
-        let times = line
-            .split(|c: char| !c.is_ascii_digit() && c != ':')
-            .filter(|w| w.len() == 8 && w.matches(':').count() == 2);
-        assert_eq!(times.count(), 1, "{line}");
-        assert!(line.starts_with('`') && line[10..].starts_with(' '), "{line}");
+        // "<t:1795800000:T> roster_changed: ...": the time (shown in each reader's own zone) once, then the event.
+        let (time, event) = line.split_once(' ').unwrap_or_else(|| panic!("{line}"));
+        let seconds = time.strip_prefix("<t:").and_then(|t| t.strip_suffix(":T>")).unwrap_or_else(|| panic!("{line}"));
+        let at = seconds.parse::<i64>().unwrap_or_else(|_| panic!("{line}"));
+        assert!((chrono::Utc::now().timestamp() - at).abs() < 600, "the event's time: {line}");
+        assert!(!event.contains("<t:"), "{line}");
     }
 
     command(&scene, op, "stop", starts("⏹️ Turn management stopped")).await;

@@ -222,8 +222,14 @@ impl PersonaCatalog {
         self.by_user.get(&user).map(|&i| &self.ordered[i])
     }
 
-    /// Looks a persona up by the id a person typed; the error names the known ones.
+    /// Looks a persona up by the id a person typed, or by a mention of its account (`<@id>`, what Discord's
+    /// autocomplete puts in a command: found by a review); the error names the known ones.
     pub fn resolve(&self, typed: &str) -> Result<&Persona, String> {
+        let mentioned = typed.trim().strip_prefix("<@").and_then(|m| m.strip_suffix('>'));
+        let user = mentioned.map(|m| m.trim_start_matches('!')).and_then(|id| id.parse::<u64>().ok());
+        if let Some(persona) = user.and_then(|user| self.by_user(UserId(user))) {
+            return Ok(persona);
+        }
         let wanted = typed.trim().trim_start_matches('@').to_lowercase();
         self.ordered.iter().find(|p| p.id.as_str() == wanted).ok_or_else(|| {
             let typed = crate::core::session::effects::clip(typed, TYPED_ECHO_MAX);

@@ -247,6 +247,36 @@ async fn status(ctx: Ctx<'_>) -> Result<(), Error> {
     Ok(())
 }
 
+/// The answer to `history`: one line per event, oldest first, each time shown in the reader's own zone (Discord's
+/// `<t:…:T>`). Past one message, the oldest lines go first, whole, and the answer says how many (found by a review:
+/// the cut kept the oldest and dropped the newest, which are the ones asked about).
+fn history_text(events: &[crate::core::session::history::HistoryEvent]) -> String {
+    if events.is_empty() {
+        return "Nothing has happened here yet.".to_owned();
+    }
+    let lines: Vec<String> =
+        events.iter().map(|event| format!("<t:{}:T> {}", event.at.timestamp(), event.summary())).collect();
+    let room = crate::core::session::effects::MESSAGE_CONTENT_LENGTH_MAX;
+    let whole = lines.join("\n");
+    if whole.chars().count() <= room {
+        return whole;
+    }
+    let mut kept = lines.len();
+    let mut used = 0;
+    for line in lines.iter().rev() {
+        let more = line.chars().count() + 1;
+        // Room kept for the line that says how many were left out.
+        if used + more + 48 > room && kept < lines.len() {
+            break;
+        }
+        used += more;
+        kept -= 1;
+    }
+    let shown = lines[kept..].join("\n");
+    let text = if kept == 0 { shown } else { format!("({kept} older events left out.)\n{shown}") };
+    fit_message(text)
+}
+
 /// The last n events of this channel's session.
 #[poise::command(prefix_command, slash_command, guild_only)]
 async fn history(ctx: Ctx<'_>, #[description = "how many events (default 10)"] n: Option<u32>) -> Result<(), Error> {
@@ -258,10 +288,7 @@ async fn history(ctx: Ctx<'_>, #[description = "how many events (default 10)"] n
         let n = n.map_or(HISTORY_DEFAULT, |n| n as usize).clamp(1, HISTORY_MAX);
         // The full history, not only the short tail the session keeps.
         let events = ctx.data().store.history_tail(ChannelId(ctx.channel_id().get()), n).await?;
-        let lines: Vec<String> =
-            events.iter().map(|event| format!("`{}` {}", event.at.format("%H:%M:%S"), event.summary())).collect();
-        let text = if lines.is_empty() { "Nothing has happened here yet.".to_owned() } else { lines.join("\n") };
-        Ok::<_, Error>(fit_message(text))
+        Ok::<_, Error>(history_text(&events))
     })
     .await??;
     reply(ctx, &text).await;
@@ -579,6 +606,35 @@ async fn on_error(error: poise::FrameworkError<'_, Arc<Commands>, Error>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Found by a review: `history 50` in a busy channel kept the oldest events that fit in a message and cut the
+    /// newest, which are the ones asked about. The oldest go first, whole, and the answer says how many.
+    #[test]
+    fn a_long_history_keeps_the_newest_events_whole() {
+        use crate::core::session::history::{EventKind, HistoryEvent};
+        let at: chrono::DateTime<chrono::Utc> = "2026-02-04T21:20:00Z".parse().unwrap();
+        let events: Vec<HistoryEvent> = (0..50)
+            .map(|i| HistoryEvent {
+                at: at + chrono::TimeDelta::seconds(i),
+                round: 1,
+                agent_id: Some(crate::core::ids::PersonaId::parse("dev").unwrap()),
+                kind: EventKind::OutOfTurn {
+                    message_id: MessageId(i as u64 + 1),
+                    text: format!("message number {i} that is long enough to be cut short by the summary..."),
+                    removed: true,
+                },
+            })
+            .collect();
+        let text = history_text(&events);
+        assert!(text.chars().count() <= 2_000, "{}", text.chars().count());
+        assert!(text.lines().last().unwrap().contains("message number 49"), "the newest event is last:\n{text}");
+        let left_out: usize =
+            text.lines().next().unwrap().trim_start_matches('(').split(' ').next().unwrap().parse().unwrap();
+        assert_eq!(left_out + text.lines().count() - 1, 50, "every event shown or counted:\n{text}");
+        assert!(text.lines().skip(1).all(|l| l.starts_with("<t:") && l.contains("message number")), "{text}");
+        let few = history_text(&events[..3]);
+        assert_eq!(few.lines().count(), 3, "all of a short history, nothing said left out: {few}");
+    }
 
     fn message(author: u64, webhook: Option<u64>, content: &str) -> discord::Message {
         let mut msg = discord::Message::default();

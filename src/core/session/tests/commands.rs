@@ -504,3 +504,15 @@ fn a_start_from_the_configuration_refuses_no_command_given_just_after_it_on_a_cl
     f.command_given(Command::Stop, 2_500, 3_100).unwrap();
     assert!(!f.session.is_active());
 }
+
+/// Found by a review: a persona named by a mention of its account (`<@102>`, what Discord's autocomplete puts in a
+/// command) was refused as unknown.
+#[test]
+fn a_persona_named_by_a_mention_of_its_account_is_found() {
+    let mut f = Fixture::new();
+    f.command(Command::Give { persona: format!("<@{}>", DEV.0) }, 5_000).unwrap();
+    assert_eq!(f.active(), "dev");
+    f.command(Command::Remove { persona: format!("<@!{}>", CRITIC.0) }, 6_000).unwrap();
+    assert_eq!(f.session.roster, vec![id("pm"), id("dev")]);
+    assert!(f.command(Command::Give { persona: "<@999>".into() }, 7_000).is_err(), "no persona's account");
+}
