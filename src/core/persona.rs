@@ -123,8 +123,7 @@ pub fn parse_persona(file: &str, text: &str) -> (Option<Persona>, Vec<Problem>) 
         (Some(id), Some(discord_user_id), false) => Some(Persona {
             // As Discord shows a webhook's name: trimmed, runs of spaces made one. Reposts are looked for under it
             // (found by a review: "  Product  Manager " was never found, and a repost was made twice).
-            display_name: display_name
-                .map_or_else(|| id.to_string(), |n| n.split_whitespace().collect::<Vec<_>>().join(" ")),
+            display_name: display_name.map_or_else(|| id.to_string(), |name| as_discord_shows(&name)),
             id,
             discord_user_id,
             avatar_url,
@@ -165,6 +164,11 @@ fn check_display_name(name: &str) -> Result<(), String> {
         return Err(format!("\"{name}\" is reserved by Discord"));
     }
     Ok(())
+}
+
+/// A name as Discord shows a webhook's: trimmed, each run of spaces made one.
+pub fn as_discord_shows(name: &str) -> String {
+    name.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// Every configured persona, in default roster order, with lookups by id and by Discord user.

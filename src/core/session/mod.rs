@@ -84,8 +84,8 @@ pub struct AgentState {
     pub unknown_signals: u32,
 }
 
-fn is_zero(n: &u32) -> bool {
-    *n == 0
+fn is_zero<N: Default + PartialEq>(n: &N) -> bool {
+    *n == N::default()
 }
 
 /// A task moved by workflow signals (`route`, `finishTask`): its stage and who holds it.
@@ -117,16 +117,12 @@ pub struct Repeats {
     pub count: u32,
     /// The message counted last (its id; 0 for none, in a file from an older build), and the row as it was before
     /// it: an edit of that message takes its place in the row rather than counting again.
-    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub message: u64,
-    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub before_digest: u64,
     #[serde(default, skip_serializing_if = "is_zero")]
     pub before_count: u32,
-}
-
-fn is_zero_u64(n: &u64) -> bool {
-    *n == 0
 }
 
 impl Repeats {

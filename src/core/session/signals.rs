@@ -369,12 +369,13 @@ impl Session {
         if let Ok(persona) = ctx.personas.resolve(named) {
             return self.roster.contains(&persona.id).then(|| persona.id.clone());
         }
-        let mut by_name = self.roster.iter().filter(|member| {
-            // In any case, accented letters too (found by a review: `élodie` did not name `Élodie`), and spaced as
-            // display names are kept (as Discord shows them).
-            let named = named.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase();
-            ctx.personas.get(member).is_some_and(|p| p.display_name.trim().to_lowercase() == named)
-        });
+        // In any case, accented letters too (found by a review: `élodie` did not name `Élodie`), and spaced as
+        // display names are kept (as Discord shows them).
+        let named = crate::core::persona::as_discord_shows(named).to_lowercase();
+        let mut by_name = self
+            .roster
+            .iter()
+            .filter(|member| ctx.personas.get(member).is_some_and(|p| p.display_name.to_lowercase() == named));
         match (by_name.next(), by_name.next()) {
             (Some(member), None) => Some(member.clone()),
             _ => None,
