@@ -28,7 +28,7 @@ pub struct LoadReport {
 
 /// Which of a channel's session files the folder listing showed, so that loading tries only those.
 #[derive(Clone, Copy, Debug, Default)]
-struct Listed {
+pub(super) struct Listed {
     current: bool,
     previous: bool,
 }
@@ -101,7 +101,7 @@ impl Store {
 
     /// The channels with a session file or a last good copy, from one listing of the folder; removes leftover
     /// temporary files of interrupted saves on the way.
-    fn list_channels(&self) -> Result<Vec<(ChannelId, Listed)>, StoreError> {
+    pub(super) fn list_channels(&self) -> Result<Vec<(ChannelId, Listed)>, StoreError> {
         let entries = std::fs::read_dir(&self.channels_dir).map_err(io("read the state folder", &self.channels_dir))?;
         let mut channels: BTreeMap<u64, Listed> = BTreeMap::new();
         for entry in entries.filter_map(Result::ok) {

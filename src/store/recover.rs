@@ -60,7 +60,8 @@ impl Store {
         let covered: Vec<PathBuf> = if read.damaged.is_empty() {
             read.by_channel.keys().flat_map(|&channel| [self.session_path(channel), self.log_path(channel)]).collect()
         } else {
-            self.every_channels_files()?
+            let channels = self.list_channels()?.into_iter().map(|(channel, _)| channel);
+            channels.flat_map(|channel| [self.session_path(channel), self.log_path(channel)]).collect()
         };
         for synced in in_parallel(&covered, |path| sync_file(path).map_err(io("sync the recovered file", path))) {
             synced?;
@@ -249,21 +250,6 @@ impl Store {
 
     /// The highest save number among the session files, for numbering on from them when there is no journal. Reads
     /// only the start of each file, where the store writes the number.
-    /// Every session file and history log in the channels folder.
-    fn every_channels_files(&self) -> Result<Vec<PathBuf>, StoreError> {
-        let read = || io("read the state folder", &self.channels_dir);
-        let mut files = Vec::new();
-        for entry in std::fs::read_dir(&self.channels_dir).map_err(read())? {
-            let path = entry.map_err(read())?.path();
-            let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-            let ours = name.ends_with(".history.jsonl") || (name.ends_with(".json") && !name.ends_with(".prev.json"));
-            if ours && path.is_file() {
-                files.push(path);
-            }
-        }
-        Ok(files)
-    }
-
     fn newest_saved_seq(&self) -> u64 {
         let Ok(entries) = std::fs::read_dir(&self.channels_dir) else { return 0 };
         let head = |path: &Path| -> std::io::Result<Vec<u8>> {
