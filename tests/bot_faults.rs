@@ -6,7 +6,7 @@
 mod common;
 
 use chrono::{DateTime, Utc};
-use common::{PATIENCE, Scene, count_floor, is_floor, list, render};
+use common::{PATIENCE, Scene, connection_watch_looked, count_floor, is_floor, list, render};
 use local_discord::faults::{DispatchAction, RouteAction};
 use local_discord::permissions::Permissions;
 use local_discord::world::{LogKind, OverwriteTarget, now_ms};
@@ -131,8 +131,8 @@ async fn a_signal_written_before_the_deadline_while_the_session_was_invalidated_
     assert_eq!(frames_received(&scene, 6), 1, "the bot tried to resume");
     assert_eq!(frames_sent(&scene, 9), 1, "and was told INVALID_SESSION");
     assert_eq!(frames_received(&scene, 2), 2, "so it identified again: a new session");
-    // The connection watch (every 100 ms) has had time to ask for another read after the READY's, if it were to.
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // Had the connection watch asked for another read after the READY's, it would have by now.
+    connection_watch_looked(scene.bot(), &[scene.stage.channel]).await;
     assert_eq!(history_reads_since(&scene, calls_before), 1, "read once, at the new session's READY");
     the_signal_completed_the_turn(&scene).await;
 }
@@ -184,8 +184,8 @@ async fn a_slow_resume_holds_the_deadline_until_resumed_and_reads_no_history() {
     scene.handled(signal).await;
 
     assert_eq!(frames_received(&scene, 2), 1, "the bot did not identify again");
-    // The connection watch (every 100 ms) has had time to ask for a read after RESUMED, if it were to.
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // Had the connection watch asked for a read after RESUMED, it would have by now.
+    connection_watch_looked(scene.bot(), &[scene.stage.channel]).await;
     assert_eq!(history_reads_since(&scene, calls_before), 0, "the replay carried what was missed: nothing read");
     the_signal_completed_the_turn(&scene).await;
 }

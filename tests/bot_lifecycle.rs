@@ -4,7 +4,7 @@
 mod common;
 
 use chrono::Utc;
-use common::{PATIENCE, Scene, is_floor, write_personas};
+use common::{PATIENCE, Scene, connection_watch_looked, is_floor, write_personas};
 use local_discord::permissions::Permissions;
 use local_discord::world::OverwriteTarget;
 use std::process::{Command, Stdio};
@@ -453,8 +453,8 @@ async fn after_a_restart_each_running_channel_reads_what_it_missed_once() {
     scene.restart_bot().await;
     let marker = scene.stage.operator_says("marker");
     scene.handled(marker).await;
-    // Long enough for the connection watch (every 100 ms) to have asked for a second catch-up, if it were to.
-    tokio::time::sleep(Duration::from_millis(1000)).await;
+    // Had the connection watch asked for a second catch-up, it would have by now.
+    connection_watch_looked(scene.bot(), &[scene.stage.channel]).await;
     let reads: Vec<String> = scene.rest_calls()[before..]
         .iter()
         .filter(|call| call.starts_with(&format!("GET /api/v10/channels/{}/messages", scene.stage.channel)))

@@ -5,7 +5,9 @@
 
 mod common;
 
-use common::{PATIENCE, count_floor, is_floor, personas, render, server_on_the_other_shard, shard_of_two};
+use common::{
+    PATIENCE, connection_watch_looked, count_floor, is_floor, personas, render, server_on_the_other_shard, shard_of_two,
+};
 use local_discord::world::{LogEntry, LogKind};
 use std::sync::Arc;
 use std::time::Duration;
@@ -177,8 +179,8 @@ async fn a_channel_on_a_shard_not_connected_yet_ends_no_turn_blind_and_each_chan
     let view = stage.server.view(late);
     let timeouts = view.iter().filter(|m| m.content.starts_with("⏱️")).count();
     assert_eq!(timeouts, 0, "pm signalled in time, though on a shard not connected yet:\n{}", render(&view));
-    // The connection watch (every 100 ms) has had time to ask for more catch-ups, if it were to.
-    tokio::time::sleep(Duration::from_millis(1000)).await;
+    // Had the connection watch asked for more catch-ups, it would have by now.
+    connection_watch_looked(&bot, &[early, late]).await;
     assert_eq!((reads_of(early), reads_of(late)), (1, 1), "each channel reads its history once, at its shard's READY");
     bot.shutdown().await;
 }

@@ -342,6 +342,7 @@ async fn watch_connection(shard_manager: Arc<discord::ShardManager>, router: Arc
                 );
             }
         }
+        router.env().stats.connection_checked();
     }
 }
 

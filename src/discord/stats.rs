@@ -15,6 +15,8 @@ pub struct Stats {
     timeouts: AtomicU64,
     /// A ring buffer: dropping the oldest sample is O(1) under the lock every actor's timeout takes.
     lateness_ms: Mutex<VecDeque<i64>>,
+    /// Looks the connection watch has finished (not activity: it looks every 100 ms, busy or not).
+    connection_checks: AtomicU64,
 }
 
 /// A copy of the figures at one moment.
@@ -26,6 +28,9 @@ pub struct StatsSnapshot {
     pub timeouts: u64,
     /// How long after its deadline each timed-out turn was ended, in milliseconds.
     pub lateness_ms: Vec<i64>,
+    /// How many times the connection watch has looked at the shards and told their channels what it saw: a test
+    /// that checks the watch asked for nothing waits for it to have looked, instead of assuming it had time to.
+    pub connection_checks: u64,
 }
 
 impl StatsSnapshot {
@@ -57,6 +62,11 @@ impl Stats {
         self.work.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// The connection watch has looked at the shards, and told their channels of any change it saw.
+    pub fn connection_checked(&self) {
+        self.connection_checks.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// A number that changes whenever a message is handled, a turn times out or other work is done: whether the bot
     /// was busy meanwhile.
     pub fn activity(&self) -> u64 {
@@ -69,6 +79,7 @@ impl Stats {
             messages_handled: self.messages_handled.load(Ordering::Relaxed),
             timeouts: self.timeouts.load(Ordering::Relaxed),
             lateness_ms: self.lateness_ms.lock().expect("stats lock").iter().copied().collect(),
+            connection_checks: self.connection_checks.load(Ordering::Relaxed),
         }
     }
 }

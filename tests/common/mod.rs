@@ -223,6 +223,26 @@ impl Scene {
 }
 
 /// The announcement that gives `persona` the floor.
+/// Waits until the bot's connection watch has looked at the shards twice more (so at least once wholly after this
+/// call began) and one look more after `channels` handled what it told them, so that a test can check the watch
+/// asked them for nothing (a read it should not have asked for, say) without assuming a sleep was long enough.
+pub async fn connection_watch_looked(bot: &RunningBot, channels: &[u64]) {
+    let looks = || bot.stats().connection_checks;
+    let until_looks = async |n: u64| {
+        let deadline = tokio::time::Instant::now() + PATIENCE;
+        while looks() < n {
+            assert!(tokio::time::Instant::now() < deadline, "the connection watch stopped looking");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    };
+    until_looks(looks() + 2).await;
+    for channel in channels {
+        bot.settle(ChannelId(*channel)).await;
+    }
+    // A read the watch asked for is a task the channel starts: its first call is on its way within a look's time.
+    until_looks(looks() + 1).await;
+}
+
 pub fn is_floor(m: &SeenMessage, persona: &str) -> bool {
     m.author == "turn-manager" && m.content.contains(&format!("({persona}) has the floor"))
 }
