@@ -73,7 +73,13 @@ async fn every_prefix_command_works_for_the_operator() {
 
     command(&scene, op, "stop", starts("⏹️ Turn management stopped")).await;
     assert_eq!(scene.session().await.status, SessionStatus::Stopped);
-    let status = command(&scene, op, "status", starts("No session is running here.")).await;
+    let status = command(
+        &scene,
+        op,
+        "status",
+        starts("No session is running here. Start one with `/turn start` or `!turn start`."),
+    )
+    .await;
     assert!(status.pinged.is_empty());
 }
 

@@ -238,7 +238,7 @@ async fn status(ctx: Ctx<'_>) -> Result<(), Error> {
         let router = &ctx.data().router;
         match router.ask(ChannelId(ctx.channel_id().get()), Input::Snapshot).await {
             Some(session) if session.is_active() => session.status_report(router.env().clock.now()).to_string(),
-            Some(_) => format!("No session is running here. Start one with `{PREFIX}turn start`."),
+            Some(_) => format!("No session is running here. Start one with `/turn start` or `{PREFIX}turn start`."),
             None => UNREACHABLE_NOW.to_owned(),
         }
     })

@@ -117,7 +117,8 @@ impl Session {
             return Ok(started);
         }
         if !self.is_active() {
-            return Err(refuse("No session is running here. Start one with `start`."));
+            // Both forms: the core does not know which one the command came in.
+            return Err(refuse("No session is running here. Start one with `/turn start` or `!turn start`."));
         }
         if let Some(refusal) = self.given_before_the_session_began(command, origin) {
             return Err(refusal);

@@ -148,7 +148,8 @@ fn stop_ends_the_session_and_later_messages_are_not_managed() {
     assert_eq!(texts(&t), ["⏹️ Turn management stopped after 1 round(s). History is kept."]);
     assert_eq!((f.session.active_agent.as_ref(), f.session.next_deadline()), (None, None));
     assert_eq!(f.say(PM, "hello TURN_COMPLETE", 2_000), Transition::default());
-    assert!(f.command(Command::Skip, 3_000).unwrap_err().0.contains("No session is running here"));
+    let refusal = f.command(Command::Skip, 3_000).unwrap_err().0;
+    assert_eq!(refusal, "No session is running here. Start one with `/turn start` or `!turn start`.");
     assert!(f.command(Command::Stop, 3_000).is_err());
 }
 
