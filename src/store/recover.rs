@@ -4,7 +4,9 @@
 //! For each channel with records:
 //! - its session file is replaced by its newest record when that record is newer (the record's `seq` against the
 //!   file's `savedSeq`), or when the file is missing or cannot be read (moved aside first, as at load); an older
-//!   record is ignored;
+//!   record is ignored; a newest record that cannot be used (it fails the load's checks: a newer build's, say) is
+//!   reported and the newest usable one before it taken, the events of those left out not logged, and the journals
+//!   kept aside;
 //! - its log must hold each record's events at the record's `logAt`: compared byte for byte, what it holds already
 //!   is kept, what it lacks (a crash before the checkpoint, a torn last line) is appended, so no event is lost or
 //!   logged twice.
@@ -39,18 +41,21 @@ struct Replayed {
     events: usize,
     /// What a person should know.
     problems: Vec<String>,
+    /// A record was read but not used (it fails the checks: from a newer build, say): the journals are kept aside.
+    unused_records: bool,
 }
 
 impl Store {
     pub(super) fn recover(&self) -> Result<Commits, StoreError> {
         let journals = list_journals(&self.state_dir).map_err(io("read the state folder", &self.state_dir))?;
         let mut replayed = Replayed::default();
-        let read = read_journals(&journals, &mut replayed)?;
+        let mut read = read_journals(&journals, &mut replayed)?;
         let mut next_seq = journals.last().map_or(1, |(first, _)| *first).max(read.next_seq);
         for (&channel, records) in &read.by_channel {
-            let on_disk = self.replay_session(channel, records, &mut replayed)?;
+            let (on_disk, used) = self.replay_session(channel, records, &mut replayed)?;
             next_seq = next_seq.max(on_disk + 1);
-            self.replay_log(channel, records, &mut replayed)?;
+            // The events of saves not used are not logged: the log would tell of turns the session never took.
+            self.replay_log(channel, &records[..used], &mut replayed)?;
         }
         // Not only what recovery wrote: a checkpoint found as new as the journal may be one the process that died
         // wrote without syncing (checkpoints are synced when their journal is replaced). Its journal is deleted
@@ -68,6 +73,11 @@ impl Store {
         }
         if !covered.is_empty() {
             sync_folder(&self.channels_dir).map_err(io("sync the state folder", &self.channels_dir))?;
+        }
+        if replayed.unused_records {
+            // Which journal held them is not kept: each is set aside, the records not used among them.
+            let kept = journals.iter().map(|(_, path)| path).filter(|path| !read.damaged.contains(path)).cloned();
+            read.damaged.extend(kept.collect::<Vec<_>>());
         }
         #[cfg(test)]
         self.probe.recovery_synced.lock().unwrap().extend(covered);
@@ -96,8 +106,8 @@ impl Store {
         Ok(Commits::new(journal, next_seq, replayed.problems))
     }
 
-    /// Starts a fresh journal (everything replayed is durable by now), then deletes the replayed ones, or keeps a
-    /// damaged one aside for a person to look at.
+    /// Starts a fresh journal (everything replayed is durable by now), then deletes the replayed ones, or keeps one
+    /// with a damaged line or a record not used aside for a person to look at.
     fn start_afresh(
         &self,
         first_seq: u64,
@@ -110,7 +120,7 @@ impl Store {
         for (_, path) in replayed_journals.iter().filter(|(_, path)| path != journal.path()) {
             if damaged.contains(path) {
                 let aside = move_aside(path)?;
-                replayed.problems.push(format!("kept the damaged journal as {} for inspection", aside.display()));
+                replayed.problems.push(format!("kept the journal as {} for inspection", aside.display()));
             } else if let Err(e) = std::fs::remove_file(path) {
                 tracing::warn!(file = %path.display(), "could not delete the replayed journal (it is harmless): {e}");
             }
@@ -118,15 +128,18 @@ impl Store {
         Ok(journal)
     }
 
-    /// Puts a channel's newest record in its session file if the file is older, missing or unreadable. Gives the
-    /// number of the save the file holds afterwards.
+    /// Puts a channel's newest usable record in its session file if the file is older, missing or unreadable. Gives
+    /// the number of the save the file holds afterwards, and how many of the records (oldest first) that save takes
+    /// in: newer ones that cannot be used (a newer build's, say) are reported and left out, with their events.
     fn replay_session(
         &self,
         channel: ChannelId,
         records: &[Record],
         replayed: &mut Replayed,
-    ) -> Result<u64, StoreError> {
-        let Some(newest) = records.last() else { return Ok(0) };
+    ) -> Result<(u64, usize), StoreError> {
+        if records.is_empty() {
+            return Ok((0, 0));
+        }
         let path = self.session_path(channel);
         let on_disk = match std::fs::read(&path) {
             Ok(bytes) => usable_seq(&bytes, channel).map(Some),
@@ -147,16 +160,27 @@ impl Store {
                 None
             }
         };
-        if let Some(seq) = on_disk.filter(|&seq| seq >= newest.seq) {
-            tracing::debug!(%channel, file = seq, journal = newest.seq, "the session file is as new as the journal");
-            return Ok(seq);
-        }
-        if let Err(why) = check_session(&newest.session, channel) {
-            replayed
-                .problems
-                .push(format!("channel {channel}: the journal's save {} is not usable ({why}); ignored", newest.seq));
-            return Ok(on_disk.unwrap_or(0));
-        }
+        // The newest record the file is not as new as and that can be used: an older one, when the newest cannot,
+        // is still a save this build made and acknowledged after the file's.
+        let mut used = records.len();
+        let newest = loop {
+            let Some(newest) = used.checked_sub(1).map(|n| &records[n]) else { return Ok((on_disk.unwrap_or(0), 0)) };
+            if let Some(seq) = on_disk.filter(|&seq| seq >= newest.seq) {
+                tracing::debug!(%channel, file = seq, journal = newest.seq, "the session file is as new as the journal");
+                return Ok((seq, used));
+            }
+            match check_session(&newest.session, channel) {
+                Ok(()) => break newest,
+                Err(why) => {
+                    replayed.problems.push(format!(
+                        "channel {channel}: the journal's save {} is not usable ({why}); not used, nor its events",
+                        newest.seq
+                    ));
+                    replayed.unused_records = true;
+                    used -= 1;
+                }
+            }
+        };
         if on_disk.is_some() {
             tracing::warn!(
                 %channel,
@@ -169,7 +193,7 @@ impl Store {
         replace_unsynced(&path, &self.previous_path(channel), &bytes)
             .map_err(io("write the recovered session", &path))?;
         replayed.sessions += 1;
-        Ok(newest.seq)
+        Ok((newest.seq, used))
     }
 
     /// Makes a channel's log hold every record's events at the record's place, appending only what it lacks.

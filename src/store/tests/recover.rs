@@ -495,3 +495,32 @@ fn zeros_a_power_cut_left_in_the_log_are_cut_and_the_journals_events_written_aga
     assert_eq!(found.logs, [events], "every event once, in order, none glued to the zeros");
     assert!(!std::fs::read(store.log_path(ChannelId(1))).unwrap().contains(&0));
 }
+
+#[test]
+fn a_newest_record_that_cannot_be_used_leaves_the_acknowledged_save_before_it_and_its_journal_is_kept() {
+    let (dir, store, mut a, started) = saved_start();
+    let behind = snapshot(dir.path());
+    let first_skip = skip_at(&mut a, 1);
+    store.save(&a, &first_skip).unwrap();
+    let acknowledged = a.clone();
+    let second_skip = skip_at(&mut a, 2);
+    store.save(&a, &second_skip).unwrap();
+    let (path, journal) = the_journal(dir.path());
+    drop(store);
+    // The last record decodes, but a newer build wrote it (its format version): the crash came before the checkpoints
+    // of the last two saves.
+    let mut lines: Vec<&[u8]> = journal.split_inclusive(|&b| b == b'\n').collect();
+    let last = lines.pop().unwrap();
+    let json = String::from_utf8(last[9..last.len() - 1].to_vec()).unwrap();
+    assert!(json.contains("\"version\":1"), "{json}");
+    let newer = line(json.replacen("\"version\":1", "\"version\":2", 1).as_bytes());
+    restore(&behind, dir.path());
+    std::fs::write(&path, [lines.concat(), newer].concat()).unwrap();
+
+    let (_, seen, problems) = restart(dir.path());
+    assert_eq!(seen.sessions, [acknowledged], "the newest save that can be used: {problems:?}");
+    let logged: Vec<HistoryEvent> = [started, first_skip].concat();
+    assert_eq!(seen.logs, [logged], "the log holds the events of the saves used, not of the one left out");
+    assert!(problems.iter().any(|p| p.contains("not usable") && p.contains("format version 2")), "{problems:?}");
+    assert!(journal_kept_aside(dir.path()), "the journal holding the save not used is kept aside, not deleted");
+}
