@@ -130,10 +130,16 @@ pub fn read_persona_files(dir: &Path) -> Result<(Texts, Vec<Problem>), Problem> 
     Ok((files, unreadable))
 }
 
-/// A file's text: UTF-8, with the byte-order mark some editors (Notepad) put first taken off, since JSON has none.
+/// A file's bytes without the UTF-8 byte-order mark some editors (Notepad) put first: JSON has none, and a file a
+/// person saved so (a configuration, a persona, a session file edited by hand) is read as they meant it.
+pub fn without_byte_order_mark(bytes: &[u8]) -> &[u8] {
+    bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes)
+}
+
+/// A file's text: UTF-8, with any byte-order mark taken off.
 fn read_text(path: &Path) -> std::io::Result<String> {
     let bytes = std::fs::read(path)?;
-    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&bytes);
+    let bytes = without_byte_order_mark(&bytes);
     String::from_utf8(bytes.to_vec()).map_err(|e| {
         let at = e.utf8_error().valid_up_to();
         let line = bytes[..at].iter().filter(|b| **b == b'\n').count() + 1;

@@ -191,7 +191,7 @@ fn read_session(path: &Path, channel: ChannelId) -> Result<Result<Option<(Sessio
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Ok(None)),
         Err(e) => return Err(io("read the session file", path)(e)),
     };
-    Ok(parsed(&bytes, channel))
+    Ok(parsed(crate::files::without_byte_order_mark(&bytes), channel))
 }
 
 /// A session file's bytes as a session, with the number of the save it holds, or why they cannot be used.

@@ -142,7 +142,7 @@ impl Store {
         }
         let path = self.session_path(channel);
         let on_disk = match std::fs::read(&path) {
-            Ok(bytes) => usable_seq(&bytes, channel).map(Some),
+            Ok(bytes) => usable_seq(crate::files::without_byte_order_mark(&bytes), channel).map(Some),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             // Not known to be older than the journal's copy (its permissions, an I/O error): a person must look.
             Err(e) => return Err(io("read the session file", &path)(e)),
@@ -285,7 +285,7 @@ impl Store {
             .filter_map(Result::ok)
             .filter(|e| e.file_name().to_str().is_some_and(|name| name.ends_with(".json")))
             .filter_map(|e| head(&e.path()).ok())
-            .map(|head| saved_seq_in_head(&head))
+            .map(|head| saved_seq_in_head(crate::files::without_byte_order_mark(&head)))
             .max()
             .unwrap_or(0)
     }

@@ -269,3 +269,25 @@ fn a_state_folder_made_at_open_is_made_durable_in_its_parent_as_each_folder_abov
     let again = Store::open(&state).unwrap();
     assert!(again.probe.folders_synced_at_open.lock().unwrap().is_empty(), "nothing made, nothing synced");
 }
+
+#[test]
+fn a_session_file_saved_with_a_byte_order_mark_by_an_editor_is_read_as_it_is() {
+    let (dir, store) = open_store();
+    let config = Config::default();
+    let (mut session, events) = started();
+    store.save(&session, &events).unwrap();
+    let skipped = skips(&mut session, &config, 1).concat();
+    store.save(&session, &skipped).unwrap();
+    store.checkpoint().unwrap();
+    drop(store);
+    let path = dir.path().join("channels/42.json");
+    let text = std::fs::read(&path).unwrap();
+    std::fs::write(&path, [b"\xEF\xBB\xBF".as_slice(), &text].concat()).unwrap();
+
+    // Read at recovery (the journal still holds the saves) and at load, neither taking it for corrupt.
+    let store = open_at(dir.path());
+    let report = store.load_all().unwrap();
+    assert_eq!(report.sessions, [session]);
+    assert!(report.problems.is_empty(), "{:?}", report.problems);
+    assert!(corrupt_files(dir.path()).is_empty(), "nothing moved aside");
+}
