@@ -22,6 +22,9 @@ pub const LOCK_FILE: &str = "turn-manager.lock";
 #[derive(Debug)]
 pub struct FolderLock {
     _file: File,
+    /// The folders synced because taking the lock made folders in them: what a test looks at.
+    #[cfg(test)]
+    synced: Vec<PathBuf>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -46,10 +49,16 @@ impl FolderLock {
         if dir.exists() && !dir.is_dir() {
             return Err(LockError::NotAFolder { dir: dir.to_owned() });
         }
-        std::fs::create_dir_all(dir).map_err(failed)?;
+        // Made durably here, where it is made: the store opened next finds it there, and a power cut soon after a
+        // first start must not take the whole folder, journal and all, with it.
+        let _synced = crate::store::create_folder_durably(dir).map_err(failed)?;
         let file = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&lock).map_err(failed)?;
         match try_lock(&file) {
-            Ok(true) => Ok(Self { _file: file }),
+            Ok(true) => Ok(Self {
+                _file: file,
+                #[cfg(test)]
+                synced: _synced,
+            }),
             Ok(false) => Err(LockError::Taken { dir: dir.to_owned(), lock }),
             Err(source) => Err(failed(source)),
         }
@@ -174,6 +183,18 @@ mod tests {
         assert!(matches!(FolderLock::take(dir.path()), Err(LockError::Taken { .. })));
         first.close().await;
         FileSessions::open(dir.path()).expect("free again once closed");
+    }
+
+    #[test]
+    fn a_state_folder_the_lock_makes_is_made_durable_in_each_new_folders_parent() {
+        let dir = tempfile::tempdir().unwrap();
+        let above = dir.path().join("srv");
+        std::fs::create_dir(&above).unwrap();
+        let state = above.join("bot").join("state");
+        let lock = FolderLock::take(&state).unwrap();
+        assert_eq!(lock.synced, [above.clone(), above.join("bot")], "each new folder's parent");
+        drop(lock);
+        assert!(FolderLock::take(&state).unwrap().synced.is_empty(), "nothing made, nothing synced");
     }
 
     #[test]

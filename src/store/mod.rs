@@ -61,7 +61,7 @@ mod save;
 pub(crate) mod validate;
 pub mod writer;
 
-pub use atomic::sync_folder;
+pub use atomic::{create_folder_durably, sync_folder};
 pub use load::LoadReport;
 pub use writer::Writer;
 
