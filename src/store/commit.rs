@@ -46,6 +46,8 @@ pub(super) struct Commits {
     /// 5 MB, which a fresh buffer would grow by doubling, each time into pages the kernel must first clear), and
     /// given back once the writer is idle.
     pub(super) batch: Vec<u8>,
+    /// When starting a new journal last failed: it is not tried again at every batch meanwhile (see `rotation`).
+    pub(super) rotation_failed_at: Option<Instant>,
 }
 
 /// One channel's save, encoded and numbered, for the journal and then the checkpoint.
@@ -73,6 +75,7 @@ impl Commits {
             to_look: VecDeque::new(),
             looked: HashMap::new(),
             batch: Vec::new(),
+            rotation_failed_at: None,
         }
     }
 

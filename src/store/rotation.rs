@@ -29,8 +29,15 @@ impl Default for Rotation {
     }
 }
 
+/// How long after a failed start of a new journal (a full disk, no inodes left) the next is tried: each try costs
+/// the failed checkpoints' writes and a file made, synced and removed, which must not be paid at every batch.
+const RETRY_AFTER_FAILURE: Duration = Duration::from_secs(5);
+
 impl Commits {
     fn rotation_due(&self, when: Rotation) -> bool {
+        if self.rotation_failed_at.is_some_and(|at| at.elapsed() < RETRY_AFTER_FAILURE) {
+            return false;
+        }
         let len = self.journal.len();
         len >= when.bytes || (len > 0 && self.journal.began().elapsed() >= when.age)
     }
@@ -109,14 +116,19 @@ impl Retired {
 
 impl Store {
     /// Starts a new journal when the current one is due, giving the old one to [`Retired::finish`]. A failure is
-    /// logged and the current journal goes on.
+    /// logged and the current journal goes on; the next try comes [`RETRY_AFTER_FAILURE`] later.
     pub(super) fn rotate_if_due(&self) -> Option<Retired> {
         let mut commits = self.recovered().ok()?;
         if !commits.rotation_due(self.rotation) {
             return None;
         }
-        commits.rotate(self).unwrap_or_else(|e| {
-            tracing::error!("could not start a new journal, going on with the current one: {e}");
+        let rotated = commits.rotate(self);
+        commits.rotation_failed_at = rotated.is_err().then(Instant::now);
+        rotated.unwrap_or_else(|e| {
+            tracing::error!(
+                "could not start a new journal, going on with the current one (trying again in \
+                 {RETRY_AFTER_FAILURE:?}): {e}"
+            );
             None
         })
     }

@@ -176,3 +176,23 @@ fn a_failed_carry_whose_new_journal_survives_never_has_its_copies_replayed_over_
     assert_eq!(report.sessions, [session], "the later save, not the stale copy");
     assert_eq!(store.read_log(CHANNEL).unwrap(), [events, later].concat(), "every event once");
 }
+
+#[test]
+fn a_failed_start_of_a_new_journal_is_not_tried_again_at_every_batch() {
+    let (dir, store) = store_rotating_at(u64::MAX, Duration::ZERO);
+    let (session, events) = started();
+    store.commit(&[crate::store::commit::SaveItem { session: &session, events: &events }], |_| {});
+    store.probe.failing_appends.store(1, std::sync::atomic::Ordering::SeqCst);
+    assert!(store.rotate_if_due().is_none(), "the carry failed, so the journal goes on");
+    let syncs = store.probe.syncs.load(std::sync::atomic::Ordering::SeqCst);
+    assert!(store.rotate_if_due().is_none(), "not tried again at once");
+    assert_eq!(store.probe.syncs.load(std::sync::atomic::Ordering::SeqCst), syncs, "nothing written nor synced");
+    assert_eq!(journal_files(dir.path()).len(), 1);
+
+    // Once the wait is over, the next batch tries again.
+    store.recovered().unwrap().rotation_failed_at = Some(std::time::Instant::now() - Duration::from_secs(6));
+    store.rotate_if_due().expect("tried again, and it works").finish().unwrap();
+    let journals = journal::list_journals(dir.path()).unwrap();
+    assert_eq!(journals.len(), 1, "the old journal gone");
+    assert!(journals[0].0 > 1, "a new one, begun at save {}", journals[0].0);
+}
