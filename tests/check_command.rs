@@ -121,3 +121,16 @@ fn a_route_back_to_a_persona_that_may_send_it_is_a_warning_and_one_limited_by_fr
         "{stdout}"
     );
 }
+
+#[test]
+fn help_never_shows_the_value_of_an_environment_variable_that_may_hold_a_password() {
+    let out = Command::new(env!("CARGO_BIN_EXE_turn-manager"))
+        .args(["run", "--help"])
+        .env("DISCORD_API_BASE", "http://proxyuser:s3cretpw@127.0.0.1:1")
+        .env("TM_STORE", "postgres://tm:hunter2@db/tm")
+        .output()
+        .expect("the binary runs");
+    let help = text(&out.stdout);
+    assert!(out.status.success() && help.contains("DISCORD_API_BASE"), "{help}");
+    assert!(!help.contains("s3cretpw") && !help.contains("hunter2"), "{help}");
+}

@@ -76,7 +76,7 @@ pub struct RunArgs {
     pub sources: SourceArgs,
     /// Send every REST call to this base URL instead of discord.com (a rate-limiting proxy, a local server); the
     /// gateway address comes from its /api/v10/gateway
-    #[arg(long, value_name = "URL", env = "DISCORD_API_BASE")]
+    #[arg(long, value_name = "URL", env = "DISCORD_API_BASE", hide_env_values = true)]
     pub api_base: Option<String>,
     /// The gateway shards this process runs, A-B with both ends included (e.g. 0-3), of --total-shards; it keeps
     /// only the sessions of servers on them [default: every shard]

@@ -50,9 +50,23 @@ impl StoreLocation {
                      postgres://user:password@host/database"
                     .into())
             }
+            // libpq's other form, `host=db user=tm password=…`: a folder of that name would be made, the password
+            // shown wherever the folder is named.
+            _ if is_keyword_value_connection(text) => Err("the store looks like a connection string of \
+                 keyword=value pairs (`host=… dbname=…`): write it as a URL, postgres://user:password@host/database"
+                .into()),
             _ => Ok(StoreLocation::Folder(PathBuf::from(text))),
         }
     }
+}
+
+/// Whether `text` has a `keyword=` of libpq's connection strings as one of its words.
+fn is_keyword_value_connection(text: &str) -> bool {
+    const KEYWORDS: [&str; 9] =
+        ["host", "hostaddr", "port", "dbname", "user", "password", "passfile", "sslmode", "service"];
+    text.split_whitespace()
+        .filter_map(|word| word.split_once('='))
+        .any(|(keyword, _)| KEYWORDS.iter().any(|known| keyword.eq_ignore_ascii_case(known)))
 }
 
 fn starts_with_ignoring_case(text: &str, start: &str) -> bool {
@@ -178,5 +192,11 @@ mod tests {
             let error = StoreLocation::parse(text).unwrap_err();
             assert!(error.contains("a slash missing") && !error.contains("hunter2"), "{error}");
         }
+        // libpq's keyword=value form would have been a folder named with the password, too.
+        for text in ["host=db user=tm password=hunter2", "dbname=tm password=hunter2", "password=hunter2"] {
+            let error = StoreLocation::parse(text).unwrap_err();
+            assert!(error.contains("keyword=value") && !error.contains("hunter2"), "{error}");
+        }
+        assert!(matches!(StoreLocation::parse("state/a=b").unwrap(), StoreLocation::Folder(_)), "a folder with '='");
     }
 }
