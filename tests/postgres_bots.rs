@@ -10,7 +10,8 @@ mod postgres_support;
 
 use common::scrape::Scrape;
 use common::{
-    PATIENCE, count_floor, is_floor, personas, server_on_the_other_shard, shard_of_two as shard_of, write_personas,
+    PATIENCE, count_floor, is_floor, personas, render, server_on_the_other_shard, shard_of_two as shard_of,
+    write_personas,
 };
 use postgres_support::TestDatabase;
 use std::net::{SocketAddr, TcpListener};
@@ -276,4 +277,58 @@ async fn a_frozen_process_whose_channel_was_taken_over_wakes_to_find_it_taken_an
         assert!(status.success(), "{status}; it said:\n{}", read(log));
         assert!(!read(log).contains(&stage.bot_token), "the token never reaches the log");
     }
+}
+
+/// A rolling deploy: b starts on the same shard while a holds the channel, so both read every `!turn` message. a runs
+/// and answers each; b, finding the channel's lease a's, stays silent: before, it answered "I can't reach this
+/// channel's session right now; try again" to a command that had run (and a `status` answer could lose to it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_process_on_the_same_shard_leaves_the_holders_commands_to_it_and_says_nothing() {
+    let Some(db) = TestDatabase::create("postgres_bots::rolling").await else { return };
+    common::logs();
+    let stage = Stage::new(&personas([60, 60, 60])).await.expect("local server");
+    let (personas_dir, a_dir, b_dir) =
+        (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    write_personas(&stage, personas_dir.path());
+    let (a_log, b_log) = (a_dir.path().join("run.log"), b_dir.path().join("run.log"));
+    let (me, channel) = (stage.bot_user, stage.channel);
+    let connections = |n: usize| move |w: &local_discord::world::World| (w.connections_of(me) >= n).then_some(());
+
+    let mut a = spawn_run(&stage, &db, personas_dir.path(), "node-a", &[], &a_log);
+    let connected = stage.server.wait_for("a to connect", PATIENCE, connections(1)).await;
+    assert!(connected.is_ok(), "a did not connect; it said:\n{}", read(&a_log));
+    stage.operator_says("!turn start");
+    wait_for_floor(&stage, channel, "pm").await;
+    let mut b = spawn_run(&stage, &db, personas_dir.path(), "node-b", &[], &b_log);
+    let connected = stage.server.wait_for("b to connect too", PATIENCE, connections(2)).await;
+    assert!(connected.is_ok(), "b did not connect; it said:\n{}", read(&b_log));
+
+    stage.operator_says("!turn pause");
+    stage.server.wait_for("a's pause", PATIENCE, |w| said(w, channel, "⏸️ Paused.")).await.unwrap();
+    stage.operator_says("!turn status");
+    stage.server.wait_for("a's status", PATIENCE, |w| said(w, channel, "pm has the floor")).await.unwrap();
+    // b logs where it decides to say nothing: once for each command, it has decided both.
+    let left_to_a = async {
+        while read(&b_log).matches("is another process's to run and answer").count() < 2 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    if tokio::time::timeout(PATIENCE, left_to_a).await.is_err() {
+        panic!(
+            "b did not leave both commands to a:\n{}\nb said:\n{}",
+            render(&stage.server.view(channel)),
+            read(&b_log)
+        );
+    }
+    let view = stage.server.view(channel);
+    assert!(!view.iter().any(|m| m.content.contains("can't reach")), "nothing of b's:\n{}", render(&view));
+    for (child, log) in [(&mut a, &a_log), (&mut b, &b_log)] {
+        signal(child, "-TERM");
+        let status = child.wait().unwrap();
+        assert!(status.success(), "{status}; it said:\n{}", read(log));
+    }
+}
+
+fn said(w: &local_discord::world::World, channel: u64, start: &str) -> Option<()> {
+    w.view(channel).iter().any(|m| m.content.starts_with(start)).then_some(())
 }

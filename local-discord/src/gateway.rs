@@ -49,6 +49,11 @@ impl World {
         self.sessions.values().any(|s| s.user_id == bot && s.connection.is_some())
     }
 
+    /// How many live, identified gateway connections a bot has (two processes on one shard, in a rolling deploy).
+    pub fn connections_of(&self, bot: u64) -> usize {
+        self.sessions.values().filter(|s| s.user_id == bot && s.connection.is_some()).count()
+    }
+
     /// Whether a bot has a live, identified gateway connection as shard `[id, total]`.
     pub fn is_connected_on(&self, bot: u64, shard: [u64; 2]) -> bool {
         self.sessions.values().any(|s| s.user_id == bot && s.connection.is_some() && s.shard == Some(shard))

@@ -35,7 +35,8 @@ pub const PREFIX: &str = "!";
 /// The one top-level command; the rest are its subcommands.
 pub const COMMAND_NAME: &str = "turn";
 /// The answer when the channel's actor gave none: the process is shutting down, or the channel's lease is held by
-/// another process for a moment (a takeover between processes sharing a store).
+/// another process (a takeover between processes sharing a store) and the command is a slash command, which only
+/// this process saw (a `!turn` message is left to the holder, see `answered_elsewhere`).
 const UNREACHABLE_NOW: &str =
     "I can't reach this channel's session right now (I may be restarting); try again in a moment.";
 /// Events `history` shows when no number is given, and at most.
@@ -239,11 +240,14 @@ async fn status(ctx: Ctx<'_>) -> Result<(), Error> {
         match router.ask(ChannelId(ctx.channel_id().get()), Input::Snapshot).await {
             Some(session) if session.is_active() => session.status_report(router.env().clock.now()).to_string(),
             Some(_) => format!("No session is running here. Start one with `/turn start` or `{PREFIX}turn start`."),
+            None if answered_elsewhere(ctx) => String::new(),
             None => UNREACHABLE_NOW.to_owned(),
         }
     })
     .await?;
-    reply(ctx, &text).await;
+    if !text.is_empty() {
+        reply(ctx, &text).await;
+    }
     Ok(())
 }
 
@@ -330,8 +334,22 @@ async fn run(ctx: Ctx<'_>, command: Command) -> Result<(), String> {
     match outcome {
         Some(Ok(())) => Ok(()),
         Some(Err(refusal)) => Err(refusal.0),
+        // Said nothing, as a command that ran and is answered in the channel: the holder says whether it did.
+        None if answered_elsewhere(ctx) => Ok(()),
         None => Err(UNREACHABLE_NOW.into()),
     }
+}
+
+/// Whether a command this process could not run is another process's to run and answer: a `!turn` message in a
+/// channel whose lease another live process holds (it reads the same message). A slash command is not: only this
+/// process saw its interaction.
+fn answered_elsewhere(ctx: Ctx<'_>) -> bool {
+    let channel = ChannelId(ctx.channel_id().get());
+    let elsewhere = matches!(ctx, poise::Context::Prefix(_)) && ctx.data().router.env().elsewhere.acts_for(channel);
+    if elsewhere {
+        tracing::debug!(%channel, "`{}` is another process's to run and answer", ctx.invocation_string());
+    }
+    elsewhere
 }
 
 /// The command's own snowflake (its message's or interaction's): it marks when the command was given, lets one

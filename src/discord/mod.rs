@@ -205,6 +205,7 @@ pub async fn start(options: BotOptions) -> anyhow::Result<RunningBot> {
         shards: Arc::new(ShardsUp::starting(options.shards.unwrap_or(ShardRange::whole(1)))),
         tasks: tokio_util::task::TaskTracker::new(),
         retired_commands: Default::default(),
+        elsewhere: Default::default(),
     });
     tell_lost_sessions(&env, report.lost);
     let router = Router::new(env);

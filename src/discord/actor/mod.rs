@@ -8,6 +8,7 @@ mod awaited;
 mod backlog;
 mod catch_up;
 pub mod commands_seen;
+pub mod elsewhere;
 pub mod inbox;
 mod saving;
 #[cfg(test)]
@@ -61,6 +62,8 @@ pub struct Env {
     pub tasks: TaskTracker,
     /// The commands of channels whose actor retired lately, for their next actor.
     pub retired_commands: commands_seen::RetiredCommands,
+    /// The channels another process of the bot acts for, as this one found.
+    pub elsewhere: elsewhere::ActingElsewhere,
 }
 
 impl Env {

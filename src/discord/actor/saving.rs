@@ -241,8 +241,12 @@ impl Actor {
 /// the channel's lease. Said in the log when it may not.
 pub(super) async fn claimed(env: &Env, channel: ChannelId) -> bool {
     match env.saver.claim(channel).await {
-        Ok(Claim::Held) => true,
+        Ok(Claim::Held) => {
+            env.elsewhere.held_here(channel);
+            true
+        }
         Ok(Claim::Busy { owner, expires_in }) => {
+            env.elsewhere.found(channel, expires_in);
             tracing::info!(
                 %channel,
                 "process {owner} acts for this channel (its lease runs {expires_in:.0?} more unless renewed): not here"

@@ -451,6 +451,7 @@ impl Harness {
             shards,
             tasks: tokio_util::task::TaskTracker::new(),
             retired_commands: Default::default(),
+            elsewhere: Default::default(),
         });
         Self { router: Router::new(env), rest, saver, journal, stats, clock, next_id: AtomicU64::new(next_id) }
     }
