@@ -110,18 +110,26 @@ fn folders_beside(config: &mut Config, config_path: &Path, text: &str) {
 /// Files as (path, text).
 pub type Texts = Vec<(String, String)>;
 
-/// Every `*.json` file of a folder as (path, text), sorted by name, and a problem for each one that cannot be read.
-/// The error is the folder's.
+/// Every `*.json` file of a folder as (path, text), sorted by name, and a problem for each one that cannot be read:
+/// a folder or a broken link named `*.json` too, which would otherwise leave a persona out unsaid. The error is the
+/// folder's.
 pub fn read_persona_files(dir: &Path) -> Result<(Texts, Vec<Problem>), Problem> {
     let entries = std::fs::read_dir(dir).map_err(|e| file_problem(dir, format!("cannot be read as a folder: {e}")))?;
-    let mut paths: Vec<PathBuf> = entries
-        .filter_map(Result::ok)
-        .map(|entry| entry.path())
-        .filter(|path| path.extension().is_some_and(|ext| ext == "json") && path.is_file())
-        .collect();
+    let (mut paths, mut unreadable) = (Vec::new(), Vec::new());
+    for entry in entries {
+        match entry {
+            Ok(entry) if entry.path().extension().is_some_and(|ext| ext == "json") => paths.push(entry.path()),
+            Ok(_) => {}
+            Err(e) => unreadable.push(file_problem(dir, format!("an entry of this folder cannot be read: {e}"))),
+        }
+    }
     paths.sort();
-    let (mut files, mut unreadable) = (Vec::new(), Vec::new());
+    let mut files = Vec::new();
     for path in paths {
+        if path.is_dir() {
+            unreadable.push(file_problem(&path, "is a folder, not a persona file".into()));
+            continue;
+        }
         match read_text(&path) {
             Ok(text) => files.push((display(&path), text)),
             Err(e) => unreadable.push(file_problem(&path, format!("cannot be read: {e}"))),
@@ -248,6 +256,21 @@ mod tests {
             problems.contains("c.json") && problems.contains("discordUserId"),
             "the others are checked too: {problems}"
         );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_broken_link_or_a_folder_named_as_a_persona_file_is_reported_not_left_out_unsaid() {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), "pm.json", r#"{"id": "pm", "discordUserId": "1"}"#);
+        std::os::unix::fs::symlink("/nonexistent/dev.json", dir.path().join("dev.json")).unwrap();
+        std::fs::create_dir(dir.path().join("critic.json")).unwrap();
+        std::fs::create_dir(dir.path().join("drafts")).unwrap();
+        let sources = Sources { personas_dir: Some(dir.path().into()), ..Sources::default() };
+        let problems = load_setup(&sources).unwrap_err().to_string();
+        assert!(problems.contains("dev.json: cannot be read"), "{problems}");
+        assert!(problems.contains("critic.json: is a folder, not a persona file"), "{problems}");
+        assert!(!problems.contains("drafts") && !problems.contains("pm.json"), "{problems}");
     }
 
     #[test]
