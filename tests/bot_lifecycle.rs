@@ -462,3 +462,55 @@ async fn after_a_restart_each_running_channel_reads_what_it_missed_once() {
         .collect();
     assert_eq!(reads.len(), 1, "{reads:#?}");
 }
+
+/// Discord's gateway unreachable from the start (a firewall, DNS): serenity tries again and again, and has no shard
+/// running for its own shutdown to stop. The bot's shutdown still ends at once: before, SIGTERM left the process
+/// running for good.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bot_whose_gateway_never_connected_stops_when_told() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    // The API answers every call with a gateway address where nothing listens.
+    let api = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", api.local_addr().unwrap());
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    let body = format!(r#"{{"url":"ws://{closed}"}}"#);
+    let served = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let counted = served.clone();
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = api.accept().await {
+            let (body, counted) = (body.clone(), counted.clone());
+            tokio::spawn(async move {
+                let mut request = vec![0; 4096];
+                while socket.read(&mut request).await.is_ok_and(|n| n > 0) {
+                    counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    let head = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+                        body.len()
+                    );
+                    if socket.write_all([head.as_bytes(), body.as_bytes()].concat().as_slice()).await.is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+    });
+    let state = tempfile::tempdir().unwrap();
+    let options = turn_manager::discord::BotOptions {
+        token: "MTIzNDU2Nzg5MDEyMzQ1Njc4OQ.Gabcde.abcdefghijklmnopqrstuvwxyz0123456789AB".into(),
+        api_base: Some(base),
+        config: Config::default(),
+        personas: turn_manager::core::persona::PersonaCatalog::new(common::personas([60, 60, 60])),
+        store: std::sync::Arc::new(turn_manager::sessions::files::FileSessions::open(state.path()).unwrap()),
+        shards: None,
+        metrics: None,
+    };
+    let bot = turn_manager::discord::start(options).await.expect("the bot starts");
+    // Its gateway address asked for at the check and by serenity: its connection is being tried.
+    let asked = async {
+        while served.load(std::sync::atomic::Ordering::SeqCst) < 2 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    };
+    tokio::time::timeout(PATIENCE, asked).await.expect("the bot asks for the gateway's address");
+    tokio::time::timeout(PATIENCE, bot.shutdown()).await.expect("the shutdown ends though nothing ever connected");
+}

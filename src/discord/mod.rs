@@ -59,6 +59,8 @@ const CATCH_UP_CONCURRENCY: usize = 8;
 /// shard manager's record of the stage is read. (A session Discord invalidates on a live connection is not seen this
 /// way: serenity keeps the stage `Connected` for the ~5 s it waits before identifying again.)
 const CONNECTION_POLL: std::time::Duration = std::time::Duration::from_millis(100);
+/// How long a shutdown waits for serenity to close the gateway connections (each shard is given 1 s).
+const GATEWAY_CLOSE_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// What the bot needs to run. The token is never printed: this type has no `Debug`.
 pub struct BotOptions {
@@ -101,7 +103,7 @@ impl RunningBot {
 
     /// Graceful shutdown: stop taking events, let every channel finish what is in hand (each transition is saved
     /// before its effects), write what is still queued, then close the gateway.
-    pub async fn shutdown(self) {
+    pub async fn shutdown(mut self) {
         self.connection_watch.abort();
         self.trimmer.abort();
         // The leases are renewed until the channels' actors and senders have stopped: one expiring meanwhile (a
@@ -113,7 +115,16 @@ impl RunningBot {
         }
         // Writes what is queued, then lets go of the folder or of this process's leases.
         self.store.close().await;
+        // serenity's `shutdown_all` does nothing while no shard runs (Discord unreachable since the start, a shard
+        // between two tries): its queuer would go on trying to connect, and the client never return.
+        let nothing_connected = self.shard_manager.runners.lock().await.is_empty();
         self.shard_manager.shutdown_all().await;
+        if nothing_connected {
+            self.client.abort();
+        } else if tokio::time::timeout(GATEWAY_CLOSE_WAIT, &mut self.client).await.is_err() {
+            tracing::warn!("the gateway connections did not close within {GATEWAY_CLOSE_WAIT:?}; stopping anyway");
+            self.client.abort();
+        }
         let _ = self.client.await;
         tracing::info!("turn-manager stopped");
     }
