@@ -6,6 +6,7 @@
 use super::ids::{ChannelId, PersonaId, parse_snowflake};
 use super::persona::{PersonaCatalog, TIMEOUT_SECONDS_MAX, TIMEOUT_SECONDS_MIN};
 use super::problems::{Checker, Problem, Problems};
+use super::session::effects::MESSAGE_CONTENT_LENGTH_MAX;
 use super::signals::SignalRules;
 use super::signals::rules::Action;
 use super::templates::{Template, Templates};
@@ -270,6 +271,12 @@ fn read_templates(c: &mut Checker, object: &Map<String, Value>, config: &mut Con
             c.error(&["templates", template.key()], format!("is blank; Discord cannot post an empty message{hint}"));
         } else if let Err(why) = template.check(&text) {
             c.error(&["templates", template.key()], why);
+        } else if let Some(length) = too_long_for_discord(&text) {
+            let why = format!(
+                "is {length} characters without its placeholders, more than the 2,000 Discord \
+                 allows in a message: it would be cut, and a mention past the cut lost"
+            );
+            c.error(&["templates", template.key()], why);
         } else {
             if matches!(template, Template::TurnStart | Template::Kept) && !text.contains("<@{userId}>") {
                 // The mention is what makes most agents answer: without it in the text, Discord pings nobody.
@@ -280,6 +287,24 @@ fn read_templates(c: &mut Checker, object: &Map<String, Value>, config: &mut Con
             config.templates.set(template, text);
         }
     }
+}
+
+/// A template's length without its `{placeholder}`s, when that alone is more than a message may hold.
+fn too_long_for_discord(text: &str) -> Option<usize> {
+    let mut length = 0;
+    let mut rest = text;
+    while let Some(open) = rest.find('{') {
+        length += rest[..open].chars().count();
+        match rest[open..].find('}') {
+            Some(close) => rest = &rest[open + close + 1..],
+            None => {
+                rest = &rest[open..];
+                break;
+            }
+        }
+    }
+    length += rest.chars().count();
+    (length > MESSAGE_CONTENT_LENGTH_MAX).then_some(length)
 }
 
 fn read_channels(c: &mut Checker, object: &Map<String, Value>, config: &mut Config) {
@@ -387,6 +412,18 @@ mod tests {
         assert_eq!(config.channels[0].roster.len(), 2);
         assert_eq!(config.history_limit, 50);
         assert_eq!(config.state_dir, PathBuf::from("/var/lib/tm"));
+    }
+
+    #[test]
+    fn a_template_longer_than_a_discord_message_is_refused_before_it_is_cut_at_run_time() {
+        let at_the_limit = format!("<@{{userId}}> {}", "x".repeat(2000 - "<@> ".len()));
+        let text = format!(r#"{{"templates": {{"turnStart": "{at_the_limit}"}}}}"#);
+        assert!(Config::parse("c.json", &text).is_ok(), "2,000 characters without its placeholders fit");
+        let over = format!("{}, <@{{userId}}>", "x".repeat(2000));
+        let text = format!("{{\n\"templates\": {{\"turnStart\": \"{over}\"}}\n}}");
+        let problems = Config::parse("c.json", &text).unwrap_err().to_string();
+        assert!(problems.contains("c.json:2") && problems.contains("templates.turnStart"), "{problems}");
+        assert!(problems.contains("is 2005 characters without its placeholders"), "{problems}");
     }
 
     #[test]
