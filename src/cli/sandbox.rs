@@ -106,12 +106,24 @@ impl Sandbox {
         })
     }
 
-    /// Writes each persona file again into `dir`, as it was but for `discordUserId`, now its local account.
+    /// Writes each persona file again into `dir`, as it was but for `discordUserId`, now its local account. Persona
+    /// files an earlier sandbox left there are removed: their accounts are gone with its server, and a bot given the
+    /// folder would wait for them.
     pub fn write_personas(&self, dir: &Path) -> anyhow::Result<()> {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        let written: Vec<String> = self.agents.iter().map(|(persona, _)| format!("{}.json", persona.id)).collect();
+        let entries = std::fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))?;
+        for entry in entries.filter_map(Result::ok) {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.ends_with(".json") && !written.contains(&name) && entry.path().is_file() {
+                std::fs::remove_file(entry.path())
+                    .with_context(|| format!("cannot remove the earlier sandbox's {}", entry.path().display()))?;
+            }
+        }
         for (persona, account) in &self.agents {
-            let original = std::fs::read_to_string(&persona.source).ok();
-            let mut value: Value = original.and_then(|text| serde_json::from_str(&text).ok()).unwrap_or_else(|| {
+            let original = std::fs::read(&persona.source).ok();
+            let parsed = |bytes: Vec<u8>| serde_json::from_slice(crate::files::without_byte_order_mark(&bytes)).ok();
+            let mut value: Value = original.and_then(parsed).unwrap_or_else(|| {
                 json!({"id": persona.id.as_str(), "displayName": persona.display_name, "order": persona.order,
                     "turnBehavior": {"timeoutSeconds": persona.timeout_seconds}})
             });
@@ -251,5 +263,39 @@ async fn shutdown_signal() -> &'static str {
     match tokio::signal::ctrl_c().await {
         Ok(()) => "Ctrl-C",
         Err(_) => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn the_sandbox_copy_holds_only_this_sandboxs_personas_each_file_as_it_was_but_for_its_account() {
+        let (sources, copies) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let write = |name: &str, bytes: &[u8]| std::fs::write(sources.path().join(name), bytes).unwrap();
+        write("pm.json", br#"{"id": "pm", "discordUserId": "1"}"#);
+        write("dev.json", br#"{"id": "dev", "discordUserId": "2"}"#);
+        let first = super::super::personas_of(sources.path()).unwrap();
+        Sandbox::start(0, &first).await.unwrap().write_personas(copies.path()).unwrap();
+
+        // Another sandbox, of other personas, into the same folder; one file saved with a byte-order mark.
+        std::fs::remove_dir_all(sources.path()).unwrap();
+        std::fs::create_dir(sources.path()).unwrap();
+        write(
+            "critic.json",
+            b"\xEF\xBB\xBF{\"id\": \"critic\", \"discordUserId\": \"3\", \"avatarUrl\": \"https://a/c.png\"}",
+        );
+        let second = super::super::personas_of(sources.path()).unwrap();
+        let sandbox = Sandbox::start(0, &second).await.unwrap();
+        sandbox.write_personas(copies.path()).unwrap();
+
+        let mut names: Vec<String> =
+            std::fs::read_dir(copies.path()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+        names.sort();
+        assert_eq!(names, ["critic.json"], "the earlier sandbox's personas are gone with its accounts");
+        let copy: Value = serde_json::from_slice(&std::fs::read(copies.path().join("critic.json")).unwrap()).unwrap();
+        assert_eq!(copy["avatarUrl"], "https://a/c.png", "the file as it was");
+        assert_eq!(copy["discordUserId"], sandbox.agents[0].1.user.to_string(), "with its sandbox account");
     }
 }
