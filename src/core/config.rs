@@ -427,6 +427,14 @@ mod tests {
     }
 
     #[test]
+    fn a_setting_given_twice_is_an_error_at_its_second_line() {
+        let text = "{\n  \"defaultTimeoutSeconds\": 30,\n  \"defaultTimeoutSeconds\": 90\n}";
+        let problems = Config::parse("c.json", text).unwrap_err().to_string();
+        let said = "c.json:3: field \"defaultTimeoutSeconds\" is given again (first on line 2)";
+        assert!(problems.contains(said), "{problems}");
+    }
+
+    #[test]
     fn every_bad_setting_is_reported_with_its_line() {
         let text = "{\n  \"defaultTimeoutSecond\": 30,\n  \"displayMode\": \"fancy\",\n  \"historyLimit\": 0,\n  \"templates\": {\"timeout\": \"{who}\"}\n}";
         let problems = Config::parse("turn-manager.json", text).unwrap_err();

@@ -4,6 +4,7 @@ pub mod config;
 pub mod ids;
 pub mod persona;
 pub mod problems;
+pub mod repeated_keys;
 pub mod session;
 pub mod shards;
 pub mod signals;

@@ -89,7 +89,16 @@ impl<'a> Checker<'a> {
     /// Parses the whole file; a syntax error is reported with serde_json's line.
     pub fn parse_object(&mut self) -> Option<Map<String, Value>> {
         match serde_json::from_str::<Value>(self.text) {
-            Ok(Value::Object(map)) => Some(map),
+            Ok(Value::Object(map)) => {
+                for repeated in super::repeated_keys::repeated_keys(self.text) {
+                    let message = format!(
+                        "is given again (first on line {}): only one may be given, and which was meant is unclear",
+                        repeated.first_line
+                    );
+                    self.push_at(Severity::Error, &repeated.field, Some(repeated.line), message);
+                }
+                Some(map)
+            }
             Ok(other) => {
                 self.push(Severity::Error, &[], format!("must hold a JSON object, found {}", kind_of(&other)), Some(1));
                 None
