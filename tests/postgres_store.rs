@@ -326,6 +326,43 @@ async fn a_renewed_lease_is_never_taken_and_a_released_one_is_taken_at_once() {
     assert!(holder.save_durable(running(5, None, 2), vec![]).await.unwrap_err().is_fenced());
 }
 
+/// A claim that waited for its row, locked by another process's transaction, while a renewal of this process ran:
+/// that renewal did not extend the lease, so the process is sure of it from when its claim was sent, not from the
+/// renewal's time (which left a call started near the lease's end without its margin).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claim_answered_after_a_renewal_is_sure_from_its_own_time_not_the_renewals() {
+    let Some(db) = TestDatabase::create("postgres_store::slow_claim").await else { return };
+    let ttl = Duration::from_secs(6); // sure for 4 s after the lease was last set; a call waits 2 s at most
+    let (holder, other) = (db.open(ttl, "holder").await, db.open(LONG, "other").await);
+    let channel = ChannelId(12);
+    assert_eq!(other.claim(channel).await.unwrap(), Claim::Held);
+    other.close().await; // the row is there, free
+
+    let mut lock = other.pool().begin().await.unwrap();
+    sqlx::query("SELECT 1 FROM leases WHERE channel_id = $1 FOR UPDATE")
+        .bind(12_i64)
+        .execute(&mut *lock)
+        .await
+        .unwrap();
+    let sent = std::time::Instant::now();
+    let claiming = tokio::spawn({
+        let holder = holder.clone();
+        async move { holder.claim(channel).await }
+    });
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    holder.tend_leases(None).await.unwrap(); // sent a second after the claim, before it is answered
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    lock.commit().await.unwrap();
+    assert_eq!(claiming.await.unwrap().unwrap(), Claim::Held);
+
+    tokio::time::sleep(Duration::from_millis(3000).saturating_sub(sent.elapsed())).await;
+    assert!(holder.surely_held(channel), "3 s after its claim was sent: sure");
+    tokio::time::sleep(Duration::from_millis(4500).saturating_sub(sent.elapsed())).await;
+    assert!(!holder.surely_held(channel), "4.5 s after its claim: not sure, though only 3.5 s after the renewal");
+    holder.tend_leases(None).await.unwrap();
+    assert!(holder.surely_held(channel), "a renewal that covers it makes it sure again");
+}
+
 /// The lease of a channel whose session stopped and whose actor retired: renewed no more and free at once, once the
 /// activity queued before it has landed (a claim that follows reads the session as it ended); claimed again, it is
 /// held under a new epoch.

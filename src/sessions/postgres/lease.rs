@@ -198,6 +198,17 @@ impl PgSessions {
             .await
             .map_err(self.failed("renew this process's leases"))?;
         let kept: std::collections::HashSet<i64> = kept.into_iter().map(|(channel,)| channel).collect();
+        {
+            // Extended from `sent` on, unless claimed again since (a newer epoch, sure from its own claim).
+            let held = self.held();
+            let mut unrenewed = self.unrenewed();
+            for (channel, epoch) in channels.iter().zip(&epochs).filter(|(channel, _)| kept.contains(channel)) {
+                let channel = ChannelId(*channel as u64);
+                if held.get(&channel) == Some(epoch) {
+                    unrenewed.remove(&channel);
+                }
+            }
+        }
         for (channel, epoch) in channels.into_iter().zip(epochs).filter(|(channel, _)| !kept.contains(channel)) {
             let channel = ChannelId(channel as u64);
             // Unless the channel was claimed again meanwhile (a newer epoch): that lease is not the one lost.
@@ -250,6 +261,7 @@ impl PgSessions {
     /// its new actor carries out the last effects again, which Discord takes as done.)
     pub(super) fn let_go_of(&self, channel: ChannelId) {
         let Some(epoch) = self.held().remove(&channel) else { return };
+        self.unrenewed().remove(&channel);
         self.forget_unsure(channel);
         let Ok(id) = db_id(channel.0) else { return }; // never claimed, then
         let (pool, owner, lazy, patience) = (self.pool.clone(), self.owner.clone(), self.lazy.clone(), self.patience());
@@ -267,6 +279,7 @@ impl PgSessions {
     /// Expires every lease of this process now (at shutdown), so another process can take its channels at once.
     pub(super) async fn release_all(&self) -> Result<(), SessionStoreError> {
         self.held().clear();
+        self.unrenewed().clear();
         let release = async |c: &mut sqlx::PgConnection| sqlx::query(RELEASE_ALL).bind(&self.owner).execute(c).await;
         within(&self.pool, self.patience(), release).await.map_err(self.failed("release this process's leases"))?;
         Ok(())

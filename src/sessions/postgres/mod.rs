@@ -93,6 +93,10 @@ pub struct PgSessions {
     /// When the last renewal that worked was sent (or the store opened, before any claim): every lease held then
     /// lasts at least a lease time from it, and those claimed since, longer.
     renewed: Mutex<std::time::Instant>,
+    /// Channels claimed one by one that no renewal has extended yet, with when each claim was sent: a renewal sent
+    /// after the claim but before its answer (a claim waiting for a locked row) did not extend it, so its lease is
+    /// sure from the claim's time, not the renewal's.
+    unrenewed: Mutex<HashMap<ChannelId, std::time::Instant>>,
     /// Channels renewals found taken, for [`SessionStore::lost_channels`].
     lost: Mutex<Vec<ChannelId>>,
     /// Rows this build could not decode, by version: not taken up again as orphans until they change.
@@ -125,6 +129,7 @@ impl PgSessions {
             lazy,
             unsure: Mutex::default(),
             renewed: Mutex::new(std::time::Instant::now()),
+            unrenewed: Mutex::default(),
             lost: Mutex::default(),
             unreadable: UnreadableRows::default(),
         }))
@@ -166,9 +171,14 @@ impl PgSessions {
         self.held().get(&channel).copied()
     }
 
+    fn unrenewed(&self) -> std::sync::MutexGuard<'_, HashMap<ChannelId, std::time::Instant>> {
+        self.unrenewed.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
     /// The channel was taken over: its saves are refused from now on, without asking the database.
     fn lose(&self, channel: ChannelId) {
         self.held().remove(&channel);
+        self.unrenewed().remove(&channel);
         self.lazy.forget(channel);
         self.forget_unsure(channel);
     }
@@ -419,9 +429,11 @@ impl Saver for PgSessions {
             self.forget_unsure(channel);
             return Ok(Claim::Held);
         }
+        let sent = std::time::Instant::now();
         match self.claim_one(channel).await? {
             Ok(epoch) => {
                 self.held().insert(channel, epoch);
+                self.unrenewed().insert(channel, sent);
                 Ok(Claim::Held)
             }
             Err(busy) => Ok(busy),
@@ -537,7 +549,8 @@ impl Saver for PgSessions {
         // The renewal's time first: a renewal drops the channels it found taken before it notes its time, so a
         // channel just taken is never seen held with the time of the renewal that found it taken.
         let renewed = self.renewed_at();
-        self.epoch_of(channel).is_some() && renewed.elapsed() < self.ttl - self.ttl / 3
+        let sure_since = self.unrenewed().get(&channel).copied().unwrap_or(renewed);
+        self.epoch_of(channel).is_some() && sure_since.elapsed() < self.ttl - self.ttl / 3
     }
 }
 
