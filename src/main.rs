@@ -1,10 +1,9 @@
 //! The `turn-manager` binary: parses the command line, sets up logging, and runs the chosen subcommand.
 
-use clap::Parser;
 use std::process::ExitCode;
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::prelude::*;
-use turn_manager::cli::{Cli, CliCommand};
+use turn_manager::cli::CliCommand;
 
 /// mimalloc rather than glibc's malloc: in a profile of `turn-manager bench`'s turns phase the bot spent about a
 /// fifth of its CPU in glibc's malloc and free (`malloc_consolidate` alone 4%: larger allocations make it sort the
@@ -15,7 +14,7 @@ use turn_manager::cli::{Cli, CliCommand};
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = turn_manager::cli::parse();
     // The demo prints the channel on stdout; only problems go to the log there, unless RUST_LOG asks for more.
     let default = match cli.command {
         CliCommand::Demo(_) => "warn,serenity=error",

@@ -124,6 +124,45 @@ pub struct InviteArgs {
     pub client_id: String,
 }
 
+/// The command line, or the process ends with clap's message, which names the option: when the value it rejects
+/// came from an environment variable (`TM_METRICS`, not `--metrics`), that variable is named too.
+pub fn parse() -> Cli {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    Cli::try_parse_from(&args).unwrap_or_else(|error| {
+        if !error.use_stderr() {
+            error.exit(); // --help, --version
+        }
+        let set = |name: &str| std::env::var_os(name).is_some();
+        let notes = environment_notes(&error.render().to_string(), &args, set);
+        let _ = error.print();
+        for note in notes {
+            eprintln!("{note}");
+        }
+        std::process::exit(error.exit_code())
+    })
+}
+
+/// For each option `message` names that was not on the command line but whose environment variable is set: a line
+/// saying the value came from that variable.
+fn environment_notes(message: &str, args: &[std::ffi::OsString], set: impl Fn(&str) -> bool) -> Vec<String> {
+    use clap::CommandFactory;
+    let given = |long: &str| {
+        args.iter().filter_map(|a| a.to_str()).any(|a| a == format!("--{long}") || a.starts_with(&format!("--{long}=")))
+    };
+    let mut notes = Vec::new();
+    for command in Cli::command().get_subcommands() {
+        for arg in command.get_arguments() {
+            let (Some(long), Some(env)) = (arg.get_long(), arg.get_env().and_then(|e| e.to_str())) else { continue };
+            let named = message.contains(&format!("--{long} ")) || message.contains(&format!("--{long}>"));
+            let note = format!("note: --{long} was given by the environment variable {env}");
+            if named && !given(long) && set(env) && !notes.contains(&note) {
+                notes.push(note);
+            }
+        }
+    }
+    notes
+}
+
 /// Runs the chosen subcommand and returns the process exit code.
 pub fn run(cli: Cli) -> ExitCode {
     match cli.command {
@@ -171,5 +210,23 @@ fn run_async(job: impl std::future::Future<Output = anyhow::Result<()>>) -> Exit
             eprintln!("error: {e:#}");
             ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::environment_notes;
+    use std::ffi::OsString;
+
+    #[test]
+    fn a_rejected_value_that_came_from_the_environment_names_its_variable() {
+        let message = "error: invalid value 'localhost:9' for '--metrics <ADDR>': invalid socket address syntax";
+        let args = |line: &str| line.split(' ').map(OsString::from).collect::<Vec<_>>();
+        let only = |name: &'static str| move |env: &str| env == name;
+        let notes = environment_notes(message, &args("turn-manager run"), only("TM_METRICS"));
+        assert_eq!(notes, ["note: --metrics was given by the environment variable TM_METRICS"]);
+        let typed = environment_notes(message, &args("turn-manager run --metrics localhost:9"), only("TM_METRICS"));
+        assert!(typed.is_empty(), "typed on the command line: {typed:?}");
+        assert!(environment_notes(message, &args("turn-manager run"), only("TM_SHARDS")).is_empty());
     }
 }
