@@ -59,7 +59,8 @@ const CATCH_UP_CONCURRENCY: usize = 8;
 /// shard manager's record of the stage is read. (A session Discord invalidates on a live connection is not seen this
 /// way: serenity keeps the stage `Connected` for the ~5 s it waits before identifying again.)
 const CONNECTION_POLL: std::time::Duration = std::time::Duration::from_millis(100);
-/// How long a shutdown waits for serenity to close the gateway connections (each shard is given 1 s).
+/// How long a shutdown waits for serenity to close the gateway connections (it gives each shard's runner up to 5 s,
+/// one after another).
 const GATEWAY_CLOSE_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// What the bot needs to run. The token is never printed: this type has no `Debug`.
@@ -118,14 +119,21 @@ impl RunningBot {
         // serenity's `shutdown_all` does nothing while no shard runs (Discord unreachable since the start, a shard
         // between two tries): its queuer would go on trying to connect, and the client never return.
         let nothing_connected = self.shard_manager.runners.lock().await.is_empty();
-        self.shard_manager.shutdown_all().await;
-        if nothing_connected {
-            self.client.abort();
-        } else if tokio::time::timeout(GATEWAY_CLOSE_WAIT, &mut self.client).await.is_err() {
+        let closed = tokio::time::timeout(GATEWAY_CLOSE_WAIT, async {
+            self.shard_manager.shutdown_all().await;
+            if !nothing_connected {
+                let _ = (&mut self.client).await;
+            }
+        })
+        .await;
+        if closed.is_err() {
             tracing::warn!("the gateway connections did not close within {GATEWAY_CLOSE_WAIT:?}; stopping anyway");
-            self.client.abort();
         }
-        let _ = self.client.await;
+        if nothing_connected || closed.is_err() {
+            // Not awaited to its end above: a task is awaited once only.
+            self.client.abort();
+            let _ = self.client.await;
+        }
         tracing::info!("turn-manager stopped");
     }
 
