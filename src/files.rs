@@ -111,14 +111,19 @@ fn folders_beside(config: &mut Config, config_path: &Path, text: &str) {
 pub type Texts = Vec<(String, String)>;
 
 /// Every `*.json` file of a folder as (path, text), sorted by name, and a problem for each one that cannot be read:
-/// a folder or a broken link named `*.json` too, which would otherwise leave a persona out unsaid. The error is the
-/// folder's.
+/// a folder, a broken link or anything else named `*.json` too, which would otherwise leave a persona out unsaid.
+/// Hidden names are not persona files (an editor's lock, `.#pm.json`, is a broken link). The error is the folder's.
 pub fn read_persona_files(dir: &Path) -> Result<(Texts, Vec<Problem>), Problem> {
     let entries = std::fs::read_dir(dir).map_err(|e| file_problem(dir, format!("cannot be read as a folder: {e}")))?;
     let (mut paths, mut unreadable) = (Vec::new(), Vec::new());
     for entry in entries {
         match entry {
-            Ok(entry) if entry.path().extension().is_some_and(|ext| ext == "json") => paths.push(entry.path()),
+            Ok(entry)
+                if entry.path().extension().is_some_and(|ext| ext == "json")
+                    && !entry.file_name().to_string_lossy().starts_with('.') =>
+            {
+                paths.push(entry.path())
+            }
             Ok(_) => {}
             Err(e) => unreadable.push(file_problem(dir, format!("an entry of this folder cannot be read: {e}"))),
         }
@@ -126,9 +131,18 @@ pub fn read_persona_files(dir: &Path) -> Result<(Texts, Vec<Problem>), Problem> 
     paths.sort();
     let mut files = Vec::new();
     for path in paths {
-        if path.is_dir() {
-            unreadable.push(file_problem(&path, "is a folder, not a persona file".into()));
-            continue;
+        // Followed if a link; a broken one is said by the read below.
+        match std::fs::metadata(&path) {
+            Ok(what) if what.is_dir() => {
+                unreadable.push(file_problem(&path, "is a folder, not a persona file".into()));
+                continue;
+            }
+            // A pipe or a device would block the read, or never end.
+            Ok(what) if !what.is_file() => {
+                unreadable.push(file_problem(&path, "is not a regular file".into()));
+                continue;
+            }
+            _ => {}
         }
         match read_text(&path) {
             Ok(text) => files.push((display(&path), text)),
@@ -266,10 +280,20 @@ mod tests {
         std::os::unix::fs::symlink("/nonexistent/dev.json", dir.path().join("dev.json")).unwrap();
         std::fs::create_dir(dir.path().join("critic.json")).unwrap();
         std::fs::create_dir(dir.path().join("drafts")).unwrap();
+        std::os::unix::fs::symlink("someone@host.1234", dir.path().join(".#pm.json")).unwrap(); // Emacs's lock
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            dir.path().join("qa.json"),
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
         let sources = Sources { personas_dir: Some(dir.path().into()), ..Sources::default() };
         let problems = load_setup(&sources).unwrap_err().to_string();
         assert!(problems.contains("dev.json: cannot be read"), "{problems}");
         assert!(problems.contains("critic.json: is a folder, not a persona file"), "{problems}");
+        assert!(problems.contains("qa.json: is not a regular file"), "not read, which would block: {problems}");
         assert!(!problems.contains("drafts") && !problems.contains("pm.json"), "{problems}");
     }
 
