@@ -1,7 +1,9 @@
 //! The channels whose lease another live process of the bot holds, as this process found when it tried to act for
 //! them (a store shared by several processes). Both processes read a `!turn` message in such a channel (a second
 //! process on the same shard, in a rolling deploy): the holder runs and answers it, and this one must stay silent,
-//! not answer "try again" for a command that ran.
+//! not answer "try again" for a command that ran. A holder that died meanwhile runs nothing, but its lease runs out
+//! and the process that takes the channel over reads the message back and runs the command then (`catch_up`), so
+//! "try again" would be wrong there too: it would run twice.
 
 use crate::core::ids::ChannelId;
 use std::collections::HashMap;
@@ -24,7 +26,7 @@ impl ActingElsewhere {
         until.insert(channel, now + expires_in);
     }
 
-    /// This process holds the channel now.
+    /// This process holds the channel now, or cannot tell who does (its claim failed).
     pub fn held_here(&self, channel: ChannelId) {
         self.until.lock().expect("acting elsewhere lock").remove(&channel);
     }
