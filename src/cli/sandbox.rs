@@ -106,18 +106,29 @@ impl Sandbox {
         })
     }
 
-    /// Writes each persona file again into `dir`, as it was but for `discordUserId`, now its local account. Persona
-    /// files an earlier sandbox left there are removed: their accounts are gone with its server, and a bot given the
-    /// folder would wait for them.
-    pub fn write_personas(&self, dir: &Path) -> anyhow::Result<()> {
+    /// Writes each persona file again into `dir`, as it was but for `discordUserId`, now its local account. The
+    /// copies an earlier sandbox wrote there of personas not in this one (`earlier`, their ids, from its
+    /// `sandbox.json`) are removed: their accounts are gone with its server, and a bot given the folder would wait
+    /// for them. Refused when `dir` is the persona folder itself: the copies would overwrite the files they copy.
+    pub fn write_personas(&self, dir: &Path, earlier: &[String]) -> anyhow::Result<()> {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-        let written: Vec<String> = self.agents.iter().map(|(persona, _)| format!("{}.json", persona.id)).collect();
-        let entries = std::fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))?;
-        for entry in entries.filter_map(Result::ok) {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            if name.ends_with(".json") && !written.contains(&name) && entry.path().is_file() {
-                std::fs::remove_file(entry.path())
-                    .with_context(|| format!("cannot remove the earlier sandbox's {}", entry.path().display()))?;
+        let canonical = |path: &Path| std::fs::canonicalize(path).ok();
+        let source_folders = self.agents.iter().filter_map(|(persona, _)| Path::new(&persona.source).parent());
+        if source_folders.filter_map(canonical).any(|folder| Some(folder) == canonical(dir)) {
+            anyhow::bail!(
+                "the sandbox's copy of the personas would go to {}, the persona folder itself, and overwrite its \
+                 files: give another --dir",
+                dir.display()
+            );
+        }
+        let ids: Vec<&str> = self.agents.iter().map(|(persona, _)| persona.id.as_str()).collect();
+        for gone in earlier.iter().filter(|id| !ids.contains(&id.as_str())) {
+            let path = dir.join(format!("{gone}.json"));
+            match std::fs::remove_file(&path) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(e).with_context(|| format!("cannot remove the earlier sandbox's {}", path.display()));
+                }
+                _ => {}
             }
         }
         for (persona, account) in &self.agents {
@@ -142,14 +153,21 @@ impl Sandbox {
     }
 }
 
+/// The personas an earlier sandbox's `sandbox.json` lists, if there is one.
+fn earlier_agents(file: &Path) -> Vec<String> {
+    let Ok(bytes) = std::fs::read(file) else { return Vec::new() };
+    let description: Value = serde_json::from_slice(&bytes).unwrap_or_default();
+    description["agents"].as_object().map(|agents| agents.keys().cloned().collect()).unwrap_or_default()
+}
+
 async fn serve(port: u16, personas: Vec<Persona>, dir: &Path) -> anyhow::Result<()> {
     let sandbox = Sandbox::start(port, &personas).await.with_context(|| {
         format!("cannot listen on 127.0.0.1:{port}; is another sandbox running? Pick another port with --port")
     })?;
     let personas_dir = dir.join("personas");
-    sandbox.write_personas(&personas_dir)?;
-    let description = sandbox.description(&personas_dir);
     let file = dir.join("sandbox.json");
+    sandbox.write_personas(&personas_dir, &earlier_agents(&file))?;
+    let description = sandbox.description(&personas_dir);
     std::fs::write(&file, serde_json::to_string_pretty(&description)? + "\n")
         .with_context(|| format!("cannot write {}", file.display()))?;
     println!("{}", serde_json::to_string_pretty(&description)?);
@@ -277,7 +295,8 @@ mod tests {
         write("pm.json", br#"{"id": "pm", "discordUserId": "1"}"#);
         write("dev.json", br#"{"id": "dev", "discordUserId": "2"}"#);
         let first = super::super::personas_of(sources.path()).unwrap();
-        Sandbox::start(0, &first).await.unwrap().write_personas(copies.path()).unwrap();
+        Sandbox::start(0, &first).await.unwrap().write_personas(copies.path(), &[]).unwrap();
+        std::fs::write(copies.path().join("notes.json"), "{}").unwrap(); // a person's own file, kept
 
         // Another sandbox, of other personas, into the same folder; one file saved with a byte-order mark.
         std::fs::remove_dir_all(sources.path()).unwrap();
@@ -288,14 +307,20 @@ mod tests {
         );
         let second = super::super::personas_of(sources.path()).unwrap();
         let sandbox = Sandbox::start(0, &second).await.unwrap();
-        sandbox.write_personas(copies.path()).unwrap();
+        let earlier = ["pm".to_owned(), "dev".to_owned()];
+        sandbox.write_personas(copies.path(), &earlier).unwrap();
 
         let mut names: Vec<String> =
             std::fs::read_dir(copies.path()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
         names.sort();
-        assert_eq!(names, ["critic.json"], "the earlier sandbox's personas are gone with its accounts");
+        assert_eq!(names, ["critic.json", "notes.json"], "the earlier sandbox's personas are gone with its accounts");
         let copy: Value = serde_json::from_slice(&std::fs::read(copies.path().join("critic.json")).unwrap()).unwrap();
         assert_eq!(copy["avatarUrl"], "https://a/c.png", "the file as it was");
         assert_eq!(copy["discordUserId"], sandbox.agents[0].1.user.to_string(), "with its sandbox account");
+
+        let refused = sandbox.write_personas(sources.path(), &[]).unwrap_err().to_string();
+        assert!(refused.contains("the persona folder itself"), "{refused}");
+        let source = std::fs::read(sources.path().join("critic.json")).unwrap();
+        assert!(source.starts_with(b"\xEF\xBB\xBF"), "the source left as it was");
     }
 }
