@@ -60,13 +60,15 @@ impl StoreLocation {
     }
 }
 
-/// Whether `text` has a `keyword=` of libpq's connection strings as one of its words.
+/// Whether `text` has a `keyword=` of libpq's connection strings as one of its words (libpq allows spaces around
+/// the `=`).
 fn is_keyword_value_connection(text: &str) -> bool {
     const KEYWORDS: [&str; 9] =
         ["host", "hostaddr", "port", "dbname", "user", "password", "passfile", "sslmode", "service"];
-    text.split_whitespace()
-        .filter_map(|word| word.split_once('='))
-        .any(|(keyword, _)| KEYWORDS.iter().any(|known| keyword.eq_ignore_ascii_case(known)))
+    text.split('=').take(text.matches('=').count()).any(|before| {
+        let keyword = before.split_whitespace().next_back().unwrap_or_default();
+        KEYWORDS.iter().any(|known| keyword.eq_ignore_ascii_case(known))
+    })
 }
 
 fn starts_with_ignoring_case(text: &str, start: &str) -> bool {
@@ -193,7 +195,8 @@ mod tests {
             assert!(error.contains("a slash missing") && !error.contains("hunter2"), "{error}");
         }
         // libpq's keyword=value form would have been a folder named with the password, too.
-        for text in ["host=db user=tm password=hunter2", "dbname=tm password=hunter2", "password=hunter2"] {
+        let written = ["host=db user=tm password=hunter2", "dbname=tm password=hunter2", "password=hunter2"];
+        for text in written.into_iter().chain(["host = db password = hunter2"]) {
             let error = StoreLocation::parse(text).unwrap_err();
             assert!(error.contains("keyword=value") && !error.contains("hunter2"), "{error}");
         }
