@@ -332,7 +332,7 @@ async fn a_renewed_lease_is_never_taken_and_a_released_one_is_taken_at_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_claim_answered_after_a_renewal_is_sure_from_its_own_time_not_the_renewals() {
     let Some(db) = TestDatabase::create("postgres_store::slow_claim").await else { return };
-    let ttl = Duration::from_secs(6); // sure for 4 s after the lease was last set; a call waits 2 s at most
+    let ttl = Duration::from_secs(12); // sure for 8 s after the lease was last set; a call waits 4 s at most
     let (holder, other) = (db.open(ttl, "holder").await, db.open(LONG, "other").await);
     let channel = ChannelId(12);
     assert_eq!(other.claim(channel).await.unwrap(), Claim::Held);
@@ -349,16 +349,16 @@ async fn a_claim_answered_after_a_renewal_is_sure_from_its_own_time_not_the_rene
         let holder = holder.clone();
         async move { holder.claim(channel).await }
     });
-    tokio::time::sleep(Duration::from_millis(1000)).await;
-    holder.tend_leases(None).await.unwrap(); // sent a second after the claim, before it is answered
+    tokio::time::sleep(Duration::from_millis(2000)).await;
+    holder.tend_leases(None).await.unwrap(); // sent two seconds after the claim, before it is answered
     tokio::time::sleep(Duration::from_millis(300)).await;
     lock.commit().await.unwrap();
     assert_eq!(claiming.await.unwrap().unwrap(), Claim::Held);
 
-    tokio::time::sleep(Duration::from_millis(3000).saturating_sub(sent.elapsed())).await;
-    assert!(holder.surely_held(channel), "3 s after its claim was sent: sure");
-    tokio::time::sleep(Duration::from_millis(4500).saturating_sub(sent.elapsed())).await;
-    assert!(!holder.surely_held(channel), "4.5 s after its claim: not sure, though only 3.5 s after the renewal");
+    tokio::time::sleep(Duration::from_millis(6000).saturating_sub(sent.elapsed())).await;
+    assert!(holder.surely_held(channel), "6 s after its claim was sent: sure");
+    tokio::time::sleep(Duration::from_millis(9000).saturating_sub(sent.elapsed())).await;
+    assert!(!holder.surely_held(channel), "9 s after its claim: not sure, though only 7 s after the renewal");
     holder.tend_leases(None).await.unwrap();
     assert!(holder.surely_held(channel), "a renewal that covers it makes it sure again");
 }

@@ -432,8 +432,9 @@ impl Saver for PgSessions {
         let sent = std::time::Instant::now();
         match self.claim_one(channel).await? {
             Ok(epoch) => {
-                self.held().insert(channel, epoch);
+                // Noted first: a renewal that sees the channel held then extends it from its own time.
                 self.unrenewed().insert(channel, sent);
+                self.held().insert(channel, epoch);
                 Ok(Claim::Held)
             }
             Err(busy) => Ok(busy),
