@@ -122,6 +122,7 @@ impl Config {
         let Some(object) = c.parse_object() else {
             return (Config::default(), c.problems);
         };
+        c.repeated_keys(|_| true); // an unknown key is an error here too
         let mut config = Config::default();
         for secret in SECRET_FIELDS.iter().filter(|k| object.contains_key(**k)) {
             c.error(&[secret], "must not be here: put the bot token in the DISCORD_TOKEN environment variable");

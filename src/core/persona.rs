@@ -40,6 +40,10 @@ pub fn parse_persona(file: &str, text: &str) -> (Option<Persona>, Vec<Problem>) 
     let Some(mut object) = c.parse_object() else {
         return (None, c.problems);
     };
+    c.repeated_keys(|field| {
+        KNOWN_FIELDS.contains(&field)
+            || field.strip_prefix("turnBehavior.").is_some_and(|key| KNOWN_TURN_BEHAVIOR_FIELDS.contains(&key))
+    });
     c.unknown_fields(&object, &[], KNOWN_FIELDS, false);
     // An optional field written as null is one left out (agent runtimes that share the file write them so; found by
     // a review: `"avatarUrl": null` stopped the bot).
@@ -392,6 +396,20 @@ mod tests {
         let (persona, problems) = parse_persona("p.json", text);
         assert!(problems.is_empty(), "{problems:?}");
         assert_eq!(persona.unwrap().display_name, "Product Manager");
+    }
+
+    #[test]
+    fn a_field_given_twice_is_an_error_where_the_bot_reads_it_and_a_warning_elsewhere() {
+        let text = "{\n  \"id\": \"pm\",\n  \"discordUserId\": \"1\",\n  \"turnBehavior\": {\"timeoutSeconds\": 30, \"timeoutSeconds\": 90},\n  \"model\": \"a\", \"model\": \"b\"\n}";
+        let (persona, problems) = parse_persona("pm.json", text);
+        assert!(persona.is_none(), "a field the bot reads, given twice: which was meant is unclear");
+        let said: Vec<String> = problems.iter().map(ToString::to_string).collect();
+        let error = "error: pm.json:4: field \"turnBehavior.timeoutSeconds\" is given again (first on line 4)";
+        assert!(said.iter().any(|p| p.starts_with(error)), "{said:?}");
+        let warning = "warning: pm.json:5: field \"model\" is given again (first on line 5); not read by turn-manager";
+        assert!(said.iter().any(|p| p.starts_with(warning)), "{said:?}");
+        let (persona, problems) = parse_persona("pm.json", r#"{"id": "pm", "discordUserId": "1", "m": 1, "m": 2}"#);
+        assert!(persona.is_some() && problems.len() == 1, "the agent runtime's field alone does not stop the bot");
     }
 
     /// Found by a review: agent runtimes sharing the file write optional fields as null, which stopped the bot.

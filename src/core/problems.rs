@@ -89,16 +89,7 @@ impl<'a> Checker<'a> {
     /// Parses the whole file; a syntax error is reported with serde_json's line.
     pub fn parse_object(&mut self) -> Option<Map<String, Value>> {
         match serde_json::from_str::<Value>(self.text) {
-            Ok(Value::Object(map)) => {
-                for repeated in super::repeated_keys::repeated_keys(self.text) {
-                    let message = format!(
-                        "is given again (first on line {}): only one may be given, and which was meant is unclear",
-                        repeated.first_line
-                    );
-                    self.push_at(Severity::Error, &repeated.field, Some(repeated.line), message);
-                }
-                Some(map)
-            }
+            Ok(Value::Object(map)) => Some(map),
             Ok(other) => {
                 self.push(Severity::Error, &[], format!("must hold a JSON object, found {}", kind_of(&other)), Some(1));
                 None
@@ -107,6 +98,24 @@ impl<'a> Checker<'a> {
                 let line = (e.line() > 0).then_some(e.line());
                 self.push(Severity::Error, &[], format!("is not valid JSON: {e}"), line);
                 None
+            }
+        }
+    }
+
+    /// Reports each key given twice in one object of the file (serde_json keeps the last): an error where the bot
+    /// reads the field (`read`, by its path), a warning elsewhere (a field the agent runtime sharing the file reads).
+    pub fn repeated_keys(&mut self, read: impl Fn(&str) -> bool) {
+        for repeated in super::repeated_keys::repeated_keys(self.text) {
+            let first = repeated.first_line;
+            if read(&repeated.field) {
+                let message = format!("is given again (first on line {first}): give it once, as meant");
+                self.push_at(Severity::Error, &repeated.field, Some(repeated.line), message);
+            } else {
+                let message = format!(
+                    "is given again (first on line {first}); not read by turn-manager, but a program \
+                     that reads it may take either"
+                );
+                self.push_at(Severity::Warning, &repeated.field, Some(repeated.line), message);
             }
         }
     }
