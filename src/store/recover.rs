@@ -5,8 +5,8 @@
 //! - its session file is replaced by its newest record when that record is newer (the record's `seq` against the
 //!   file's `savedSeq`), or when the file is missing or cannot be read (moved aside first, as at load); an older
 //!   record is ignored; a newest record that cannot be used (it fails the load's checks: a newer build's, say) is
-//!   reported and the newest usable one before it taken, the events of those left out not logged, and the journals
-//!   kept aside;
+//!   reported and the newest usable one before it taken, the events of those left out not appended (those a
+//!   checkpoint of them appended already stay: the log is never cut for them), and the journals kept aside;
 //! - its log must hold each record's events at the record's `logAt`: compared byte for byte, what it holds already
 //!   is kept, what it lacks (a crash before the checkpoint, a torn last line) is appended, so no event is lost or
 //!   logged twice.
