@@ -59,6 +59,8 @@ const CATCH_UP_CONCURRENCY: usize = 8;
 /// shard manager's record of the stage is read. (A session Discord invalidates on a live connection is not seen this
 /// way: serenity keeps the stage `Connected` for the ~5 s it waits before identifying again.)
 const CONNECTION_POLL: std::time::Duration = std::time::Duration::from_millis(100);
+/// Where serenity is sent to connect once the bot is stopping: nothing listens on port 0.
+const GATEWAY_CLOSED: &str = "ws://127.0.0.1:0";
 /// How long a shutdown waits for serenity to close the gateway connections (it gives each shard's runner up to 5 s,
 /// one after another).
 const GATEWAY_CLOSE_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
@@ -84,7 +86,10 @@ pub struct RunningBot {
     store: Arc<dyn SessionStore>,
     stats: Arc<Stats>,
     shard_manager: Arc<discord::ShardManager>,
-    client: JoinHandle<Result<(), discord::Error>>,
+    /// The gateway's address, as serenity reads it at each connection and each resume.
+    gateway_url: Arc<tokio::sync::Mutex<String>>,
+    /// `None` once [`RunningBot::finished`] saw it end: a task is awaited once only.
+    client: Option<JoinHandle<Result<(), discord::Error>>>,
     connection_watch: JoinHandle<()>,
     /// Hands memory a burst freed back to the system once the bot is quiet (see `memory`).
     trimmer: JoinHandle<()>,
@@ -95,7 +100,10 @@ pub struct RunningBot {
 impl RunningBot {
     /// Waits until the gateway connection ends by itself (an error such as a refused intent or token).
     pub async fn finished(&mut self) -> anyhow::Result<()> {
-        match (&mut self.client).await {
+        let Some(client) = self.client.as_mut() else { return Ok(()) };
+        let ended = client.await;
+        self.client = None;
+        match ended {
             Ok(Ok(())) => Ok(()),
             Ok(Err(e)) => Err(explain_gateway_error(e)),
             Err(e) => Err(anyhow::anyhow!("the gateway task failed: {e}")),
@@ -116,23 +124,31 @@ impl RunningBot {
         }
         // Writes what is queued, then lets go of the folder or of this process's leases.
         self.store.close().await;
+        // From here no connection or resume can succeed: serenity's queuer and runners read the address at each
+        // try, and one left going (below) would otherwise connect again with this bot's handler.
+        *self.gateway_url.lock().await = GATEWAY_CLOSED.to_owned();
         // serenity's `shutdown_all` does nothing while no shard runs (Discord unreachable since the start, a shard
-        // between two tries): its queuer would go on trying to connect, and the client never return.
+        // between two tries): its queuer would go on trying, and the client never return. Spawned, it stops every
+        // shard and the queuer even when the wait for it is cut short.
         let nothing_connected = self.shard_manager.runners.lock().await.is_empty();
+        let manager = self.shard_manager.clone();
+        let stopping = tokio::spawn(async move { manager.shutdown_all().await });
+        let mut client = self.client.take();
+        let mut ended = false;
         let closed = tokio::time::timeout(GATEWAY_CLOSE_WAIT, async {
-            self.shard_manager.shutdown_all().await;
-            if !nothing_connected {
-                let _ = (&mut self.client).await;
+            let _ = stopping.await;
+            if let (false, Some(task)) = (nothing_connected, client.as_mut()) {
+                let _ = task.await;
+                ended = true;
             }
         })
         .await;
         if closed.is_err() {
             tracing::warn!("the gateway connections did not close within {GATEWAY_CLOSE_WAIT:?}; stopping anyway");
         }
-        if nothing_connected || closed.is_err() {
-            // Not awaited to its end above: a task is awaited once only.
-            self.client.abort();
-            let _ = self.client.await;
+        if let (false, Some(task)) = (ended, client) {
+            task.abort();
+            let _ = task.await;
         }
         tracing::info!("turn-manager stopped");
     }
@@ -263,6 +279,7 @@ pub async fn start(options: BotOptions) -> anyhow::Result<RunningBot> {
     let _ = poise.set(gate);
     access.connect(client.http.clone(), client.cache.clone());
     let shard_manager = client.shard_manager.clone();
+    let gateway_url = client.ws_url.clone();
     let client = tokio::spawn(async move {
         match options.shards {
             // serenity's range end is inclusive here: `first..last` runs `first` to `last`, both included.
@@ -275,7 +292,8 @@ pub async fn start(options: BotOptions) -> anyhow::Result<RunningBot> {
     let lease_watch = store
         .lease_period()
         .map(|period| tokio::spawn(tend_leases(store.clone(), router.clone(), options.shards, period)));
-    Ok(RunningBot { router, store, stats, shard_manager, client, connection_watch, trimmer, lease_watch })
+    let client = Some(client);
+    Ok(RunningBot { router, store, stats, shard_manager, gateway_url, client, connection_watch, trimmer, lease_watch })
 }
 
 /// With a store shared by several processes: renews this process's leases, well before they expire, and takes over
