@@ -4,6 +4,7 @@
 //! personas that carries the new user ids. Then the channel is printed live, lines typed on standard input are
 //! posted as the operator, and Ctrl-C (or SIGTERM) stops it.
 
+use crate::core::ids::PersonaId;
 use crate::core::persona::Persona;
 use anyhow::Context as _;
 use local_discord::LocalDiscord;
@@ -109,8 +110,9 @@ impl Sandbox {
     /// Writes each persona file again into `dir`, as it was but for `discordUserId`, now its local account. The
     /// copies an earlier sandbox wrote there of personas not in this one (`earlier`, their ids, from its
     /// `sandbox.json`) are removed: their accounts are gone with its server, and a bot given the folder would wait
-    /// for them. Refused when `dir` is the persona folder itself: the copies would overwrite the files they copy.
-    pub fn write_personas(&self, dir: &Path, earlier: &[String]) -> anyhow::Result<()> {
+    /// for them. A file there that no sandbox wrote (a person's persona file) is never removed nor overwritten: the
+    /// whole copy is refused first.
+    pub fn write_personas(&self, dir: &Path, earlier: &[PersonaId]) -> anyhow::Result<()> {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
         let canonical = |path: &Path| std::fs::canonicalize(path).ok();
         let source_folders = self.agents.iter().filter_map(|(persona, _)| Path::new(&persona.source).parent());
@@ -121,8 +123,18 @@ impl Sandbox {
                 dir.display()
             );
         }
-        let ids: Vec<&str> = self.agents.iter().map(|(persona, _)| persona.id.as_str()).collect();
-        for gone in earlier.iter().filter(|id| !ids.contains(&id.as_str())) {
+        let earlier_copy = |id: &PersonaId| earlier.contains(id);
+        if let Some((persona, _)) =
+            self.agents.iter().find(|(p, _)| !earlier_copy(&p.id) && dir.join(format!("{}.json", p.id)).exists())
+        {
+            anyhow::bail!(
+                "{} is there already and no earlier sandbox wrote it (its sandbox.json does not list it): the \
+                 sandbox's copy would overwrite it; give another --dir, or remove that folder if it is an old copy",
+                dir.join(format!("{}.json", persona.id)).display()
+            );
+        }
+        let ids: Vec<&PersonaId> = self.agents.iter().map(|(persona, _)| &persona.id).collect();
+        for gone in earlier.iter().filter(|id| !ids.contains(id)) {
             let path = dir.join(format!("{gone}.json"));
             match std::fs::remove_file(&path) {
                 Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
@@ -153,11 +165,13 @@ impl Sandbox {
     }
 }
 
-/// The personas an earlier sandbox's `sandbox.json` lists, if there is one.
-fn earlier_agents(file: &Path) -> Vec<String> {
+/// The personas an earlier sandbox's `sandbox.json` lists, if there is one (only ids a persona may have: a key
+/// edited into a path names no file of the folder).
+fn earlier_agents(file: &Path) -> Vec<PersonaId> {
     let Ok(bytes) = std::fs::read(file) else { return Vec::new() };
     let description: Value = serde_json::from_slice(&bytes).unwrap_or_default();
-    description["agents"].as_object().map(|agents| agents.keys().cloned().collect()).unwrap_or_default()
+    let agents = description["agents"].as_object().into_iter().flat_map(|agents| agents.keys());
+    agents.filter_map(|id| PersonaId::parse(id).ok()).collect()
 }
 
 async fn serve(port: u16, personas: Vec<Persona>, dir: &Path) -> anyhow::Result<()> {
@@ -307,7 +321,7 @@ mod tests {
         );
         let second = super::super::personas_of(sources.path()).unwrap();
         let sandbox = Sandbox::start(0, &second).await.unwrap();
-        let earlier = ["pm".to_owned(), "dev".to_owned()];
+        let earlier = [PersonaId::parse("pm").unwrap(), PersonaId::parse("dev").unwrap()];
         sandbox.write_personas(copies.path(), &earlier).unwrap();
 
         let mut names: Vec<String> =
@@ -322,5 +336,12 @@ mod tests {
         assert!(refused.contains("the persona folder itself"), "{refused}");
         let source = std::fs::read(sources.path().join("critic.json")).unwrap();
         assert!(source.starts_with(b"\xEF\xBB\xBF"), "the source left as it was");
+
+        // A persona folder of a person's own, not the source: its critic.json no sandbox wrote is kept as it is.
+        let theirs = tempfile::tempdir().unwrap();
+        std::fs::write(theirs.path().join("critic.json"), "{\"id\": \"critic\", \"discordUserId\": \"77\"}").unwrap();
+        let refused = sandbox.write_personas(theirs.path(), &[]).unwrap_err().to_string();
+        assert!(refused.contains("no earlier sandbox wrote it"), "{refused}");
+        assert!(std::fs::read_to_string(theirs.path().join("critic.json")).unwrap().contains("\"77\""));
     }
 }
