@@ -63,8 +63,24 @@ impl StoreLocation {
 /// Whether `text` has a `keyword=` of libpq's connection strings as one of its words (libpq allows spaces around
 /// the `=`).
 fn is_keyword_value_connection(text: &str) -> bool {
-    const KEYWORDS: [&str; 9] =
-        ["host", "hostaddr", "port", "dbname", "user", "password", "passfile", "sslmode", "service"];
+    const KEYWORDS: [&str; 16] = [
+        "host",
+        "hostaddr",
+        "port",
+        "dbname",
+        "user",
+        "password",
+        "passfile",
+        "sslmode",
+        "sslpassword",
+        "sslcert",
+        "sslkey",
+        "sslrootcert",
+        "service",
+        "options",
+        "application_name",
+        "connect_timeout",
+    ];
     text.split('=').take(text.matches('=').count()).any(|before| {
         let keyword = before.split_whitespace().next_back().unwrap_or_default();
         KEYWORDS.iter().any(|known| keyword.eq_ignore_ascii_case(known))
@@ -196,7 +212,7 @@ mod tests {
         }
         // libpq's keyword=value form would have been a folder named with the password, too.
         let written = ["host=db user=tm password=hunter2", "dbname=tm password=hunter2", "password=hunter2"];
-        for text in written.into_iter().chain(["host = db password = hunter2"]) {
+        for text in written.into_iter().chain(["host = db password = hunter2", "sslpassword=hunter2"]) {
             let error = StoreLocation::parse(text).unwrap_err();
             assert!(error.contains("keyword=value") && !error.contains("hunter2"), "{error}");
         }

@@ -26,7 +26,7 @@ impl ActingElsewhere {
         until.insert(channel, now + expires_in);
     }
 
-    /// This process holds the channel now, or cannot tell who does (its claim failed).
+    /// This process holds the channel now.
     pub fn held_here(&self, channel: ChannelId) {
         self.until.lock().expect("acting elsewhere lock").remove(&channel);
     }

@@ -254,8 +254,8 @@ pub(super) async fn claimed(env: &Env, channel: ChannelId) -> bool {
             false
         }
         Err(e) => {
-            // Who holds it is not known now: a command this process cannot run is answered "try again".
-            env.elsewhere.held_here(channel);
+            // A mark that another process holds it stays until that lease would run out: that process still runs a
+            // `!turn` message, and "try again" here would have it run twice.
             tracing::error!(%channel, "could not claim this channel, so this process does not act on it: {e}");
             false
         }
