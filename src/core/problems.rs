@@ -319,11 +319,8 @@ fn key_at_depth(text: &str, from: usize, depth: usize, key: &str) -> Option<usiz
             }
             b'"' => {
                 let start = at;
-                at += 1;
-                while at < bytes.len() && bytes[at] != b'"' {
-                    at += if bytes[at] == b'\\' { 2 } else { 1 };
-                }
-                let is_key = text.get(at + 1..).is_some_and(|after| after.trim_start().starts_with(':'));
+                let is_key;
+                (at, is_key) = quoted_at(text, start);
                 if level == depth + 1 && is_key && text.get(start + 1..at) == Some(key) {
                     return Some(start);
                 }
@@ -333,6 +330,17 @@ fn key_at_depth(text: &str, from: usize, depth: usize, key: &str) -> Option<usiz
         at += 1;
     }
     None
+}
+
+/// The JSON string whose opening quote is at `start`: where its closing quote is (the text's end if none), and
+/// whether it is a key (a `:` follows).
+pub(super) fn quoted_at(text: &str, start: usize) -> (usize, bool) {
+    let bytes = text.as_bytes();
+    let mut at = start + 1;
+    while at < bytes.len() && bytes[at] != b'"' {
+        at += if bytes[at] == b'\\' { 2 } else { 1 };
+    }
+    (at, text.get(at + 1..).is_some_and(|after| after.trim_start().starts_with(':')))
 }
 
 /// [`locate_line`]'s fallback: each key of `path` looked for anywhere after the previous one.

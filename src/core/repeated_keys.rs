@@ -59,11 +59,8 @@ pub fn repeated_keys(text: &str) -> Vec<RepeatedKey> {
             }
             b'"' => {
                 let start = at;
-                at += 1;
-                while at < bytes.len() && bytes[at] != b'"' {
-                    at += if bytes[at] == b'\\' { 2 } else { 1 };
-                }
-                let is_key = text.get(at + 1..).is_some_and(|after| after.trim_start().starts_with(':'));
+                let is_key;
+                (at, is_key) = super::problems::quoted_at(text, start);
                 if let (true, Some(Frame::Object { path, keys, seen, current })) = (is_key, stack.last_mut()) {
                     // As serde_json reads it: `"a\u0062"` and `"ab"` are one key.
                     let key = serde_json::from_str::<String>(&text[start..=at]).unwrap_or_default();
