@@ -6,7 +6,6 @@
 use super::ids::{ChannelId, PersonaId, parse_snowflake};
 use super::persona::{PersonaCatalog, TIMEOUT_SECONDS_MAX, TIMEOUT_SECONDS_MIN};
 use super::problems::{Checker, Problem, Problems};
-use super::session::effects::MESSAGE_CONTENT_LENGTH_MAX;
 use super::signals::SignalRules;
 use super::signals::rules::Action;
 use super::templates::{Template, Templates};
@@ -272,12 +271,6 @@ fn read_templates(c: &mut Checker, object: &Map<String, Value>, config: &mut Con
             c.error(&["templates", template.key()], format!("is blank; Discord cannot post an empty message{hint}"));
         } else if let Err(why) = template.check(&text) {
             c.error(&["templates", template.key()], why);
-        } else if let Some(length) = too_long_for_discord(&text) {
-            let why = format!(
-                "is {length} characters without its placeholders, more than the 2,000 Discord \
-                 allows in a message: it would be cut, and a mention past the cut lost"
-            );
-            c.error(&["templates", template.key()], why);
         } else {
             if matches!(template, Template::TurnStart | Template::Kept) && !text.contains("<@{userId}>") {
                 // The mention is what makes most agents answer: without it in the text, Discord pings nobody.
@@ -288,24 +281,6 @@ fn read_templates(c: &mut Checker, object: &Map<String, Value>, config: &mut Con
             config.templates.set(template, text);
         }
     }
-}
-
-/// A template's length without its `{placeholder}`s, when that alone is more than a message may hold.
-fn too_long_for_discord(text: &str) -> Option<usize> {
-    let mut length = 0;
-    let mut rest = text;
-    while let Some(open) = rest.find('{') {
-        length += rest[..open].chars().count();
-        match rest[open..].find('}') {
-            Some(close) => rest = &rest[open + close + 1..],
-            None => {
-                rest = &rest[open..];
-                break;
-            }
-        }
-    }
-    length += rest.chars().count();
-    (length > MESSAGE_CONTENT_LENGTH_MAX).then_some(length)
 }
 
 fn read_channels(c: &mut Checker, object: &Map<String, Value>, config: &mut Config) {

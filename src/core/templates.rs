@@ -1,5 +1,6 @@
 //! Announcement templates (spec 7): their defaults, the placeholders each may use, and rendering.
 
+use super::session::effects::MESSAGE_CONTENT_LENGTH_MAX;
 use std::collections::BTreeMap;
 
 /// One kind of announcement, with its configuration key, default text and allowed placeholders.
@@ -203,7 +204,8 @@ impl Template {
         )
     }
 
-    /// Checks a configured text: every `{placeholder}` must be one this template offers.
+    /// Checks a configured text: every `{placeholder}` must be one this template offers, and the text without them
+    /// must fit in a Discord message (else it would be cut when posted, a mention past the cut lost).
     pub fn check(self, text: &str) -> Result<(), String> {
         for name in placeholders_in(text) {
             if !self.placeholders().contains(&name) {
@@ -212,6 +214,14 @@ impl Template {
                     self.placeholders().iter().map(|p| format!("{{{p}}}")).collect::<Vec<_>>().join(", ")
                 ));
             }
+        }
+        let placeholders: usize = placeholders_in(text).map(|name| name.chars().count() + "{}".len()).sum();
+        let length = text.chars().count() - placeholders;
+        if length > MESSAGE_CONTENT_LENGTH_MAX {
+            return Err(format!(
+                "is {length} characters without its placeholders, more than the 2,000 Discord allows in a message: it \
+                 would be cut, and a mention past the cut lost"
+            ));
         }
         Ok(())
     }
