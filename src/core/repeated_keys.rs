@@ -1,7 +1,8 @@
 //! Keys given twice in one JSON object. serde_json keeps the last without a word, and a problem about the field
 //! would point at the first: in a file a person wrote (the configuration, a persona), each is an error of its own.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 
 /// A key given again in its object: the field's path (`turnBehavior.timeoutSeconds`, `channels[1].roster`) and the
 /// 1-based lines of its first and its repeated occurrence.
@@ -14,8 +15,9 @@ pub struct RepeatedKey {
 
 /// Where a container began, and what it has seen so far.
 enum Frame {
-    /// An object's path, the keys seen in it with their lines, and the key whose value comes next.
-    Object { path: String, keys: Vec<(String, usize)>, seen: HashSet<String>, current: Option<String> },
+    /// An object's path, the keys seen in it with the line of each one's first occurrence, and the key whose value
+    /// comes next.
+    Object { path: String, first_lines: HashMap<String, usize>, current: Option<String> },
     /// A list's path and the index of the item being read.
     List { path: String, index: usize },
 }
@@ -44,7 +46,7 @@ pub fn repeated_keys(text: &str) -> Vec<RepeatedKey> {
             b'{' | b'[' => {
                 let path = stack.last().map(Frame::child_path).unwrap_or_default();
                 stack.push(if bytes[at] == b'{' {
-                    Frame::Object { path, keys: Vec::new(), seen: HashSet::new(), current: None }
+                    Frame::Object { path, first_lines: HashMap::new(), current: None }
                 } else {
                     Frame::List { path, index: 0 }
                 });
@@ -61,15 +63,18 @@ pub fn repeated_keys(text: &str) -> Vec<RepeatedKey> {
                 let start = at;
                 let is_key;
                 (at, is_key) = super::problems::quoted_at(text, start);
-                if let (true, Some(Frame::Object { path, keys, seen, current })) = (is_key, stack.last_mut()) {
+                if let (true, Some(Frame::Object { path, first_lines, current })) = (is_key, stack.last_mut()) {
                     // As serde_json reads it: `"a\u0062"` and `"ab"` are one key.
                     let key = serde_json::from_str::<String>(&text[start..=at]).unwrap_or_default();
-                    if !seen.insert(key.clone()) {
-                        let first_line = keys.iter().find(|(k, _)| *k == key).map_or(line, |(_, l)| *l);
-                        let field = if path.is_empty() { key.clone() } else { format!("{path}.{key}") };
-                        found.push(RepeatedKey { field, first_line, line });
+                    match first_lines.entry(key.clone()) {
+                        Entry::Occupied(first) => {
+                            let field = if path.is_empty() { key.clone() } else { format!("{path}.{key}") };
+                            found.push(RepeatedKey { field, first_line: *first.get(), line });
+                        }
+                        Entry::Vacant(first) => {
+                            first.insert(line);
+                        }
                     }
-                    keys.push((key.clone(), line));
                     *current = Some(key);
                 }
             }
