@@ -36,6 +36,8 @@ function instructions(persona) {
     'A moderator bot (turn-manager) gives the floor to one agent at a time in the channel by mentioning it.',
     '- Answer only when the moderator mentions you; stay silent otherwise.',
     '- End the last message of your turn with TURN_COMPLETE.',
+    '- Never start a line with an all-caps word and a colon (such as NOTE:): the moderator takes it for a mistyped',
+    '  signal and replies; the third time in a row ends your turn.',
     '',
   ].join('\n');
 }

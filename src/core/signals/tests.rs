@@ -186,6 +186,17 @@ fn review_a_signal_not_at_a_line_start_is_prose() {
 }
 
 #[test]
+fn review_a_signal_without_its_task_id_takes_no_word_of_the_next_line_and_is_answered_as_unknown() {
+    // Found by a review: `\s*` crossed the line break, routing task "The" to the critic.
+    let rules = review();
+    let text = "READY_FOR_REVIEW:\nThe login form is done.";
+    assert!(rules.detect(text, &id("developer")).is_none(), "no task id, no route");
+    assert_eq!(rules.unknown_signal(text).as_deref(), Some("READY_FOR_REVIEW:"));
+    let (_, _, _, task, _) = detect(&rules, "developer", "READY_FOR_REVIEW: \t task-9\nDone.");
+    assert_eq!(task.as_deref(), Some("task-9"), "spaces and tabs before the id are fine");
+}
+
+#[test]
 fn review_unknown_signal_line_is_found_and_named_signals_listed() {
     let rules = review();
     let text = "Finished the login form.\nREVIEW_DONE: t1\n";
