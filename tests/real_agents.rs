@@ -207,3 +207,25 @@ async fn discord_py_discord_js_and_serenity_agents_take_turns_under_the_manager(
     }
     println!("two rounds and a timeout through three real agents in {:.1}s", took.as_secs_f64());
 }
+
+/// The reference agents' own unit tests (examples/agents/python/test_agent.py, examples/agents/node/agent.test.js):
+/// how a reply is split and signed, which calls are answered, a command past its time killed with its children.
+#[test]
+fn the_reference_agents_unit_tests_pass() {
+    ensure_agents_installed();
+    let agents = Path::new(AGENTS);
+    let mut python = Command::new(agents.join("python/.venv/bin/python"));
+    python.args(["-m", "unittest", "-v", "test_agent"]).current_dir(agents.join("python"));
+    python.env("PYTHONDONTWRITEBYTECODE", "1");
+    let mut node = Command::new("node");
+    node.args(["--test", "agent.test.js"]).current_dir(agents.join("node"));
+    for (name, command) in [("discord.py agent", &mut python), ("discord.js agent", &mut node)] {
+        let out = command.output().unwrap_or_else(|e| panic!("the {name}'s tests cannot run: {e}"));
+        assert!(
+            out.status.success(),
+            "the {name}'s unit tests failed:\n{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}

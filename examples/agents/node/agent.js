@@ -2,8 +2,9 @@
 // A turn-manager agent written with discord.js.
 //
 // When the manager mentions it, it shows typing, runs the command given on its command line with the conversation
-// so far on standard input, posts what the command printed, and ends its turn with TURN_COMPLETE. Any model CLI
-// plugs in:
+// so far on standard input, posts what the command printed, and ends its turn with TURN_COMPLETE. A call overtaken
+// by a newer message of its caller that mentions anyone (the floor moved on, or the agent was called again) is not
+// answered: that answer would come after its turn, and the manager would remove it. Any model CLI plugs in:
 //
 //     DISCORD_TOKEN=... node agent.js -- my-model-cli --system "You are the developer"
 //
@@ -13,48 +14,107 @@
 //     AGENT_MANAGER_ID   answer only mentions by this user id (the manager's); unset: any mention
 //     AGENT_HISTORY      how many recent messages the command reads (default 50, at most 100)
 //     AGENT_TIMEOUT      seconds the command may take (default 300); past it, nothing is posted
+//     AGENT_SIGNAL       what ends the last message (default TURN_COMPLETE); empty: the command writes its own
+//                        signal (the chorus, xml-signals and review-workflow presets), and its output is posted as is
 'use strict';
 
 const { spawn } = require('node:child_process');
 const { Client, Events, GatewayIntentBits } = require('discord.js');
 
-const SIGNAL = 'TURN_COMPLETE';
-const MESSAGE_LIMIT = 2000; // Discord's longest message, in characters
+const MESSAGE_LIMIT = 2000; // Discord's longest message, in characters (code points)
+const IDS_KEPT = 1000; // message ids remembered, so that a message delivered twice (around a reconnect) is answered once
 const TYPING_REFRESH_MS = 8000; // a typing indicator lasts about 10 s
 
-/** The messages that carry `reply`, each within Discord's limit, the last one ending with the signal. */
-function withSignal(reply) {
-  let body = reply.trim();
-  if (body.endsWith(SIGNAL)) body = body.slice(0, -SIGNAL.length).trimEnd();
-  const suffix = body ? `\n\n${SIGNAL}` : SIGNAL;
+/**
+ * The messages that carry `reply`, each within Discord's limit, the last one ending with `signalWord` (when set;
+ * nothing for an empty reply without it). No other part ends with it: a cut that would leave the word (in the reply's
+ * text) at a part's end is made before the word. Cut by code points, so that no emoji is split.
+ */
+function withSignal(reply, signalWord) {
+  let body = Array.from(reply.trim());
+  const word = Array.from(signalWord);
+  const endsWithWord = (chars) => word.length > 0 && chars.length >= word.length && chars.slice(-word.length).join('') === signalWord;
+  if (endsWithWord(body)) body = Array.from(body.slice(0, -word.length).join('').trimEnd());
+  const suffix = signalWord ? Array.from(body.length ? `\n\n${signalWord}` : signalWord) : [];
   const parts = [];
-  for (let i = 0; i < body.length; i += MESSAGE_LIMIT) parts.push(body.slice(i, i + MESSAGE_LIMIT));
-  if (parts.length === 0) parts.push('');
-  const room = MESSAGE_LIMIT - suffix.length;
-  const last = parts.pop();
-  if (last.length > room) parts.push(last.slice(0, room), last.slice(room));
-  else parts.push(last);
-  parts[parts.length - 1] += suffix;
+  while (body.length && body.length + suffix.length > MESSAGE_LIMIT) {
+    let cut = Math.min(body.length, MESSAGE_LIMIT);
+    const head = Array.from(body.slice(0, cut).join('').trimEnd());
+    if (endsWithWord(head) && head.length > word.length) cut = head.length - word.length;
+    parts.push(body.slice(0, cut).join(''));
+    body = body.slice(cut);
+  }
+  const last = body.length ? body.concat(suffix).join('') : signalWord;
+  if (last) parts.push(last);
   return parts;
 }
 
-/** What `command` prints for `conversation` on its standard input; null if it fails or takes too long. */
+/**
+ * Which calls to answer. A call is a message that mentions this agent; a caller's newest message that mentions
+ * anyone is its current one, and only a current call is answered (checked before the command runs and before the
+ * answer is posted). Each message id counts once.
+ */
+class Calls {
+  constructor() {
+    this.newest = new Map(); // `${channel}/${caller}` -> newest message id mentioning anyone
+    this.seen = new Set();
+  }
+
+  /** Notes a message; whether it is a new call to answer. */
+  heard(channel, caller, messageId, mentionsAnyone, callsMe) {
+    if (this.seen.has(messageId)) return false;
+    this.seen.add(messageId);
+    if (this.seen.size > IDS_KEPT) this.seen.delete(this.seen.values().next().value);
+    if (mentionsAnyone) {
+      const key = `${channel}/${caller}`;
+      const id = BigInt(messageId);
+      if (!this.newest.has(key) || this.newest.get(key) < id) this.newest.set(key, id);
+    }
+    return callsMe;
+  }
+
+  /** Whether this call is still its caller's newest. */
+  current(channel, caller, messageId) {
+    return this.newest.get(`${channel}/${caller}`) === BigInt(messageId);
+  }
+}
+
+/**
+ * What `command` prints for `conversation` on its standard input; null if it fails or takes too long (then its
+ * whole process group is killed, so that nothing it started keeps running).
+ */
 function runCommand(command, conversation, timeoutSeconds) {
   return new Promise((resolve) => {
     const env = { ...process.env };
     delete env.DISCORD_TOKEN;
-    const child = spawn(command[0], command.slice(1), { stdio: ['pipe', 'pipe', 'inherit'], env });
+    // Its own process group, so that a time-out kills what it started too; the answer does not wait for the pipe's
+    // end, which a background child holding it would put off for ever.
+    const child = spawn(command[0], command.slice(1), { stdio: ['pipe', 'pipe', 'inherit'], env, detached: true });
     const out = [];
+    let done = false;
+    const finish = (value) => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      resolve(value);
+    };
     const timer = setTimeout(() => {
       console.warn(`the command took longer than ${timeoutSeconds}s; nothing is posted`);
-      child.kill('SIGKILL');
+      try {
+        process.kill(-child.pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+      finish(null);
     }, timeoutSeconds * 1000);
     child.stdout.on('data', (chunk) => out.push(chunk));
-    child.on('error', (error) => console.warn(`the command could not start: ${error.message}`));
+    child.on('error', (error) => {
+      console.warn(`the command could not start: ${error.message}`);
+      finish(null);
+    });
     child.on('close', (code) => {
-      clearTimeout(timer);
       if (code !== 0) console.warn(`the command failed with exit code ${code}; nothing is posted`);
-      resolve(code === 0 ? Buffer.concat(out).toString('utf8') : null);
+      finish(code === 0 ? Buffer.concat(out).toString('utf8') : null);
     });
     child.stdin.on('error', () => {}); // a command that does not read its input is fine
     child.stdin.end(conversation);
@@ -73,6 +133,8 @@ function main() {
   const managerId = process.env.AGENT_MANAGER_ID || null;
   const history = Math.min(Number(process.env.AGENT_HISTORY || 50), 100);
   const timeout = Number(process.env.AGENT_TIMEOUT || 300);
+  const signalWord = (process.env.AGENT_SIGNAL ?? 'TURN_COMPLETE').trim();
+  const calls = new Calls();
 
   const client = new Client({
     intents: [GatewayIntentBits.Guilds, GatewayIntentBits.GuildMessages, GatewayIntentBits.MessageContent],
@@ -85,12 +147,18 @@ function main() {
   client.once(Events.ClientReady, (ready) => console.log(`ready as ${ready.user.tag} (${ready.user.id})`));
   client.on(Events.MessageCreate, (message) => {
     const me = client.user.id;
-    if (message.author.id === me || !message.mentions.users.has(me)) return;
+    if (message.author.id === me) return;
     if (managerId && message.author.id !== managerId) return;
-    turns = turns.then(() => answer(message)).catch((error) => console.warn(`could not answer: ${error.message}`));
+    const key = [message.channelId, message.author.id, message.id];
+    if (!calls.heard(...key, message.mentions.users.size > 0, message.mentions.users.has(me))) return;
+    turns = turns.then(() => answer(message, key)).catch((error) => console.warn(`could not answer: ${error.message}`));
   });
 
-  async function answer(message) {
+  async function answer(message, key) {
+    if (!calls.current(...key)) {
+      console.log(`call ${message.id} overtaken by a newer one of its caller; not answered`);
+      return;
+    }
     const channel = message.channel;
     await channel.sendTyping();
     const typing = setInterval(() => channel.sendTyping().catch(() => {}), TYPING_REFRESH_MS);
@@ -99,14 +167,18 @@ function main() {
       const recent = await channel.messages.fetch({ limit: history });
       const conversation = [...recent.values()]
         .reverse()
-        .map((m) => `${m.member?.displayName ?? m.author.username}: ${m.content}\n`)
+        .map((m) => `${m.member?.displayName ?? m.author.username}: ${m.cleanContent}\n`)
         .join('');
       reply = await runCommand(command, conversation, timeout);
     } finally {
       clearInterval(typing);
     }
     if (reply === null) return;
-    for (const part of withSignal(reply)) await channel.send(part);
+    if (!calls.current(...key)) {
+      console.log(`the floor moved on while call ${message.id} was answered; nothing is posted`);
+      return;
+    }
+    for (const part of withSignal(reply, signalWord)) await channel.send(part);
   }
 
   client.login(token);
@@ -118,4 +190,4 @@ if (require.main === module) {
   if (code !== 0) process.exit(code);
 }
 
-module.exports = { withSignal };
+module.exports = { withSignal, Calls, runCommand, MESSAGE_LIMIT };

@@ -1,0 +1,103 @@
+// Unit tests of the discord.js agent's choices (run by tests/real_agents.rs): how a reply is split and signed, and
+// which calls are answered. `node --test` in this folder, after `npm ci`.
+'use strict';
+
+const assert = require('node:assert/strict');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const { test } = require('node:test');
+const { withSignal, Calls, runCommand, MESSAGE_LIMIT } = require('./agent.js');
+
+const SIGNAL = 'TURN_COMPLETE';
+const CHANNEL = '10';
+const MANAGER = '20';
+const length = (text) => Array.from(text).length;
+
+test('a short reply ends with the signal once', () => {
+  assert.deepEqual(withSignal('Done.\n', SIGNAL), ['Done.\n\nTURN_COMPLETE']);
+  assert.deepEqual(withSignal('Done. TURN_COMPLETE', SIGNAL), ['Done.\n\nTURN_COMPLETE']);
+  assert.deepEqual(withSignal('  ', SIGNAL), ['TURN_COMPLETE']);
+});
+
+test('a long reply is split within the limit, in code points, and only the last part ends with the signal', () => {
+  const text = '🙂'.repeat(4500); // two UTF-16 units each: a cut by units would split them
+  const parts = withSignal(text, SIGNAL);
+  assert.ok(parts.every((p) => length(p) <= MESSAGE_LIMIT), parts.map(length));
+  assert.equal(parts.join('').replace(/\n\nTURN_COMPLETE$/, ''), text);
+  assert.ok(!parts.join('').includes('\uFFFD'));
+  assert.ok(parts.at(-1).endsWith(SIGNAL));
+});
+
+test('the signal word in the text never ends a part before the last', () => {
+  const text = 'y'.repeat(MESSAGE_LIMIT - SIGNAL.length) + SIGNAL + ' and more words after it';
+  const parts = withSignal(text, SIGNAL);
+  assert.ok(parts.slice(0, -1).every((p) => !p.trimEnd().endsWith(SIGNAL)), JSON.stringify(parts));
+  assert.equal(parts.join('').replace(/\n\nTURN_COMPLETE$/, ''), text);
+});
+
+test('a reply that fits only without the signal is followed by the signal alone', () => {
+  assert.deepEqual(withSignal('z'.repeat(MESSAGE_LIMIT), SIGNAL), ['z'.repeat(MESSAGE_LIMIT), SIGNAL]);
+});
+
+test('without a signal word the output is posted as written', () => {
+  const chorus = 'Here is my part.\n<chorus>COMPLETE</chorus>';
+  assert.deepEqual(withSignal(chorus, ''), [chorus]);
+  assert.deepEqual(withSignal('', ''), [], 'nothing to post');
+});
+
+test('a call is answered while it is its caller\'s newest; a message without a mention moves nothing', () => {
+  const calls = new Calls();
+  assert.equal(calls.heard(CHANNEL, MANAGER, '100', true, true), true);
+  assert.equal(calls.heard(CHANNEL, MANAGER, '101', false, false), false);
+  assert.equal(calls.current(CHANNEL, MANAGER, '100'), true);
+});
+
+test('the floor given to another makes a pending answer stale; other channels do not interfere', () => {
+  const calls = new Calls();
+  calls.heard(CHANNEL, MANAGER, '100', true, true);
+  calls.heard('11', MANAGER, '103', true, false);
+  assert.equal(calls.current(CHANNEL, MANAGER, '100'), true, "another channel's turn start");
+  assert.equal(calls.heard(CHANNEL, MANAGER, '105', true, false), false, "another persona's call");
+  assert.equal(calls.current(CHANNEL, MANAGER, '100'), false);
+});
+
+test('of two calls only the newer is answered, compared as snowflakes, not strings', () => {
+  const calls = new Calls();
+  calls.heard(CHANNEL, MANAGER, '999', true, true);
+  calls.heard(CHANNEL, MANAGER, '1000', true, true);
+  assert.equal(calls.current(CHANNEL, MANAGER, '999'), false);
+  assert.equal(calls.current(CHANNEL, MANAGER, '1000'), true);
+});
+
+test('a message delivered twice is one call', () => {
+  const calls = new Calls();
+  assert.equal(calls.heard(CHANNEL, MANAGER, '100', true, true), true);
+  assert.equal(calls.heard(CHANNEL, MANAGER, '100', true, true), false, 'delivered again after a reconnect');
+});
+
+/** Whether the process runs (a zombie waiting to be reaped does not). */
+function alive(pid) {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 1).trim().split(' ')[0] !== 'Z';
+  } catch {
+    return false;
+  }
+}
+
+test('a command past its time returns nothing, and what it started is killed with it', async () => {
+  const folder = fs.mkdtempSync(path.join(os.tmpdir(), 'agent-test-'));
+  const pidFile = path.join(folder, 'child');
+  // A background child holding standard output open: waiting for the pipe's end would wait for ever.
+  const out = await runCommand(['sh', '-c', `sleep 30 & echo $! > ${pidFile}; wait`], '', 0.5);
+  assert.equal(out, null);
+  const child = Number(fs.readFileSync(pidFile, 'utf8'));
+  for (let i = 0; i < 200 && alive(child); i++) await new Promise((r) => setTimeout(r, 50));
+  assert.equal(alive(child), false, "the command's own child was killed too");
+  fs.rmSync(folder, { recursive: true });
+});
+
+test('the output of a command that succeeds is returned', async () => {
+  assert.equal((await runCommand(['sh', '-c', 'wc -l'], 'a\nb\n', 10)).trim(), '2');
+});

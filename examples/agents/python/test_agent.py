@@ -1,0 +1,102 @@
+"""Unit tests of the discord.py agent's choices (run by tests/real_agents.rs): how a reply is split and signed, and
+which calls are answered. `python -m unittest test_agent` in this folder, with the agent's virtual environment."""
+
+import asyncio
+import os
+import tempfile
+import time
+import unittest
+
+from agent import MESSAGE_LIMIT, Calls, run_command, with_signal
+
+SIGNAL = "TURN_COMPLETE"
+CHANNEL, MANAGER = 10, 20
+
+
+class WithSignal(unittest.TestCase):
+    def test_a_short_reply_ends_with_the_signal_once(self):
+        self.assertEqual(with_signal("Done.\n", SIGNAL), ["Done.\n\nTURN_COMPLETE"])
+        self.assertEqual(with_signal("Done. TURN_COMPLETE", SIGNAL), ["Done.\n\nTURN_COMPLETE"])
+        self.assertEqual(with_signal("  ", SIGNAL), ["TURN_COMPLETE"])
+
+    def test_a_long_reply_is_split_within_the_limit_and_only_the_last_part_ends_with_the_signal(self):
+        parts = with_signal("x" * 4500, SIGNAL)
+        self.assertTrue(all(len(p) <= MESSAGE_LIMIT for p in parts), [len(p) for p in parts])
+        self.assertEqual("".join(parts).removesuffix("\n\nTURN_COMPLETE"), "x" * 4500)
+        self.assertTrue(parts[-1].endswith(SIGNAL))
+
+    def test_the_signal_word_in_the_text_never_ends_a_part_before_the_last(self):
+        # The word in the reply's text, right at a cut: that part would end the turn early.
+        text = "y" * (MESSAGE_LIMIT - len(SIGNAL)) + SIGNAL + " and more words after it"
+        parts = with_signal(text, SIGNAL)
+        self.assertTrue(all(not p.rstrip().endswith(SIGNAL) for p in parts[:-1]), parts)
+        self.assertEqual("".join(parts).removesuffix("\n\nTURN_COMPLETE"), text)
+
+    def test_a_reply_that_fits_only_without_the_signal_is_followed_by_the_signal_alone(self):
+        parts = with_signal("z" * MESSAGE_LIMIT, SIGNAL)
+        self.assertEqual(parts, ["z" * MESSAGE_LIMIT, SIGNAL])
+
+    def test_without_a_signal_word_the_output_is_posted_as_written(self):
+        chorus = "Here is my part.\n<chorus>COMPLETE</chorus>"
+        self.assertEqual(with_signal(chorus, ""), [chorus])
+        self.assertEqual(with_signal("", ""), [], "nothing to post")
+
+
+class CallsAnswered(unittest.TestCase):
+    def test_a_call_is_answered_while_it_is_its_callers_newest(self):
+        calls = Calls()
+        self.assertTrue(calls.heard(CHANNEL, MANAGER, 100, True, True))
+        self.assertTrue(calls.current(CHANNEL, MANAGER, 100))
+        # The manager's message without a mention (a timeout notice) moves nothing.
+        self.assertFalse(calls.heard(CHANNEL, MANAGER, 101, False, False))
+        self.assertTrue(calls.current(CHANNEL, MANAGER, 100))
+
+    def test_the_floor_given_to_another_makes_a_pending_answer_stale(self):
+        calls = Calls()
+        calls.heard(CHANNEL, MANAGER, 100, True, True)
+        self.assertFalse(calls.heard(CHANNEL, MANAGER, 105, True, False), "another persona's call")
+        self.assertFalse(calls.current(CHANNEL, MANAGER, 100))
+
+    def test_of_two_calls_only_the_newer_is_answered_and_other_channels_do_not_interfere(self):
+        calls = Calls()
+        calls.heard(CHANNEL, MANAGER, 100, True, True)
+        calls.heard(CHANNEL + 1, MANAGER, 103, True, False)
+        self.assertTrue(calls.current(CHANNEL, MANAGER, 100), "another channel's turn start")
+        calls.heard(CHANNEL, MANAGER, 104, True, True)
+        self.assertFalse(calls.current(CHANNEL, MANAGER, 100))
+        self.assertTrue(calls.current(CHANNEL, MANAGER, 104))
+
+    def test_a_message_delivered_twice_is_one_call(self):
+        calls = Calls()
+        self.assertTrue(calls.heard(CHANNEL, MANAGER, 100, True, True))
+        self.assertFalse(calls.heard(CHANNEL, MANAGER, 100, True, True), "delivered again after a reconnect")
+
+
+def alive(pid: int) -> bool:
+    """Whether the process runs (a zombie waiting to be reaped does not)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+class Command(unittest.TestCase):
+    def test_a_command_past_its_time_is_killed_with_what_it_started(self):
+        with tempfile.TemporaryDirectory() as folder:
+            pid_file = os.path.join(folder, "child")
+            command = ["sh", "-c", f"sleep 30 & echo $! > {pid_file}; wait"]
+            self.assertIsNone(asyncio.run(run_command(command, "", 0.5)))
+            with open(pid_file) as f:
+                child = int(f.read())
+        deadline = time.monotonic() + 10
+        while alive(child) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.assertFalse(alive(child), "the command's own child was killed too")
+
+    def test_the_output_of_a_command_that_succeeds_is_returned(self):
+        self.assertEqual(asyncio.run(run_command(["sh", "-c", "wc -l"], "a\nb\n", 10)).strip(), "2")
+
+
+if __name__ == "__main__":
+    unittest.main()
