@@ -487,6 +487,12 @@ impl Actor {
                         self.leave_to_history(message.id);
                     }
                 }
+                Input::Deleted(message) => {
+                    // A relay decided before the hold goes on in the sender meanwhile: it must not wait for the
+                    // hold to end (found by a review). The deletion is held too, for a message among those held.
+                    self.forget_queued_relay_of(*message);
+                    self.held.push_back(input);
+                }
                 _ => self.held.push_back(input),
             }
             return;
@@ -718,17 +724,7 @@ impl Actor {
                 self.env.stats.work();
                 self.on_sent(*report).await
             }
-            Input::Deleted(message) => {
-                let relayed = self
-                    .session
-                    .outbox
-                    .iter()
-                    .any(|q| matches!(q.effect, Effect::Relay { message_id, .. } if message_id == message));
-                if let (Some(sender), true) = (&self.sender, relayed) {
-                    // Reposted, it would undo the deletion (found by a review): its relay, if not begun, does not.
-                    sender.forget_relay_of(message);
-                }
-            }
+            Input::Deleted(message) => self.forget_queued_relay_of(message),
             Input::Unreachable(why) => self.on_unreachable(why).await,
             Input::LeftServer(guild) => {
                 if self.session.guild_id == Some(guild) {
@@ -741,6 +737,19 @@ impl Actor {
             }
             Input::Shutdown(_) | Input::TakenOver => unreachable!("handled by the loop"),
             Input::CommandComing(_) | Input::CommandGone(_) => unreachable!("taken by `take`"),
+        }
+    }
+
+    /// Someone deleted `message`: a relay of it in the outbox, reposted, would undo the deletion (found by a review),
+    /// so it posts nothing if it has not begun.
+    fn forget_queued_relay_of(&self, message: MessageId) {
+        let relayed = self
+            .session
+            .outbox
+            .iter()
+            .any(|q| matches!(q.effect, Effect::Relay { message_id, .. } if message_id == message));
+        if let (Some(sender), true) = (&self.sender, relayed) {
+            sender.forget_relay_of(message);
         }
     }
 

@@ -724,6 +724,27 @@ async fn a_message_deleted_while_held_behind_a_command_is_not_reposted() {
     assert!(!lines.iter().any(|l| l.starts_with("repost")), "{lines:#?}");
 }
 
+/// Found by a review: a deletion that came while a catch-up held the channel was held with the live messages, but a
+/// relay decided before the catch-up went on in the sender meanwhile, and reposted the deleted message.
+#[tokio::test(start_paused = true)]
+async fn a_message_deleted_during_a_catch_up_is_not_reposted_by_the_relay_decided_before_it() {
+    let h = Harness::new();
+    *h.rest.announce_delay.lock().unwrap() = Duration::from_secs(20); // the calls back up
+    h.start(A).await;
+    let signal = h.written(PM, "Something a moderator removes. TURN_COMPLETE", 1_000);
+    h.deliver(A, &signal);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    *h.rest.read_delay.lock().unwrap() = Duration::from_secs(60);
+    h.router.deliver(A, Input::CatchUp(None));
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    h.router.deliver(A, Input::Deleted(signal.id));
+    tokio::time::sleep(Duration::from_secs(90)).await;
+    h.settle(A).await;
+    let lines = h.journal.of(A);
+    assert_eq!(h.events(A, "turn_complete"), 1, "{lines:#?}");
+    assert!(!lines.iter().any(|l| l.starts_with("repost")), "reposted after its deletion: {lines:#?}");
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_thousand_channels_whose_deadlines_fall_together_each_end_once_on_time() {
     let h = Harness::new();
