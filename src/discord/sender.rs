@@ -42,6 +42,10 @@ pub const GIVE_UP_AFTER: Duration = Duration::from_secs(600);
 const LOOK_FOR_AT_MOST: chrono::TimeDelta = chrono::TimeDelta::hours(1);
 /// The first wait after a server error or a time-out; it doubles each time, up to [`BACKOFF_MAX`].
 const BACKOFF_FIRST: Duration = Duration::from_millis(500);
+/// How long after a repost whose outcome is unknown the channel is looked at for it, at the least: Discord may still
+/// be making it when the answer was lost (a time-out, a 502 from its proxy), and looked for too soon it shows twice
+/// (found by a review). As long again as the call was given.
+const REPOST_SETTLES_IN: Duration = crate::discord::rest::http::REST_TIMEOUT;
 const BACKOFF_MAX: Duration = Duration::from_secs(30);
 /// The wait after a 429 when Discord's own `retry_after` is not known.
 const RATE_LIMIT_WAIT: Duration = Duration::from_secs(1);
@@ -617,9 +621,20 @@ async fn repost_once(
             Err(e) => return Err(e),
         };
         let unknown = outcome_unknown(&error);
-        if let Err(given_up) = policy.wait(error).await {
-            // The last try may have been made all the same: one look, so that a repost showing is not left above
-            // the original the failure keeps.
+        let failed_at = Instant::now();
+        // Looked for before it would show, a repost Discord is still making would be made again.
+        let least = if unknown { REPOST_SETTLES_IN } else { Duration::ZERO };
+        if let Err(given_up) = policy.wait_at_least(error, least).await {
+            if lease_lost(tools) {
+                return Err(given_up); // Left to the process that holds the channel, which looks for it.
+            }
+            // The last try may have been made all the same: one look, once it would show, so that a repost
+            // showing is not left above the original the failure keeps.
+            if unknown
+                && sleep_unless_lost(Some(tools), (failed_at + least).saturating_duration_since(Instant::now())).await
+            {
+                return Err(given_up);
+            }
             let found = if unknown { repost_found(rest, channel, original, voice, parts).await } else { Ok(None) };
             return match found {
                 Ok(Some(made)) => Ok(made),
@@ -733,6 +748,26 @@ fn lease_lost(tools: &Tools) -> bool {
     tools.acting.lease() == Lease::Lost
 }
 
+/// Sleeps `wait`, but for a sender's call stops as soon as another process holds the channel (looked at every
+/// [`LEASE_LOOK_EVERY`]), so that a long back-off does not keep a sender that must stop. Whether it was lost.
+async fn sleep_unless_lost(sender: Option<&Tools>, wait: Duration) -> bool {
+    let Some(tools) = sender else {
+        tokio::time::sleep(wait).await;
+        return false;
+    };
+    let until = Instant::now() + wait;
+    loop {
+        let left = until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return false;
+        }
+        tokio::time::sleep(left.min(LEASE_LOOK_EVERY)).await;
+        if lease_lost(tools) {
+            return true;
+        }
+    }
+}
+
 /// The retry policy's state for one call: since when it is tried, the next back-off, and the sender whose lease
 /// it waits for (the sender's waits since the call began are not counted against [`GIVE_UP_AFTER`]).
 struct Policy<'a> {
@@ -752,10 +787,15 @@ impl<'a> Policy<'a> {
 
     /// Waits before the next try after a transient `error`, or answers it when the call is to be given up.
     async fn wait(&mut self, error: RestError) -> Result<(), RestError> {
+        self.wait_at_least(error, Duration::ZERO).await
+    }
+
+    /// [`Policy::wait`], for `least` at the least unless Discord says when to try again (a 429).
+    async fn wait_at_least(&mut self, error: RestError, least: Duration) -> Result<(), RestError> {
         let (wait, limited) = match &error {
             RestError::Status { status: 429, retry_after, .. } => (retry_after.unwrap_or(RATE_LIMIT_WAIT), true),
             _ => {
-                let wait = self.backoff;
+                let wait = self.backoff.max(least);
                 self.backoff = (self.backoff * 2).min(BACKOFF_MAX);
                 (wait, false)
             }
@@ -773,7 +813,9 @@ impl<'a> Policy<'a> {
             }
         }
         tracing::debug!("retrying in {wait:?}: {error}");
-        tokio::time::sleep(wait).await;
+        if sleep_unless_lost(self.sender, wait).await {
+            return Err(error); // Left to the process that holds the channel.
+        }
         if let Some(tools) = self.sender {
             if while_unsure(tools).await == Lease::Lost {
                 return Err(error); // Left to the process that holds the channel.
