@@ -86,6 +86,11 @@ impl<'a> Checker<'a> {
         Self { file, text, problems: Vec::new() }
     }
 
+    /// How many errors were found so far (warnings change nothing that is read).
+    pub fn errors_found(&self) -> usize {
+        self.problems.iter().filter(|p| p.severity == Severity::Error).count()
+    }
+
     /// Parses the whole file; a syntax error is reported with serde_json's line.
     pub fn parse_object(&mut self) -> Option<Map<String, Value>> {
         match serde_json::from_str::<Value>(self.text) {

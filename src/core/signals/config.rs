@@ -175,7 +175,9 @@ impl RuleAt<'_, '_> {
 }
 
 fn read_rule(at: &mut RuleAt, fields: &Map<String, Value>) -> Option<Rule> {
-    let before = at.c.problems.len();
+    // A warned rule is kept as written: only errors leave it out (found by a review: a rule naming a persona twice
+    // in `from` was dropped, `check` said OK and its signal never ended a turn).
+    let before = at.c.errors_found();
     for key in fields.keys().filter(|k| !RULE_FIELDS.contains(&k.as_str())) {
         let hint = crate::core::problems::closest(key, RULE_FIELDS)
             .map_or_else(|| format!("known: {}", RULE_FIELDS.join(", ")), |g| format!("did you mean \"{g}\"?"));
@@ -241,7 +243,7 @@ fn read_rule(at: &mut RuleAt, fields: &Map<String, Value>) -> Option<Rule> {
         }
     };
     let action = read_action(at, fields, name.as_deref().unwrap_or_default());
-    if at.c.problems.len() != before {
+    if at.c.errors_found() != before {
         return None;
     }
     let (name, pattern, position, action) = (name?, pattern?, position?, action?);
@@ -253,7 +255,7 @@ fn read_rule(at: &mut RuleAt, fields: &Map<String, Value>) -> Option<Rule> {
         }
     };
     check_groups(at, &rule);
-    (at.c.problems.len() == before).then_some(rule)
+    (at.c.errors_found() == before).then_some(rule)
 }
 
 fn read_action(at: &mut RuleAt, fields: &Map<String, Value>, name: &str) -> Option<Action> {

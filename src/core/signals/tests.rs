@@ -571,3 +571,17 @@ fn a_regions_flag_before_the_keyword_is_shown_whole() {
     }
     assert_eq!(text::trim_blank(&format!("{scotland}\u{E0020} ")), scotland);
 }
+
+/// Found by a review: a rule with only a warning (a persona named twice in `from`) was left out of the rules, so
+/// `check` said OK and its signal never ended a turn. A warning changes nothing that is read.
+#[test]
+fn a_rule_with_a_warning_is_kept_and_its_signal_detected() {
+    let text = r#"{"signals": {"rules": [
+        {"name": "DONE", "pattern": "DONE", "from": ["pm", "dev", "pm"], "action": "complete"}
+    ]}}"#;
+    let (config, problems) = Config::parse_partly("c.json", text);
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert!(problems[0].to_string().contains("names \"pm\" twice"), "{problems:?}");
+    let d = config.signals.detect("All done. DONE", &id("pm")).expect("the warned rule is read");
+    assert_eq!(d.rule.name, "DONE");
+}
