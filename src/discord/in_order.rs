@@ -230,8 +230,10 @@ pub fn created(identity: &Identity, message: &discord::Message, text: String) ->
     Some((ChannelId(message.channel_id.get()), incoming))
 }
 
-/// An edit as the engine takes it; `None` for the bot's own, and for an update that did not change the text (embeds
-/// being resolved also arrive as updates, without content). `text` is the event's content.
+/// An edit as the engine takes it; `None` for the bot's own, and for an update that did not change the text: embeds
+/// being resolved arrive as updates without content, and since Discord sends the whole message with every update, a
+/// pin, a thread started on it or a preview resolved arrive with the content but without an edit time (found by a
+/// review: taken for an edit made now, a pin restarted the holder's silence). `text` is the event's content.
 pub fn edited(
     identity: &Identity,
     event: &discord::MessageUpdateEvent,
@@ -239,8 +241,7 @@ pub fn edited(
 ) -> Option<(ChannelId, IncomingMessage)> {
     let (author, text) = (event.author.as_ref()?, text?);
     let webhook = event.webhook_id.flatten().map(|w| w.get());
-    // Discord's time of the edit; the time it reached us only if Discord did not say.
-    let edited_at = event.edited_timestamp.map_or_else(chrono::Utc::now, |t| *t);
+    let edited_at = *event.edited_timestamp?;
     let stickers = event.sticker_items.as_ref().is_some_and(|s| !s.is_empty());
     let has_files = stickers
         || carries_files(event.attachments.as_deref().unwrap_or_default(), event.embeds.as_deref().unwrap_or_default());
@@ -296,6 +297,22 @@ mod tests {
         let poll = serde_json::json!({"question": {"text": "Ship it?"}, "answers": [], "expiry": null,
                                       "allow_multiselect": false, "layout_type": 1});
         assert!(marked(serde_json::json!({ "poll": poll })));
+    }
+
+    /// Found by a review: Discord sends the whole message with every update, so a pin arrived with the content and
+    /// without an edit time, and was taken for an edit made when it arrived (restarting the holder's silence).
+    #[test]
+    fn an_update_without_an_edit_time_is_no_edit() {
+        let identity = crate::discord::identity::Identity::default();
+        let update = |edited: serde_json::Value| {
+            let mut json = serde_json::to_value(message(serde_json::json!({"pinned": true}))).unwrap();
+            json["edited_timestamp"] = edited;
+            let event: serenity::all::MessageUpdateEvent = serde_json::from_value(json).unwrap();
+            super::edited(&identity, &event, event.content.clone())
+        };
+        assert!(update(serde_json::Value::Null).is_none(), "a pin");
+        let (_, edit) = update(serde_json::json!("2026-05-01T12:00:09.000000+00:00")).expect("an edit");
+        assert_eq!(edit.written_at.to_rfc3339(), "2026-05-01T12:00:09+00:00", "judged by Discord's edit time");
     }
 
     #[test]
