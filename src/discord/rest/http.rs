@@ -32,6 +32,12 @@ pub const IN_FLIGHT_MAX: usize = 64;
 /// Discord's API host, when no `--api-base` is given.
 const DISCORD: &str = "https://discord.com";
 
+/// A wait a header or a body gives in seconds, as a duration: at most a day, and none for what is not a number of
+/// seconds (an `inf` from a broken proxy panicked the channel's sender).
+fn seconds_said(seconds: f64) -> Duration {
+    Duration::try_from_secs_f64(seconds.clamp(0.0, 86_400.0)).unwrap_or(Duration::ZERO)
+}
+
 /// How long a call may take: [`REST_TIMEOUT`], and for a form with files the time to send them at
 /// [`FILE_BYTES_PER_SECOND`] on top.
 fn timeout_for(body: Option<&Payload<'_>>) -> Duration {
@@ -79,7 +85,7 @@ impl Buckets {
     /// Learns from an answer's headers: what is left of the route's bucket and when it refills.
     pub fn learn(&self, route: &str, now: Instant, remaining: Option<u64>, reset_after: Option<f64>) {
         let (Some(remaining), Some(reset_after)) = (remaining, reset_after) else { return };
-        let reset_at = now + Duration::from_secs_f64(reset_after.max(0.0));
+        let reset_at = now + seconds_said(reset_after);
         self.routes.lock().expect("buckets lock").insert(route.to_owned(), Bucket { remaining, reset_at });
     }
 
@@ -354,10 +360,8 @@ impl DiscordHttp {
         }
         let answer: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
         let message = answer["message"].as_str().unwrap_or("no explanation").to_owned();
-        let retry_after = (status == 429)
-            .then(|| answer["retry_after"].as_f64().or(limits.retry_after))
-            .flatten()
-            .map(|seconds| Duration::from_secs_f64(seconds.max(0.0)));
+        let retry_after =
+            (status == 429).then(|| answer["retry_after"].as_f64().or(limits.retry_after)).flatten().map(seconds_said);
         if status == 429 && (answer["global"].as_bool() == Some(true) || limits.global) {
             self.buckets.pause_everything(now + retry_after.unwrap_or(Duration::from_secs(1)));
         }
@@ -425,6 +429,14 @@ mod tests {
         let form = |len: usize| Payload::Form { boundary: String::new(), bytes: vec![0; len] };
         assert_eq!(timeout_for(Some(&form(1_000))), REST_TIMEOUT, "a small form: no more");
         assert_eq!(timeout_for(Some(&form(25 * 1024 * 1024))), REST_TIMEOUT + Duration::from_secs(100));
+    }
+
+    /// Found by a review: `inf` in a rate limit's header (a broken proxy) panicked the channel's sender.
+    #[test]
+    fn a_wait_said_in_seconds_is_bounded_and_never_panics() {
+        for (said, wait) in [(f64::INFINITY, 86_400.0), (f64::NAN, 0.0), (-3.0, 0.0), (1e300, 86_400.0), (0.25, 0.25)] {
+            assert_eq!(super::seconds_said(said), Duration::from_secs_f64(wait), "{said}");
+        }
     }
 
     /// A server that answers each request with a message id only once the test lets it (one permit of `release` per
