@@ -224,7 +224,7 @@ pub fn deliver(router: &Router, message: Option<(ChannelId, IncomingMessage)>) {
 pub fn created(identity: &Identity, message: &discord::Message, text: String) -> Option<(ChannelId, IncomingMessage)> {
     let webhook = message.webhook_id.map(|w| w.get());
     let (id, author) = (MessageId(message.id.get()), UserId(message.author.id.get()));
-    let more = !message.sticker_items.is_empty() || message.poll.is_some();
+    let more = !message.sticker_items.is_empty() || message.poll.is_some() || !message.components.is_empty();
     let has_files = more || carries_files(&message.attachments, &message.embeds);
     let incoming = identity.incoming(author, webhook, id, text, None, has_files)?;
     Some((ChannelId(message.channel_id.get()), incoming))
@@ -243,7 +243,9 @@ pub fn edited(
     let webhook = event.webhook_id.flatten().map(|w| w.get());
     let edited_at = *event.edited_timestamp?;
     let stickers = event.sticker_items.as_ref().is_some_and(|s| !s.is_empty());
+    let components = event.components.as_ref().is_some_and(|c| !c.is_empty());
     let has_files = stickers
+        || components
         || carries_files(event.attachments.as_deref().unwrap_or_default(), event.embeds.as_deref().unwrap_or_default());
     let id = MessageId(event.id.get());
     let incoming = identity.incoming(UserId(author.id.get()), webhook, id, text, Some(edited_at), has_files)?;
@@ -297,6 +299,8 @@ mod tests {
         let poll = serde_json::json!({"question": {"text": "Ship it?"}, "answers": [], "expiry": null,
                                       "allow_multiselect": false, "layout_type": 1});
         assert!(marked(serde_json::json!({ "poll": poll })));
+        let button = serde_json::json!({"type": 2, "style": 1, "label": "Ship", "custom_id": "ship"});
+        assert!(marked(serde_json::json!({"components": [{"type": 1, "components": [button]}]})), "buttons");
     }
 
     /// Found by a review: Discord sends the whole message with every update, so a pin arrived with the content and

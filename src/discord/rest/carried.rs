@@ -23,6 +23,10 @@ pub async fn fetch(http: &DiscordHttp, channel: u64, message: u64) -> Result<Car
     if !found["poll"].is_null() {
         return Err(RestError::Impossible("it has a poll, whose votes a repost would lose".into()));
     }
+    // Reposted, buttons and menus would answer to this bot's application, not the agent's (found by a review).
+    if !list("components").is_empty() {
+        return Err(RestError::Impossible("it has buttons or menus, which only its author's app can answer".into()));
+    }
     let attachments = list("attachments");
     let total: u64 = attachments.iter().filter_map(|a| a["size"].as_u64()).sum();
     if total > CARRIED_FILES_MAX {
@@ -155,7 +159,8 @@ mod tests {
     async fn a_message_with_a_sticker_or_a_poll_cannot_be_carried_over() {
         let sticker = serde_json::json!({"id": "749054660769218631", "name": "Wave", "format_type": 1});
         let poll = serde_json::json!({"question": {"text": "Ship it?"}, "answers": []});
-        for (key, value) in [("sticker_items", serde_json::json!([sticker])), ("poll", poll)] {
+        let row = serde_json::json!([{"type": 1, "components": [{"type": 2, "style": 1, "label": "Ship", "custom_id": "s"}]}]);
+        for (key, value) in [("sticker_items", serde_json::json!([sticker])), ("poll", poll), ("components", row)] {
             let http = serving(|_| {
                 let mut message = serde_json::json!({"id": "2", "channel_id": "1", "content": "Shipped!",
                                                      "attachments": [], "embeds": []});

@@ -136,16 +136,19 @@ pub struct PageMessage {
     pub sticker_items: Vec<Value>,
     #[serde(default)]
     pub poll: Option<Value>,
+    #[serde(default)]
+    pub components: Vec<Value>,
 }
 
 impl PageMessage {
-    /// Whether it carries files or embeds of its own ("rich"), which a repost must carry over, or a sticker or a
-    /// poll, which one cannot (the relay then finds that out and leaves the original: found by a review).
+    /// Whether it carries files or embeds of its own ("rich"), which a repost must carry over, or a sticker, a poll
+    /// or buttons, which one cannot (the relay then finds that out and leaves the original: found by reviews).
     pub fn has_files(&self) -> bool {
         !self.attachments.is_empty()
             || self.embeds.iter().any(|e| super::is_own_embed(e["type"].as_str()))
             || !self.sticker_items.is_empty()
             || self.poll.as_ref().is_some_and(|poll| !poll.is_null())
+            || !self.components.is_empty()
     }
 }
 
@@ -607,6 +610,8 @@ mod tests {
         assert!(page(r#", "sticker_items": [{"id": "7", "name": "Wave", "format_type": 1}]"#).has_files());
         assert!(page(r#", "poll": {"question": {"text": "Ship it?"}, "answers": []}"#).has_files());
         assert!(!page(r#", "poll": null, "sticker_items": []"#).has_files());
+        assert!(page(r#", "components": [{"type": 1, "components": []}]"#).has_files(), "buttons, which stay");
+        assert!(!page(r#", "components": []"#).has_files());
     }
 
     #[test]
