@@ -1,5 +1,6 @@
 //! The `turn-manager` binary: parses the command line, sets up logging, and runs the chosen subcommand.
 
+use std::io::IsTerminal;
 use std::process::ExitCode;
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::prelude::*;
@@ -22,10 +23,17 @@ fn main() -> ExitCode {
     };
     let log = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
+        .with_ansi(colours(std::io::stderr().is_terminal(), std::env::var("NO_COLOR").ok()))
         .with_filter(log_filter(std::env::var("RUST_LOG").ok(), default));
     // Not a log: how the bot sees serenity begin to reconnect a shard, whatever RUST_LOG says.
     tracing_subscriber::registry().with(log).with(turn_manager::discord::reconnecting::layer()).init();
     turn_manager::cli::run(cli)
+}
+
+/// Whether the log is coloured: on a terminal only, and not when `NO_COLOR` is set (no-color.org). journald, `docker
+/// logs` and a file would keep the escape codes as text (found by a review).
+fn colours(stderr_is_terminal: bool, no_color: Option<String>) -> bool {
+    stderr_is_terminal && no_color.is_none_or(|v| v.is_empty())
 }
 
 /// RUST_LOG if it is set and valid, else `default`. serenity stays at WARN unless RUST_LOG names it: at INFO it logs
@@ -40,7 +48,14 @@ fn log_filter(rust_log: Option<String>, default: &str) -> EnvFilter {
 
 #[cfg(test)]
 mod tests {
-    use super::log_filter;
+    use super::{colours, log_filter};
+
+    #[test]
+    fn the_log_is_coloured_on_a_terminal_only_and_never_with_no_color() {
+        assert!(colours(true, None) && colours(true, Some(String::new())));
+        assert!(!colours(false, None), "a pipe or a file (journald, docker logs)");
+        assert!(!colours(true, Some("1".into())));
+    }
 
     #[test]
     fn serenity_stays_at_warn_unless_rust_log_names_it() {

@@ -123,10 +123,11 @@ fn api_base_of(text: &str) -> Result<Option<String>, String> {
         return Ok(None);
     }
     let shown = crate::sessions::location::redact(text);
-    let url = reqwest::Url::parse(text)
-        .map_err(|e| format!("`{shown}` is not a URL ({e}); give the server's address, e.g. http://127.0.0.1:3799"))?;
+    let url = reqwest::Url::parse(text).map_err(|e| {
+        format!("`{shown}` is not a URL ({e}); give the server's address, e.g. http://127.0.0.1:3710 (the sandbox)")
+    })?;
     if !matches!(url.scheme(), "http" | "https") || url.host().is_none() {
-        return Err(format!("`{shown}` is not an http(s) address, e.g. http://127.0.0.1:3799"));
+        return Err(format!("`{shown}` is not an http(s) address, e.g. http://127.0.0.1:3710 (the sandbox)"));
     }
     let base = text.trim_end_matches('/');
     let base = base.strip_suffix("/api/v10").or_else(|| base.strip_suffix("/api")).unwrap_or(base);
@@ -153,7 +154,7 @@ mod tests {
         assert!(!error.contains("s3cretpw"), "a password never shows: {error}");
         for bad in ["not a url", "127.0.0.1:3799", "ftp://host", "unix:/tmp/sock"] {
             let error = api_base_of(bad).unwrap_err();
-            assert!(error.contains(bad) && error.contains("http://127.0.0.1:3799"), "{bad}: {error}");
+            assert!(error.contains(bad) && error.contains("http://127.0.0.1:3710"), "{bad}: {error}");
         }
     }
 }

@@ -416,6 +416,21 @@ fn tell_lost_sessions(env: &Arc<Env>, lost: Vec<ChannelId>) {
     }
 }
 
+/// An error with what caused it, as far down as it goes ("error sending request: … Connection refused"), rather
+/// than its own words alone (found by a review: "Error while sending HTTP request." said nothing of why).
+fn with_causes(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(e) = cause {
+        let said = e.to_string();
+        if !text.contains(&said) {
+            text = format!("{text}: {said}");
+        }
+        cause = e.source();
+    }
+    text
+}
+
 /// Asks the API base for the gateway's address before the client does: serenity, when that fails, connects to
 /// Discord's own gateway with the token, while every REST call goes to the base. A few tries while nothing answers
 /// (a local server still starting), none after a refusal; the error says which setting to check.
@@ -440,12 +455,14 @@ async fn check_api_base(http: &discord::Http, base: &str, budget: &RestBudget) -
                     || matches!(e, discord::Error::Http(discord::HttpError::UnsuccessfulRequest(_))) =>
             {
                 anyhow::bail!(hidden(format!(
-                    "the API base {shown} did not give the gateway's address (GET /api/v10/gateway: {e}); check --api-base \
-                 (DISCORD_API_BASE): it is the server's address, such as http://127.0.0.1:3799, without /api/v10"
+                    "the API base {shown} did not give the gateway's address (GET /api/v10/gateway: {}); check \
+                     --api-base (DISCORD_API_BASE): it is the server's address, such as http://127.0.0.1:3710, without \
+                     /api/v10",
+                    with_causes(&e)
                 )))
             }
             Err(e) => {
-                let why = hidden(e.to_string());
+                let why = hidden(with_causes(&e));
                 tracing::warn!("the API base {shown} did not give the gateway's address ({why}); trying again in 1 s");
                 tokio::time::sleep(Duration::from_secs(1)).await;
             }
@@ -482,6 +499,15 @@ pub fn permissions_used() -> discord::Permissions {
 
 #[cfg(test)]
 mod tests {
+    /// Found by a review: an unreachable --api-base was reported as "Error while sending HTTP request." only.
+    #[tokio::test]
+    async fn an_unreachable_api_base_is_reported_with_why() {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port(); // closed again
+        let error = reqwest::get(format!("http://127.0.0.1:{port}/api/v10/gateway")).await.unwrap_err();
+        let said = super::with_causes(&serenity::Error::Http(serenity::all::HttpError::Request(error)));
+        assert!(said.starts_with("Error while sending HTTP request.") && said.contains("refused"), "{said}");
+    }
+
     #[tokio::test(start_paused = true)]
     async fn a_lease_round_that_fails_is_tried_again_within_a_second_and_a_slow_one_does_not_push_the_next() {
         let start = tokio::time::Instant::now();
