@@ -168,6 +168,11 @@ pub struct Session {
     /// permission checks at the server's arrivals leave it in observe mode; the next start tries relay again.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub webhooks_full: bool,
+    /// Relay fell back to observe mode because Discord refused it (403: a permission taken away): likewise kept
+    /// until the next start, as its notice says, whatever the permissions the server's arrivals show (found by a
+    /// review: each arrival switched back to relay, to be refused and announced again).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub relay_refused: bool,
     pub roster: Vec<PersonaId>,
     pub active_agent: Option<PersonaId>,
     pub round: u32,
@@ -401,6 +406,7 @@ impl Session {
             status: SessionStatus::Stopped,
             display_mode: DisplayMode::Relay,
             webhooks_full: false,
+            relay_refused: false,
             roster: Vec::new(),
             active_agent: None,
             round: 0,

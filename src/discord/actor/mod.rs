@@ -714,9 +714,10 @@ impl Actor {
                 if self.session.is_active() {
                     self.learn_guild().await;
                     let choice = self.choose_display_mode().await;
-                    // Permissions say nothing of the webhooks' room: only a new start tries relay again.
-                    let choice =
-                        choice.filter(|(mode, _)| !(self.session.webhooks_full && *mode == DisplayMode::Relay));
+                    // Permissions say nothing of the webhooks' room, nor of a refusal the cache does not show: only a
+                    // new start tries relay again.
+                    let held = self.session.webhooks_full || self.session.relay_refused;
+                    let choice = choice.filter(|(mode, _)| !(held && *mode == DisplayMode::Relay));
                     self.apply_display_mode(choice).await;
                 }
             }
@@ -812,6 +813,7 @@ impl Actor {
         }
         if report.outcome == (Outcome::Refused { status: 403 }) {
             let missing = self.env.rest.relay_permissions_missing(self.channel).await.unwrap_or_default();
+            self.session.relay_refused = true; // saved with the switch
             self.apply_display_mode(Some((DisplayMode::Observe, Some(lost_permission_notice(&missing))))).await;
         } else if let Outcome::NoWebhook(limit) = report.outcome {
             self.session.webhooks_full = true; // saved with the switch

@@ -235,6 +235,33 @@ async fn a_channel_without_room_for_a_webhook_stays_in_observe_mode_until_the_ne
     assert!(!session.webhooks_full);
 }
 
+/// Found by a review: after a refused relay switched the channel to observe mode, the server's next arrival (a
+/// reconnect, a restart) switched it back to relay, whose next refusal gave a second notice.
+#[tokio::test(start_paused = true)]
+async fn a_channel_whose_relay_was_refused_stays_in_observe_mode_until_the_next_start() {
+    let h = Harness::new();
+    h.start(A).await;
+    h.settle(A).await;
+    h.rest.fail(A, "delete", vec![status(403); 10]);
+    h.deliver(A, &h.written(PM, "First. TURN_COMPLETE", 1_000));
+    h.settle(A).await;
+    h.settle(A).await;
+    assert_eq!(h.session(A).await.display_mode, crate::core::session::DisplayMode::Observe);
+    h.router.deliver(A, Input::CheckDisplayMode);
+    h.settle(A).await;
+    assert_eq!(h.session(A).await.display_mode, crate::core::session::DisplayMode::Observe, "kept");
+    h.deliver(A, &h.written(DEV, "Second. TURN_COMPLETE", 2_000));
+    h.settle(A).await;
+    let notices = h.journal.of(A).iter().filter(|l| l.starts_with("notice")).count();
+    assert_eq!(notices, 1, "one notice: {:#?}", h.journal.of(A));
+    h.command(A, Command::Stop).await;
+    h.command(A, Command::Start { roster: vec![] }).await;
+    h.settle(A).await;
+    let session = h.session(A).await;
+    assert_eq!(session.display_mode, crate::core::session::DisplayMode::Relay, "a new start tries relay again");
+    assert!(!session.relay_refused);
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_server_without_room_for_a_webhook_switches_to_observe_once_saying_the_server_is_full() {
     let h = Harness::new();
