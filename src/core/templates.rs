@@ -113,7 +113,7 @@ impl Template {
             Template::Timeout => "⏱️ {agent} turn timed out after {duration}s",
             Template::Silent => "🤫 {agent} was silent for {seconds}s; the floor moves on.",
             Template::SessionStart => "▶️ Turn management started. Roster: {roster}.",
-            Template::SessionStop => "⏹️ Turn management stopped after {round} round(s). History is kept.",
+            Template::SessionStop => "⏹️ Turn management stopped in round {round}. History is kept.",
             Template::Paused => "⏸️ Paused. {agent} keeps the floor with {remaining}s left.",
             Template::Resumed => "▶️ Resumed. {agent} has {remaining}s left.",
             Template::Skipped => "⏭️ {agent}'s turn was skipped.",

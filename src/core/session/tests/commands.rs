@@ -145,7 +145,7 @@ fn removing_the_floor_holder_passes_the_floor_to_the_one_after_it() {
 fn stop_ends_the_session_and_later_messages_are_not_managed() {
     let mut f = Fixture::new();
     let t = f.command(Command::Stop, 1_000).unwrap();
-    assert_eq!(texts(&t), ["⏹️ Turn management stopped after 1 round(s). History is kept."]);
+    assert_eq!(texts(&t), ["⏹️ Turn management stopped in round 1. History is kept."]);
     assert_eq!((f.session.active_agent.as_ref(), f.session.next_deadline()), (None, None));
     assert_eq!(f.say(PM, "hello TURN_COMPLETE", 2_000), Transition::default());
     let refusal = f.command(Command::Skip, 3_000).unwrap_err().0;
