@@ -154,8 +154,17 @@ async fn refusals_and_bad_arguments_say_what_is_wrong() {
         "{}",
         negative.content
     );
-    let which = command(&scene, op, "frobnicate", starts("Usage: `!turn <")).await;
+    let which =
+        command(&scene, op, "frobnicate", starts("`frobnicate` is not a `turn` command. Usage: `!turn <")).await;
     assert!(which.content.contains("start|stop|pause|resume|skip|give|extend|order|add|remove|status|history"));
+    let missing = command(&scene, op, "give", |m| m.content.starts_with("I couldn't read")).await;
+    assert!(
+        !missing.content.contains("``") && missing.content.contains("Usage: `!turn give <persona>`"),
+        "{}",
+        missing.content
+    );
+    let none = command(&scene, op, "history 0", starts("`history` shows 1 to 50 events")).await;
+    assert!(none.content.contains("`!turn history` shows the last 10"), "{}", none.content);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -289,7 +289,13 @@ async fn history(ctx: Ctx<'_>, #[description = "how many events (default 10)"] n
         if let Err(reason) = authorize(ctx, false).await {
             return Ok(reason);
         }
-        let n = n.map_or(HISTORY_DEFAULT, |n| n as usize).clamp(1, HISTORY_MAX);
+        let n = n.map_or(HISTORY_DEFAULT, |n| n as usize);
+        if !(1..=HISTORY_MAX).contains(&n) {
+            // Found by a review: 0 showed one event, without a word.
+            return Ok(format!(
+                "`history` shows 1 to {HISTORY_MAX} events; `{PREFIX}turn history` shows the last {HISTORY_DEFAULT}."
+            ));
+        }
         // The full history, not only the short tail the session keeps.
         let events = ctx.data().store.history_tail(ChannelId(ctx.channel_id().get()), n).await?;
         Ok::<_, Error>(history_text(&events))
@@ -593,8 +599,20 @@ fn unreadable(error: &(dyn std::error::Error + Send + Sync + 'static), input: Op
         let mut chars = text.trim_end_matches('.').chars();
         chars.next().map(|first| first.to_lowercase().chain(chars).collect()).unwrap_or_default()
     };
-    let what = input.map(|i| format!("`{}`: ", clip(i, TYPED_ECHO_MAX))).unwrap_or_default();
+    // A missing argument has no input to show (found by a review: "I couldn't read that: ``: too few arguments").
+    let shown = input.filter(|i| !i.trim().is_empty());
+    let what = shown.map(|i| format!("`{}`: ", clip(i, TYPED_ECHO_MAX))).unwrap_or_default();
     format!("I couldn't read that: {what}{why}. Usage: `{usage}`")
+}
+
+/// The reply to `!turn` with no command, or one that is none (`!turn frobnicate`: found by a review, it was answered
+/// with the usage alone, as if nothing had been typed).
+fn which_command(invocation: &str, names: &[String]) -> String {
+    let usage = format!("Usage: `{PREFIX}turn <{}>`", names.join("|"));
+    match invocation.split_whitespace().nth(1) {
+        Some(typed) => format!("`{}` is not a `turn` command. {usage}", clip(typed, TYPED_ECHO_MAX)),
+        None => usage,
+    }
 }
 
 async fn on_error(error: poise::FrameworkError<'_, Arc<Commands>, Error>) {
@@ -607,7 +625,7 @@ async fn on_error(error: poise::FrameworkError<'_, Arc<Commands>, Error>) {
         }
         poise::FrameworkError::SubcommandRequired { ctx } => {
             let names: Vec<String> = ctx.command().subcommands.iter().map(|c| c.name.to_string()).collect();
-            reply(ctx, &format!("Usage: `{PREFIX}turn <{}>`", names.join("|"))).await
+            reply(ctx, &which_command(&ctx.invocation_string(), &names)).await
         }
         poise::FrameworkError::Command { error, ctx, .. } => {
             tracing::warn!("command `{}` failed: {error}", ctx.invocation_string());
