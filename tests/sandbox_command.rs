@@ -82,3 +82,37 @@ async fn the_sandbox_hands_out_working_accounts_and_posts_stdin_as_the_operator(
     assert!(status.success(), "{status:?}");
     drop(stdin);
 }
+
+/// Found by a review: `sandbox --dir personas` wrote sandbox.json among the persona files, which `check` and `run`
+/// then refused as a persona without an id.
+#[test]
+fn a_sandbox_in_the_persona_folder_itself_is_refused_and_writes_nothing() {
+    let personas = tempfile::tempdir().unwrap();
+    std::fs::write(personas.path().join("pm.json"), r#"{"id": "pm", "discordUserId": "1"}"#).unwrap();
+    std::fs::write(personas.path().join("dev.json"), r#"{"id": "dev", "discordUserId": "2"}"#).unwrap();
+    let mut child = Command::new(BINARY)
+        .args(["sandbox", "--port", "0", "--personas"])
+        .arg(personas.path())
+        .arg("--dir")
+        .arg(personas.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Bounds a failing test only: a sandbox that starts runs until it is stopped.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            panic!("the sandbox started in the persona folder instead of refusing");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "refused: {stderr}");
+    assert!(stderr.contains("a persona folder, where it would be read as a persona file"), "{stderr}");
+    assert!(!personas.path().join("sandbox.json").exists());
+}

@@ -114,9 +114,7 @@ impl Sandbox {
     /// whole copy is refused first.
     pub fn write_personas(&self, dir: &Path, earlier: &[PersonaId]) -> anyhow::Result<()> {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-        let canonical = |path: &Path| std::fs::canonicalize(path).ok();
-        let source_folders = self.agents.iter().filter_map(|(persona, _)| Path::new(&persona.source).parent());
-        if source_folders.filter_map(canonical).any(|folder| Some(folder) == canonical(dir)) {
+        if self.is_persona_folder(dir) {
             anyhow::bail!(
                 "the sandbox's copy of the personas would go to {}, the persona folder itself, and overwrite its \
                  files: give another --dir",
@@ -158,6 +156,27 @@ impl Sandbox {
         Ok(())
     }
 
+    /// Whether `dir` is a folder the personas were read from.
+    fn is_persona_folder(&self, dir: &Path) -> bool {
+        let canonical = |path: &Path| std::fs::canonicalize(path).ok();
+        let Some(dir) = canonical(dir) else { return false };
+        let source_folders = self.agents.iter().filter_map(|(persona, _)| Path::new(&persona.source).parent());
+        source_folders.filter_map(canonical).any(|folder| folder == dir)
+    }
+
+    /// The persona files in the copy folder `dir` that this sandbox did not write: a bot given the folder would
+    /// count them among its personas, without an account here.
+    fn strangers_in(&self, dir: &Path) -> Vec<String> {
+        let ours: Vec<String> = self.agents.iter().map(|(persona, _)| format!("{}.json", persona.id)).collect();
+        let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+        let mut names: Vec<String> = entries
+            .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
+            .filter(|name| name.ends_with(".json") && !name.starts_with('.') && !ours.contains(name))
+            .collect();
+        names.sort();
+        names
+    }
+
     /// Posts a line as the operator, with Discord's checks (an over-long line is refused, not cut).
     pub fn operator_says(&self, text: &str) -> Result<u64, String> {
         let author = Author::User(self.operator);
@@ -180,7 +199,23 @@ async fn serve(port: u16, personas: Vec<Persona>, dir: &Path) -> anyhow::Result<
     })?;
     let personas_dir = dir.join("personas");
     let file = dir.join("sandbox.json");
+    // Found by a review: `--dir personas` wrote sandbox.json among the persona files, which `check` then refused.
+    anyhow::ensure!(
+        !sandbox.is_persona_folder(dir),
+        "sandbox.json would go to {}, a persona folder, where it would be read as a persona file: give another --dir",
+        dir.display()
+    );
     sandbox.write_personas(&personas_dir, &earlier_agents(&file))?;
+    let strangers = sandbox.strangers_in(&personas_dir);
+    if !strangers.is_empty() {
+        eprintln!(
+            "note: {} also holds {}, which this sandbox did not write: `run --personas {}` would count them among its \
+             personas, with no account here",
+            personas_dir.display(),
+            strangers.join(", "),
+            personas_dir.display()
+        );
+    }
     let description = sandbox.description(&personas_dir);
     std::fs::write(&file, serde_json::to_string_pretty(&description)? + "\n")
         .with_context(|| format!("cannot write {}", file.display()))?;
@@ -331,6 +366,8 @@ mod tests {
         let copy: Value = serde_json::from_slice(&std::fs::read(copies.path().join("critic.json")).unwrap()).unwrap();
         assert_eq!(copy["avatarUrl"], "https://a/c.png", "the file as it was");
         assert_eq!(copy["discordUserId"], sandbox.agents[0].1.user.to_string(), "with its sandbox account");
+        assert_eq!(sandbox.strangers_in(copies.path()), ["notes.json"], "a file no sandbox wrote is pointed out");
+        assert!(sandbox.is_persona_folder(sources.path()) && !sandbox.is_persona_folder(copies.path()));
 
         let refused = sandbox.write_personas(sources.path(), &[]).unwrap_err().to_string();
         assert!(refused.contains("the persona folder itself"), "{refused}");
