@@ -39,7 +39,7 @@ struct FakeChannel {
     reposts_coming: Mutex<Vec<(tokio::time::Instant, String, String)>>,
     /// The files each repost carried, by name.
     files: Mutex<Vec<Vec<String>>>,
-    /// What the original carries, or why it cannot be carried.
+    /// What the original carries, or why it cannot be carried (`None`: plain text, or gone once `deleted` holds it).
     carries: Mutex<Option<Result<Carried, RestError>>>,
     deleted: Mutex<Vec<MessageId>>,
     /// Reposts deleted by taking them back (through the webhook, where the fake knows them).
@@ -169,8 +169,12 @@ impl Rest for FakeChannel {
         Ok(found)
     }
 
-    async fn carried(&self, _: ChannelId, _: MessageId) -> Result<Carried, RestError> {
-        self.carries.lock().unwrap().clone().expect("carried only asked for a message with files")
+    async fn carried(&self, _: ChannelId, message: MessageId) -> Result<Carried, RestError> {
+        self.calls.lock().unwrap().push(format!("look at {message}"));
+        if self.deleted.lock().unwrap().contains(&message) {
+            return Err(RestError::Status { status: 404, message: "Unknown Message".into(), retry_after: None });
+        }
+        self.carries.lock().unwrap().clone().unwrap_or_else(|| Ok(Carried::default()))
     }
 
     async fn delete(&self, _: ChannelId, message: MessageId) -> Result<(), RestError> {
@@ -339,6 +343,21 @@ async fn a_split_relay_replayed_after_a_crash_posts_only_the_missing_parts_in_or
     // Replayed again once all of them were made: nothing more is posted.
     relay(&channel, &text, true).await;
     assert_eq!(texts(&channel), parts);
+}
+
+/// Found by a review: a relay replayed after a crash reposted a message someone deleted while the bot was down (no
+/// gateway event tells of it any more), undoing the deletion.
+#[tokio::test(start_paused = true)]
+async fn a_relay_replayed_after_its_original_was_deleted_while_the_bot_was_down_reposts_nothing() {
+    let channel = Arc::new(FakeChannel::default());
+    channel.deleted.lock().unwrap().push(ORIGINAL); // by a moderator, while the bot was down
+    let report = relay(&channel, "Something a moderator removed.", true).await;
+    assert!(matches!(report.outcome, Outcome::Done { .. }), "{report:?}");
+    assert!(texts(&channel).is_empty(), "not reposted");
+    // Live, the gateway tells of a deletion: no look at the original before reposting.
+    let live = Arc::new(FakeChannel::default());
+    relay(&live, "Here it is.", false).await;
+    assert!(!live.calls.lock().unwrap().iter().any(|c| c.starts_with("look at")), "{:?}", live.calls.lock().unwrap());
 }
 
 #[tokio::test(start_paused = true)]
