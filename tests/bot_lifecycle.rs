@@ -346,6 +346,28 @@ fn invite_prints_the_oauth2_url() {
     assert_eq!(bad.status.code(), Some(2));
 }
 
+/// Found by a review: Ctrl-C killed the demo and left its state folder in the temporary folder.
+#[test]
+fn a_demo_stopped_by_ctrl_c_leaves_no_state_folder_behind() {
+    use std::io::BufRead;
+    let mut demo = Command::new(BINARY)
+        .args(["demo", "--rounds", "5"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let state = std::env::temp_dir().join(format!("turn-manager-demo-{}", demo.id()));
+    let mut lines = std::io::BufReader::new(demo.stdout.take().unwrap()).lines();
+    // Bounds a failing test only: the first floor comes within seconds.
+    assert!(lines.any(|l| l.unwrap().contains("has the floor")), "the demo runs");
+    assert!(state.exists(), "precondition: the demo's state folder {}", state.display());
+    Command::new("kill").args(["-INT", &demo.id().to_string()]).status().unwrap();
+    let status = demo.wait().unwrap();
+    assert!(!status.success(), "stopped, not done");
+    assert!(!state.exists(), "{} is left behind", state.display());
+}
+
 #[test]
 fn the_demo_runs_one_round_and_shows_every_case() {
     let out =
