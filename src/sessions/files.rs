@@ -35,8 +35,12 @@ pub enum LockError {
         dir.display(), lock.display()
     )]
     Taken { dir: PathBuf, lock: PathBuf },
-    #[error("failed to lock the state folder {} with {}: {source}", dir.display(), lock.display())]
-    Io { dir: PathBuf, lock: PathBuf, source: std::io::Error },
+    // `cause`, not `source`: shown in the message, it would be shown twice as the error's source too (found by a
+    // review: "… (os error 2): No such file or directory (os error 2)").
+    #[error("failed to lock the state folder {} with {}: {cause}", dir.display(), lock.display())]
+    Io { dir: PathBuf, lock: PathBuf, cause: std::io::Error },
+    #[error("cannot create the state folder {}: {cause}", dir.display())]
+    Create { dir: PathBuf, cause: std::io::Error },
     #[error("the state folder {} is a file, not a folder: give a folder (it is created if missing)", dir.display())]
     NotAFolder { dir: PathBuf },
 }
@@ -45,13 +49,14 @@ impl FolderLock {
     /// Takes the folder's lock (creating the folder), or says that another process has it.
     pub fn take(dir: &Path) -> Result<Self, LockError> {
         let lock = dir.join(LOCK_FILE);
-        let failed = |source| LockError::Io { dir: dir.to_owned(), lock: lock.clone(), source };
+        let failed = |cause| LockError::Io { dir: dir.to_owned(), lock: lock.clone(), cause };
         if dir.exists() && !dir.is_dir() {
             return Err(LockError::NotAFolder { dir: dir.to_owned() });
         }
         // Made durably here, where it is made: the store opened next finds it there, and a power cut soon after a
         // first start must not take the whole folder, journal and all, with it.
-        let _synced = crate::store::create_folder_durably(dir).map_err(failed)?;
+        let _synced = crate::store::create_folder_durably(dir)
+            .map_err(|cause| LockError::Create { dir: dir.to_owned(), cause })?;
         let file = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&lock).map_err(failed)?;
         match try_lock(&file) {
             Ok(true) => Ok(Self {
@@ -172,6 +177,17 @@ impl SessionStore for FileSessions {
 mod tests {
     use super::{FileSessions, FolderLock, LockError};
     use crate::sessions::SessionStore;
+
+    /// Found by a review: the cause was shown twice, and the failure was called one to lock the folder.
+    #[test]
+    fn a_state_folder_that_cannot_be_made_says_so_and_its_cause_once() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("file"), "").unwrap();
+        let Err(error) = FolderLock::take(&dir.path().join("file/state")) else { panic!("refused") };
+        let said = format!("{:#}", anyhow::Error::from(error));
+        assert!(said.starts_with("cannot create the state folder"), "{said}");
+        assert_eq!(said.matches("os error").count(), 1, "{said}");
+    }
 
     #[tokio::test]
     async fn a_second_opening_of_a_state_folder_is_refused_until_the_first_is_closed() {
