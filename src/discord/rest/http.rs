@@ -365,7 +365,10 @@ impl DiscordHttp {
         let message = answer["message"].as_str().unwrap_or("no explanation").to_owned();
         let retry_after =
             (status == 429).then(|| answer["retry_after"].as_f64().or(limits.retry_after)).flatten().map(seconds_said);
-        if status == 429 && (answer["global"].as_bool() == Some(true) || limits.global) {
+        // A 429 that is not Discord's JSON (Cloudflare's ban of the address, an HTML page) holds for every route,
+        // like a global limit: each route trying meanwhile would only prolong it (found by a review).
+        let banned = status == 429 && answer.is_null();
+        if status == 429 && (answer["global"].as_bool() == Some(true) || limits.global || banned) {
             self.buckets.pause_everything(now + retry_after.unwrap_or(Duration::from_secs(1)));
         }
         Err(RestError::Status { status, message, retry_after })
@@ -387,7 +390,12 @@ impl Limits {
             remaining: number("x-ratelimit-remaining"),
             reset_after: number("x-ratelimit-reset-after"),
             retry_after: number("retry-after"),
-            global: headers.contains_key("x-ratelimit-global"),
+            // Discord sends it only on a global limit, as `true`; a proxy or a test server may send `false` (found
+            // by a review: taken for global by its mere presence, one route's 429 held every call).
+            global: headers
+                .get("x-ratelimit-global")
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|v| v.trim().eq_ignore_ascii_case("true")),
         }
     }
 }
@@ -440,6 +448,45 @@ mod tests {
         for (said, wait) in [(f64::INFINITY, 86_400.0), (f64::NAN, 0.0), (-3.0, 0.0), (1e300, 86_400.0), (0.25, 0.25)] {
             assert_eq!(super::seconds_said(said), Duration::from_secs_f64(wait), "{said}");
         }
+    }
+
+    /// A server that answers every request with status 429, `headers` and `body`, and closes the connection.
+    async fn limiting(headers: &str, body: &'static str) -> String {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let answer = format!(
+            "HTTP/1.1 429 Too Many Requests\r\nRetry-After: 7\r\n{headers}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        tokio::spawn(async move {
+            while let Ok((mut socket, _)) = listener.accept().await {
+                let mut head = Vec::new();
+                let mut byte = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") && socket.read(&mut byte).await.unwrap_or(0) == 1 {
+                    head.push(byte[0]);
+                }
+                let _ = socket.write_all(answer.as_bytes()).await;
+            }
+        });
+        base
+    }
+
+    /// Found by a review: a 429 that is not Discord's JSON (Cloudflare's ban of the address) held back only its own
+    /// route, and every other route's calls earned 429s meanwhile, prolonging the ban; and a route's 429 saying
+    /// `X-RateLimit-Global: false` was taken for a global one.
+    #[tokio::test]
+    async fn a_429_that_is_not_discords_holds_every_route_and_one_saying_not_global_only_its_own() {
+        let other_route = |http: &DiscordHttp| http.buckets.wait_before("POST /channels/{id}/messages", Instant::now());
+        let banned = limiting("Content-Type: text/html\r\n", "<html>banned</html>").await;
+        let http = DiscordHttp::new("t", Some(&banned), Arc::new(RestBudget::new(0)));
+        assert_eq!(http.get_message(1, 2).await.unwrap_err().status(), Some(429));
+        assert!(other_route(&http) > Duration::from_secs(5), "another route waits too: {:?}", other_route(&http));
+
+        let headers = "Content-Type: application/json\r\nX-RateLimit-Global: false\r\nX-RateLimit-Scope: user\r\n";
+        let body = r#"{"message": "You are being rate limited.", "retry_after": 7, "global": false}"#;
+        let http = DiscordHttp::new("t", Some(&limiting(headers, body).await), Arc::new(RestBudget::new(0)));
+        assert_eq!(http.get_message(1, 2).await.unwrap_err().status(), Some(429));
+        assert_eq!(other_route(&http), Duration::ZERO, "only its own route waits");
     }
 
     /// A server that answers each request with a message id only once the test lets it (one permit of `release` per
@@ -625,6 +672,8 @@ mod tests {
             (limits.remaining, limits.reset_after, limits.retry_after, limits.global),
             (Some(4.0), Some(1.25), None, false)
         );
+        headers.insert("x-ratelimit-global", HeaderValue::from_static("false"));
+        assert!(!Limits::of(&headers).global, "a proxy's `false` is no global limit");
         headers.insert("retry-after", HeaderValue::from_static("3"));
         headers.insert("x-ratelimit-global", HeaderValue::from_static("true"));
         headers.insert("x-ratelimit-remaining", HeaderValue::from_static("not a number"));
