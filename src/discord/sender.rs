@@ -202,6 +202,11 @@ impl Sender {
         }
     }
 
+    /// Whether this sender deleted `message` lately (its MESSAGE_DELETE is its own deletion coming back).
+    pub fn deleted_itself(&self, message: MessageId) -> bool {
+        self.gone.lock().unwrap_or_else(std::sync::PoisonError::into_inner).own.contains(&message)
+    }
+
     /// Stops at once, leaving what is queued undone: another process acts for the channel now, and carries out
     /// what this one left from the saved outbox (an effect cut short in its REST call is looked for first there, as
     /// after a crash). Its own effects, posted after that process's, would come twice or out of order.

@@ -741,6 +741,20 @@ impl Actor {
         }
     }
 
+    /// Leaves out the relays of messages someone deleted while the channel was held: the deletion waits with the
+    /// live inputs, and a page of the history read meanwhile may show the message and decide its relay, which the
+    /// sender would carry out before the deletion is handled (found by a review). The bot's own deletions (an
+    /// out-of-turn message, judged in turn once a page shows the signal before it) do not count.
+    pub(super) fn drop_relays_of_held_deletions(&self, effects: &mut Vec<Effect>) {
+        let held_deletion =
+            |id: MessageId| self.held.iter().any(|input| matches!(input, Input::Deleted(d) if *d == id));
+        let own = |id: MessageId| self.sender.as_ref().is_some_and(|sender| sender.deleted_itself(id));
+        effects.retain(|effect| match effect {
+            Effect::Relay { message_id, .. } => !held_deletion(*message_id) || own(*message_id),
+            _ => true,
+        });
+    }
+
     /// Someone deleted `message`: a relay of it in the outbox, reposted, would undo the deletion (found by a review),
     /// so it posts nothing if it has not begun.
     fn forget_queued_relay_of(&self, message: MessageId) {

@@ -48,10 +48,11 @@ impl Actor {
     /// of the turn or the settings is saved durably first; activity alone is saved lazily, a little later, with
     /// whatever activity follows it. False when the save failed (the effects wait in the outbox for a save that
     /// works).
-    pub(super) async fn commit(&mut self, t: Transition) -> bool {
+    pub(super) async fn commit(&mut self, mut t: Transition) -> bool {
         if !t.changed {
             return true;
         }
+        self.drop_relays_of_held_deletions(&mut t.effects);
         if !t.durable() {
             self.activity_save_at.get_or_insert_with(|| Instant::now() + ACTIVITY_SAVE_AFTER);
             return true;

@@ -124,6 +124,23 @@ async fn a_live_message_after_the_deadline_waits_for_the_catch_up_whose_page_hol
     assert_eq!(h.holder(A).await.as_deref(), Some("dev"));
 }
 
+/// Found by a review: a message on a page still being read when someone deleted it had its relay decided by the
+/// page, carried out before the held deletion was handled.
+#[tokio::test(start_paused = true)]
+async fn a_message_deleted_while_its_page_is_read_is_not_reposted() {
+    let h = Harness::new();
+    let signal = signal_missed_while_disconnected(&h).await;
+    *h.rest.read_delay.lock().unwrap() = Duration::from_secs(5);
+    h.router.broadcast(|| Input::CatchUp(None));
+    tokio::time::advance(Duration::from_secs(1)).await;
+    h.router.deliver(A, Input::Deleted(signal.id));
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    h.settle(A).await;
+    let lines = h.journal.of(A);
+    assert_eq!(h.events(A, "turn_complete"), 1, "the turn it ended stays ended: {lines:#?}");
+    assert!(!lines.iter().any(|l| l.starts_with("repost")), "reposted after its deletion: {lines:#?}");
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_live_message_delivered_before_the_catch_up_began_waits_for_it_too() {
     let h = Harness::new();
