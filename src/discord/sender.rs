@@ -42,10 +42,6 @@ pub const GIVE_UP_AFTER: Duration = Duration::from_secs(600);
 const LOOK_FOR_AT_MOST: chrono::TimeDelta = chrono::TimeDelta::hours(1);
 /// The first wait after a server error or a time-out; it doubles each time, up to [`BACKOFF_MAX`].
 const BACKOFF_FIRST: Duration = Duration::from_millis(500);
-/// How long after a repost whose outcome is unknown the channel is looked at for it, at the least: Discord may still
-/// be making it when the answer was lost (a time-out, a 502 from its proxy), and looked for too soon it shows twice
-/// (found by a review). As long again as the call was given.
-const REPOST_SETTLES_IN: Duration = crate::discord::rest::http::REST_TIMEOUT;
 const BACKOFF_MAX: Duration = Duration::from_secs(30);
 /// The wait after a 429 when Discord's own `retry_after` is not known.
 const RATE_LIMIT_WAIT: Duration = Duration::from_secs(1);
@@ -637,6 +633,7 @@ async fn repost_once(
     let part = parts.last().expect("at least the part to post");
     let mut policy = Policy::new(Some(tools));
     loop {
+        let tried_at = Instant::now();
         let error = match rest.repost(channel, voice, part, carries).await {
             Ok(made) => return Ok(made),
             Err(e) if e.is_transient() => e,
@@ -644,8 +641,11 @@ async fn repost_once(
         };
         let unknown = outcome_unknown(&error);
         let failed_at = Instant::now();
-        // Looked for before it would show, a repost Discord is still making would be made again.
-        let least = if unknown { REPOST_SETTLES_IN } else { Duration::ZERO };
+        // Looked for before it would show, a repost Discord is still making would be made again (found by a review:
+        // looked for half a second after a time-out, one made seconds later showed twice). A call whose answer was
+        // slow to fail (a time-out, a proxy's 504, an upload) may still be under way for as long again; one that
+        // failed at once (a refused connection, a quick 5xx) is retried as soon as before.
+        let least = if unknown { failed_at - tried_at } else { Duration::ZERO };
         if let Err(given_up) = policy.wait_at_least(error, least).await {
             if lease_lost(tools) {
                 return Err(given_up); // Left to the process that holds the channel, which looks for it.
