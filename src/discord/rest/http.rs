@@ -32,10 +32,10 @@ pub const IN_FLIGHT_MAX: usize = 64;
 /// Discord's API host, when no `--api-base` is given.
 const DISCORD: &str = "https://discord.com";
 
-/// A wait a header or a body gives in seconds, as a duration: at most a day, and none for what is not a number of
-/// seconds (an `inf` from a broken proxy panicked the channel's sender).
-fn seconds_said(seconds: f64) -> Duration {
-    Duration::try_from_secs_f64(seconds.clamp(0.0, 86_400.0)).unwrap_or(Duration::ZERO)
+/// A wait a header or a body gives in seconds, as a duration, at most a day; `None` for what is no number of seconds
+/// (`inf` from a broken proxy panicked the channel's sender; taken for no wait, a 429 would be tried again at once).
+fn seconds_said(seconds: f64) -> Option<Duration> {
+    (seconds.is_finite() && seconds >= 0.0).then(|| Duration::from_secs_f64(seconds.min(86_400.0)))
 }
 
 /// How long a call may take: [`REST_TIMEOUT`], and for a form with files the time to send them at
@@ -85,7 +85,8 @@ impl Buckets {
     /// Learns from an answer's headers: what is left of the route's bucket and when it refills.
     pub fn learn(&self, route: &str, now: Instant, remaining: Option<u64>, reset_after: Option<f64>) {
         let (Some(remaining), Some(reset_after)) = (remaining, reset_after) else { return };
-        let reset_at = now + seconds_said(reset_after);
+        let Some(reset_after) = seconds_said(reset_after) else { return };
+        let reset_at = now + reset_after;
         self.routes.lock().expect("buckets lock").insert(route.to_owned(), Bucket { remaining, reset_at });
     }
 
@@ -363,8 +364,10 @@ impl DiscordHttp {
         }
         let answer: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
         let message = answer["message"].as_str().unwrap_or("no explanation").to_owned();
-        let retry_after =
-            (status == 429).then(|| answer["retry_after"].as_f64().or(limits.retry_after)).flatten().map(seconds_said);
+        let retry_after = (status == 429)
+            .then(|| answer["retry_after"].as_f64().or(limits.retry_after))
+            .flatten()
+            .and_then(seconds_said);
         // A 429 that is not Discord's JSON (Cloudflare's ban of the address, an HTML page) holds for every route,
         // like a global limit: each route trying meanwhile would only prolong it (found by a review).
         let banned = status == 429 && answer.is_null();
@@ -445,8 +448,10 @@ mod tests {
     /// Found by a review: `inf` in a rate limit's header (a broken proxy) panicked the channel's sender.
     #[test]
     fn a_wait_said_in_seconds_is_bounded_and_never_panics() {
-        for (said, wait) in [(f64::INFINITY, 86_400.0), (f64::NAN, 0.0), (-3.0, 0.0), (1e300, 86_400.0), (0.25, 0.25)] {
-            assert_eq!(super::seconds_said(said), Duration::from_secs_f64(wait), "{said}");
+        let cases =
+            [(f64::INFINITY, None), (f64::NAN, None), (-3.0, None), (1e300, Some(86_400.0)), (0.25, Some(0.25))];
+        for (said, wait) in cases {
+            assert_eq!(super::seconds_said(said), wait.map(Duration::from_secs_f64), "{said}");
         }
     }
 
