@@ -495,8 +495,8 @@ pub fn typed(text: &str) -> Option<Typed> {
     }
     let definitions = turn().subcommands;
     let every = || {
-        let subcommands: Vec<&str> = definitions.iter().map(|c| c.name.as_ref()).collect();
-        Typed::Unreadable(format!("Usage: `{PREFIX}turn <{}>`", subcommands.join("|")))
+        let subcommands: Vec<String> = definitions.iter().map(|c| c.name.to_string()).collect();
+        Typed::Unreadable(which_command(text, &subcommands))
     };
     let (name, args) = first_word(rest);
     let Some(definition) = definitions.iter().find(|c| c.name.eq_ignore_ascii_case(name)) else {
@@ -609,9 +609,11 @@ fn unreadable(error: &(dyn std::error::Error + Send + Sync + 'static), input: Op
 /// with the usage alone, as if nothing had been typed).
 fn which_command(invocation: &str, names: &[String]) -> String {
     let usage = format!("Usage: `{PREFIX}turn <{}>`", names.join("|"));
-    match invocation.split_whitespace().nth(1) {
-        Some(typed) => format!("`{}` is not a `turn` command. {usage}", clip(typed, TYPED_ECHO_MAX)),
-        None => usage,
+    let after_prefix = invocation.trim_start().strip_prefix(PREFIX).unwrap_or(invocation).trim_start();
+    let (_turn, rest) = first_word(after_prefix);
+    match first_word(rest).0 {
+        "" => usage,
+        typed => format!("`{}` is not a `turn` command. {usage}", clip(typed, TYPED_ECHO_MAX)),
     }
 }
 
@@ -707,10 +709,11 @@ mod tests {
         assert_eq!(typed("!turn give"), Some(Typed::Unreadable("Usage: `!turn give <persona>`".into())));
         assert_eq!(typed("!turn extend soon"), Some(Typed::Unreadable("Usage: `!turn extend <seconds>`".into())));
         assert_eq!(typed("!turn pause now"), Some(Typed::Unreadable("Usage: `!turn pause`".into())));
-        assert!(
-            matches!(typed("!turn dance"), Some(Typed::Unreadable(u)) if u.starts_with("Usage: `!turn <start|stop|"))
-        );
-        assert!(matches!(typed("!turn"), Some(Typed::Unreadable(_))));
+        for dance in ["!turn dance", "! turn dance now"] {
+            let unknown = "`dance` is not a `turn` command. Usage: `!turn <start|stop|";
+            assert!(matches!(typed(dance), Some(Typed::Unreadable(u)) if u.starts_with(unknown)), "{dance}");
+        }
+        assert!(matches!(typed("!turn"), Some(Typed::Unreadable(u)) if u.starts_with("Usage: `!turn <start|")));
         assert_eq!(change("!Turn PAUSE"), Command::Pause, "names in any case, as poise's default");
         assert_eq!(change("! turn pause"), Command::Pause, "poise trims after the prefix");
         assert_eq!(change("!turn give \"dev\""), Command::Give { persona: "dev".into() }, "quotes dropped");

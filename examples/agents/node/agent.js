@@ -4,7 +4,8 @@
 // When the manager mentions it, it shows typing, runs the command given on its command line with the conversation
 // so far on standard input, posts what the command printed, and ends its turn with TURN_COMPLETE. A call overtaken
 // by a newer message of its caller that mentions anyone (the floor moved on, or the agent was called again) is not
-// answered: that answer would come after its turn, and the manager would remove it. Any model CLI plugs in:
+// answered: that answer would come after its turn (shown as a late reply that moves nothing at best, removed as out
+// of turn if the agent spoke since), or answer an old call. Any model CLI plugs in:
 //
 //     DISCORD_TOKEN=... node agent.js -- my-model-cli --system "You are the developer"
 //
