@@ -42,6 +42,9 @@ pub const GIVE_UP_AFTER: Duration = Duration::from_secs(600);
 const LOOK_FOR_AT_MOST: chrono::TimeDelta = chrono::TimeDelta::hours(1);
 /// The first wait after a server error or a time-out; it doubles each time, up to [`BACKOFF_MAX`].
 const BACKOFF_FIRST: Duration = Duration::from_millis(500);
+/// The least a repost whose outcome is unknown is given to show before it is looked for, however fast its call failed
+/// (a reset after the request went out, a proxy's quick 502).
+const REPOST_SHOWS_WITHIN: Duration = Duration::from_secs(2);
 const BACKOFF_MAX: Duration = Duration::from_secs(30);
 /// The wait after a 429 when Discord's own `retry_after` is not known.
 const RATE_LIMIT_WAIT: Duration = Duration::from_secs(1);
@@ -643,9 +646,13 @@ async fn repost_once(
         let failed_at = Instant::now();
         // Looked for before it would show, a repost Discord is still making would be made again (found by a review:
         // looked for half a second after a time-out, one made seconds later showed twice). A call whose answer was
-        // slow to fail (a time-out, a proxy's 504, an upload) may still be under way for as long again; one that
-        // failed at once (a refused connection, a quick 5xx) is retried as soon as before.
-        let least = if unknown { failed_at - tried_at } else { Duration::ZERO };
+        // slow to fail (a time-out, a proxy's 504, an upload) may still be under way for as long again: as long as
+        // it took, but never longer than a call is given (a call that first waited for a rate limit or a free slot
+        // took longer than its exchange), nor less than a quick failure is given.
+        let limit =
+            crate::discord::rest::http::time_limit_with(carries.files.iter().map(|f| f.bytes.len() as u64).sum());
+        let took = (failed_at - tried_at).clamp(REPOST_SHOWS_WITHIN, limit);
+        let least = if unknown { took } else { Duration::ZERO };
         if let Err(given_up) = policy.wait_at_least(error, least).await {
             if lease_lost(tools) {
                 return Err(given_up); // Left to the process that holds the channel, which looks for it.

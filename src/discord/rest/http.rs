@@ -42,11 +42,14 @@ fn seconds_said(seconds: f64) -> Option<Duration> {
 /// [`FILE_BYTES_PER_SECOND`] on top.
 fn timeout_for(body: Option<&Payload<'_>>) -> Duration {
     match body {
-        Some(Payload::Form { bytes, .. }) => {
-            REST_TIMEOUT + Duration::from_secs(bytes.len() as u64 / FILE_BYTES_PER_SECOND)
-        }
+        Some(Payload::Form { bytes, .. }) => time_limit_with(bytes.len() as u64),
         _ => REST_TIMEOUT,
     }
+}
+
+/// How long a call carrying `file_bytes` of files may take (see [`timeout_for`]).
+pub fn time_limit_with(file_bytes: u64) -> Duration {
+    REST_TIMEOUT + Duration::from_secs(file_bytes / FILE_BYTES_PER_SECOND)
 }
 
 /// A message a webhook posted: its id, and the channel (or thread) it went to.
@@ -364,13 +367,14 @@ impl DiscordHttp {
         }
         let answer: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
         let message = answer["message"].as_str().unwrap_or("no explanation").to_owned();
-        let retry_after = (status == 429)
-            .then(|| answer["retry_after"].as_f64().or(limits.retry_after))
-            .flatten()
-            .and_then(seconds_said);
-        // A 429 that is not Discord's JSON (Cloudflare's ban of the address, an HTML page) holds for every route,
-        // like a global limit: each route trying meanwhile would only prolong it (found by a review).
-        let banned = status == 429 && answer.is_null();
+        // The body's wait first, then the header's: a wait that is no number of seconds in one leaves the other.
+        let said = |seconds: Option<f64>| seconds.and_then(seconds_said);
+        let retry_after =
+            (status == 429).then(|| said(answer["retry_after"].as_f64()).or(said(limits.retry_after))).flatten();
+        // A 429 from Cloudflare that is not Discord's JSON (its ban of the address, an HTML page) holds for every
+        // route, like a global limit: each route trying meanwhile would only prolong it (found by a review). A plain
+        // 429 from a proxy of one's own is that route's.
+        let banned = status == 429 && answer.is_null() && limits.cloudflare;
         if status == 429 && (answer["global"].as_bool() == Some(true) || limits.global || banned) {
             self.buckets.pause_everything(now + retry_after.unwrap_or(Duration::from_secs(1)));
         }
@@ -384,6 +388,8 @@ struct Limits {
     reset_after: Option<f64>,
     retry_after: Option<f64>,
     global: bool,
+    /// Answered by Cloudflare (Discord's front): its own 429s are bans of the address.
+    cloudflare: bool,
 }
 
 impl Limits {
@@ -395,6 +401,11 @@ impl Limits {
             retry_after: number("retry-after"),
             // Discord sends it only on a global limit, as `true`; a proxy or a test server may send `false` (found
             // by a review: taken for global by its mere presence, one route's 429 held every call).
+            cloudflare: headers.contains_key("cf-ray")
+                || headers
+                    .get("server")
+                    .and_then(|v| v.to_str().ok())
+                    .is_some_and(|v| v.eq_ignore_ascii_case("cloudflare")),
             global: headers
                 .get("x-ratelimit-global")
                 .and_then(|v| v.to_str().ok())
@@ -476,16 +487,23 @@ mod tests {
         base
     }
 
-    /// Found by a review: a 429 that is not Discord's JSON (Cloudflare's ban of the address) held back only its own
-    /// route, and every other route's calls earned 429s meanwhile, prolonging the ban; and a route's 429 saying
+    /// Found by reviews: a 429 from Cloudflare that is not Discord's JSON (its ban of the address) held back only its
+    /// own route, and every other route's calls earned 429s meanwhile, prolonging the ban; and a route's 429 saying
     /// `X-RateLimit-Global: false` was taken for a global one.
     #[tokio::test]
     async fn a_429_that_is_not_discords_holds_every_route_and_one_saying_not_global_only_its_own() {
         let other_route = |http: &DiscordHttp| http.buckets.wait_before("POST /channels/{id}/messages", Instant::now());
-        let banned = limiting("Content-Type: text/html\r\n", "<html>banned</html>").await;
+        let cloudflare = "Content-Type: text/html\r\nServer: cloudflare\r\nCF-RAY: 8f0c\r\n";
+        let banned = limiting(cloudflare, "<html>banned</html>").await;
         let http = DiscordHttp::new("t", Some(&banned), Arc::new(RestBudget::new(0)));
         assert_eq!(http.get_message(1, 2).await.unwrap_err().status(), Some(429));
         assert!(other_route(&http) > Duration::from_secs(5), "another route waits too: {:?}", other_route(&http));
+
+        // A proxy of one's own (nginx's limit_req) answering a plain 429 limits that route only.
+        let plain = limiting("Content-Type: text/plain\r\n", "Too Many Requests").await;
+        let http = DiscordHttp::new("t", Some(&plain), Arc::new(RestBudget::new(0)));
+        assert_eq!(http.get_message(1, 2).await.unwrap_err().status(), Some(429));
+        assert_eq!(other_route(&http), Duration::ZERO, "a proxy's plain 429 holds its own route");
 
         let headers = "Content-Type: application/json\r\nX-RateLimit-Global: false\r\nX-RateLimit-Scope: user\r\n";
         let body = r#"{"message": "You are being rate limited.", "retry_after": 7, "global": false}"#;

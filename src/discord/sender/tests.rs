@@ -310,10 +310,13 @@ async fn a_repost_made_but_answered_with_a_timeout_or_a_server_error_is_not_made
 #[tokio::test(start_paused = true)]
 async fn a_repost_that_shows_seconds_after_its_slow_call_failed_is_not_made_again() {
     let gateway_timeout = RestError::Status { status: 504, message: "Gateway Timeout".into(), retry_after: None };
-    for (error, took) in [(RestError::Timeout(Duration::from_secs(10)), 10), (gateway_timeout, 8)] {
+    let quick = (server_error(), Duration::ZERO, Duration::from_millis(1500));
+    let slow = |error, took| (error, Duration::from_secs(took), Duration::from_secs(took / 2));
+    for (error, took, shows_after) in
+        [slow(RestError::Timeout(Duration::from_secs(10)), 10), slow(gateway_timeout, 8), quick]
+    {
         let channel = Arc::new(FakeChannel::default());
-        let shows_after = Duration::from_secs(took / 2);
-        let answer = Answer::ShowsLaterThenFail { took: Duration::from_secs(took), shows_after, error: error.clone() };
+        let answer = Answer::ShowsLaterThenFail { took, shows_after, error: error.clone() };
         channel.answers.lock().unwrap().push_back(answer);
         let report = relay(&channel, "Here it is.", false).await;
         assert!(matches!(report.outcome, Outcome::Done { .. }), "{error}: {report:?}");
@@ -324,16 +327,30 @@ async fn a_repost_that_shows_seconds_after_its_slow_call_failed_is_not_made_agai
     }
 }
 
-/// A call refused at once (a refused connection, a quick 5xx) is tried again after the short back-off, not held for
-/// the time a slow failure is given.
+/// A call that failed at once (a refused connection, a quick 5xx) is tried again within seconds, not held for the
+/// time a slow failure is given; and one that first waited long for its turn (a rate limit, a free slot) is held no
+/// longer than a call is given.
 #[tokio::test(start_paused = true)]
-async fn a_repost_whose_call_failed_at_once_is_tried_again_within_a_second() {
+async fn a_repost_whose_call_failed_at_once_is_tried_again_within_seconds() {
     let channel = Arc::new(FakeChannel::default());
     channel.answers.lock().unwrap().push_back(Answer::Fail(RestError::Transport("connection refused".into())));
     let started = tokio::time::Instant::now();
     relay(&channel, "Here it is.", false).await;
     assert_eq!(texts(&channel), ["Here it is."]);
-    assert!(started.elapsed() < Duration::from_secs(1), "tried again after {:?}", started.elapsed());
+    assert!(started.elapsed() <= Duration::from_secs(3), "tried again after {:?}", started.elapsed());
+
+    let waited = Arc::new(FakeChannel::default());
+    let answer = Answer::ShowsLaterThenFail {
+        took: Duration::from_secs(300),
+        shows_after: Duration::ZERO,
+        error: server_error(),
+    };
+    waited.answers.lock().unwrap().push_back(answer);
+    let started = tokio::time::Instant::now();
+    relay(&waited, "Here it is.", false).await;
+    assert_eq!(texts(&waited), ["Here it is."], "found, not made again");
+    let held = started.elapsed() - Duration::from_secs(300);
+    assert!(held <= Duration::from_secs(11), "looked for {held:?} after the failure");
 }
 
 #[tokio::test(start_paused = true)]
