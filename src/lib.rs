@@ -3,6 +3,7 @@
 //! Layout:
 //! - [`core`]: the pure engine. Signal detection, personas, configuration, and the per-channel session state
 //!   machine. No Discord, no clock, no I/O: transitions take `now` and return effects and history events.
+//! - [`errors`]: an error told with its causes, each once.
 //! - [`files`]: reads persona folders and the configuration file from disk and hands their text to the core.
 //! - [`store`]: persistence of sessions, atomic and durable, with the append-only history log.
 //! - [`sessions`]: where sessions are kept, behind one seam: the state folder's files (locked for one process) or
@@ -22,6 +23,7 @@ pub mod cli;
 pub mod core;
 pub mod demo;
 pub mod discord;
+pub mod errors;
 pub mod files;
 pub mod metrics;
 pub mod sessions;

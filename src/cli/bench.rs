@@ -72,7 +72,7 @@ pub fn run(args: &BenchArgs) -> ExitCode {
     let options = match options(args) {
         Ok(options) => options,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", crate::errors::with_causes(e.as_ref()));
             return ExitCode::from(2);
         }
     };
@@ -81,7 +81,7 @@ pub fn run(args: &BenchArgs) -> ExitCode {
     let keep = args.keep || outcome.is_err();
     match outcome {
         Ok(report) => print!("{}", bench::report::render(&report)),
-        Err(e) => eprintln!("error: {e:#}"),
+        Err(e) => eprintln!("error: {}", crate::errors::with_causes(e.as_ref())),
     }
     if keep {
         eprintln!("bench: the bots' logs and state files are in {}", work_dir.display());

@@ -207,7 +207,7 @@ fn run_async(job: impl std::future::Future<Output = anyhow::Result<()>>) -> Exit
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", crate::errors::with_causes(e.as_ref()));
             ExitCode::FAILURE
         }
     }

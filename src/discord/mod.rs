@@ -416,21 +416,6 @@ fn tell_lost_sessions(env: &Arc<Env>, lost: Vec<ChannelId>) {
     }
 }
 
-/// An error with what caused it, as far down as it goes ("error sending request: … Connection refused"), rather
-/// than its own words alone (found by a review: "Error while sending HTTP request." said nothing of why).
-fn with_causes(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut cause = error.source();
-    while let Some(e) = cause {
-        let said = e.to_string();
-        if !text.contains(&said) {
-            text = format!("{text}: {said}");
-        }
-        cause = e.source();
-    }
-    text
-}
-
 /// Asks the API base for the gateway's address before the client does: serenity, when that fails, connects to
 /// Discord's own gateway with the token, while every REST call goes to the base. A few tries while nothing answers
 /// (a local server still starting), none after a refusal; the error says which setting to check.
@@ -458,11 +443,11 @@ async fn check_api_base(http: &discord::Http, base: &str, budget: &RestBudget) -
                     "the API base {shown} did not give the gateway's address (GET /api/v10/gateway: {}); check \
                      --api-base (DISCORD_API_BASE): it is the server's address, such as http://127.0.0.1:3710, without \
                      /api/v10",
-                    with_causes(&e)
+                    crate::errors::with_causes(&e)
                 )))
             }
             Err(e) => {
-                let why = hidden(with_causes(&e));
+                let why = hidden(crate::errors::with_causes(&e));
                 tracing::warn!("the API base {shown} did not give the gateway's address ({why}); trying again in 1 s");
                 tokio::time::sleep(Duration::from_secs(1)).await;
             }
@@ -504,7 +489,7 @@ mod tests {
     async fn an_unreachable_api_base_is_reported_with_why() {
         let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port(); // closed again
         let error = reqwest::get(format!("http://127.0.0.1:{port}/api/v10/gateway")).await.unwrap_err();
-        let said = super::with_causes(&serenity::Error::Http(serenity::all::HttpError::Request(error)));
+        let said = crate::errors::with_causes(&serenity::Error::Http(serenity::all::HttpError::Request(error)));
         assert!(said.starts_with("Error while sending HTTP request.") && said.contains("refused"), "{said}");
     }
 
