@@ -408,6 +408,45 @@ async fn a_server_outage_ends_nothing_but_being_removed_from_the_server_ends_its
     assert_eq!(scene.view().iter().filter(|m| m.author == "turn-manager").count(), said, "nothing more is posted");
 }
 
+/// Found by a review: the bot removed from a server it had in its cache ended the sessions of the channels and active
+/// threads the cache listed only: a session in a thread archived since (a new gateway session's GUILD_CREATE lists
+/// active threads only) went on, to be refused at its next announcement.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn being_removed_from_the_server_ends_a_session_in_a_thread_archived_since() {
+    let scene = Scene::started().await;
+    let (server, guild, bot) = (&scene.stage.server, scene.stage.guild, scene.stage.bot_user);
+    let thread = server.create_thread(scene.stage.channel, "archived later");
+    let start = server.post(thread, scene.stage.operator, "!turn start pm dev");
+    let started = |w: &local_discord::world::World| {
+        w.view(thread).into_iter().find(|m| m.id > start && m.content.starts_with("▶️")).map(|_| ())
+    };
+    server.wait_for("the thread's session", PATIENCE, started).await.unwrap();
+    server.archive_thread(thread);
+    // A new gateway session: its GUILD_CREATE no longer lists the thread, and the cache forgets it.
+    let identified = |s: &Scene| {
+        let log = s.stage.server.log();
+        log.iter().filter(|e| matches!(&e.kind, local_discord::world::LogKind::GatewayReceived { op: 2, .. })).count()
+    };
+    let before = identified(&scene);
+    server.close_gateway(bot, false);
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    while identified(&scene) == before || !server.is_connected(bot) {
+        assert!(tokio::time::Instant::now() < deadline, "the bot never identified again");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let marker = scene.stage.operator_says("back?");
+    scene.handled(marker).await;
+
+    server.remove_member(guild, bot);
+    session_ends(&scene).await;
+    let thread_session = || async { scene.bot().session(ChannelId(thread)).await };
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    while thread_session().await.is_some_and(|s| s.is_active()) {
+        assert!(tokio::time::Instant::now() < deadline, "the thread's session never ended");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
 /// Waits until the scene's session has ended.
 async fn session_ends(scene: &Scene) {
     let deadline = tokio::time::Instant::now() + PATIENCE;

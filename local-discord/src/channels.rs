@@ -32,6 +32,7 @@ impl World {
                 owner_id: None,
                 recipients: vec![me, other],
                 topic: None,
+                archived: false,
             },
         );
         Ok(id)
@@ -83,6 +84,7 @@ impl World {
                 owner_id: Some(owner),
                 recipients: Vec::new(),
                 topic: None,
+                archived: false,
             },
         );
         let mut thread = self.channel_json(&self.channels[&id]);
@@ -119,6 +121,19 @@ impl World {
         self.channels.retain(|id, _| !gone.contains(id));
         self.messages.retain(|_, m| !gone.contains(&m.channel_id));
         self.webhooks.retain(|_, h| !gone.contains(&h.channel_id));
+        Ok(())
+    }
+
+    /// Archives a thread, as Discord does once it has been quiet for its auto-archive time: THREAD_UPDATE with
+    /// `archived`, and GUILD_CREATE lists it no more among the server's active threads.
+    pub fn archive_thread(&mut self, thread: u64) -> Result<(), ApiError> {
+        let c = self.channels.get_mut(&thread).ok_or(ApiError::not_found("Channel", 10003))?;
+        if !c.kind.is_thread() {
+            return Err(ApiError::new(400, 50024, "Cannot execute action on this channel type"));
+        }
+        c.archived = true;
+        let value = self.channel_json(&self.channels[&thread]);
+        self.dispatch_in_channel(thread, "THREAD_UPDATE", value);
         Ok(())
     }
 

@@ -78,7 +78,7 @@ impl World {
             value["total_message_sent"] = json!(total);
             value["member_count"] = json!(members.len().min(50));
             value["thread_metadata"] = json!({
-                "archived": false, "auto_archive_duration": 1440, "archive_timestamp": iso(now_ms()), "locked": false,
+                "archived": channel.archived, "auto_archive_duration": 1440, "archive_timestamp": iso(now_ms()), "locked": false,
                 "invitable": true, "create_timestamp": iso(snowflake_ms(channel.id)),
             });
         }
@@ -110,7 +110,7 @@ impl World {
         let roles: Vec<Value> = guild.roles.iter().enumerate().map(|(i, r)| Self::role_json(r, i)).collect();
         let members: Vec<Value> = guild.members.keys().map(|u| self.member_json(guild, *u)).collect();
         let (threads, channels): (Vec<&Channel>, Vec<&Channel>) =
-            self.channels.values().filter(|c| c.guild_id == guild.id).partition(|c| c.kind.is_thread());
+            self.channels.values().filter(|c| c.guild_id == guild.id && !c.archived).partition(|c| c.kind.is_thread());
         json!({
             "id": guild.id.to_string(), "name": guild.name, "owner_id": guild.owner_id.to_string(),
             "icon": null, "verification_level": 0, "default_message_notifications": 0, "explicit_content_filter": 0,

@@ -239,6 +239,7 @@ impl LocalDiscord {
                     owner_id: None,
                     recipients: Vec::new(),
                     topic: None,
+                    archived: false,
                 },
             );
             let value = w.channel_json(&w.channels[&id]);
@@ -255,6 +256,11 @@ impl LocalDiscord {
     /// Deletes a channel or a thread (see [`World::delete_channel`]).
     pub fn delete_channel(&self, channel: u64) {
         self.with(|w| w.delete_channel(channel)).unwrap_or_else(|e| panic!("channel not deleted: {}", e.message))
+    }
+
+    /// Archives a thread (see [`World::archive_thread`]).
+    pub fn archive_thread(&self, thread: u64) {
+        self.with(|w| w.archive_thread(thread)).unwrap_or_else(|e| panic!("thread not archived: {}", e.message))
     }
 
     /// A public thread under `parent`, started by the guild's owner; bots see THREAD_CREATE.

@@ -127,7 +127,7 @@ fn guild_routes(w: &World, guild: u64, rest: &[&str]) -> Reply {
             Ok((200, Value::Array(channels.map(|c| w.channel_json(c)).collect())))
         }
         ["threads", "active"] => {
-            let threads = w.channels.values().filter(|c| c.guild_id == guild && c.kind.is_thread());
+            let threads = w.channels.values().filter(|c| c.guild_id == guild && c.kind.is_thread() && !c.archived);
             Ok((200, json!({"threads": threads.map(|c| w.channel_json(c)).collect::<Vec<_>>(), "members": []})))
         }
         ["emojis"] => Ok((200, json!([]))),

@@ -69,6 +69,8 @@ pub struct Channel {
     /// DM channels: the two users in it (a DM belongs to no guild; its `guild_id` is 0).
     pub recipients: Vec<u64>,
     pub topic: Option<String>,
+    /// Threads: archived (no longer among the server's active threads that GUILD_CREATE lists).
+    pub archived: bool,
 }
 
 /// The channel types this server knows, with Discord's numbers.

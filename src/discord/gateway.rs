@@ -84,6 +84,10 @@ impl discord::EventHandler for Gateway {
                 for channel in channels_of(&guild) {
                     self.router.deliver(channel, Input::Unreachable(Unreachable::LeftServer));
                 }
+                // The cache lists active threads only: a session in a thread archived since knows its server
+                // (found by a review: it went on).
+                let id = GuildId(guild.id.get());
+                self.router.broadcast(|| Input::LeftServer(id));
                 self.configured.rearm(channels_of(&guild));
             }
             // Not in the cache (removed while the server was out, say): each channel knows its own server.
