@@ -30,6 +30,25 @@ pub(super) fn installed() -> bool {
     SERVING.get().is_some()
 }
 
+/// The listener's own runtime, shut down in the background when it is dropped: `serve` is called from async code,
+/// where dropping a runtime the ordinary way panics (found by a review: a metrics port already taken, say by the
+/// process a rolling deploy replaces, panicked the bot instead of saying so).
+struct ListenerRuntime(Option<tokio::runtime::Runtime>);
+
+impl ListenerRuntime {
+    fn get(&self) -> &tokio::runtime::Runtime {
+        self.0.as_ref().expect("taken only when dropped")
+    }
+}
+
+impl Drop for ListenerRuntime {
+    fn drop(&mut self) {
+        if let Some(runtime) = self.0.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
 /// The exporter as the bot configures it: every histogram with [`super::SECONDS_BUCKETS`].
 pub(super) fn builder() -> PrometheusBuilder {
     PrometheusBuilder::new().set_buckets(&super::SECONDS_BUCKETS).expect("the buckets are not empty")
@@ -51,20 +70,22 @@ pub fn serve(addr: SocketAddr) -> Result<(), MetricsError> {
             Err(MetricsError::AlreadyServing { serving: *serving, asked: addr })
         };
     }
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| MetricsError::Listen { addr, reason: format!("no runtime for the listener: {e}") })?;
+    let runtime = ListenerRuntime(Some(
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| MetricsError::Listen { addr, reason: format!("no runtime for the listener: {e}") })?,
+    ));
     // The exporter spawns its upkeep task where it is built: on that runtime too.
     let (recorder, listener) = {
-        let _inside = runtime.enter();
+        let _inside = runtime.get().enter();
         builder().with_http_listener(addr).build().map_err(|e| MetricsError::Listen { addr, reason: e.to_string() })?
     };
     metrics::set_global_recorder(recorder).map_err(|_| MetricsError::RecorderTaken)?;
     std::thread::Builder::new()
         .name("metrics".into())
         .spawn(move || {
-            if let Err(e) = runtime.block_on(listener) {
+            if let Err(e) = runtime.get().block_on(listener) {
                 tracing::error!("the metrics endpoint stopped: {e:?}");
             }
         })
@@ -73,4 +94,18 @@ pub fn serve(addr: SocketAddr) -> Result<(), MetricsError> {
     super::describe();
     tracing::info!("serving metrics at http://{addr}/metrics");
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    /// Found by a review: called from the bot's async start-up, the failure dropped the listener's runtime there,
+    /// which panicked.
+    #[tokio::test]
+    async fn a_metrics_port_already_taken_is_an_error_that_says_so_not_a_panic() {
+        let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = taken.local_addr().unwrap();
+        let error = super::serve(addr).expect_err("the port is taken");
+        assert!(matches!(error, super::MetricsError::Listen { .. }), "{error}");
+        assert!(error.to_string().contains(&addr.to_string()), "{error}");
+    }
 }
