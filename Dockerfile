@@ -27,7 +27,8 @@ COPY personas /etc/turn-manager/personas
 USER turn-manager
 WORKDIR /var/lib/turn-manager
 VOLUME ["/var/lib/turn-manager/state"]
-# SIGTERM (docker stop) is a graceful shutdown: what is in hand is finished and saved within 5 s.
+# SIGTERM (docker stop) is a graceful shutdown: what is in hand is finished and saved within a few seconds, up to some
+# 30 s with sessions in a Postgres that does not answer (`docker stop -t 35`; the compose file sets it).
 STOPSIGNAL SIGTERM
 ENTRYPOINT ["turn-manager"]
 CMD ["run", "--personas", "/etc/turn-manager/personas", "--state", "/var/lib/turn-manager/state"]
