@@ -11,6 +11,10 @@ const DOCKERFILE: &str = include_str!("../Dockerfile");
 #[test]
 fn the_systemd_unit_verifies_and_keeps_the_token_out_of_it() {
     assert!(UNIT.contains("EnvironmentFile=/etc/turn-manager/env"), "the token comes from an environment file");
+    // Found by a review: a stop with Postgres not answering takes up to some 30 s; a failed start looped.
+    for setting in ["TimeoutStopSec=35", "RestartPreventExitStatus=2", "UMask=0027"] {
+        assert!(UNIT.lines().any(|l| l == setting), "{setting}");
+    }
     for line in UNIT.lines().filter(|l| !l.starts_with('#')) {
         assert!(!line.contains("DISCORD_TOKEN"), "the token is never in the unit itself: {line}");
     }
@@ -61,7 +65,11 @@ fn the_compose_file_runs_two_shards_on_one_postgres_with_no_secret_in_it() {
         assert!(service.contains(&format!("TM_SHARDS: {range}")) && service.contains("TM_TOTAL_SHARDS: \"2\""));
         assert!(service.contains("TM_STORE: postgres://turn_manager@postgres:5432/turn_manager"), "{service}");
         assert!(service.contains("condition: service_healthy"), "waits for the database: {service}");
+        // A clean stop exits 0, which `on-failure` would leave down after a reboot (found by a review).
+        assert!(service.contains("restart: unless-stopped") && service.contains("stop_grace_period: 35s"), "{service}");
     }
+    let postgres = compose.split("\n  postgres:\n").nth(1).unwrap().split("\n\n").next().unwrap();
+    assert!(postgres.contains("restart: unless-stopped"), "the database comes back too: {postgres}");
     assert!(!compose.contains("PASSWORD: ") || compose.contains("${POSTGRES_PASSWORD"), "passwords come from outside");
     assert!(compose.contains("DISCORD_TOKEN: ${DISCORD_TOKEN:?"), "the token comes from the environment");
 }
