@@ -654,6 +654,11 @@ async fn convert_copies_a_folder_to_the_database_and_back_unchanged_and_a_second
     running_bot.claim(ChannelId(12)).await.unwrap();
     let refused = format!("{:#}", convert(&folder, &db.location(), true).await.unwrap_err());
     assert!(refused.contains("a bot is running on the database"), "{refused}");
+    // Nor from one: the copy would be stale at once (found by a review).
+    let elsewhere = StoreLocation::Folder(back.path().join("while running"));
+    let refused = format!("{:#}", convert(&db.location(), &elsewhere, true).await.unwrap_err());
+    assert!(refused.contains("a bot is running on the database"), "{refused}");
+    assert!(!back.path().join("while running").exists(), "nothing written");
     let locked = turn_manager::sessions::files::FileSessions::open(source.path()).unwrap();
     let refused = format!("{:#}", convert(&folder, &copy, true).await.unwrap_err());
     assert!(refused.contains("another turn-manager process seems to be running"), "{refused}");

@@ -52,6 +52,9 @@ pub async fn convert(from: &StoreLocation, to: &StoreLocation, force: bool) -> a
         StoreLocation::Folder(dir) => read_source_folder(dir).await?,
         StoreLocation::Postgres(url) => {
             let pool = postgres::connect(url, postgres::IDLE_IN_TRANSACTION_FOR_COPIES).await?;
+            // A copy of a database bots are changing would be stale at once, and a bot started on the copy would
+            // act in their channels beside them (found by a review: only the destination was checked).
+            refuse_if_running(&pool, from).await?;
             let channels = postgres::copy::read_all(&pool).await.with_context(|| format!("reading {from}"))?;
             (channels, Vec::new())
         }
@@ -183,13 +186,7 @@ async fn write_database(
     channels: &[SavedChannel],
     force: bool,
 ) -> anyhow::Result<Before> {
-    let live = postgres::copy::live_leases(pool).await?;
-    if live > 0 {
-        anyhow::bail!(
-            "a bot is running on {to} ({live} channel(s) have a live lease): stop every process that uses it first \
-             (or wait for their leases to expire)"
-        );
-    }
+    refuse_if_running(pool, to).await?;
     let (sessions, events) = postgres::copy::count(pool).await?;
     let full = sessions > 0 || events > 0;
     if full {
@@ -205,6 +202,18 @@ async fn write_database(
     }
     postgres::copy::write_all(pool, channels, full).await?;
     Ok(if full { Before::Replaced { sessions, events } } else { Before::Empty })
+}
+
+/// Refuses a database a bot is running on (a live lease), as either end of a copy.
+async fn refuse_if_running(pool: &sqlx::PgPool, store: &StoreLocation) -> anyhow::Result<()> {
+    let live = postgres::copy::live_leases(pool).await?;
+    if live > 0 {
+        anyhow::bail!(
+            "a bot is running on {store} ({live} channel(s) have a live lease): stop every process that uses it \
+             first (or wait for their leases to expire)"
+        );
+    }
+    Ok(())
 }
 
 /// `<dir>.<suffix>`, beside `dir`.
