@@ -131,13 +131,20 @@ fn holds_anything(dir: &Path) -> std::io::Result<bool> {
 }
 
 /// Writes the channels into a fresh folder beside `dir`, then puts it in place: a failure half-way leaves `dir` as
-/// it was. What `dir` held is compared first, and moved aside with `force`.
+/// it was. What `dir` held is compared first, and moved aside with `force`. A mount point (a container's volume)
+/// can be neither replaced nor moved: an empty one is written in place.
 async fn write_folder(dir: &Path, channels: &[SavedChannel], force: bool) -> anyhow::Result<Before> {
     let (dir, channels) = (dir.to_owned(), channels.to_vec());
     tokio::task::spawn_blocking(move || {
         let lock = if dir.exists() { Some(FolderLock::take(&dir)?) } else { None };
         let full = holds_anything(&dir).with_context(|| format!("reading {}", dir.display()))?;
-        let mut before = Before::Empty;
+        let mounted = is_mount_point(&dir);
+        if mounted && !full {
+            // Found by a review: the state volume of the container image could not be converted into.
+            write_channels(&dir, &channels)?;
+            drop(lock);
+            return Ok(Before::Empty);
+        }
         if full {
             let (existing, _) = read_folder(&dir)?;
             if existing == channels {
@@ -152,24 +159,41 @@ async fn write_folder(dir: &Path, channels: &[SavedChannel], force: bool) -> any
                     dir.display()
                 );
             }
+            if mounted {
+                anyhow::bail!(
+                    "the destination folder {} is a mount point (a volume), which cannot be moved aside: empty it \
+                     first, or convert into a folder inside it",
+                    dir.display()
+                );
+            }
         }
         let incoming = sibling(&dir, &format!("converting-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&incoming); // the leftover of an interrupted conversion
-        let store = Store::open(&incoming)?;
-        for channel in &channels {
-            store.save(&channel.session, &channel.history)?;
-        }
         // The lock is held until the copy is in place: a bot started meanwhile would run on the folder moved aside.
-        if full {
-            let aside = sibling(&dir, &format!("replaced-{}", unix_time()));
-            std::fs::rename(&dir, &aside)
-                .with_context(|| format!("moving {} aside to {}", dir.display(), aside.display()))?;
-            before = Before::MovedAside(aside);
-        } else if dir.exists() {
-            std::fs::remove_dir_all(&dir).with_context(|| format!("replacing the empty folder {}", dir.display()))?;
-        }
-        std::fs::rename(&incoming, &dir)
-            .with_context(|| format!("moving the copy {} to {}", incoming.display(), dir.display()))?;
+        let put_in_place = || -> anyhow::Result<Before> {
+            write_channels(&incoming, &channels)?;
+            let mut before = Before::Empty;
+            if full {
+                let aside = sibling(&dir, &format!("replaced-{}", unix_time()));
+                std::fs::rename(&dir, &aside)
+                    .with_context(|| format!("moving {} aside to {}", dir.display(), aside.display()))?;
+                before = Before::MovedAside(aside);
+            } else if dir.exists() {
+                std::fs::remove_dir_all(&dir)
+                    .with_context(|| format!("replacing the empty folder {}", dir.display()))?;
+            }
+            std::fs::rename(&incoming, &dir)
+                .with_context(|| format!("moving the copy {} to {}", incoming.display(), dir.display()))?;
+            Ok(before)
+        };
+        let before = match put_in_place() {
+            Ok(before) => before,
+            Err(e) => {
+                // Nothing of a failed copy is left beside the folder (found by a review: they piled up).
+                let _ = std::fs::remove_dir_all(&incoming);
+                return Err(e);
+            }
+        };
         drop(lock);
         // The renames themselves durable: a power cut must not leave the destination missing.
         let parent = dir.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
@@ -177,6 +201,31 @@ async fn write_folder(dir: &Path, channels: &[SavedChannel], force: bool) -> any
         Ok(before)
     })
     .await?
+}
+
+/// Saves each channel's session and history into the state folder `dir`.
+fn write_channels(dir: &Path, channels: &[SavedChannel]) -> anyhow::Result<()> {
+    let store = Store::open(dir)?;
+    for channel in channels {
+        store.save(&channel.session, &channel.history)?;
+    }
+    Ok(())
+}
+
+/// Whether `dir` is a mount point: on another device than its parent.
+fn is_mount_point(dir: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let Ok(canonical) = dir.canonicalize() else { return false };
+        let Some(parent) = canonical.parent() else { return false };
+        matches!((std::fs::metadata(&canonical), std::fs::metadata(parent)), (Ok(d), Ok(p)) if d.dev() != p.dev())
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = dir;
+        false
+    }
 }
 
 /// Writes the channels into the database in one transaction, unless a bot runs on it.
@@ -225,4 +274,18 @@ fn sibling(dir: &Path, suffix: &str) -> PathBuf {
 
 fn unix_time() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
+#[cfg(test)]
+mod tests {
+    /// A container's volume is a mount point: written in place when empty, as it can be neither replaced nor moved.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_mount_point_is_told_from_an_ordinary_folder() {
+        assert!(super::is_mount_point(std::path::Path::new("/proc")), "/proc is mounted");
+        let folder = tempfile::tempdir().unwrap();
+        std::fs::create_dir(folder.path().join("state")).unwrap();
+        assert!(!super::is_mount_point(&folder.path().join("state")));
+        assert!(!super::is_mount_point(&folder.path().join("missing")));
+    }
 }
