@@ -89,6 +89,7 @@ impl discord::EventHandler for Gateway {
                 let id = GuildId(guild.id.get());
                 self.router.broadcast(|| Input::LeftServer(id));
                 self.configured.rearm(channels_of(&guild));
+                self.configured.rearm_server(id);
             }
             // Not in the cache (removed while the server was out, say): each channel knows its own server.
             None => {

@@ -134,21 +134,25 @@ fn holds_anything(dir: &Path) -> std::io::Result<bool> {
 /// it was. What `dir` held is compared first, and moved aside with `force`. A mount point (a container's volume)
 /// can be neither replaced nor moved: an empty one is written in place.
 async fn write_folder(dir: &Path, channels: &[SavedChannel], force: bool) -> anyhow::Result<Before> {
-    let (dir, channels) = (dir.to_owned(), channels.to_vec());
+    // A link to the folder is followed: replaced, the link itself would go, and the copy land beside it.
+    let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_owned());
+    let channels = channels.to_vec();
     tokio::task::spawn_blocking(move || {
         let lock = if dir.exists() { Some(FolderLock::take(&dir)?) } else { None };
         let full = holds_anything(&dir).with_context(|| format!("reading {}", dir.display()))?;
         let mounted = is_mount_point(&dir);
-        if mounted && !full {
-            // Found by a review: the state volume of the container image could not be converted into.
-            write_channels(&dir, &channels)?;
-            drop(lock);
-            return Ok(Before::Empty);
-        }
         if full {
             let (existing, _) = read_folder(&dir)?;
             if existing == channels {
                 return Ok(Before::Identical);
+            }
+            if mounted {
+                anyhow::bail!(
+                    "the destination folder {} is a mount point (a volume) that already holds other sessions ({} of \
+                     them); it cannot be moved aside: empty it first, or convert into a folder inside it",
+                    dir.display(),
+                    existing.len()
+                );
             }
             if !force {
                 anyhow::bail!(
@@ -159,39 +163,49 @@ async fn write_folder(dir: &Path, channels: &[SavedChannel], force: bool) -> any
                     dir.display()
                 );
             }
-            if mounted {
-                anyhow::bail!(
-                    "the destination folder {} is a mount point (a volume), which cannot be moved aside: empty it \
-                     first, or convert into a folder inside it",
-                    dir.display()
-                );
-            }
+        }
+        if mounted {
+            // Found by a review: the state volume of the container image could not be converted into.
+            write_in_place(&dir, &channels)?;
+            drop(lock);
+            return Ok(Before::Empty);
         }
         let incoming = sibling(&dir, &format!("converting-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&incoming); // the leftover of an interrupted conversion
+        let mut aside = None;
         // The lock is held until the copy is in place: a bot started meanwhile would run on the folder moved aside.
-        let put_in_place = || -> anyhow::Result<Before> {
+        let mut put_in_place = || -> anyhow::Result<Option<Before>> {
             write_channels(&incoming, &channels)?;
-            let mut before = Before::Empty;
             if full {
-                let aside = sibling(&dir, &format!("replaced-{}", unix_time()));
-                std::fs::rename(&dir, &aside)
-                    .with_context(|| format!("moving {} aside to {}", dir.display(), aside.display()))?;
-                before = Before::MovedAside(aside);
+                let to = sibling(&dir, &format!("replaced-{}", unix_time()));
+                std::fs::rename(&dir, &to)
+                    .with_context(|| format!("moving {} aside to {}", dir.display(), to.display()))?;
+                aside = Some(to);
             } else if dir.exists() {
-                std::fs::remove_dir_all(&dir)
-                    .with_context(|| format!("replacing the empty folder {}", dir.display()))?;
+                match std::fs::remove_dir_all(&dir) {
+                    // A mount point on the filesystem of its parent (a bind mount): written in place.
+                    Err(e) if e.kind() == std::io::ErrorKind::ResourceBusy => return Ok(None),
+                    result => result.with_context(|| format!("replacing the empty folder {}", dir.display()))?,
+                }
             }
             std::fs::rename(&incoming, &dir)
                 .with_context(|| format!("moving the copy {} to {}", incoming.display(), dir.display()))?;
-            Ok(before)
+            Ok(Some(aside.clone().map_or(Before::Empty, Before::MovedAside)))
         };
-        let before = match put_in_place() {
-            Ok(before) => before,
-            Err(e) => {
-                // Nothing of a failed copy is left beside the folder (found by a review: they piled up).
-                let _ = std::fs::remove_dir_all(&incoming);
-                return Err(e);
+        let placed = put_in_place();
+        if !matches!(placed, Ok(Some(_))) {
+            // Nothing of a copy not put in place is left beside the folder (found by a review: they piled up), and
+            // a folder moved aside goes back.
+            let _ = std::fs::remove_dir_all(&incoming);
+            if let Some(aside) = &aside {
+                let _ = std::fs::rename(aside, &dir);
+            }
+        }
+        let before = match placed? {
+            Some(before) => before,
+            None => {
+                write_in_place(&dir, &channels)?;
+                Before::Empty
             }
         };
         drop(lock);
@@ -201,6 +215,22 @@ async fn write_folder(dir: &Path, channels: &[SavedChannel], force: bool) -> any
         Ok(before)
     })
     .await?
+}
+
+/// Writes the channels into `dir`, empty but for its lock, in place (a mount point cannot be replaced). A failure
+/// empties it again, so that no part of the copy is taken for sessions of its own; a kill half-way leaves the
+/// channels written so far (a second run then says the folder holds other sessions).
+fn write_in_place(dir: &Path, channels: &[SavedChannel]) -> anyhow::Result<()> {
+    let written = write_channels(dir, channels);
+    if written.is_err() {
+        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            if entry.file_name() != LOCK_FILE {
+                let path = entry.path();
+                let _ = if path.is_dir() { std::fs::remove_dir_all(&path) } else { std::fs::remove_file(&path) };
+            }
+        }
+    }
+    written
 }
 
 /// Saves each channel's session and history into the state folder `dir`.
