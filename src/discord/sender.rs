@@ -42,10 +42,10 @@ pub const GIVE_UP_AFTER: Duration = Duration::from_secs(600);
 const LOOK_FOR_AT_MOST: chrono::TimeDelta = chrono::TimeDelta::hours(1);
 /// The first wait after a server error or a time-out; it doubles each time, up to [`BACKOFF_MAX`].
 const BACKOFF_FIRST: Duration = Duration::from_millis(500);
+const BACKOFF_MAX: Duration = Duration::from_secs(30);
 /// The least a repost whose outcome is unknown is given to show before it is looked for, however fast its call failed
 /// (a reset after the request went out, a proxy's quick 502).
 const REPOST_SHOWS_WITHIN: Duration = Duration::from_secs(2);
-const BACKOFF_MAX: Duration = Duration::from_secs(30);
 /// The wait after a 429 when Discord's own `retry_after` is not known.
 const RATE_LIMIT_WAIT: Duration = Duration::from_secs(1);
 /// A 429's wait said in the log (at warn) when longer than this: a global limit, or a ban for too many bad requests.

@@ -35,12 +35,10 @@ pub enum LockError {
         dir.display(), lock.display()
     )]
     Taken { dir: PathBuf, lock: PathBuf },
-    // `cause`, not `source`: shown in the message, it would be shown twice as the error's source too (found by a
-    // review: "… (os error 2): No such file or directory (os error 2)").
-    #[error("failed to lock the state folder {} with {}: {cause}", dir.display(), lock.display())]
-    Io { dir: PathBuf, lock: PathBuf, cause: std::io::Error },
-    #[error("cannot create the state folder {}: {cause}", dir.display())]
-    Create { dir: PathBuf, cause: std::io::Error },
+    #[error("failed to lock the state folder {} with {}: {source}", dir.display(), lock.display())]
+    Io { dir: PathBuf, lock: PathBuf, source: std::io::Error },
+    #[error("cannot create the state folder {}: {source}", dir.display())]
+    Create { dir: PathBuf, source: std::io::Error },
     #[error("the state folder {} is a file, not a folder: give a folder (it is created if missing)", dir.display())]
     NotAFolder { dir: PathBuf },
 }
@@ -49,14 +47,14 @@ impl FolderLock {
     /// Takes the folder's lock (creating the folder), or says that another process has it.
     pub fn take(dir: &Path) -> Result<Self, LockError> {
         let lock = dir.join(LOCK_FILE);
-        let failed = |cause| LockError::Io { dir: dir.to_owned(), lock: lock.clone(), cause };
+        let failed = |source| LockError::Io { dir: dir.to_owned(), lock: lock.clone(), source };
         if dir.exists() && !dir.is_dir() {
             return Err(LockError::NotAFolder { dir: dir.to_owned() });
         }
         // Made durably here, where it is made: the store opened next finds it there, and a power cut soon after a
         // first start must not take the whole folder, journal and all, with it.
         let _synced = crate::store::create_folder_durably(dir)
-            .map_err(|cause| LockError::Create { dir: dir.to_owned(), cause })?;
+            .map_err(|source| LockError::Create { dir: dir.to_owned(), source })?;
         let file = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&lock).map_err(failed)?;
         match try_lock(&file) {
             Ok(true) => Ok(Self {
@@ -184,7 +182,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("file"), "").unwrap();
         let Err(error) = FolderLock::take(&dir.path().join("file/state")) else { panic!("refused") };
-        let said = format!("{:#}", anyhow::Error::from(error));
+        let said = crate::errors::with_causes(&error); // as the command line tells it
         assert!(said.starts_with("cannot create the state folder"), "{said}");
         assert_eq!(said.matches("os error").count(), 1, "{said}");
     }

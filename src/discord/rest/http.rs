@@ -399,13 +399,13 @@ impl Limits {
             remaining: number("x-ratelimit-remaining"),
             reset_after: number("x-ratelimit-reset-after"),
             retry_after: number("retry-after"),
-            // Discord sends it only on a global limit, as `true`; a proxy or a test server may send `false` (found
-            // by a review: taken for global by its mere presence, one route's 429 held every call).
             cloudflare: headers.contains_key("cf-ray")
                 || headers
                     .get("server")
                     .and_then(|v| v.to_str().ok())
                     .is_some_and(|v| v.eq_ignore_ascii_case("cloudflare")),
+            // Discord sends it only on a global limit, as `true`; a proxy or a test server may send `false` (found
+            // by a review: taken for global by its mere presence, one route's 429 held every call).
             global: headers
                 .get("x-ratelimit-global")
                 .and_then(|v| v.to_str().ok())
