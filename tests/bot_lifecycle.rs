@@ -211,6 +211,21 @@ fn run_at(base: &str, stage: &Stage, personas: &std::path::Path, state: &std::pa
     command
 }
 
+/// How `child` (logging to `log_path`) exits by itself, or a failure with its log if it runs on.
+async fn exit_of(child: &mut std::process::Child, log_path: &std::path::Path) -> std::process::ExitStatus {
+    let started = std::time::Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if started.elapsed() > PATIENCE {
+            child.kill().unwrap();
+            panic!("still running: {}", std::fs::read_to_string(log_path).unwrap());
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn run_connects_through_api_base_and_shuts_down_gracefully_on_sigterm() {
     let stage = Stage::new(&common::personas([60, 60, 60])).await.unwrap();
@@ -222,8 +237,9 @@ async fn run_connects_through_api_base_and_shuts_down_gracefully_on_sigterm() {
         .spawn()
         .unwrap();
     // An explicit --config that does not exist is an error: the bot must not start.
+    // Exit status 2: a start that cannot succeed until someone fixes the setup, which systemd does not restart.
     let output = tokio::task::spawn_blocking(move || child.wait_with_output()).await.unwrap().unwrap();
-    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("none.json"));
 
     // The log goes to a file: a pipe nobody reads while the bot runs would fill up and stall it.
@@ -280,20 +296,10 @@ async fn run_refuses_an_api_base_that_gives_no_gateway_address_rather_than_conne
     let log_path = state.path().join("run.log");
     let log = std::fs::File::create(&log_path).unwrap();
     let mut child = run_at(&wrong, &stage, personas.path(), state.path()).stderr(log).spawn().unwrap();
-    let started = std::time::Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if started.elapsed() > PATIENCE {
-            child.kill().unwrap();
-            panic!("still running: {}", std::fs::read_to_string(&log_path).unwrap());
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    };
+    let status = exit_of(&mut child, &log_path).await;
     let stderr = std::fs::read_to_string(&log_path).unwrap();
     let output = std::process::Output { status, stdout: Vec::new(), stderr: stderr.clone().into_bytes() };
-    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert_eq!(output.status.code(), Some(2), "a 404 is a setting to fix, not worth a restart: {stderr}");
     assert!(stderr.contains("did not give the gateway's address") && stderr.contains("--api-base"), "{stderr}");
     assert!(!stderr.contains(&stage.bot_token), "{stderr}");
     assert!(!stderr.contains("s3cretpw") && stderr.contains("proxyuser:***@"), "{stderr}");
@@ -301,6 +307,24 @@ async fn run_refuses_an_api_base_that_gives_no_gateway_address_rather_than_conne
     let output = run_at("not a url", &stage, personas.path(), state.path()).output().unwrap();
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("--api-base (DISCORD_API_BASE): `not a url`"));
+}
+
+/// Found by a review: a token Discord refuses exited 1, so the systemd unit restarted it every 5 s for ever.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_exits_with_the_setup_status_when_the_gateway_refuses_the_token() {
+    let stage = Stage::new(&common::personas([60, 60, 60])).await.unwrap();
+    let (personas, state) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    write_personas(&stage, personas.path());
+    let unknown = "MTMxMjAwMDAwMDAwMDAwMDAwOQ.GaBcDe.abcdefghijklmnopqrstuvwxyz0123456789AB";
+    let log_path = state.path().join("run.log");
+    let log = std::fs::File::create(&log_path).unwrap();
+    let mut command = run_at(&stage.server.base_url(), &stage, personas.path(), state.path());
+    let mut child = command.env("DISCORD_TOKEN", unknown).stderr(log).spawn().unwrap();
+    let status = exit_of(&mut child, &log_path).await;
+    let stderr = std::fs::read_to_string(&log_path).unwrap();
+    assert_eq!(status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("Discord refused the token (DISCORD_TOKEN)"), "{stderr}");
+    assert!(!stderr.contains(unknown), "the token is never printed: {stderr}");
 }
 
 #[test]

@@ -199,7 +199,8 @@ fn print_problems(problems: &crate::core::problems::Problems) {
     eprintln!("\n{errors} error{} found; the bot will not start until they are fixed.", check::plural(errors));
 }
 
-/// Runs an async subcommand on a new runtime; an error is printed with its causes and fails the process.
+/// Runs an async subcommand on a new runtime; an error is printed with its causes and fails the process (exit status
+/// 2 for a [`crate::errors::SetupError`], 1 for any other).
 fn run_async(job: impl std::future::Future<Output = anyhow::Result<()>>) -> ExitCode {
     let result = tokio::runtime::Runtime::new()
         .map_err(|e| anyhow::anyhow!("cannot start the async runtime: {e}"))
@@ -208,7 +209,7 @@ fn run_async(job: impl std::future::Future<Output = anyhow::Result<()>>) -> Exit
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {}", crate::errors::with_causes(e.as_ref()));
-            ExitCode::FAILURE
+            ExitCode::from(crate::errors::exit_status_of(&e))
         }
     }
 }

@@ -18,14 +18,14 @@ pub fn run(args: &RunArgs) -> ExitCode {
                 "error: DISCORD_TOKEN is not set. Put your bot's token in it (developer portal → your application → \
                  Bot → Reset Token), e.g. `DISCORD_TOKEN=... turn-manager run`."
             );
-            return ExitCode::from(2);
+            return ExitCode::from(crate::errors::EXIT_SETUP);
         }
     };
     let token = match discord::clean_token(&token) {
         Ok(token) => token,
         Err(e) => {
             eprintln!("error: DISCORD_TOKEN: {e}");
-            return ExitCode::from(2);
+            return ExitCode::from(crate::errors::EXIT_SETUP);
         }
     };
     let shards = match (&args.shards, args.total_shards) {
@@ -38,21 +38,21 @@ pub fn run(args: &RunArgs) -> ExitCode {
         Ok(shards) => shards,
         Err(e) => {
             eprintln!("error: --shards/--total-shards (TM_SHARDS/TM_TOTAL_SHARDS): {e}");
-            return ExitCode::from(2);
+            return ExitCode::from(crate::errors::EXIT_SETUP);
         }
     };
     let store = match args.store.as_deref().map(StoreLocation::parse).transpose() {
         Ok(store) => store,
         Err(e) => {
             eprintln!("error: --store (TM_STORE): {e}");
-            return ExitCode::from(2);
+            return ExitCode::from(crate::errors::EXIT_SETUP);
         }
     };
     let setup = match load_setup(&args.sources.sources()) {
         Ok(setup) => setup,
         Err(problems) => {
             super::print_problems(&problems);
-            return ExitCode::FAILURE;
+            return ExitCode::from(crate::errors::EXIT_SETUP);
         }
     };
     for warning in &setup.warnings.0 {
@@ -62,7 +62,7 @@ pub fn run(args: &RunArgs) -> ExitCode {
         Ok(base) => base.flatten(),
         Err(e) => {
             eprintln!("error: --api-base (DISCORD_API_BASE): {e}");
-            return ExitCode::from(2);
+            return ExitCode::from(crate::errors::EXIT_SETUP);
         }
     };
     let metrics = args.metrics;

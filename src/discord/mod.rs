@@ -33,6 +33,7 @@ use crate::core::ids::{ChannelId, MessageId};
 use crate::core::persona::PersonaCatalog;
 use crate::core::session::Session;
 use crate::core::shards::ShardRange;
+use crate::errors::SetupError;
 use crate::sessions::SessionStore;
 use crate::store::Store;
 use access::Access;
@@ -434,17 +435,21 @@ async fn check_api_base(http: &discord::Http, base: &str, budget: &RestBudget) -
         budget.take().await;
         match http.get_gateway().await {
             Ok(_) => return Ok(()),
-            // An answer, but not the address (a 404 from a wrong path): trying again changes nothing.
+            // An answer, but not the address (a 404 from a wrong path): trying again changes nothing. Nor would
+            // restarting the bot, unless the server was only failing (a 5xx).
             Err(e)
                 if attempt == TRIES
                     || matches!(e, discord::Error::Http(discord::HttpError::UnsuccessfulRequest(_))) =>
             {
-                anyhow::bail!(hidden(format!(
+                let refused =
+                    matches!(&e, discord::Error::Http(http) if http.status_code().is_some_and(|s| s.is_client_error()));
+                let text = hidden(format!(
                     "the API base {shown} did not give the gateway's address (GET /api/v10/gateway: {}); check \
                      --api-base (DISCORD_API_BASE): it is the server's address, such as http://127.0.0.1:3710, without \
                      /api/v10",
                     crate::errors::with_causes(&e)
-                )))
+                ));
+                return Err(if refused { SetupError(text).into() } else { anyhow::anyhow!(text) });
             }
             Err(e) => {
                 let why = hidden(crate::errors::with_causes(&e));
@@ -455,17 +460,21 @@ async fn check_api_base(http: &discord::Http, base: &str, budget: &RestBudget) -
     }
 }
 
-/// Turns the gateway errors people meet on a real server into what to do about them.
+/// Turns the gateway errors people meet on a real server into what to do about them; a refusal that only a change of
+/// setting can get past is a [`SetupError`].
 fn explain_gateway_error(e: discord::Error) -> anyhow::Error {
     use discord::GatewayError;
     match &e {
-        discord::Error::Gateway(GatewayError::DisallowedGatewayIntents) => anyhow::anyhow!(
+        discord::Error::Gateway(GatewayError::DisallowedGatewayIntents) => SetupError(
             "Discord refused the Message Content intent: enable \"Message Content Intent\" on the Bot page of your \
              application in the developer portal, then start again"
-        ),
-        discord::Error::Gateway(GatewayError::InvalidAuthentication) => anyhow::anyhow!(
-            "Discord refused the token (DISCORD_TOKEN): reset it on the Bot page of the developer portal"
-        ),
+                .into(),
+        )
+        .into(),
+        discord::Error::Gateway(GatewayError::InvalidAuthentication) => SetupError(
+            "Discord refused the token (DISCORD_TOKEN): reset it on the Bot page of the developer portal".into(),
+        )
+        .into(),
         _ => anyhow::anyhow!("the gateway connection ended: {e}"),
     }
 }
