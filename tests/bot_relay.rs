@@ -152,6 +152,40 @@ async fn a_signal_message_with_a_file_and_an_embed_is_reposted_with_the_same_byt
     scene.assert_invariants().await;
 }
 
+/// Found by a review: without Read Message History the bot could not read back a message with files to repost it,
+/// and blamed Manage Messages or Manage Webhooks as it switched every later turn to observe mode. Now it says what is
+/// missing at the start, relays text as before, and leaves the message with files as posted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_read_message_history_text_still_relays_and_a_message_with_files_stays_as_posted() {
+    use local_discord::permissions::Permissions;
+    use local_discord::world::OverwriteTarget;
+    let scene = Scene::new().await;
+    let (channel, role) = (scene.stage.channel, scene.stage.bot_role);
+    let deny = Permissions::READ_MESSAGE_HISTORY;
+    scene.stage.server.set_overwrite(channel, OverwriteTarget::Role(role), Permissions::empty(), deny);
+    scene.start_session().await;
+    let warned =
+        |m: &local_discord::world::SeenMessage| m.content.contains("missing the **Read Message History** permission");
+    scene.until("the start's warning", |v| v.iter().any(warned).then_some(())).await;
+
+    let text = scene.say("pm", "Plain text. TURN_COMPLETE");
+    scene.until("dev's floor", |v| v.iter().any(|m| common::is_floor(m, "dev")).then_some(())).await;
+    let view = scene.until_gone(text).await;
+    assert!(view.iter().any(|m| m.from_webhook && m.content == "Plain text."), "text relays without the permission");
+
+    let with_file = post_with_file(&scene, "dev", "The log. TURN_COMPLETE", "build.log", b"all green");
+    scene.until("critic's floor", |v| v.iter().any(|m| common::is_floor(m, "critic")).then_some(())).await;
+    scene.handled(with_file).await;
+    let third = scene.say("critic", "Still relayed. TURN_COMPLETE");
+    let view = scene.until_gone(third).await;
+    assert!(view.iter().any(|m| m.from_webhook && m.content == "Still relayed."), "relay mode kept");
+    assert!(showing(&scene).iter().any(|m| m.id == with_file), "the message with a file stays as posted");
+    let said = |needle: &str| view.iter().filter(|m| m.content.contains(needle)).count();
+    assert_eq!(said("**Read Message History**"), 1, "said once:\n{view:#?}");
+    assert_eq!(said("to observe mode"), 0, "no switch to observe mode:\n{view:#?}");
+    assert_eq!(scene.session().await.display_mode, turn_manager::core::session::DisplayMode::Relay);
+}
+
 /// The parts the bot's webhooks use, its REST client connected (as after the gateway's READY, bar its own id).
 fn connected_parts(stage: &Stage) -> (Arc<DiscordHttp>, Arc<Access>, Arc<Identity>) {
     use serenity::all as discord;

@@ -45,7 +45,9 @@ impl Access {
         self.http.get().ok_or_else(|| RestError::Unavailable("not connected yet".into()))
     }
 
-    /// The permissions relay mode needs, by name, that the bot lacks in `channel`.
+    /// The permissions relay mode needs, by name, that the bot lacks in `channel`: Manage Messages and Manage
+    /// Webhooks, without which it observes, and [`READ_HISTORY`], which observe mode needs as much (see
+    /// [`read_history_notice`]).
     pub async fn relay_permissions_missing(&self, channel: ChannelId) -> Result<Vec<&'static str>, RestError> {
         let me = self.identity.user().ok_or_else(|| RestError::Unavailable("not connected yet".into()))?;
         // The gateway describes the server soon after connecting; the checks that need this wait for it.
@@ -56,6 +58,9 @@ impl Access {
         }
         if !permissions.manage_webhooks() {
             missing.push("Manage Webhooks");
+        }
+        if !permissions.read_message_history() {
+            missing.push(READ_HISTORY);
         }
         Ok(missing)
     }
@@ -231,6 +236,25 @@ fn holds_control_role(control: &[String], roles: &[(u64, String)]) -> bool {
         Ok(id) => roles.iter().any(|(role, _)| *role == id),
         Err(_) => roles.iter().any(|(_, name)| name == entry),
     })
+}
+
+/// Read Message History, by name: Discord needs it to read a message back (a repost's files, a catch-up after an
+/// absence) and to add a reaction, so relay mode and observe mode both lack something without it.
+pub const READ_HISTORY: &str = "Read Message History";
+
+/// Of the permissions missing, those whose lack makes the bot observe rather than relay.
+pub fn missing_for_relay<'a>(missing: &[&'a str]) -> Vec<&'a str> {
+    missing.iter().copied().filter(|name| *name != READ_HISTORY).collect()
+}
+
+/// What the bot says when a session starts in a channel where it lacks Read Message History: either display mode
+/// works only in part (found by a review: the relay of a file was refused and the notice blamed Manage Messages).
+pub fn read_history_notice() -> String {
+    format!(
+        "⚠️ I'm missing the **{READ_HISTORY}** permission in this channel. Without it I can't read back what was \
+         posted while I was away (after a restart or a lost connection), repost a message that has files, or react ✅ \
+         in observe mode. Grant it to me here; the session goes on meanwhile."
+    )
 }
 
 /// What the bot says, once, when it cannot relay in a channel.

@@ -14,7 +14,9 @@ mod saving;
 #[cfg(test)]
 mod tests;
 
-use super::access::{fallback_notice, lost_permission_notice, webhooks_full_notice};
+use super::access::{
+    READ_HISTORY, fallback_notice, lost_permission_notice, missing_for_relay, read_history_notice, webhooks_full_notice,
+};
 use super::clock::Clock;
 use super::commands::{self, Typed};
 use super::persist::Saver;
@@ -255,6 +257,9 @@ pub struct Actor {
     left_from: Option<MessageId>,
     /// Commands the gateway carried that poise has not handed over yet, each with its place in `held`.
     awaited: awaited::Awaited,
+    /// The bot was found to lack Read Message History here and said so (at a start, or at a relay it refused):
+    /// said once.
+    told_history_missing: bool,
     /// The handoff being timed, for the metrics.
     handoff: crate::metrics::Handoff,
     /// How a stopped channel's actor leaves the router.
@@ -713,7 +718,8 @@ impl Actor {
             Input::CheckDisplayMode => {
                 if self.session.is_active() {
                     self.learn_guild().await;
-                    let choice = self.choose_display_mode().await;
+                    let missing = self.permissions_missing_if_auto().await;
+                    let choice = self.choose_display_mode(missing.as_deref());
                     // Permissions say nothing of the webhooks' room, nor of a refusal the cache does not show: only a
                     // new start tries relay again.
                     let held = self.session.webhooks_full || self.session.relay_refused;
@@ -790,8 +796,8 @@ impl Actor {
 
     /// An effect of the outbox is done or failed for good. Losing Manage Messages or Manage Webhooks mid-session
     /// (a 403 on relaying or deleting), or a channel with no room for the bot's webhook, switches the channel to
-    /// observe mode with one notice, instead of failing every turn. An announcement refused with 404 or 403 means the
-    /// channel is gone or closed to the bot.
+    /// observe mode with one notice, instead of failing every turn; lacking only Read Message History is said once and
+    /// changes nothing. An announcement refused with 404 or 403 means the channel is gone or closed to the bot.
     async fn on_sent(&mut self, report: Report) {
         self.handoff.reported(&self.session, report.id, report.outcome.accepted_at());
         let queued = self.session.outbox.iter().find(|q| q.id == report.id);
@@ -827,8 +833,15 @@ impl Actor {
         }
         if report.outcome == (Outcome::Refused { status: 403 }) {
             let missing = self.env.rest.relay_permissions_missing(self.channel).await.unwrap_or_default();
+            let relay_missing = missing_for_relay(&missing);
+            if relay_missing.is_empty() && missing.contains(&READ_HISTORY) {
+                // Discord refused to show the message to be reposted (it has files): other messages still relay,
+                // and observe mode would not help (its reactions need the permission too).
+                self.tell_history_missing(true);
+                return;
+            }
             self.session.relay_refused = true; // saved with the switch
-            self.apply_display_mode(Some((DisplayMode::Observe, Some(lost_permission_notice(&missing))))).await;
+            self.apply_display_mode(Some((DisplayMode::Observe, Some(lost_permission_notice(&relay_missing))))).await;
         } else if let Outcome::NoWebhook(limit) = report.outcome {
             self.session.webhooks_full = true; // saved with the switch
             self.apply_display_mode(Some((DisplayMode::Observe, Some(webhooks_full_notice(limit))))).await;
@@ -922,16 +935,23 @@ impl Actor {
             }
             self.remember_command(id);
         }
+        let mut history_missing = false;
         if matches!(command, Command::Start { .. }) && !self.session.is_active() {
             // A start that will be refused (a name typed wrong, no personas) changes nothing, not even the display
             // mode, and says nothing but its refusal: it is tried on a copy first.
             self.session.clone().handle_command(command, origin, self.env.clock.now(), self.env.context())?;
             self.learn_guild().await;
-            let choice = self.choose_display_mode().await;
+            let missing = self.permissions_missing().await;
+            let choice = self.choose_display_mode(missing.as_deref());
             self.apply_display_mode(choice).await;
+            history_missing = missing.is_some_and(|missing| missing.contains(&READ_HISTORY));
+            self.told_history_missing = false; // each start says it again
         }
         let t = self.session.handle_command(command, origin, self.env.clock.now(), self.env.context())?;
-        self.commit(t).await;
+        let saved = self.commit(t).await;
+        if history_missing {
+            self.tell_history_missing(saved);
+        }
         Ok(())
     }
 
@@ -983,24 +1003,44 @@ impl Actor {
         }
     }
 
-    /// The display mode to use here, and the notice to give if relay is not possible.
-    async fn choose_display_mode(&self) -> Option<(DisplayMode, Option<String>)> {
+    /// The permissions the bot lacks here (`Access::relay_permissions_missing`), `None` when they cannot be read.
+    async fn permissions_missing(&self) -> Option<Vec<&'static str>> {
+        match self.env.rest.relay_permissions_missing(self.channel).await {
+            Ok(missing) => Some(missing),
+            // Not connected, or the server not in the cache yet: its arrival checks again (CheckDisplayMode).
+            Err(RestError::Unavailable(why)) => {
+                tracing::debug!(channel = %self.channel, "display mode checked once the server is known: {why}");
+                None
+            }
+            Err(e) => {
+                tracing::warn!(channel = %self.channel, "could not read my permissions, keeping the display mode: {e}");
+                None
+            }
+        }
+    }
+
+    /// [`Self::permissions_missing`] when the configuration lets them choose the display mode.
+    async fn permissions_missing_if_auto(&self) -> Option<Vec<&'static str>> {
+        match self.env.config.display_mode {
+            DisplayModeSetting::Auto => self.permissions_missing().await,
+            DisplayModeSetting::Relay | DisplayModeSetting::Observe => None,
+        }
+    }
+
+    /// The display mode to use here, given the permissions `missing` (`None`: unknown), and the notice to give if
+    /// relay is not possible.
+    fn choose_display_mode(&self, missing: Option<&[&'static str]>) -> Option<(DisplayMode, Option<String>)> {
         match self.env.config.display_mode {
             DisplayModeSetting::Relay => Some((DisplayMode::Relay, None)),
             DisplayModeSetting::Observe => Some((DisplayMode::Observe, None)),
-            DisplayModeSetting::Auto => match self.env.rest.relay_permissions_missing(self.channel).await {
-                Ok(missing) if missing.is_empty() => Some((DisplayMode::Relay, None)),
-                Ok(missing) => Some((DisplayMode::Observe, Some(fallback_notice(&missing)))),
-                // Not connected, or the server not in the cache yet: its arrival checks again (CheckDisplayMode).
-                Err(RestError::Unavailable(why)) => {
-                    tracing::debug!(channel = %self.channel, "display mode checked once the server is known: {why}");
-                    None
+            DisplayModeSetting::Auto => {
+                let relay_missing = missing_for_relay(missing?);
+                if relay_missing.is_empty() {
+                    Some((DisplayMode::Relay, None))
+                } else {
+                    Some((DisplayMode::Observe, Some(fallback_notice(&relay_missing))))
                 }
-                Err(e) => {
-                    tracing::warn!(channel = %self.channel, "could not read my permissions, keeping the display mode: {e}");
-                    None
-                }
-            },
+            }
         }
     }
 
@@ -1010,11 +1050,25 @@ impl Actor {
         let t = self.session.set_display_mode(mode, self.env.clock.now(), self.env.context());
         let switched = t.changed;
         let saved = self.commit(t).await;
-        match (notice, &mut self.save_retry) {
-            (Some(notice), _) if saved && switched => self.sender().notice(notice),
-            // Said once the switch is saved, with what else was held back: it is given only on the switch.
-            (Some(notice), Some(retry)) if switched => retry.notices.push(notice),
-            _ => {}
+        // Given only on the switch.
+        if let Some(notice) = notice.filter(|_| switched) {
+            self.say_once_saved(notice, saved);
+        }
+    }
+
+    /// Says, once, that the bot lacks Read Message History here (see [`read_history_notice`]).
+    fn tell_history_missing(&mut self, saved: bool) {
+        if !std::mem::replace(&mut self.told_history_missing, true) {
+            self.say_once_saved(read_history_notice(), saved);
+        }
+    }
+
+    /// Gives `notice` now if what it follows was `saved`, else once saving works again, with what else was held back.
+    fn say_once_saved(&mut self, notice: String, saved: bool) {
+        match &mut self.save_retry {
+            _ if saved => self.sender().notice(notice),
+            Some(retry) => retry.notices.push(notice),
+            None => {}
         }
     }
 
@@ -1160,6 +1214,7 @@ fn task(
         read_owed: false,
         left_from: None,
         awaited: awaited::Awaited::default(),
+        told_history_missing: false,
         handoff: crate::metrics::Handoff::default(),
         retire,
     };

@@ -99,7 +99,8 @@ pub trait Rest: Send + Sync + 'static {
     /// Up to `limit` messages created after `after`, oldest first, without the bot's own and its reposts.
     /// `Ok` with fewer than `limit` means there are no more.
     async fn messages_after(&self, channel: ChannelId, after: MessageId, limit: u8) -> Result<Page, RestError>;
-    /// The permissions relay mode needs (by name) that the bot lacks in `channel`.
+    /// The permissions relay mode needs (by name) that the bot lacks in `channel` (see
+    /// `Access::relay_permissions_missing`).
     async fn relay_permissions_missing(&self, channel: ChannelId) -> Result<Vec<&'static str>, RestError>;
     /// The server `channel` is in (from the gateway's cache, else REST); `None` where it cannot be known.
     async fn guild_of(&self, _channel: ChannelId) -> Result<Option<GuildId>, RestError> {

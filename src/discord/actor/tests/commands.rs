@@ -48,6 +48,25 @@ async fn a_start_that_is_refused_neither_switches_the_display_mode_nor_gives_the
     assert_eq!(notices, 1);
 }
 
+/// Found by a review: without Read Message History a relay with files was refused, and the notice blamed Manage
+/// Messages or Manage Webhooks. Text still relays without it, so the start keeps relay mode and says what is missing.
+#[tokio::test(start_paused = true)]
+async fn a_start_without_read_message_history_relays_and_says_what_that_permission_is_needed_for() {
+    let h = Harness::new();
+    h.rest.missing.lock().unwrap().push("Read Message History");
+    h.start(A).await;
+    h.settle(A).await;
+    let lines = h.journal.of(A);
+    let said = |needle: &str| lines.iter().filter(|l| l.starts_with("notice") && l.contains(needle)).count();
+    assert_eq!(said("**Read Message History** permission"), 1, "{lines:#?}");
+    assert_eq!(said("Falling back to observe mode"), 0, "no fall back: {lines:#?}");
+    assert_eq!(h.session(A).await.display_mode, crate::core::session::DisplayMode::Relay);
+    // Said at a start only, not at every look at the permissions (the server's arrival after a reconnect).
+    h.router.deliver(A, Input::CheckDisplayMode);
+    h.settle(A).await;
+    assert_eq!(h.journal.of(A).iter().filter(|l| l.contains("**Read Message History**")).count(), 1);
+}
+
 #[tokio::test(start_paused = true)]
 async fn the_fallback_notice_of_a_switch_whose_save_failed_is_given_once_saving_works() {
     let h = Harness::new();
