@@ -242,6 +242,7 @@ pub async fn start(options: BotOptions) -> anyhow::Result<RunningBot> {
         tasks: tokio_util::task::TaskTracker::new(),
         retired_commands: Default::default(),
         elsewhere: Default::default(),
+        process_started: tokio::time::Instant::now(),
     });
     tell_lost_sessions(&env, report.lost);
     let router = Router::new(env);

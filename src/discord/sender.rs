@@ -141,6 +141,9 @@ pub struct Tools {
     pub acting: Acting,
     /// See [`Gone`].
     pub gone: Gone,
+    /// When this process started: a relay replayed from the outbox looks for its reposts no sooner than
+    /// [`REPOST_SHOWS_WITHIN`] after it, giving a repost the process before had just asked for the time to show.
+    pub process_started: Instant,
 }
 
 /// Whether this process still acts for the channel (always [`Lease::Sure`] with the state folder), and how long the
@@ -423,8 +426,15 @@ async fn posting(
                     avatar_url: found.and_then(|p| p.avatar_url.as_deref()),
                 };
                 let parts = split_message(text.as_deref().unwrap_or_default());
-                // After a crash some parts may be showing already: post only the missing ones, in order.
+                // After a crash some parts may be showing already: post only the missing ones, in order. Webhooks
+                // take no nonce, so a repost the stopped process asked for just before it stopped is known only once
+                // Discord shows it (found by a review: a restart within a second reposted it a second time).
                 if replay {
+                    let shows_by = tools.process_started + REPOST_SHOWS_WITHIN;
+                    if sleep_unless_lost(Some(tools), shows_by.saturating_duration_since(Instant::now())).await {
+                        // Left to the process that holds the channel, whose replay looks.
+                        return Err(RestError::Unavailable("another process acts for the channel".into()));
+                    }
                     made = tools.retrying(|| rest.reposts_made(channel, *message_id, voice.name, &parts)).await?;
                     // Someone may have deleted the original while the bot was down, a deletion no gateway event
                     // tells of now (found by a review: the replay reposted it). A message with files was looked at

@@ -66,6 +66,8 @@ pub struct Env {
     pub retired_commands: commands_seen::RetiredCommands,
     /// The channels another process of the bot acts for, as this one found.
     pub elsewhere: elsewhere::ActingElsewhere,
+    /// When this process started (see `Tools::process_started`).
+    pub process_started: tokio::time::Instant,
 }
 
 impl Env {
@@ -1085,6 +1087,7 @@ impl Actor {
                 tasks: env.tasks.clone(),
                 announced,
                 gone: Arc::default(),
+                process_started: env.process_started,
                 acting: {
                     let saver = env.saver.clone();
                     Acting::new(move || match (saver.holds(channel), saver.surely_held(channel)) {

@@ -248,6 +248,7 @@ fn sender_for(channel: &Arc<FakeChannel>) -> (Sender, Arc<Mutex<Vec<Report>>>) {
         tasks: tokio_util::task::TaskTracker::new(),
         announced: *channel.announced_before.lock().unwrap(),
         gone: Arc::default(),
+        process_started: tokio::time::Instant::now(), // as if the process had just started
         acting: {
             let (unsure, lost) = (channel.lease_unsure.clone(), channel.lease_lost.clone());
             let on = |flag: &std::sync::atomic::AtomicBool| flag.load(std::sync::atomic::Ordering::Relaxed);
@@ -376,6 +377,26 @@ async fn a_split_relay_replayed_after_a_crash_posts_only_the_missing_parts_in_or
     // Replayed again once all of them were made: nothing more is posted.
     relay(&channel, &text, true).await;
     assert_eq!(texts(&channel), parts);
+}
+
+/// Found by a review: a repost the stopped process asked for just before it stopped, which Discord makes a moment
+/// later, was not showing yet when the restarted process replayed the relay at once: it was posted a second time
+/// (webhooks take no nonce). The replay gives it until 2 s after the start to show.
+#[tokio::test(start_paused = true)]
+async fn a_relay_replayed_right_after_a_restart_finds_the_repost_discord_made_a_moment_later() {
+    let channel = Arc::new(FakeChannel::default());
+    let shows_at = tokio::time::Instant::now() + Duration::from_millis(1500);
+    channel.reposts_coming.lock().unwrap().push((shows_at, "pm".into(), "Asked for before the crash.".into()));
+    let report = relay(&channel, "Asked for before the crash.", true).await;
+    assert!(matches!(report.outcome, Outcome::Done { .. }), "{report:?}");
+    tokio::time::sleep_until(shows_at).await;
+    channel.show_reposts_made_meanwhile();
+    assert_eq!(texts(&channel), ["Asked for before the crash."], "shown once");
+    // Live, nothing is waited for: a relay decided now was never asked for before.
+    let live = Arc::new(FakeChannel::default());
+    let started = tokio::time::Instant::now();
+    relay(&live, "Here it is.", false).await;
+    assert_eq!(started.elapsed(), Duration::ZERO, "no wait on the live path");
 }
 
 /// Found by a review: a relay replayed after a crash reposted a message someone deleted while the bot was down (no

@@ -452,6 +452,7 @@ impl Harness {
             tasks: tokio_util::task::TaskTracker::new(),
             retired_commands: Default::default(),
             elsewhere: Default::default(),
+            process_started: tokio::time::Instant::now(),
         });
         Self { router: Router::new(env), rest, saver, journal, stats, clock, next_id: AtomicU64::new(next_id) }
     }
