@@ -1,6 +1,7 @@
 //! The gateway's shards as gauges, read where the bot already looks at them: its connection watch, every 100 ms.
 //! The state is set on every look (an atomic store through a kept handle); the latency, which serenity measures once
-//! per heartbeat, at most every [`LATENCY_EVERY`].
+//! per heartbeat, at most every [`LATENCY_EVERY`]; NaN (no value) while it is not known: before the first heartbeat
+//! and while the shard is not connected, where the last value would tell of a connection that is gone.
 
 use super::{SHARD_CONNECTED, SHARD_LATENCY, enabled};
 use metrics::{Gauge, gauge};
@@ -45,12 +46,15 @@ impl Shards {
             let gauges = self.of(shard);
             gauges.seen = true;
             gauges.connected.set(if connected { 1.0 } else { 0.0 });
-            if let Some(latency) = latency.filter(|_| read_latency) {
-                gauges.latency.set(latency.as_secs_f64());
+            match latency.filter(|_| connected) {
+                Some(latency) if read_latency => gauges.latency.set(latency.as_secs_f64()),
+                Some(_) => {}
+                None => gauges.latency.set(f64::NAN),
             }
         }
         for missing in self.gauges.iter().filter(|g| !g.seen) {
             missing.connected.set(0.0);
+            missing.latency.set(f64::NAN);
         }
     }
 

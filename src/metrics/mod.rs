@@ -76,7 +76,12 @@ pub const DESCRIPTIONS: [(&str, Kind, &str); 12] = [
         "REST calls to Discord, by route and status class (2xx, 3xx, 4xx, 5xx; timeout or failed when no answer).",
     ),
     (REST_RATE_LIMITED, Kind::Counter, "REST calls Discord answered with 429 (rate limited), by route."),
-    (SHARD_LATENCY, Kind::Gauge, "Gateway heartbeat latency of each shard in seconds, refreshed every 5 seconds."),
+    (
+        SHARD_LATENCY,
+        Kind::Gauge,
+        "Gateway heartbeat latency of each shard in seconds, refreshed every 5 seconds; NaN while not connected or \
+         before the first heartbeat.",
+    ),
     (SHARD_CONNECTED, Kind::Gauge, "Whether each gateway shard is connected (1) or not (0)."),
     (ACTIVE_ACTORS, Kind::Gauge, "Channels with an actor task (a running or paused session, or one finishing)."),
     (

@@ -202,4 +202,22 @@ fn shards_are_connected_or_not_and_their_latency_is_read_every_few_seconds() {
     shards.record([], start + gateway::LATENCY_EVERY); // the shard's gauges are kept: no recorder needed
     let text = recorder.handle().render();
     assert_eq!(sample(&text, &format!("{SHARD_CONNECTED}{{shard=\"0\"}}")), Some(0.0), "gone: {text}");
+    let latency = sample(&text, &format!("{SHARD_LATENCY}{{shard=\"0\"}}"));
+    assert!(latency.is_some_and(f64::is_nan), "no latency for a connection that is gone: {text}");
+}
+
+/// Found by a review: the latency gauge read 0 before the first heartbeat (a perfect connection, on a dashboard) and
+/// kept its last value while the shard was disconnected.
+#[test]
+fn a_shard_latency_not_known_is_no_value_rather_than_zero_or_the_last_one() {
+    let mut shards = Shards::default();
+    let start = tokio::time::Instant::now();
+    let recorder = exporter::builder().build_recorder();
+    let latency = |text: &str| sample(text, &format!("{SHARD_LATENCY}{{shard=\"1\"}}"));
+    metrics::with_local_recorder(&recorder, || shards.record([(1, true, None)], start));
+    assert!(latency(&recorder.handle().render()).is_some_and(f64::is_nan), "before the first heartbeat");
+    shards.record([(1, true, Some(Duration::from_millis(40)))], start + gateway::LATENCY_EVERY);
+    assert_eq!(latency(&recorder.handle().render()), Some(0.040));
+    shards.record([(1, false, Some(Duration::from_millis(40)))], start + gateway::LATENCY_EVERY * 2);
+    assert!(latency(&recorder.handle().render()).is_some_and(f64::is_nan), "disconnected");
 }
