@@ -108,29 +108,45 @@ fn skip_at(session: &mut Session, second: i64) -> Vec<HistoryEvent> {
     session.handle_command(&Command::Skip, None, t0() + TimeDelta::seconds(second), ctx).unwrap().events
 }
 
+/// The last batch holds two records (two channels saved in one group commit), cut or garbled anywhere: every record
+/// whole before the damage is replayed over checkpoints left far behind (found by a review: the checkpoints were
+/// taken after the saves before the last, so a recovery that dropped a torn journal's every record passed), and a
+/// record that is not whole is left out.
 #[test]
-fn a_journal_cut_or_garbled_anywhere_in_its_last_record_recovers_the_state_before_it_or_whole_after_it() {
+fn a_journal_cut_or_garbled_anywhere_in_its_last_batch_recovers_every_record_whole_before_the_damage() {
     let dir = scratch();
     let store = open_at(dir.path());
     let (mut a, a_events) = started_in(ChannelId(1));
-    let (b, b_events) = started_in(ChannelId(2));
+    let (mut b, b_events) = started_in(ChannelId(2));
     store.save(&a, &a_events).unwrap();
     store.save(&b, &b_events).unwrap();
+    // The checkpoints stop here: every later save is in the journal only.
+    let checkpoints = snapshot(dir.path());
     for second in 1..=3 {
         let events = skip_at(&mut a, second);
         store.save(&a, &events).unwrap();
     }
-    let checkpoints = snapshot(dir.path());
     let before = seen(&store, vec![a.clone(), b.clone()]);
-    let last = skip_at(&mut a, 4);
-    store.save(&a, &last).unwrap();
+    let (a_last, b_last) = (skip_at(&mut a, 4), skip_at(&mut b, 4));
+    store.save_many(&[(a.clone(), a_last), (b.clone(), b_last)]).unwrap();
     let after = seen(&store, vec![a.clone(), b.clone()]);
+    let alone = scratch();
+    restore(&checkpoints, alone.path());
+    let (_, from_checkpoints, _) = restart(alone.path());
+    assert_ne!(from_checkpoints.sessions[0], before.sessions[0], "precondition: a's skips are in the journal only");
+    // Only a's record of the last batch whole: a as after it, b as before it.
+    let a_only = Seen {
+        sessions: vec![after.sessions[0].clone(), before.sessions[1].clone()],
+        logs: vec![after.logs[0].clone(), before.logs[1].clone()],
+    };
     let (path, journal) = the_journal(dir.path());
     let name = path.file_name().unwrap().to_owned();
-    let last_starts = journal[..journal.len() - 1].iter().rposition(|&b| b == b'\n').unwrap() + 1;
-    assert!(journal.len() - last_starts > 500, "the last record is a whole session");
+    let line_starts = |end: usize| journal[..end - 1].iter().rposition(|&b| b == b'\n').unwrap() + 1;
+    let b_starts = line_starts(journal.len());
+    let a_starts = line_starts(b_starts);
+    assert!(b_starts - a_starts > 500 && journal.len() - b_starts > 500, "the last batch is two whole sessions");
 
-    // The checkpoints of the last save were never written (the crash came first): only the journal holds it.
+    // The checkpoints of the saves after the starts were never written (the crash came first).
     let recovers = |bytes: &[u8], expected: &Seen, case: &str| {
         let dir = scratch();
         restore(&checkpoints, dir.path());
@@ -147,14 +163,17 @@ fn a_journal_cut_or_garbled_anywhere_in_its_last_record_recovers_the_state_befor
         assert_eq!(again.sessions, [a, expected.sessions[1].clone()], "{case}, after appending");
         assert_eq!(again.logs, [[expected.logs[0].clone(), more].concat(), expected.logs[1].clone()], "{case}");
     };
-    for cut in last_starts..journal.len() {
-        recovers(&journal[..cut], &before, &format!("cut at byte {cut} of {}", journal.len()));
+    for cut in a_starts..journal.len() {
+        let expected = if cut < b_starts { &before } else { &a_only };
+        recovers(&journal[..cut], expected, &format!("cut at byte {cut} of {}", journal.len()));
     }
     recovers(&journal, &after, "whole");
-    for at in last_starts..journal.len() {
+    // A garbled byte in the very last record (one in a record followed by whole ones is damage no crash makes: see
+    // `a_damaged_line_in_the_middle_...`).
+    for at in b_starts..journal.len() {
         let mut garbled = journal.clone();
         garbled[at] = if garbled[at] == b'x' { b'y' } else { b'x' };
-        recovers(&garbled, &before, &format!("byte {at} garbled"));
+        recovers(&garbled, &a_only, &format!("byte {at} garbled"));
     }
 }
 
