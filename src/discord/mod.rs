@@ -99,10 +99,17 @@ pub struct RunningBot {
 }
 
 impl RunningBot {
-    /// Waits until the gateway connection ends by itself (an error such as a refused intent or token).
+    /// Waits until the gateway connection ends by itself (an error such as a refused intent or token), or the store
+    /// breaks for good (then the process must exit: a restart recovers what was saved).
     pub async fn finished(&mut self) -> anyhow::Result<()> {
         let Some(client) = self.client.as_mut() else { return Ok(()) };
-        let ended = client.await;
+        let ended = tokio::select! {
+            ended = client => ended,
+            why = self.store.broken() => {
+                anyhow::bail!("{why}: no session can be saved any more, so the bot stops; a restart recovers every \
+                               save made (from the journal)")
+            }
+        };
         self.client = None;
         match ended {
             Ok(Ok(())) => Ok(()),

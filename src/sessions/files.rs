@@ -138,6 +138,11 @@ impl Saver for FileSessions {
 
 #[async_trait]
 impl SessionStore for FileSessions {
+    async fn broken(&self) -> String {
+        self.writer.stopped().await;
+        "the store's writer thread failed (see the panic above)".to_owned()
+    }
+
     /// Every session of the folder: the bot keeps those of its shards.
     async fn load_all(&self, _shards: Option<ShardRange>) -> Result<LoadReport, SessionStoreError> {
         let report = self.read(Store::load_all).await?;

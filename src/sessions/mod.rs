@@ -127,6 +127,11 @@ pub trait SessionStore: Saver {
     /// Writes what is queued, then lets go: the folder's lock, or this process's leases (so that another process
     /// takes its channels over at once instead of waiting for them to expire).
     async fn close(&self);
+    /// Resolves, saying why, if the store breaks so that no save can succeed again in this process (the file
+    /// store's writer thread failed): the bot exits with an error rather than hold every channel back for ever.
+    async fn broken(&self) -> String {
+        std::future::pending().await
+    }
     /// Where the sessions are, for log lines: the folder, or the database's URL without its password.
     fn describe(&self) -> String;
     /// The state folder's store, when the sessions are files (tests and the demo read the files through it).

@@ -47,6 +47,9 @@ pub(super) struct Probe {
     /// The next this many appends fail (tests only).
     #[cfg(test)]
     pub failing_appends: std::sync::atomic::AtomicU32,
+    /// The next append panics, as a bug in the writer would (tests only).
+    #[cfg(test)]
+    pub panicking_append: std::sync::atomic::AtomicBool,
     /// The next this many opens of a history log for its first look fail, as a log left unreadable would (tests
     /// only).
     #[cfg(test)]
@@ -116,6 +119,10 @@ impl JournalFile {
     }
 
     fn write_and_sync(&mut self, lines: &[u8], probe: &Probe) -> io::Result<()> {
+        #[cfg(test)]
+        if probe.panicking_append.swap(false, Ordering::SeqCst) {
+            panic!("a panic in the store's writer, injected by a test");
+        }
         #[cfg(test)]
         if probe.failing_appends.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).is_ok() {
             // Half the batch reaches the file before the failure, as a full disk would do it.

@@ -64,6 +64,17 @@ pub(super) enum Request {
 #[derive(Clone, Debug)]
 pub struct Writer {
     requests: mpsc::Sender<Request>,
+    /// Set when the thread ends: with a handle still held, only by a panic (see [`Writer::stopped`]).
+    ended: tokio::sync::watch::Receiver<bool>,
+}
+
+/// Tells the handles that the thread ended, however it ends (a panic unwinds through it).
+struct EndedGuard(tokio::sync::watch::Sender<bool>);
+
+impl Drop for EndedGuard {
+    fn drop(&mut self) {
+        self.0.send_replace(true);
+    }
 }
 
 impl std::fmt::Debug for Request {
@@ -98,11 +109,23 @@ impl Writer {
         checkpoint_delay: Duration,
     ) -> (Writer, JoinHandle<()>) {
         let (requests, inbox) = mpsc::channel();
+        let (ended_tx, ended) = tokio::sync::watch::channel(false);
         let thread = std::thread::Builder::new()
             .name("store-writer".into())
-            .spawn(move || run(&store, &inbox, lazy_delay, checkpoint_delay))
+            .spawn(move || {
+                let _ended = EndedGuard(ended_tx);
+                run(&store, &inbox, lazy_delay, checkpoint_delay)
+            })
             .expect("the operating system refused to start the store writer thread");
-        (Writer { requests }, thread)
+        (Writer { requests, ended }, thread)
+    }
+
+    /// Resolves if the thread stops while this handle is held: a panic in it (a bug), after which no save can ever
+    /// succeed. The bot then exits, so that a restart recovers from the journal, rather than running on with every
+    /// channel's announcements held back for ever (found by a review).
+    pub async fn stopped(&self) {
+        let mut ended = self.ended.clone();
+        let _ = ended.wait_for(|ended| *ended).await;
     }
 
     /// Saves a session whose turn or settings changed, with its new events. Resolves once both are in the journal

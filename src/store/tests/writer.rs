@@ -39,6 +39,23 @@ fn checkpoints_written(store: &Store) -> u64 {
     store.probe.checkpoints.load(std::sync::atomic::Ordering::Relaxed)
 }
 
+/// Found by a review: a panic in the writer thread left the bot running with every save failing for ever (each
+/// channel's announcements held back, nothing telling the process to restart and recover).
+#[tokio::test]
+async fn a_writer_thread_that_panics_fails_the_saves_waiting_and_says_it_stopped() {
+    let (_dir, store) = open_store();
+    let writer = Writer::spawn(store.clone());
+    let (session, events) = started();
+    writer.save_durable(session.clone(), events.clone()).await.unwrap();
+    let running = tokio::time::timeout(Duration::from_millis(50), writer.stopped()).await;
+    assert!(running.is_err(), "a writer at work has not stopped");
+    store.probe.panicking_append.store(true, std::sync::atomic::Ordering::SeqCst);
+    let failed = writer.save_durable(session.clone(), Vec::new()).await;
+    assert!(matches!(failed, Err(StoreError::WriterStopped)), "{failed:?}");
+    tokio::time::timeout(Duration::from_secs(10), writer.stopped()).await.expect("said to have stopped");
+    tokio::time::timeout(Duration::from_secs(10), writer.clone().stopped()).await.expect("to every handle");
+}
+
 #[tokio::test]
 async fn a_durable_save_is_on_disk_with_its_events_when_it_resolves() {
     let (_dir, store) = open_store();
