@@ -5,6 +5,7 @@ mod common;
 
 use chrono::Utc;
 use common::{PATIENCE, Scene, connection_watch_looked, is_floor, write_personas};
+use local_discord::faults::RouteAction;
 use local_discord::permissions::Permissions;
 use local_discord::world::OverwriteTarget;
 use std::process::{Command, Stdio};
@@ -303,6 +304,18 @@ async fn run_refuses_an_api_base_that_gives_no_gateway_address_rather_than_conne
     assert!(stderr.contains("did not give the gateway's address") && stderr.contains("--api-base"), "{stderr}");
     assert!(!stderr.contains(&stage.bot_token), "{stderr}");
     assert!(!stderr.contains("s3cretpw") && stderr.contains("proxyuser:***@"), "{stderr}");
+    // A proxy at the base that is only busy (a 429 at each of the five tries): worth a restart, so not the setup's
+    // exit status.
+    stage.server.faults(|f| {
+        f.on_route(Some("GET"), "/gateway", RouteAction::RateLimit { retry_after: Duration::from_secs(1) }, 5)
+    });
+    let log = std::fs::File::create(&log_path).unwrap();
+    let mut child =
+        run_at(&stage.server.base_url(), &stage, personas.path(), state.path()).stderr(log).spawn().unwrap();
+    let status = exit_of(&mut child, &log_path).await;
+    let stderr = std::fs::read_to_string(&log_path).unwrap();
+    assert_eq!(status.code(), Some(1), "a 429 is no setting to fix: {stderr}");
+    assert!(stderr.contains("did not give the gateway's address") && stderr.contains("status 429"), "{stderr}");
     // Not a URL at all: refused before anything starts.
     let output = run_at("not a url", &stage, personas.path(), state.path()).output().unwrap();
     assert_eq!(output.status.code(), Some(2));

@@ -443,29 +443,44 @@ async fn check_api_base(http: &discord::Http, base: &str, budget: &RestBudget) -
         budget.take().await;
         match http.get_gateway().await {
             Ok(_) => return Ok(()),
-            // An answer, but not the address (a 404 from a wrong path): trying again changes nothing. Nor would
-            // restarting the bot, unless the server was only failing (a 5xx).
-            Err(e)
-                if attempt == TRIES
-                    || matches!(e, discord::Error::Http(discord::HttpError::UnsuccessfulRequest(_))) =>
-            {
-                let refused =
-                    matches!(&e, discord::Error::Http(http) if http.status_code().is_some_and(|s| s.is_client_error()));
+            // An answer, but not the address (a 404 from a wrong path): trying again changes nothing, nor would
+            // restarting the bot. A server only failing or busy (a 5xx, a 408, a proxy's 429) is tried again, and
+            // once the tries run out is worth a restart (found by a review: exit status 2 kept the bot down after a
+            // rate limit).
+            Err(e) if attempt == TRIES || refusal_of(&e).is_some_and(|status| !passing(status)) => {
+                let refused = refusal_of(&e).is_some_and(|status| !passing(status));
+                let status = refusal_of(&e).map(|status| format!("status {status}: ")).unwrap_or_default();
                 let text = hidden(format!(
-                    "the API base {shown} did not give the gateway's address (GET /api/v10/gateway: {}); check \
-                     --api-base (DISCORD_API_BASE): it is the server's address, such as http://127.0.0.1:3710, without \
-                     /api/v10",
+                    "the API base {shown} did not give the gateway's address (GET /api/v10/gateway: {status}{}); \
+                     check --api-base (DISCORD_API_BASE): it is the server's address, such as http://127.0.0.1:3710, \
+                     without /api/v10",
                     crate::errors::with_causes(&e)
                 ));
                 return Err(if refused { SetupError(text).into() } else { anyhow::anyhow!(text) });
             }
             Err(e) => {
+                let status = refusal_of(&e).map(|status| format!("status {status}: ")).unwrap_or_default();
                 let why = hidden(crate::errors::with_causes(&e));
-                tracing::warn!("the API base {shown} did not give the gateway's address ({why}); trying again in 1 s");
+                tracing::warn!(
+                    "the API base {shown} did not give the gateway's address ({status}{why}); trying again in 1 s"
+                );
                 tokio::time::sleep(Duration::from_secs(1)).await;
             }
         }
     }
+}
+
+/// The status of an answer that is an error, if `e` is one.
+fn refusal_of(e: &discord::Error) -> Option<u16> {
+    match e {
+        discord::Error::Http(http) => http.status_code().map(|status| status.as_u16()),
+        _ => None,
+    }
+}
+
+/// Whether an error status may pass by itself: the server failing, timing out or rate limiting.
+fn passing(status: u16) -> bool {
+    matches!(status, 408 | 429) || status >= 500
 }
 
 /// Turns the gateway errors people meet on a real server into what to do about them; a refusal that only a change of
