@@ -340,14 +340,16 @@ async fn tend_leases(store: Arc<dyn SessionStore>, router: Arc<Router>, shards: 
 /// whole period again after one failure (a connection waited for 10 s) could let every lease expire.
 const RENEWAL_RETRY: Duration = Duration::from_secs(1);
 
-/// Runs `round` a `period` after the start of the last one that worked (the time a round takes is not added to
-/// the wait), and [`RENEWAL_RETRY`] after one that failed, forever.
+/// Runs `round` at once, then a `period` after the start of the last one that worked (the time a round takes is not
+/// added to the wait), and [`RENEWAL_RETRY`] after one that failed, forever. At once: the leases loaded at start-up
+/// have run since the store opened, and a slow start (thousands of sessions) could otherwise let them expire before
+/// the first renewal (found by a review).
 async fn every_period<F, Fut>(period: Duration, mut round: F)
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = bool>,
 {
-    let mut next = tokio::time::Instant::now() + period;
+    let mut next = tokio::time::Instant::now();
     loop {
         tokio::time::sleep_until(next).await;
         let started = tokio::time::Instant::now();
@@ -548,7 +550,7 @@ mod tests {
             super::every_period(std::time::Duration::from_secs(10), round),
         )
         .await;
-        assert_eq!(*rounds.lock().unwrap(), [10.0, 20.0, 29.0, 30.0, 40.0]);
+        assert_eq!(*rounds.lock().unwrap(), [0.0, 10.0, 19.0, 20.0, 30.0, 40.0]);
     }
 
     use super::clean_token;
