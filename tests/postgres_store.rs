@@ -93,6 +93,30 @@ async fn a_durable_save_loads_back_with_its_events_and_the_history_tail_is_the_n
     assert_eq!(next.history_tail(channel, 2).await.unwrap(), [event(3, 2), event(4, 3)]);
 }
 
+/// Found by a review: the fencing and the history appends are reasoned about under READ COMMITTED, which the store
+/// assumed without asking for it; a database (or role) whose default is REPEATABLE READ changed what they see.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_store_works_in_read_committed_whatever_the_databases_default() {
+    let Some(db) = TestDatabase::create("postgres_store::isolation").await else { return };
+    let admin = sqlx::PgPool::connect(&db.url).await.unwrap();
+    let name: String = sqlx::query_scalar("SELECT current_database()").fetch_one(&admin).await.unwrap();
+    let sql = format!("ALTER DATABASE {name} SET default_transaction_isolation = 'repeatable read'");
+    sqlx::query(&sql).execute(&admin).await.unwrap();
+    admin.close().await;
+    let plain = sqlx::PgPool::connect(&db.url).await.unwrap();
+    let default: String = sqlx::query_scalar("SHOW transaction_isolation").fetch_one(&plain).await.unwrap();
+    assert_eq!(default, "repeatable read", "precondition: the database's default");
+    let url = turn_manager::sessions::location::PostgresUrl::new(&db.url);
+    let pool = turn_manager::sessions::postgres::connect(&url, Duration::from_secs(10)).await.unwrap();
+    let used: String = sqlx::query_scalar("SHOW transaction_isolation").fetch_one(&pool).await.unwrap();
+    assert_eq!(used, "read committed");
+    // And the store saves and reads back there.
+    let store = db.open(LONG, "node-a").await;
+    store.claim(ChannelId(9)).await.unwrap();
+    store.save_durable(running(9, None, 1), vec![event(1, 1)]).await.unwrap();
+    assert_eq!(store.load(ChannelId(9)).await.unwrap().unwrap().round, 1);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn activity_saved_lazily_is_written_by_a_flush_and_never_over_a_later_durable_save() {
     let Some(db) = TestDatabase::create("postgres_store::lazy").await else { return };

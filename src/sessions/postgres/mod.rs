@@ -375,7 +375,14 @@ pub async fn connect(url: &PostgresUrl, idle_in_transaction: Duration) -> anyhow
         // server's TCP gives up on it, some two hours: a takeover of its channels (whose claim waits on the lease
         // row it locked) would wait as long, and so would this process's renewals. Every transaction here is a few
         // statements sent back to back.
-        .options([("idle_in_transaction_session_timeout", idle_ms.as_str())]);
+        // READ COMMITTED whatever the database's or the role's default: the fencing and the history appends are
+        // reasoned about under it (each statement sees what committed before it, after the lease row's lock), and a
+        // default of REPEATABLE READ would make them fail with serialization errors (found by a review).
+        .options([
+            ("idle_in_transaction_session_timeout", idle_ms.as_str()),
+            // A space separates options unless escaped (sqlx writes the value as given).
+            ("default_transaction_isolation", r"read\ committed"),
+        ]);
     let pool = PgPoolOptions::new()
         .max_connections(POOL_SIZE)
         .acquire_timeout(CONNECT_TIMEOUT)
