@@ -185,10 +185,12 @@ async fn an_escalation_pauses_pings_the_control_role_and_a_managers_resume_gives
              "priority": 10},
             {"name": "TURN_COMPLETE", "pattern": "TURN_COMPLETE", "action": "complete"}]}}"#,
     );
-    // The role and its member exist before the bot connects, so they are in its cache from the start.
+    // The role and its member exist before the bot connects, so they are in its cache from the start. Anyone may
+    // mention the role: the bot needs no permission to ping it.
     let (mut role, mut manager) = (0, 0);
     let scene = Scene::build([2, 60, 60], |stage| {
         role = stage.server.create_role(stage.guild, "managers", Permissions::empty());
+        stage.server.set_role_mentionable(stage.guild, role, true);
         manager = stage.server.create_user("manager");
         stage.server.add_member(stage.guild, manager, &[role]);
         config
@@ -420,6 +422,51 @@ async fn invisible_characters_around_the_signal_still_end_the_turn_and_the_repos
     let repost = view.iter().find(|m| m.from_webhook).expect("a repost");
     assert_eq!((repost.author.as_str(), repost.content.as_str()), ("PM", "Done."));
     assert_eq!(scene.events("turn_complete").len(), 1);
+}
+
+/// Found by a review: a control role nobody may mention is named, not pinged, by a bot without Mention @everyone,
+/// @here, and All Roles: escalations called nobody, unsaid. A start says so; giving the bot that permission pings it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_start_says_when_the_control_role_cannot_be_pinged_and_the_call_then_names_it_without_pinging() {
+    let config = parse(
+        r#"{"controlRoles": ["managers"], "signals": {"rules": [
+            {"name": "BLOCKED", "pattern": "BLOCKED:\\s*(?P<payload>.+)", "at": "line", "action": "escalate",
+             "priority": 10},
+            {"name": "TURN_COMPLETE", "pattern": "TURN_COMPLETE", "action": "complete"}]}}"#,
+    );
+    let (mut role, mut manager) = (0, 0);
+    let scene = Scene::build([60, 60, 60], |stage| {
+        role = stage.server.create_role(stage.guild, "managers", Permissions::empty());
+        manager = stage.server.create_user("manager");
+        stage.server.add_member(stage.guild, manager, &[role]);
+        config
+    })
+    .await;
+    scene.start_session().await;
+    let warned = |s: &str| s.contains("I can't ping the control role **managers** here");
+    let warning = scene.until("the start's warning", |v| v.iter().find(|m| warned(&m.content)).cloned()).await;
+    assert!(warning.content.contains("Mention @everyone, @here, and All Roles"), "{}", warning.content);
+    assert!(warning.pinged.is_empty(), "the warning pings nobody");
+    let blocked = scene.say("pm", "BLOCKED: need credentials");
+    let call = bot_says(&scene, "the managers to be called", blocked, |s| s.contains("🚨")).await;
+    assert!(call.content.starts_with(&format!("<@&{role}> 🚨")), "{}", call.content);
+    assert!(call.pinged.is_empty(), "named, not pinged: {:?}", call.pinged);
+
+    // With the permission, a new start says nothing of it, and the call pings the role's members.
+    let stop = scene.stage.operator_says("!turn stop");
+    bot_says(&scene, "the stop", stop, |s| s.contains("stopped")).await;
+    let (guild, bot_role) = (scene.stage.guild, scene.stage.bot_role);
+    scene
+        .stage
+        .server
+        .update_role(guild, bot_role, |r| r.permissions = r.permissions.union(Permissions::MENTION_EVERYONE));
+    let start = scene.stage.operator_says("!turn start");
+    bot_says(&scene, "pm's floor again", start, |s| s.contains("(pm) has the floor")).await;
+    let again = scene.say("pm", "BLOCKED: still no credentials");
+    let call = bot_says(&scene, "the managers called again", again, |s| s.contains("still no credentials")).await;
+    assert_eq!(call.pinged, vec![manager], "pinged with the permission");
+    let warnings = scene.view().iter().filter(|m| warned(&m.content)).count();
+    assert_eq!(warnings, 1, "said at the first start only:\n{}", render(&scene.view()));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

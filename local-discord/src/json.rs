@@ -37,7 +37,7 @@ impl World {
     pub fn role_json(role: &Role, position: usize) -> Value {
         json!({
             "id": role.id.to_string(), "name": role.name, "color": 0, "colors": {"primary_color": 0},
-            "hoist": false, "managed": false, "mentionable": false, "position": position,
+            "hoist": false, "managed": false, "mentionable": role.mentionable, "position": position,
             "permissions": role.permissions.bits().to_string(), "flags": 0,
         })
     }

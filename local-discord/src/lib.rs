@@ -162,7 +162,8 @@ impl LocalDiscord {
     pub fn create_guild(&self, name: &str, owner: u64) -> u64 {
         self.with(|w| {
             let id = w.snowflake();
-            let everyone = Role { id, name: "@everyone".into(), permissions: Permissions::EVERYONE_DEFAULT };
+            let everyone =
+                Role { id, name: "@everyone".into(), permissions: Permissions::EVERYONE_DEFAULT, mentionable: false };
             let mut guild =
                 Guild { id, name: name.into(), owner_id: owner, roles: vec![everyone], members: Default::default() };
             guild.members.insert(owner, Vec::new());
@@ -176,10 +177,26 @@ impl LocalDiscord {
         self.with(|w| {
             let id = w.snowflake();
             let roles = &mut w.guilds.get_mut(&guild).expect("guild").roles;
-            roles.push(Role { id, name: name.into(), permissions });
+            roles.push(Role { id, name: name.into(), permissions, mentionable: false });
             let role = World::role_json(&roles[roles.len() - 1], roles.len() - 1);
             w.dispatch(Some(guild), "GUILD_ROLE_CREATE", json!({"guild_id": guild.to_string(), "role": role}));
             id
+        })
+    }
+
+    /// Sets whether anyone may @mention a role (Server Settings → Roles).
+    pub fn set_role_mentionable(&self, guild: u64, role: u64, mentionable: bool) {
+        self.update_role(guild, role, |role| role.mentionable = mentionable);
+    }
+
+    /// Changes a role (its permissions, whether it is mentionable); bots connected see GUILD_ROLE_UPDATE.
+    pub fn update_role(&self, guild: u64, role: u64, change: impl FnOnce(&mut Role)) {
+        self.with(|w| {
+            let roles = &mut w.guilds.get_mut(&guild).expect("guild").roles;
+            let at = roles.iter().position(|r| r.id == role).expect("role");
+            change(&mut roles[at]);
+            let json = World::role_json(&roles[at], at);
+            w.dispatch(Some(guild), "GUILD_ROLE_UPDATE", json!({"guild_id": guild.to_string(), "role": json}));
         })
     }
 

@@ -29,6 +29,9 @@ pub struct Role {
     pub id: u64,
     pub name: String,
     pub permissions: Permissions,
+    /// "Allow anyone to @mention this role": otherwise only a member with Mention @everyone, @here, and All Roles
+    /// pings it (Discord's default is off).
+    pub mentionable: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -349,14 +352,21 @@ impl World {
             .filter(|u| parse.contains(&"users") || allowed_users.contains(u))
             .filter(|u| self.users.contains_key(u))
             .collect();
-        let mention_roles: Vec<u64> =
-            roles_in_text.into_iter().filter(|r| parse.contains(&"roles") || allowed_roles.contains(r)).collect();
         let may_ping_everyone = match author {
             Author::User(id) => {
                 guild.is_some_and(|g| permissions::base(g, *id).contains(Permissions::MENTION_EVERYONE))
             }
             Author::Webhook { .. } => true,
         };
+        // A role that is not mentionable is named, not pinged, unless the author may mention every role.
+        let mentionable = |r: &u64| {
+            guild.and_then(|g| g.roles.iter().find(|role| role.id == *r)).is_some_and(|role| role.mentionable)
+        };
+        let mention_roles: Vec<u64> = roles_in_text
+            .into_iter()
+            .filter(|r| parse.contains(&"roles") || allowed_roles.contains(r))
+            .filter(|r| may_ping_everyone || mentionable(r))
+            .collect();
         let mention_everyone = everyone_in_text && parse.contains(&"everyone") && may_ping_everyone;
         let mut pinged = mentions.clone();
         if let Some(guild) = guild {

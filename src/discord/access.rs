@@ -138,6 +138,36 @@ impl Access {
             .collect())
     }
 
+    /// The control roles of `channel`'s server that calling the managers would name without notifying anyone: not
+    /// mentionable, while the bot lacks Mention @everyone, @here, and All Roles there (found by a review: a role is
+    /// pinged by a bot without that permission only if anyone may mention it). By name, from the cache only
+    /// (`Unavailable` before the gateway has described the server).
+    pub async fn control_roles_unpingable(&self, channel: ChannelId) -> Result<Vec<String>, RestError> {
+        if self.control_roles.is_empty() {
+            return Ok(Vec::new());
+        }
+        let me = self.identity.user().ok_or_else(|| RestError::Unavailable("not connected yet".into()))?;
+        let (permissions, _) = self.standing(channel, discord::UserId::new(me.0), None, false).await?;
+        if permissions.mention_everyone() {
+            return Ok(Vec::new());
+        }
+        let (place, _) = self.home_channel(channel).await?;
+        let guild = self
+            .cache
+            .get()
+            .and_then(|cache| cache.guild(place.guild_id))
+            .ok_or_else(|| RestError::Unavailable("this server is not in my cache yet".into()))?;
+        let mut names: Vec<String> = guild
+            .roles
+            .values()
+            .filter(|role| role.id.get() != place.guild_id.get() && !role.mentionable)
+            .filter(|role| holds_control_role(&self.control_roles, &[(role.id.get(), role.name.clone())]))
+            .map(|role| role.name.clone())
+            .collect();
+        names.sort();
+        Ok(names)
+    }
+
     /// A member's permissions in a channel (a thread counts as its parent) and its roles (id, name).
     /// A server not in the cache yet is read over REST when `guild_from_rest`, else `Unavailable`.
     async fn standing(
@@ -254,6 +284,20 @@ pub fn read_history_notice() -> String {
         "⚠️ I'm missing the **{READ_HISTORY}** permission in this channel. Without it I can't read back what was \
          posted while I was away (after a restart or a lost connection), repost a message that has files, or react ✅ \
          in observe mode. Grant it to me here; the session goes on meanwhile."
+    )
+}
+
+/// What the bot says when a session starts where calling the managers would notify nobody (see
+/// [`Access::control_roles_unpingable`]).
+pub fn unpingable_roles_notice(names: &[String]) -> String {
+    let (roles, it, is) = match names {
+        [one] => (format!("the control role **{one}**"), "it", "isn't"),
+        _ => (format!("the control roles **{}**", names.join("**, **")), "them", "aren't"),
+    };
+    format!(
+        "⚠️ I can't ping {roles} here: {it} {is} mentionable, and I lack **Mention @everyone, @here, and All Roles**. \
+         When an agent escalates or the session loops I'll name {it} without notifying anyone. Make {it} mentionable \
+         (Server Settings → Roles → Allow anyone to @mention this role) or grant me that permission."
     )
 }
 

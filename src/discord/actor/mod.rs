@@ -15,7 +15,8 @@ mod saving;
 mod tests;
 
 use super::access::{
-    READ_HISTORY, fallback_notice, lost_permission_notice, missing_for_relay, read_history_notice, webhooks_full_notice,
+    READ_HISTORY, fallback_notice, lost_permission_notice, missing_for_relay, read_history_notice,
+    unpingable_roles_notice, webhooks_full_notice,
 };
 use super::clock::Clock;
 use super::commands::{self, Typed};
@@ -937,7 +938,7 @@ impl Actor {
             }
             self.remember_command(id);
         }
-        let mut history_missing = false;
+        let (mut history_missing, mut unpingable) = (false, Vec::new());
         if matches!(command, Command::Start { .. }) && !self.session.is_active() {
             // A start that will be refused (a name typed wrong, no personas) changes nothing, not even the display
             // mode, and says nothing but its refusal: it is tried on a copy first.
@@ -948,11 +949,18 @@ impl Actor {
             self.apply_display_mode(choice).await;
             history_missing = missing.is_some_and(|missing| missing.contains(&READ_HISTORY));
             self.told_history_missing = false; // each start says it again
+            unpingable = self.env.rest.control_roles_unpingable(self.channel).await.unwrap_or_else(|e| {
+                tracing::debug!(channel = %self.channel, "could not look at the control roles: {e}");
+                Vec::new()
+            });
         }
         let t = self.session.handle_command(command, origin, self.env.clock.now(), self.env.context())?;
         let saved = self.commit(t).await;
         if history_missing {
             self.tell_history_missing(saved);
+        }
+        if !unpingable.is_empty() {
+            self.say_once_saved(unpingable_roles_notice(&unpingable), saved);
         }
         Ok(())
     }

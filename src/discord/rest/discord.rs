@@ -179,6 +179,10 @@ impl Rest for DiscordRest {
         self.access.relay_permissions_missing(channel).await
     }
 
+    async fn control_roles_unpingable(&self, channel: ChannelId) -> Result<Vec<String>, RestError> {
+        self.access.control_roles_unpingable(channel).await
+    }
+
     async fn guild_of(&self, channel: ChannelId) -> Result<Option<GuildId>, RestError> {
         self.access.guild_of(channel).await.map(Some)
     }

@@ -102,6 +102,11 @@ pub trait Rest: Send + Sync + 'static {
     /// The permissions relay mode needs (by name) that the bot lacks in `channel` (see
     /// `Access::relay_permissions_missing`).
     async fn relay_permissions_missing(&self, channel: ChannelId) -> Result<Vec<&'static str>, RestError>;
+    /// The control roles that calling the managers in `channel` would name without notifying anyone (see
+    /// `Access::control_roles_unpingable`).
+    async fn control_roles_unpingable(&self, _channel: ChannelId) -> Result<Vec<String>, RestError> {
+        Ok(Vec::new())
+    }
     /// The server `channel` is in (from the gateway's cache, else REST); `None` where it cannot be known.
     async fn guild_of(&self, _channel: ChannelId) -> Result<Option<GuildId>, RestError> {
         Ok(None)
