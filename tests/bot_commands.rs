@@ -143,6 +143,8 @@ async fn refusals_and_bad_arguments_say_what_is_wrong() {
         "{}",
         bad.content
     );
+    // In words, not Rust's parser's ("invalid digit found in string": found by a review).
+    assert!(bad.content.contains("`soon`: that is not a whole number."), "{}", bad.content);
     let again = command(&scene, op, "start", starts("A session is already running here")).await;
     assert!(again.content.contains("pm has the floor"));
     // poise leaves out an optional argument it cannot read, then finds it extra.

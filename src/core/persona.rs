@@ -231,7 +231,9 @@ impl PersonaCatalog {
     }
 
     /// Looks a persona up by the id a person typed, or by a mention of its account (`<@id>`, what Discord's
-    /// autocomplete puts in a command: found by a review); the error names the known ones.
+    /// autocomplete puts in a command: found by a review), or by its display name in any case when no other persona
+    /// has it (as handoff signals name them: `!turn give Developer` was refused, found by a review); the error names
+    /// the known ones.
     pub fn resolve(&self, typed: &str) -> Result<&Persona, String> {
         let mentioned = typed.trim().strip_prefix("<@").and_then(|m| m.strip_suffix('>'));
         let user = mentioned.map(|m| m.trim_start_matches('!')).and_then(|id| id.parse::<u64>().ok());
@@ -239,7 +241,16 @@ impl PersonaCatalog {
             return Ok(persona);
         }
         let wanted = typed.trim().trim_start_matches('@').to_lowercase();
-        self.ordered.iter().find(|p| p.id.as_str() == wanted).ok_or_else(|| {
+        if let Some(persona) = self.ordered.iter().find(|p| p.id.as_str() == wanted) {
+            return Ok(persona);
+        }
+        let shown = as_discord_shows(typed.trim().trim_start_matches('@')).to_lowercase();
+        let mut named = self.ordered.iter().filter(|p| p.display_name.to_lowercase() == shown);
+        match (named.next(), named.next()) {
+            (Some(persona), None) => Ok(persona),
+            _ => Err(()),
+        }
+        .map_err(|()| {
             let typed = crate::core::session::effects::clip(typed, TYPED_ECHO_MAX);
             format!("unknown persona \"{typed}\"; known personas: {}", self.ids_joined())
         })
@@ -598,5 +609,21 @@ mod tests {
         assert!(catalog.by_user(UserId(5)).is_none());
         assert_eq!(catalog.resolve("@PM").unwrap().id.as_str(), "pm");
         assert_eq!(catalog.resolve("ceo").unwrap_err(), "unknown persona \"ceo\"; known personas: pm");
+    }
+
+    #[test]
+    fn a_typed_display_name_finds_its_persona_unless_two_share_it() {
+        let dev = |id: &str, user: &str| {
+            format!(r#"{{"id": "{id}", "displayName": "Developer", "discordUserId": "{user}"}}"#)
+        };
+        let files = [file("a.json", PM), file("b.json", &dev("dev", "1234567890123456790"))];
+        let (catalog, _) = PersonaCatalog::from_files(&files).unwrap();
+        assert_eq!(catalog.resolve("Developer").unwrap().id.as_str(), "dev");
+        assert_eq!(catalog.resolve("@developer").unwrap().id.as_str(), "dev");
+        let files =
+            [file("b.json", &dev("dev", "1234567890123456790")), file("c.json", &dev("dev2", "1234567890123456791"))];
+        let (catalog, _) = PersonaCatalog::from_files(&files).unwrap();
+        assert!(catalog.resolve("Developer").is_err(), "two share it: neither");
+        assert_eq!(catalog.resolve("dev2").unwrap().id.as_str(), "dev2");
     }
 }

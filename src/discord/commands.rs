@@ -594,6 +594,13 @@ fn unreadable(error: &(dyn std::error::Error + Send + Sync + 'static), input: Op
     // (`history -1`): "too many arguments" alone would puzzle.
     let why = if error.is::<poise::TooManyArguments>() {
         "an argument is extra, or not of the kind the command takes".to_owned()
+    } else if let Some(number) = error.downcast_ref::<std::num::ParseIntError>() {
+        // Rust's own words ("invalid digit found in string") say nothing to a person (found by a review).
+        match number.kind() {
+            std::num::IntErrorKind::PosOverflow | std::num::IntErrorKind::NegOverflow => "that number is too large",
+            _ => "that is not a whole number",
+        }
+        .to_owned()
     } else {
         let text = error.to_string();
         let mut chars = text.trim_end_matches('.').chars();
