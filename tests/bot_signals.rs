@@ -177,25 +177,32 @@ async fn a_review_workflow_routes_a_task_through_critic_and_auditor_until_it_is_
     assert!(status.content.contains("Tasks: task-1 done."), "{}", status.content);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_escalation_pauses_pings_the_control_role_and_a_managers_resume_gives_a_fresh_turn() {
+/// A scene whose `BLOCKED:` lines escalate to the control role `managers`, which has one member; pm's turn lasts
+/// `pm_seconds`. The role and its member exist before the bot connects, so they are in its cache from the start.
+/// Answers the scene, the role and its member.
+async fn managers_scene(pm_seconds: u32, mentionable: bool) -> (Scene, u64, u64) {
     let config = parse(
         r#"{"controlRoles": ["managers"], "signals": {"rules": [
             {"name": "BLOCKED", "pattern": "BLOCKED:\\s*(?P<payload>.+)", "at": "line", "action": "escalate",
              "priority": 10},
             {"name": "TURN_COMPLETE", "pattern": "TURN_COMPLETE", "action": "complete"}]}}"#,
     );
-    // The role and its member exist before the bot connects, so they are in its cache from the start. Anyone may
-    // mention the role: the bot needs no permission to ping it.
     let (mut role, mut manager) = (0, 0);
-    let scene = Scene::build([2, 60, 60], |stage| {
+    let scene = Scene::build([pm_seconds, 60, 60], |stage| {
         role = stage.server.create_role(stage.guild, "managers", Permissions::empty());
-        stage.server.set_role_mentionable(stage.guild, role, true);
+        stage.server.set_role_mentionable(stage.guild, role, mentionable);
         manager = stage.server.create_user("manager");
         stage.server.add_member(stage.guild, manager, &[role]);
         config
     })
     .await;
+    (scene, role, manager)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_escalation_pauses_pings_the_control_role_and_a_managers_resume_gives_a_fresh_turn() {
+    // Anyone may mention the role: the bot needs no permission to ping it.
+    let (scene, role, manager) = managers_scene(2, true).await;
     scene.start_session().await;
     let deadline = scene.session().await.turn_timeout_at.expect("pm's turn runs");
 
@@ -428,20 +435,7 @@ async fn invisible_characters_around_the_signal_still_end_the_turn_and_the_repos
 /// @here, and All Roles: escalations called nobody, unsaid. A start says so; giving the bot that permission pings it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_start_says_when_the_control_role_cannot_be_pinged_and_the_call_then_names_it_without_pinging() {
-    let config = parse(
-        r#"{"controlRoles": ["managers"], "signals": {"rules": [
-            {"name": "BLOCKED", "pattern": "BLOCKED:\\s*(?P<payload>.+)", "at": "line", "action": "escalate",
-             "priority": 10},
-            {"name": "TURN_COMPLETE", "pattern": "TURN_COMPLETE", "action": "complete"}]}}"#,
-    );
-    let (mut role, mut manager) = (0, 0);
-    let scene = Scene::build([60, 60, 60], |stage| {
-        role = stage.server.create_role(stage.guild, "managers", Permissions::empty());
-        manager = stage.server.create_user("manager");
-        stage.server.add_member(stage.guild, manager, &[role]);
-        config
-    })
-    .await;
+    let (scene, role, manager) = managers_scene(60, false).await;
     scene.start_session().await;
     let warned = |s: &str| s.contains("I can't ping the control role **managers** here");
     let warning = scene.until("the start's warning", |v| v.iter().find(|m| warned(&m.content)).cloned()).await;
