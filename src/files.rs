@@ -86,7 +86,8 @@ pub fn load_setup(sources: &Sources) -> Result<Setup, Problems> {
         problems.extend(config.check_against(&display(file), &config_text, catalog));
     }
 
-    let problems = Problems(problems);
+    let mut problems = Problems(problems);
+    problems.sort_by_place();
     match catalog {
         Some(personas) if !problems.has_errors() => {
             Ok(Setup { config, config_file, personas, personas_dir, warnings: problems })
