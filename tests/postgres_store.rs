@@ -139,6 +139,37 @@ async fn activity_saved_lazily_is_written_by_a_flush_and_never_over_a_later_dura
     assert_eq!(store.load(channel).await.unwrap().unwrap().round, 5);
 }
 
+/// Found by a review: the row's `write_seq` guard, which keeps an older activity save from overwriting a newer
+/// durable one of the same lease, was tested only where the store drops the queued activity itself. Here the batch is
+/// already on its way when the durable save commits, fails, and is tried again: the database must refuse it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_activity_batch_that_failed_and_is_tried_again_never_overwrites_a_durable_save_made_meanwhile() {
+    let Some(db) = TestDatabase::create("postgres_store::lazy_retried").await else { return };
+    let relay = db.commit_cutter().await;
+    let store = db.open_through(&relay, LONG, "node-a").await;
+    let channel = ChannelId(7);
+    store.claim(channel).await.unwrap();
+    store.save_durable(running(7, None, 1), vec![event(1, 1)]).await.unwrap();
+    // The activity batch's statement (its unnest of the channels) is held on its way to the server.
+    relay.hold_next_containing("unnest($1::bigint[]");
+    store.save_lazy(running(7, None, 2));
+    let flushing = tokio::spawn({
+        let store = store.clone();
+        async move { store.flush().await }
+    });
+    let started = std::time::Instant::now();
+    while !relay.holding() {
+        assert!(started.elapsed() < Duration::from_secs(10), "the activity batch never came");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    store.save_durable(running(7, None, 3), vec![event(2, 3)]).await.unwrap();
+    relay.release_held();
+    flushing.await.unwrap();
+    // The failed batch was queued again; written now, it must leave the durable save's row as it is.
+    store.flush().await;
+    assert_eq!(store.load(channel).await.unwrap().unwrap().round, 3, "the older activity never overwrites it");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_the_database_never_answers_fails_within_a_third_of_the_lease_time() {
     let Some(db) = TestDatabase::create("postgres_store::silent").await else { return };

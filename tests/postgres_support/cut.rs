@@ -34,6 +34,16 @@ pub struct CommitCutter {
     next: Arc<AtomicU8>,
     /// Nothing is relayed either way any more, and no connection closed (the database's host gone without a word).
     frozen: Arc<std::sync::atomic::AtomicBool>,
+    /// See [`CommitCutter::hold_next_containing`].
+    hold: Arc<Hold>,
+}
+
+/// A statement to hold: the text to look for in a client's message, whether one was held, and its release.
+#[derive(Default)]
+struct Hold {
+    wanted: std::sync::Mutex<Option<Vec<u8>>>,
+    held: std::sync::atomic::AtomicBool,
+    released: tokio::sync::Notify,
 }
 
 impl CommitCutter {
@@ -43,14 +53,31 @@ impl CommitCutter {
         let addr = listener.local_addr().unwrap();
         let next = Arc::new(AtomicU8::new(NextCommit::Relayed as u8));
         let frozen = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let (shared, cold) = (next.clone(), frozen.clone());
+        let hold = Arc::new(Hold::default());
+        let (shared, cold, holding) = (next.clone(), frozen.clone(), hold.clone());
         tokio::spawn(async move {
             while let Ok((client, _)) = listener.accept().await {
                 let server = TcpStream::connect(&upstream).await.expect("the relay reaches Postgres");
-                tokio::spawn(relay(client, server, shared.clone(), cold.clone()));
+                tokio::spawn(relay(client, server, shared.clone(), cold.clone(), holding.clone()));
             }
         });
-        CommitCutter { addr, next, frozen }
+        CommitCutter { addr, next, frozen, hold }
+    }
+
+    /// The next client message holding `text` (a statement's SQL, sent when it is first prepared on a connection)
+    /// is held, the server never seeing it, until [`CommitCutter::release_held`]; then its connection is closed: the
+    /// statement fails, after whatever the other connections did meanwhile.
+    pub fn hold_next_containing(&self, text: &str) {
+        *self.hold.wanted.lock().unwrap() = Some(text.as_bytes().to_vec());
+    }
+
+    /// Whether a statement is held now.
+    pub fn holding(&self) -> bool {
+        self.hold.held.load(Ordering::SeqCst)
+    }
+
+    pub fn release_held(&self) {
+        self.hold.released.notify_one();
     }
 
     /// From now on nothing passes either way on any connection, and none is closed.
@@ -68,7 +95,13 @@ impl CommitCutter {
     }
 }
 
-async fn relay(client: TcpStream, server: TcpStream, next: Arc<AtomicU8>, frozen: Arc<std::sync::atomic::AtomicBool>) {
+async fn relay(
+    client: TcpStream,
+    server: TcpStream,
+    next: Arc<AtomicU8>,
+    frozen: Arc<std::sync::atomic::AtomicBool>,
+    hold: Arc<Hold>,
+) {
     let cold = frozen.clone();
     let (mut from_client, mut to_client) = client.into_split();
     let (mut from_server, mut to_server) = server.into_split();
@@ -105,6 +138,18 @@ async fn relay(client: TcpStream, server: TcpStream, next: Arc<AtomicU8>, frozen
     while let Ok(message) = read_message(&mut from_client, true).await {
         if frozen.load(Ordering::SeqCst) {
             continue;
+        }
+        let wanted = {
+            let mut wanted = hold.wanted.lock().unwrap();
+            let found = wanted.as_ref().is_some_and(|text| message.windows(text.len()).any(|w| w == text.as_slice()));
+            if found { wanted.take() } else { None }
+        };
+        if wanted.is_some() {
+            hold.held.store(true, Ordering::SeqCst);
+            hold.released.notified().await;
+            hold.held.store(false, Ordering::SeqCst);
+            down.abort();
+            return;
         }
         let commit = message[0] == b'Q' && &message[5..] == b"COMMIT\0";
         if commit {
