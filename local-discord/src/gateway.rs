@@ -167,6 +167,10 @@ pub async fn serve_connection(shared: Arc<Shared>, socket: WebSocket) {
                 Outgoing::Close(code) => {
                     let frame = CloseFrame { code, reason: "closed by the server".into() };
                     let _ = sink.send(WsMessage::Close(Some(frame))).await;
+                    // Flushed before the socket goes: answering a client's close, the frame was dropped unsent and
+                    // the client saw the connection reset (serenity warned "error awaiting close frame" at every
+                    // clean stop).
+                    let _ = sink.close().await;
                     break;
                 }
             };
@@ -222,6 +226,9 @@ pub async fn serve_connection(shared: Arc<Shared>, socket: WebSocket) {
             session.connection = None;
         }
     }
+    // Whoever waits on the world (the sandbox's connection watch, a test's `wait_for`) learns of the disconnection
+    // now, not at the next change of anything else (the sandbox said a clean stop late, or never).
+    shared.changed.notify_waiters();
     drop(tx);
     let _ = writer.await;
 }

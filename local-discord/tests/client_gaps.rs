@@ -246,6 +246,42 @@ async fn op_8_with_numbers_for_ids_is_answered_too() {
     assert_eq!(chunk["not_found"], json!(["42"]));
 }
 
+/// Found by a review: a client's close was answered with a close frame that was never flushed (serenity warned
+/// "error awaiting close frame" at every clean stop), and nobody waiting on the world learned of the disconnection
+/// until something else changed (the sandbox said a manager's stop late, or never).
+#[tokio::test]
+async fn a_clients_close_is_answered_with_a_close_frame_and_its_disconnection_is_seen_at_once() {
+    use futures_util::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::Message as Frame;
+    use tokio_tungstenite::tungstenite::protocol::CloseFrame;
+    use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+    let f = Fixture::full().await;
+    let (bot, token) = f.server.create_bot("raw client");
+    let (mut socket, _) = tokio_tungstenite::connect_async(f.server.gateway_url()).await.unwrap();
+    let identify = json!({"op": 2, "d": {"token": token, "intents": 0, "properties": {}}});
+    socket.send(Frame::text(identify.to_string())).await.unwrap();
+    f.server.wait_for("the raw client's session", WAIT, |w| w.is_connected(bot).then_some(())).await.unwrap();
+    let server = f.server.clone();
+    let watch = tokio::spawn(async move {
+        server.wait_for("the disconnection", Duration::from_secs(3600), |w| (!w.is_connected(bot)).then_some(())).await
+    });
+    socket.send(Frame::Close(Some(CloseFrame { code: CloseCode::Normal, reason: "".into() }))).await.unwrap();
+    let answer = tokio::time::timeout(WAIT, async {
+        loop {
+            match socket.next().await {
+                Some(Ok(Frame::Close(frame))) => return Ok(frame.map(|f| u16::from(f.code))),
+                Some(Ok(_)) => continue,
+                Some(Err(e)) => return Err(e.to_string()),
+                None => return Err("ended without a close frame".to_owned()),
+            }
+        }
+    })
+    .await
+    .expect("an answer to the close");
+    assert_eq!(answer, Ok(Some(1000)), "the close answered with its code");
+    tokio::time::timeout(WAIT, watch).await.expect("seen at once").unwrap().unwrap();
+}
+
 #[tokio::test]
 async fn embeds_are_stored_and_an_embed_only_message_is_accepted() {
     let mut f = Fixture::full().await;
