@@ -262,6 +262,13 @@ pub async fn start(options: BotOptions) -> anyhow::Result<RunningBot> {
         );
     }
     router.resume(sessions);
+    // Renewed from here on: the leases `load_all` claimed run while the API base is checked and the client built,
+    // network calls that may take a while (found by a review: the first renewal came only after them).
+    let mut lease_watch = AbortUnlessKept(
+        store
+            .lease_period()
+            .map(|period| tokio::spawn(tend_leases(store.clone(), router.clone(), options.shards, period))),
+    );
 
     let intents = discord::GatewayIntents::GUILDS
         | discord::GatewayIntents::GUILD_MESSAGES
@@ -298,11 +305,20 @@ pub async fn start(options: BotOptions) -> anyhow::Result<RunningBot> {
     });
     let trimmer = memory::trim_when_quiet(stats.clone());
     let connection_watch = tokio::spawn(watch_connection(shard_manager.clone(), router.clone()));
-    let lease_watch = store
-        .lease_period()
-        .map(|period| tokio::spawn(tend_leases(store.clone(), router.clone(), options.shards, period)));
+    let lease_watch = lease_watch.0.take();
     let client = Some(client);
     Ok(RunningBot { router, store, stats, shard_manager, gateway_url, client, connection_watch, trimmer, lease_watch })
+}
+
+/// A task stopped if the start fails before the running bot takes it.
+struct AbortUnlessKept(Option<JoinHandle<()>>);
+
+impl Drop for AbortUnlessKept {
+    fn drop(&mut self) {
+        if let Some(task) = self.0.take() {
+            task.abort();
+        }
+    }
 }
 
 /// With a store shared by several processes: renews this process's leases, well before they expire, and takes over
