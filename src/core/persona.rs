@@ -245,15 +245,16 @@ impl PersonaCatalog {
             return Ok(persona);
         }
         let shown = as_discord_shows(typed.trim().trim_start_matches('@')).to_lowercase();
-        let mut named = self.ordered.iter().filter(|p| p.display_name.to_lowercase() == shown);
-        match (named.next(), named.next()) {
-            (Some(persona), None) => Ok(persona),
-            _ => Err(()),
+        let named: Vec<&Persona> = self.ordered.iter().filter(|p| p.display_name.to_lowercase() == shown).collect();
+        let typed = crate::core::session::effects::clip(typed, TYPED_ECHO_MAX);
+        match named.as_slice() {
+            [persona] => Ok(persona),
+            [] => Err(format!("unknown persona \"{typed}\"; known personas: {}", self.ids_joined())),
+            several => {
+                let ids: Vec<&str> = several.iter().map(|p| p.id.as_str()).collect();
+                Err(format!("\"{typed}\" is the display name of {}: name one by its id", ids.join(" and ")))
+            }
         }
-        .map_err(|()| {
-            let typed = crate::core::session::effects::clip(typed, TYPED_ECHO_MAX);
-            format!("unknown persona \"{typed}\"; known personas: {}", self.ids_joined())
-        })
     }
 
     /// All personas in default roster order.
@@ -623,7 +624,8 @@ mod tests {
         let files =
             [file("b.json", &dev("dev", "1234567890123456790")), file("c.json", &dev("dev2", "1234567890123456791"))];
         let (catalog, _) = PersonaCatalog::from_files(&files).unwrap();
-        assert!(catalog.resolve("Developer").is_err(), "two share it: neither");
+        let refusal = catalog.resolve("Developer").unwrap_err();
+        assert_eq!(refusal, "\"Developer\" is the display name of dev and dev2: name one by its id", "neither");
         assert_eq!(catalog.resolve("dev2").unwrap().id.as_str(), "dev2");
     }
 }
