@@ -46,7 +46,7 @@ impl World {
         {
             return Ok(first);
         }
-        let mut mentions = self.resolve_mentions(guild_id, &author, draft.content, draft.allowed_mentions);
+        let mut mentions = self.resolve_mentions(guild_id, channel, &author, draft.content, draft.allowed_mentions);
         self.mention_replied_user(&mut mentions, &author, draft.reply_to, draft.allowed_mentions);
         let nonce = draft.nonce;
         let id = self.insert_message(channel, author.clone(), draft, mentions)?;

@@ -328,7 +328,14 @@ impl World {
     }
 
     /// Who a new message mentions and pings, as `allowed_mentions` (or Discord's default) says.
-    pub fn resolve_mentions(&self, guild_id: u64, author: &Author, content: &str, allowed: Option<&Value>) -> Mentions {
+    pub fn resolve_mentions(
+        &self,
+        guild_id: u64,
+        channel: u64,
+        author: &Author,
+        content: &str,
+        allowed: Option<&Value>,
+    ) -> Mentions {
         let guild = self.guilds.get(&guild_id);
         let (users_in_text, roles_in_text) = parse_mentions(content);
         let everyone_in_text = content.contains("@everyone") || content.contains("@here");
@@ -352,9 +359,10 @@ impl World {
             .filter(|u| parse.contains(&"users") || allowed_users.contains(u))
             .filter(|u| self.users.contains_key(u))
             .collect();
+        // In the channel, its overwrites applied, as Discord judges it.
         let may_ping_everyone = match author {
             Author::User(id) => {
-                guild.is_some_and(|g| permissions::base(g, *id).contains(Permissions::MENTION_EVERYONE))
+                guild.is_some() && self.permissions_in(*id, channel).contains(Permissions::MENTION_EVERYONE)
             }
             Author::Webhook { .. } => true,
         };

@@ -435,6 +435,39 @@ async fn a_reply_pings_the_replied_author_unless_allowed_mentions_leaves_it_out(
     assert!(sent.mentions.is_empty());
 }
 
+/// A role nobody may mention is pinged only by an author with Mention @everyone, @here, and All Roles in the
+/// channel, its overwrites applied (as turn-manager checks it before calling the control roles).
+#[tokio::test]
+async fn a_role_that_is_not_mentionable_is_pinged_only_by_an_author_allowed_to_mention_every_role_there() {
+    let f = Fixture::full().await;
+    let role = f.server.create_role(f.guild, "moderators", Permissions::empty());
+    let moderator = f.server.create_user("moderator");
+    f.server.add_member(f.guild, moderator, &[role]);
+    let member = f.server.create_user("member");
+    f.server.add_member(f.guild, member, &[]);
+    let pinged = |author: u64| {
+        let id = f.server.post(f.channel, author, &format!("<@&{role}> look"));
+        f.server.view(f.channel).into_iter().find(|m| m.id == id).unwrap().pinged
+    };
+    assert!(pinged(member).is_empty(), "named, not pinged");
+    f.server.set_overwrite(
+        f.channel,
+        OverwriteTarget::Member(member),
+        Permissions::MENTION_EVERYONE,
+        Permissions::empty(),
+    );
+    assert_eq!(pinged(member), [moderator], "allowed in this channel");
+    f.server.set_overwrite(
+        f.channel,
+        OverwriteTarget::Member(f.bot),
+        Permissions::empty(),
+        Permissions::MENTION_EVERYONE,
+    );
+    assert!(pinged(f.bot).is_empty(), "the server's grant denied in this channel");
+    f.server.set_role_mentionable(f.guild, role, true);
+    assert_eq!(pinged(f.bot), [moderator], "anyone may mention it now");
+}
+
 #[tokio::test]
 async fn percent_encoded_path_segments_are_decoded() {
     let f = Fixture::full().await;
