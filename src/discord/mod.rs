@@ -264,11 +264,15 @@ pub async fn start(options: BotOptions) -> anyhow::Result<RunningBot> {
     router.resume(sessions);
     // Renewed from here on: the leases `load_all` claimed run while the API base is checked and the client built,
     // network calls that may take a while (found by a review: the first renewal came only after them).
-    let mut lease_watch = AbortUnlessKept(
-        store
-            .lease_period()
-            .map(|period| tokio::spawn(tend_leases(store.clone(), router.clone(), options.shards, period))),
-    );
+    // Stopped if the start fails before the running bot takes it.
+    let lease_watch = store.lease_period().map(|period| {
+        tokio_util::task::AbortOnDropHandle::new(tokio::spawn(tend_leases(
+            store.clone(),
+            router.clone(),
+            options.shards,
+            period,
+        )))
+    });
 
     let intents = discord::GatewayIntents::GUILDS
         | discord::GatewayIntents::GUILD_MESSAGES
@@ -305,20 +309,9 @@ pub async fn start(options: BotOptions) -> anyhow::Result<RunningBot> {
     });
     let trimmer = memory::trim_when_quiet(stats.clone());
     let connection_watch = tokio::spawn(watch_connection(shard_manager.clone(), router.clone()));
-    let lease_watch = lease_watch.0.take();
+    let lease_watch = lease_watch.map(tokio_util::task::AbortOnDropHandle::detach);
     let client = Some(client);
     Ok(RunningBot { router, store, stats, shard_manager, gateway_url, client, connection_watch, trimmer, lease_watch })
-}
-
-/// A task stopped if the start fails before the running bot takes it.
-struct AbortUnlessKept(Option<JoinHandle<()>>);
-
-impl Drop for AbortUnlessKept {
-    fn drop(&mut self) {
-        if let Some(task) = self.0.take() {
-            task.abort();
-        }
-    }
 }
 
 /// With a store shared by several processes: renews this process's leases, well before they expire, and takes over
@@ -461,27 +454,27 @@ async fn check_api_base(http: &discord::Http, base: &str, budget: &RestBudget) -
         budget.take().await;
         match http.get_gateway().await {
             Ok(_) => return Ok(()),
-            // An answer, but not the address (a 404 from a wrong path): trying again changes nothing, nor would
-            // restarting the bot. A server only failing or busy (a 5xx, a 408, a proxy's 429) is tried again, and
-            // once the tries run out is worth a restart (found by a review: exit status 2 kept the bot down after a
-            // rate limit).
-            Err(e) if attempt == TRIES || refusal_of(&e).is_some_and(|status| !passing(status)) => {
-                let refused = refusal_of(&e).is_some_and(|status| !passing(status));
-                let status = refusal_of(&e).map(|status| format!("status {status}: ")).unwrap_or_default();
-                let text = hidden(format!(
-                    "the API base {shown} did not give the gateway's address (GET /api/v10/gateway: {status}{}); \
-                     check --api-base (DISCORD_API_BASE): it is the server's address, such as http://127.0.0.1:3710, \
-                     without /api/v10",
+            Err(e) => {
+                let status = refusal_of(&e);
+                // An answer, but not the address (a 404 from a wrong path): trying again changes nothing, nor would
+                // restarting the bot. A server only failing or busy (a 5xx, a 408, a proxy's 429) is tried again,
+                // and once the tries run out is worth a restart (found by a review: exit status 2 kept the bot down
+                // after a rate limit).
+                let refused = status.is_some_and(|status| !passing(status));
+                let why = hidden(format!(
+                    "{}{}",
+                    status.map(|status| format!("status {status}: ")).unwrap_or_default(),
                     crate::errors::with_causes(&e)
                 ));
-                return Err(if refused { SetupError(text).into() } else { anyhow::anyhow!(text) });
-            }
-            Err(e) => {
-                let status = refusal_of(&e).map(|status| format!("status {status}: ")).unwrap_or_default();
-                let why = hidden(crate::errors::with_causes(&e));
-                tracing::warn!(
-                    "the API base {shown} did not give the gateway's address ({status}{why}); trying again in 1 s"
-                );
+                if refused || attempt == TRIES {
+                    let text = format!(
+                        "the API base {shown} did not give the gateway's address (GET /api/v10/gateway: {why}); check \
+                         --api-base (DISCORD_API_BASE): it is the server's address, such as http://127.0.0.1:3710, \
+                         without /api/v10"
+                    );
+                    return Err(if refused { SetupError(text).into() } else { anyhow::anyhow!(text) });
+                }
+                tracing::warn!("the API base {shown} did not give the gateway's address ({why}); trying again in 1 s");
                 tokio::time::sleep(Duration::from_secs(1)).await;
             }
         }
