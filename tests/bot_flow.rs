@@ -210,6 +210,29 @@ async fn a_signal_overtaken_by_a_newer_message_is_still_handled_by_the_time_it_w
     assert_eq!(holder(&scene.session().await), Some("dev"));
 }
 
+/// dev answers the moment it is mentioned, and its answer reaches the bot before pm's signal that gave it the floor:
+/// taken for out of turn, it is removed; pm's signal then shows it was said in turn, and it is reposted as dev. The
+/// repost stays: the bot's own deletion is not taken for someone else's (which takes a repost back).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_removed_as_out_of_turn_then_shown_said_in_turn_is_reposted_and_stays() {
+    let scene = Scene::started().await;
+    scene
+        .stage
+        .server
+        .faults(|f| f.on_dispatch(Some("MESSAGE_CREATE"), DispatchAction::Delay(Duration::from_millis(300)), 1));
+    let signal = scene.say("pm", "Over to you. TURN_COMPLETE");
+    let early = scene.say("dev", "Starting on it now.");
+    scene.handled(signal).await;
+    assert_eq!(scene.events("out_of_turn").len(), 1, "dev's answer came first");
+    // The next turn's relay waits for the deletions of the one before: once critic has the floor, all are done.
+    scene.say("dev", "Built it. TURN_COMPLETE");
+    scene.until("critic to get the floor", |v| v.iter().any(|m| is_floor(m, "critic")).then_some(())).await;
+    let view = scene.view();
+    assert!(view.iter().all(|m| m.id != early), "removed: {view:?}");
+    let reposted = view.iter().filter(|m| m.from_webhook && m.content == "Starting on it now.").count();
+    assert_eq!(reposted, 1, "reposted as dev, once, and left: {view:?}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_bot_ignores_its_own_messages_and_its_webhook_reposts() {
     let scene = Scene::started().await;

@@ -373,3 +373,47 @@ async fn a_message_deleted_while_its_relay_waits_behind_a_slow_call_is_not_repos
     );
     assert!(view.iter().any(|m| m.from_webhook && m.content == "Mine."), "pm's relay went through: {view:?}");
 }
+
+/// A message someone deleted once its relay had begun (the repost on its way to Discord) was reposted all the same,
+/// undoing the deletion. The relay's own deletion of it finds it gone (404): the repost is taken back; the turn it
+/// ended stays ended.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_deleted_while_its_repost_is_under_way_has_the_repost_taken_back() {
+    use common::{PATIENCE, is_floor};
+    use local_discord::faults::RouteAction;
+    use std::time::Duration;
+    let scene = Scene::new().await;
+    let server = &scene.stage.server;
+    let channel = scene.stage.channel;
+    server.post(channel, scene.stage.operator, "!turn start");
+    server
+        .wait_for("pm's floor", PATIENCE, |w| w.view(channel).iter().any(|m| is_floor(m, "pm")).then_some(()))
+        .await
+        .unwrap();
+    // The repost takes 2 s to be made: Discord slow for that call alone. A moderator deletes the original meanwhile.
+    server.faults(|f| f.on_route(Some("POST"), "/webhooks/", RouteAction::Slow(Duration::from_secs(2)), 1));
+    let removed = server.post(channel, scene.user("pm"), "Something a moderator removes. TURN_COMPLETE");
+    server
+        .wait_for("the repost under way", PATIENCE, |w| (!w.faults.route_faults_armed()).then_some(()))
+        .await
+        .unwrap();
+    server.delete_message(removed);
+    server
+        .wait_for("dev's floor", PATIENCE, |w| w.view(channel).iter().any(|m| is_floor(m, "dev")).then_some(()))
+        .await
+        .unwrap();
+    let reposted = server.with(|w| {
+        w.messages.values().any(|m| {
+            m.channel_id == channel
+                && m.content.contains("moderator removes")
+                && matches!(m.author, Author::Webhook { .. })
+        })
+    });
+    assert!(reposted, "the repost was made (the deletion came after it began)");
+    server
+        .wait_for("the repost taken back", PATIENCE, |w| {
+            (!w.view(channel).iter().any(|m| m.content.contains("moderator removes"))).then_some(())
+        })
+        .await
+        .unwrap_or_else(|_| panic!("the deleted message shows as a repost: {:?}", server.view(channel)));
+}

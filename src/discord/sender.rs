@@ -291,20 +291,26 @@ async fn run(tools: Arc<Tools>, mut queue: mpsc::UnboundedReceiver<Job>) {
                 Ok(reposts) if queued.effect.tidies() => {
                     let task = tools.clone();
                     tidying = Some(Tidying(tools.tasks.spawn(acting_for(tools.clone(), async move {
-                        let done = tidy(&task, &queued.effect).await.map(|()| None);
+                        let tidied = tidy(&task, &queued.effect, replay).await;
                         if lease_lost(&task) {
                             return;
                         }
-                        // The original refused for good (Manage Messages lost) stays: the reposts above it would show
-                        // its text twice, and the signal the relay hid shows in it. Not after a give-up, whose last try
-                        // may have deleted it after all: taken back, the words would show nowhere.
-                        if done.as_ref().is_err_and(|e| !e.is_transient()) {
+                        let take_back = match &tidied {
+                            // The original refused for good (Manage Messages lost) stays: the reposts above it would
+                            // show its text twice, and the signal the relay hid shows in it. Not after a give-up,
+                            // whose last try may have deleted it after all: taken back, the words would show nowhere.
+                            Err(e) => !e.is_transient(),
+                            // Someone deleted it while it was reposted: the reposts would undo that deletion.
+                            Ok(Tidied::DeletedBySomeone) => true,
+                            Ok(Tidied::Done) => false,
+                        };
+                        if take_back {
                             take_back_parts(&task, &reposts).await;
                             if lease_lost(&task) {
                                 return;
                             }
                         }
-                        report(&task, &queued, done);
+                        report(&task, &queued, tidied.map(|_| None));
                     }))));
                 }
                 done => {
@@ -398,7 +404,7 @@ async fn posting(
 ) -> Result<Vec<MessageId>, RestError> {
     let (rest, channel) = (tools.rest.as_ref(), tools.channel);
     match effect {
-        Effect::Relay { message_id, persona, text, has_files } => {
+        Effect::Relay { message_id, persona, text, has_files, already_deleted } => {
             if forgotten(tools, *message_id) {
                 tracing::info!(%channel, message = %message_id, "deleted by someone before its relay: not reposted");
                 return Ok(Vec::new());
@@ -438,8 +444,13 @@ async fn posting(
                     made = tools.retrying(|| rest.reposts_made(channel, *message_id, voice.name, &parts)).await?;
                     // Someone may have deleted the original while the bot was down, a deletion no gateway event
                     // tells of now (found by a review: the replay reposted it). A message with files was looked at
-                    // above; a plain one is looked at here, once, only when there is something to post.
-                    if !*has_files && made.len() < parts.len() && original_gone(tools, *message_id).await? {
+                    // above; a plain one is looked at here, once, only when there is something to post. One the bot
+                    // deleted itself (out of turn, then judged in turn) is gone for that reason, and reposted.
+                    if !*has_files
+                        && !*already_deleted
+                        && made.len() < parts.len()
+                        && original_gone(tools, *message_id).await?
+                    {
                         tracing::info!(%channel, message = %message_id, "deleted while the bot was away: not reposted");
                         return Ok(Vec::new());
                     }
@@ -606,20 +617,51 @@ async fn notice_once(
     }
 }
 
-/// The part of an effect that posts nothing: deleting the relayed or out-of-turn message, reacting.
-async fn tidy(tools: &Tools, effect: &Effect) -> Result<(), RestError> {
+/// How the part of an effect that posts nothing ended.
+enum Tidied {
+    Done,
+    /// The relayed message was gone when the relay came to delete it, and no try of this process can have deleted
+    /// it: someone else did (its author, a moderator), after the relay had begun.
+    DeletedBySomeone,
+}
+
+/// The part of an effect that posts nothing: deleting the relayed or out-of-turn message, reacting. `replay`: the
+/// effect is carried out again after a restart, whose process before may have deleted the message already.
+async fn tidy(tools: &Tools, effect: &Effect, replay: bool) -> Result<Tidied, RestError> {
     let (rest, channel) = (tools.rest.as_ref(), tools.channel);
     match effect {
-        Effect::Relay { message_id, .. } => gone_is_done(tools.retrying(|| rest.delete(channel, *message_id)).await),
+        // Deleted as out of turn before it was judged in turn: there is nothing to delete.
+        Effect::Relay { already_deleted: true, .. } => Ok(Tidied::Done),
+        Effect::Relay { message_id, .. } => {
+            // A try whose answer was lost (a time-out, a 5xx) may have deleted it: a 404 after it may be our own.
+            let perhaps_ours = std::sync::atomic::AtomicBool::new(replay);
+            let flag = &perhaps_ours;
+            let deleted = tools
+                .retrying(|| async move {
+                    let tried = rest.delete(channel, *message_id).await;
+                    if tried.as_ref().is_err_and(outcome_unknown) {
+                        flag.store(true, std::sync::atomic::Ordering::Relaxed);
+                    }
+                    tried
+                })
+                .await;
+            match deleted {
+                Err(e) if e.status() == Some(404) && !perhaps_ours.into_inner() => {
+                    tracing::info!(%channel, message = %message_id, "deleted by someone while it was relayed: the repost is taken back");
+                    Ok(Tidied::DeletedBySomeone)
+                }
+                deleted => gone_is_done(deleted).map(|()| Tidied::Done),
+            }
+        }
         Effect::Delete { message_id } => {
             // Noted before it is asked for, so before its MESSAGE_DELETE can come back.
             note_own_deletion(tools, *message_id);
-            gone_is_done(tools.retrying(|| rest.delete(channel, *message_id)).await)
+            gone_is_done(tools.retrying(|| rest.delete(channel, *message_id)).await).map(|()| Tidied::Done)
         }
         Effect::React { message_id, emoji } => {
-            gone_is_done(tools.retrying(|| rest.react(channel, *message_id, emoji)).await)
+            gone_is_done(tools.retrying(|| rest.react(channel, *message_id, emoji)).await).map(|()| Tidied::Done)
         }
-        Effect::Announce(_) => Ok(()),
+        Effect::Announce(_) => Ok(Tidied::Done),
     }
 }
 

@@ -14,13 +14,16 @@ pub enum Effect {
     /// Relay mode: delete the agent's message and, when `text` is set, repost it as the persona (in several
     /// messages, in order, when it is longer than Discord allows: see [`split_message`]).
     /// `has_files`: the message carries files or embeds, which the repost carries over (the sender fetches them only
-    /// then).
+    /// then). `already_deleted`: the bot deleted the message before (taken for out of turn, then shown to be said in
+    /// turn): it is only reposted, and its absence says nothing of anyone else's deletion.
     Relay {
         message_id: MessageId,
         persona: PersonaId,
         text: Option<String>,
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         has_files: bool,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        already_deleted: bool,
     },
     /// Delete a message (out of turn under the `remove` policy, relay mode).
     Delete { message_id: MessageId },

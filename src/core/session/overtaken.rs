@@ -82,15 +82,27 @@ impl Session {
             let detected = ctx.config.signals.detect(&message.text, &holder);
             let judged_from = t.effects.len();
             self.judge_in_turn(&message, &holder, detected, message.written_at, now, ctx, t);
-            let shown = t.effects[judged_from..]
-                .iter()
-                .any(|e| matches!(e, Effect::Relay { message_id, .. } if *message_id == message.id));
+            let mut shown = false;
+            for effect in &mut t.effects[judged_from..] {
+                if let Effect::Relay { message_id, already_deleted, .. } = effect
+                    && *message_id == message.id
+                {
+                    shown = true;
+                    *already_deleted = note.removed;
+                }
+            }
             let text = Some(message.text).filter(|text| !text.trim().is_empty());
             if note.removed && self.display_mode == DisplayMode::Relay && !shown && text.is_some() {
                 // Deleted as out of turn, but it was said in turn, and its judgement left it as written (no signal,
                 // a refused handoff, a rule that does not strip): its text is shown again, as the persona (its files
                 // went with the deletion), before what its judgement says.
-                let relay = Effect::Relay { message_id: message.id, persona: holder.clone(), text, has_files: false };
+                let relay = Effect::Relay {
+                    message_id: message.id,
+                    persona: holder.clone(),
+                    text,
+                    has_files: false,
+                    already_deleted: true,
+                };
                 t.effects.insert(judged_from, relay);
             }
         }

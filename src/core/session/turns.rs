@@ -248,6 +248,7 @@ impl Session {
                 persona: persona.clone(),
                 text: display,
                 has_files: message.has_files,
+                already_deleted: false,
             }),
             DisplayMode::Observe if completed => {
                 t.effects.push(Effect::React { message_id: message.id, emoji: COMPLETED_REACTION.into() })

@@ -46,6 +46,11 @@ struct FakeChannel {
     taken_back: Mutex<Vec<MessageId>>,
     /// Deleting the original fails with this error each time (the bot lost Manage Messages, Discord failing).
     original_delete_fails: Option<RestError>,
+    /// How the fake answers each deletion tried (deleted, and answered, once these run out); one of a message gone
+    /// answers 404, as Discord does.
+    delete_answers: Mutex<VecDeque<Answer>>,
+    /// Someone (its author, a moderator) deletes the original while its first repost is made.
+    deleted_by_someone_at_repost: bool,
     answers: Mutex<VecDeque<Answer>>,
     /// Announcements are expected (else one fails the test).
     announcing: bool,
@@ -142,6 +147,9 @@ impl Rest for FakeChannel {
             return Err(error);
         }
         self.show_reposts_made_meanwhile();
+        if self.deleted_by_someone_at_repost {
+            self.deleted.lock().unwrap().push(ORIGINAL);
+        }
         let mut reposts = self.reposts.lock().unwrap();
         if !matches!(answer, Some(Answer::Fail(_))) {
             reposts.push((voice.name.to_owned(), text.to_owned()));
@@ -184,9 +192,18 @@ impl Rest for FakeChannel {
         if let Some(e) = self.original_delete_fails.clone().filter(|_| message == ORIGINAL) {
             return Err(e);
         }
-        self.calls.lock().unwrap().push(format!("delete {message} done"));
-        self.deleted.lock().unwrap().push(message);
-        Ok(())
+        if self.deleted.lock().unwrap().contains(&message) {
+            return Err(RestError::Status { status: 404, message: "Unknown Message".into(), retry_after: None });
+        }
+        let answer = self.delete_answers.lock().unwrap().pop_front();
+        if !matches!(answer, Some(Answer::Fail(_))) {
+            self.calls.lock().unwrap().push(format!("delete {message} done"));
+            self.deleted.lock().unwrap().push(message);
+        }
+        match answer {
+            None | Some(Answer::Made) => Ok(()),
+            Some(Answer::Fail(e) | Answer::MadeThenFail(e) | Answer::ShowsLaterThenFail { error: e, .. }) => Err(e),
+        }
     }
 
     async fn take_back(&self, _: ChannelId, message: MessageId) -> Result<(), RestError> {
@@ -268,6 +285,7 @@ fn relay_of(text: Option<&str>, has_files: bool) -> Effect {
         persona: PersonaId::parse("pm").unwrap(),
         text: text.map(str::to_owned),
         has_files,
+        already_deleted: false,
     }
 }
 
@@ -472,6 +490,68 @@ async fn a_message_deleted_before_its_relay_ran_is_not_reposted() {
         let report = relay_with(&channel, Some("Something a moderator removed."), true, replay).await;
         assert!(matches!(report.outcome, Outcome::Done { .. }), "replay {replay}: {report:?}");
         assert!(texts(&channel).is_empty(), "replay {replay}: nothing reposted: {:?}", texts(&channel));
+    }
+}
+
+/// A message someone deleted once its relay had begun (the repost on its way) was reposted all the same, the
+/// deletion undone. The relay's own deletion finds it gone: the repost is taken back, every part of it.
+#[tokio::test(start_paused = true)]
+async fn a_message_deleted_by_someone_while_it_is_reposted_has_its_reposts_taken_back() {
+    for text in ["Something a moderator removes.".to_owned(), long_text(2)] {
+        let channel = Arc::new(FakeChannel { deleted_by_someone_at_repost: true, ..FakeChannel::default() });
+        let report = relay(&channel, &text, false).await;
+        assert!(matches!(report.outcome, Outcome::Done { .. }), "{report:?}");
+        let made: Vec<_> = (0..split_message(&text).len()).map(repost_id).collect();
+        let newest_first: Vec<_> = made.into_iter().rev().collect();
+        assert_eq!(*channel.taken_back.lock().unwrap(), newest_first, "every part taken back");
+    }
+}
+
+/// What the deletion of a relayed message cannot tell apart from someone else's is not taken for it: a 404 after a
+/// try whose answer was lost (it may have deleted the message), or on a replay after a restart (the process before
+/// may have). The reposts stay.
+#[tokio::test(start_paused = true)]
+async fn a_404_that_may_answer_the_relays_own_deletion_takes_nothing_back() {
+    let channel = Arc::new(FakeChannel::default());
+    channel.delete_answers.lock().unwrap().push_back(Answer::MadeThenFail(RestError::Timeout(Duration::from_secs(10))));
+    let report = relay(&channel, "Here it is.", false).await;
+    assert!(matches!(report.outcome, Outcome::Done { .. }), "{report:?}");
+    assert_eq!(texts(&channel), ["Here it is."]);
+    assert!(channel.taken_back.lock().unwrap().is_empty(), "{:?}", channel.taken_back.lock().unwrap());
+    // Replayed: the repost was made and the original deleted before the crash; the outbox kept the relay.
+    let channel = Arc::new(FakeChannel::default());
+    channel.reposts.lock().unwrap().push(("pm".into(), "Here it is.".into()));
+    channel.deleted.lock().unwrap().push(ORIGINAL);
+    let report = relay(&channel, "Here it is.", true).await;
+    assert!(matches!(report.outcome, Outcome::Done { .. }), "{report:?}");
+    assert_eq!(texts(&channel), ["Here it is."]);
+    assert!(channel.taken_back.lock().unwrap().is_empty(), "{:?}", channel.taken_back.lock().unwrap());
+}
+
+/// A message the bot removed as out of turn, then judged in turn (the signal giving its author the floor came later),
+/// is reposted and left deleted: live, its absence is not taken for someone else's deletion (the repost was taken
+/// back at once); replayed, it is reposted (before, the replay took its absence for a deletion made while the bot was
+/// down, and the words showed nowhere).
+#[tokio::test(start_paused = true)]
+async fn a_message_the_bot_removed_as_out_of_turn_is_reposted_live_and_replayed() {
+    for replay in [false, true] {
+        let channel = Arc::new(FakeChannel::default());
+        channel.deleted.lock().unwrap().push(ORIGINAL); // removed as out of turn
+        let (sender, reports) = sender_for(&channel);
+        let relay = Effect::Relay {
+            message_id: ORIGINAL,
+            persona: PersonaId::parse("pm").unwrap(),
+            text: Some("Said in turn after all.".into()),
+            has_files: false,
+            already_deleted: true,
+        };
+        sender.effects([Queued { id: 1, effect: relay }], replay);
+        sender.flush().await;
+        assert!(matches!(reports.lock().unwrap()[0].outcome, Outcome::Done { .. }), "replay {replay}");
+        assert_eq!(texts(&channel), ["Said in turn after all."], "replay {replay}");
+        assert!(channel.taken_back.lock().unwrap().is_empty(), "replay {replay}: the repost stays");
+        let calls = channel.calls.lock().unwrap();
+        assert!(!calls.iter().any(|c| c.starts_with("delete")), "replay {replay}: nothing to delete: {calls:?}");
     }
 }
 

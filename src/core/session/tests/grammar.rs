@@ -48,7 +48,7 @@ fn complete_is_turn_complete_as_before() {
 fn pass_ends_the_turn_and_shows_nothing() {
     let mut f = grammar();
     let t = f.say(PM, "Nothing from me. PASS", 1_000);
-    assert_eq!(t.effects[0], Effect::Relay { message_id: f.last_id, persona: id("pm"), text: None, has_files: false });
+    assert_eq!(t.effects[0], relayed(f.last_id, "pm", None));
     assert!(matches!(only_event(&t, "passed"), EventKind::Passed { next_agent, .. } if next_agent == id("dev")));
     assert_eq!(texts(&t)[0], "⏭️ pm passes.");
     assert_eq!(f.active(), "dev");
@@ -60,15 +60,7 @@ fn handoff_gives_the_floor_to_the_persona_named_in_the_payload() {
     let t = f.say(PM, "Over to the critic.\nHANDOFF: critic", 1_000);
     assert_eq!(f.active(), "critic");
     assert_eq!(f.session.round, 1, "critic comes after pm in the roster: same round");
-    assert_eq!(
-        t.effects[0],
-        Effect::Relay {
-            message_id: f.last_id,
-            persona: id("pm"),
-            text: Some("Over to the critic.".into()),
-            has_files: false
-        }
-    );
+    assert_eq!(t.effects[0], relayed(f.last_id, "pm", Some("Over to the critic.".into())));
     assert_eq!(texts(&t)[0], "🤝 pm hands the floor to critic.");
     assert_eq!(announcements(&t)[1].mention, Some(CRITIC), "the new holder is mentioned");
     // Handing back to an earlier persona starts a new round.
@@ -128,15 +120,7 @@ fn route_moves_the_task_and_the_floor_and_status_lists_it() {
         }
         other => panic!("{other:?}"),
     }
-    assert_eq!(
-        t.effects[0],
-        Effect::Relay {
-            message_id: f.last_id,
-            persona: id("pm"),
-            text: Some("Files Modified:\n- src/a.rs: fix".into()),
-            has_files: false
-        }
-    );
+    assert_eq!(t.effects[0], relayed(f.last_id, "pm", Some("Files Modified:\n- src/a.rs: fix".into())));
     assert_eq!(texts(&t)[0], "📋 Task task-7: review. Over to critic.");
     let status = f.session.status_report(Fixture::at(2_000)).to_string();
     assert!(status.ends_with("Tasks: task-7 review (critic)."), "{status}");
@@ -292,15 +276,7 @@ fn record_only_records_and_the_turn_goes_on() {
     assert!(matches!(only_event(&t, "recorded"), EventKind::Recorded { payload: Some(p), .. } if p == "step-3"));
     assert!(texts(&t).is_empty(), "the record template is silent by default");
     assert_eq!(f.active(), "pm");
-    assert_eq!(
-        t.effects,
-        [Effect::Relay {
-            message_id: f.last_id,
-            persona: id("pm"),
-            text: Some("Still going.".into()),
-            has_files: false
-        }]
-    );
+    assert_eq!(t.effects, [relayed(f.last_id, "pm", Some("Still going.".into()))]);
 }
 
 #[test]
@@ -325,15 +301,7 @@ fn the_highest_priority_wins_and_every_matched_signal_is_stripped() {
     let t = f.say(PM, "READY: t9\nBLOCKED: disk full\nDetails follow.", 1_000);
     assert!(t.events.iter().any(|e| e.kind.name() == "escalated"));
     assert!(!t.events.iter().any(|e| e.kind.name() == "routed"));
-    assert_eq!(
-        t.effects[0],
-        Effect::Relay {
-            message_id: f.last_id,
-            persona: id("pm"),
-            text: Some("Details follow.".into()),
-            has_files: false
-        }
-    );
+    assert_eq!(t.effects[0], relayed(f.last_id, "pm", Some("Details follow.".into())));
 }
 
 #[test]
@@ -350,10 +318,7 @@ fn ties_go_to_the_rule_listed_first() {
 fn invisible_characters_around_the_keyword_still_end_the_turn() {
     let mut f = Fixture::new();
     let t = f.say(PM, "Done.\u{200B}TURN_COMPLETE\u{200F}\u{FEFF}", 1_000);
-    assert_eq!(
-        t.effects[0],
-        Effect::Relay { message_id: f.last_id, persona: id("pm"), text: Some("Done.".into()), has_files: false }
-    );
+    assert_eq!(t.effects[0], relayed(f.last_id, "pm", Some("Done.".into())));
     assert_eq!(f.active(), "dev");
     let t = f.say(DEV, "Ok \u{2060}TURN_COMPLETE\u{200E}", 2_000);
     assert_eq!(event_names(&t), ["turn_complete"]);
@@ -835,15 +800,7 @@ fn a_rule_that_does_not_strip_leaves_the_message_as_posted() {
     assert!(t.effects.is_empty(), "nothing stripped, so nothing is reposted: {:?}", t.effects);
     // With a stripping rule in the same message, only that one's match goes.
     let t = f.say(PM, "NOTE: still here\nDone. TURN_COMPLETE", 2_000);
-    assert_eq!(
-        t.effects[0],
-        Effect::Relay {
-            message_id: f.last_id,
-            persona: id("pm"),
-            text: Some("NOTE: still here\nDone.".into()),
-            has_files: false
-        }
-    );
+    assert_eq!(t.effects[0], relayed(f.last_id, "pm", Some("NOTE: still here\nDone.".into())));
 }
 
 #[test]

@@ -56,10 +56,7 @@ fn signal_from_the_floor_holder_is_stripped_and_the_turn_advances() {
     let mut f = Fixture::new();
     let t = f.say(PM, "Here's my response.\n\nTURN_COMPLETE", 5_000);
     let message_id = f.last_id;
-    assert_eq!(
-        t.effects[0],
-        Effect::Relay { message_id, persona: id("pm"), text: Some("Here's my response.".into()), has_files: false }
-    );
+    assert_eq!(t.effects[0], relayed(message_id, "pm", Some("Here's my response.".into())));
     assert_eq!(texts(&t), ["🎙️ <@102> (dev) has the floor: 120s. End your message with TURN_COMPLETE."]);
     assert_eq!(announcements(&t)[0].mention, Some(DEV));
     assert_eq!(f.active(), "dev");
@@ -88,7 +85,7 @@ fn message_without_signal_is_left_as_posted_and_the_turn_goes_on() {
 fn signal_alone_shows_nothing_and_still_advances() {
     let mut f = Fixture::new();
     let t = f.say(PM, "TURN_COMPLETE", 1_000);
-    assert_eq!(t.effects[0], Effect::Relay { message_id: f.last_id, persona: id("pm"), text: None, has_files: false });
+    assert_eq!(t.effects[0], relayed(f.last_id, "pm", None));
     assert_eq!(f.active(), "dev");
 }
 
@@ -157,15 +154,7 @@ fn late_signal_after_a_timeout_is_shown_without_advancing() {
     f.tick(90_000);
     assert_eq!(f.active(), "dev");
     let t = f.say(PM, "Sorry, here it is. TURN_COMPLETE", 95_000);
-    assert_eq!(
-        t.effects,
-        [Effect::Relay {
-            message_id: f.last_id,
-            persona: id("pm"),
-            text: Some("Sorry, here it is.".into()),
-            has_files: false
-        }]
-    );
+    assert_eq!(t.effects, [relayed(f.last_id, "pm", Some("Sorry, here it is.".into()))]);
     assert_eq!(event_names(&t), ["late_signal"]);
     assert_eq!(f.active(), "dev", "a late signal does not advance");
     // Only the first message after the timeout is late; the next one is out of turn.
@@ -235,15 +224,7 @@ fn a_streamed_message_whose_last_edit_adds_the_signal_ends_the_turn_once() {
     assert_eq!(f.deliver(&message, 2_000), Transition::default(), "delivered again, it changes nothing at all");
     message.text = "Draft, final.\nTURN_COMPLETE".into();
     let t = f.deliver(&message, 3_000);
-    assert_eq!(
-        t.effects[0],
-        Effect::Relay {
-            message_id: message.id,
-            persona: id("pm"),
-            text: Some("Draft, final.".into()),
-            has_files: false
-        }
-    );
+    assert_eq!(t.effects[0], relayed(message.id, "pm", Some("Draft, final.".into())));
     assert_eq!(f.active(), "dev");
     assert_eq!(f.deliver(&message, 4_000), Transition::default(), "the same message cannot end a second turn");
 }
@@ -289,11 +270,7 @@ fn an_edit_adding_the_signal_is_judged_in_the_turn_it_was_made_in_not_the_one_it
     f.say(PM, "Done. TURN_COMPLETE", 2_000);
     let t = f.deliver(&Fixture::edit(draft, PM, "Draft TURN_COMPLETE", 1_500), 2_100);
     assert!(t.events.is_empty(), "{t:?}");
-    assert_eq!(
-        t.effects,
-        [Effect::Relay { message_id: draft, persona: id("pm"), text: Some("Draft".into()), has_files: false }],
-        "shown without its signal"
-    );
+    assert_eq!(t.effects, [relayed(draft, "pm", Some("Draft".into()))], "shown without its signal");
     assert_eq!((f.active(), f.session.round), ("dev", 1));
 }
 

@@ -192,6 +192,11 @@ impl Fixture {
     }
 }
 
+/// A relay of `message` as `persona`, showing `text`, of a message without files that is still there to delete.
+fn relayed(message: MessageId, persona: &str, text: Option<String>) -> Effect {
+    Effect::Relay { message_id: message, persona: id(persona), text, has_files: false, already_deleted: false }
+}
+
 fn announcements(t: &Transition) -> Vec<&Announcement> {
     t.effects
         .iter()

@@ -49,6 +49,37 @@ fn a_removed_message_said_in_the_next_turn_is_shown_again_and_the_turn_goes_on()
     assert_eq!(event_names(&f.say(DEV, "Done. TURN_COMPLETE", 9_000)), ["turn_complete"]);
 }
 
+/// A relay of a message the bot removed as out of turn says so: the sender has nothing to delete, and must not take
+/// the message's absence for someone else's deletion (which takes the repost back). Found while making it do that:
+/// the overtaken message's repost was taken back at once.
+#[test]
+fn a_relay_of_a_message_removed_as_out_of_turn_says_it_is_already_deleted() {
+    let already_deleted = |t: &Transition| -> Vec<(MessageId, bool)> {
+        t.effects
+            .iter()
+            .filter_map(|e| match e {
+                Effect::Relay { message_id, already_deleted, .. } => Some((*message_id, *already_deleted)),
+                _ => None,
+            })
+            .collect()
+    };
+    for dev_text in ["Built it. TURN_COMPLETE", "Starting on it now."] {
+        let mut f = Fixture::new();
+        let pm_signal = f.message(PM, "Over to dev. TURN_COMPLETE", 5_000);
+        let dev_answer = f.message(DEV, dev_text, 5_100);
+        assert_eq!(f.deliver(&dev_answer, 5_101).effects, [Effect::Delete { message_id: dev_answer.id }]);
+        let t = f.deliver(&pm_signal, 5_150);
+        assert_eq!(already_deleted(&t), [(pm_signal.id, false), (dev_answer.id, true)], "{dev_text}");
+    }
+    // Left as written (`allow`), the message is there to delete.
+    let mut f = Fixture::with_config(Config { out_of_turn: OutOfTurnPolicy::Allow, ..Config::default() });
+    let pm_signal = f.message(PM, "Over to dev. TURN_COMPLETE", 5_000);
+    let dev_answer = f.message(DEV, "Built it. TURN_COMPLETE", 5_100);
+    assert!(f.deliver(&dev_answer, 5_101).effects.is_empty());
+    let t = f.deliver(&pm_signal, 5_150);
+    assert_eq!(already_deleted(&t), [(pm_signal.id, false), (dev_answer.id, false)]);
+}
+
 #[test]
 fn an_out_of_turn_message_written_before_the_signal_stays_out_of_turn() {
     let mut f = Fixture::new();

@@ -35,7 +35,7 @@ fn the_holders_signal_during_a_managers_pause_is_held_and_resume_asks_it_again()
     assert_eq!(held(&t), [(f.last_id, "TURN_COMPLETE".to_owned())]);
     assert!(announcements(&t).is_empty(), "nobody is called on while paused");
     let text = Some("Finishing my thought.".into());
-    let relay = Effect::Relay { message_id: f.last_id, persona: id("pm"), text, has_files: false };
+    let relay = relayed(f.last_id, "pm", text);
     assert_eq!(t.effects, [relay], "shown without the signal, as any signal is");
     assert_eq!(f.session.paused_remaining_ms, Some(80_000), "the turn's time is untouched");
 

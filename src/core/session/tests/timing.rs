@@ -198,12 +198,7 @@ fn an_older_signal_of_a_completed_turn_is_shown_stripped_without_advancing() {
         f.say(PM, "Second answer. TURN_COMPLETE", 2_000);
         let t = f.deliver(&earlier, 2_010);
         let shown = match mode {
-            DisplayMode::Relay => Effect::Relay {
-                message_id: earlier.id,
-                persona: id("pm"),
-                text: Some("First answer.".into()),
-                has_files: false,
-            },
+            DisplayMode::Relay => relayed(earlier.id, "pm", Some("First answer.".into())),
             DisplayMode::Observe => Effect::React { message_id: earlier.id, emoji: "✅".into() },
         };
         assert_eq!(t.effects, [shown]);
@@ -232,8 +227,7 @@ fn skip_handled_before_a_signal_written_earlier_leaves_the_signal_in_its_past_tu
 /// that turn, which is over, so it is shown without its signal and ends nothing (no `out_of_turn` either).
 fn pms_signal_of_4_s_is_shown_stripped_in_its_past_turn(f: &mut Fixture, case: &str) {
     let t = f.say_written(PM, "Here it is. TURN_COMPLETE", 4_000, 6_000);
-    let stripped =
-        Effect::Relay { message_id: f.last_id, persona: id("pm"), text: Some("Here it is.".into()), has_files: false };
+    let stripped = relayed(f.last_id, "pm", Some("Here it is.".into()));
     assert_eq!(t.effects, [stripped], "{case}");
     assert!(t.events.is_empty(), "{case}: {t:?}");
 }
