@@ -206,7 +206,7 @@ impl Sender {
 
     /// Whether this sender deleted `message` lately (its MESSAGE_DELETE is its own deletion coming back).
     pub fn deleted_itself(&self, message: MessageId) -> bool {
-        self.gone.lock().unwrap_or_else(std::sync::PoisonError::into_inner).own.contains(&message)
+        deleted_lately(&self.gone, message)
     }
 
     /// Stops at once, leaving what is queued undone: another process acts for the channel now, and carries out
@@ -495,6 +495,11 @@ fn note_own_deletion(tools: &Tools, message: MessageId) {
     gone.own.push_back(message);
 }
 
+/// Whether the sender of `gone` deleted `message` lately (see [`Deletions::own`]).
+fn deleted_lately(gone: &Gone, message: MessageId) -> bool {
+    gone.lock().unwrap_or_else(std::sync::PoisonError::into_inner).own.contains(&message)
+}
+
 /// Whether someone deleted `message` while its relay waited (see [`Gone`]); the mark is used up.
 fn forgotten(tools: &Tools, message: MessageId) -> bool {
     let mut gone = tools.gone.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -630,11 +635,13 @@ enum Tidied {
 async fn tidy(tools: &Tools, effect: &Effect, replay: bool) -> Result<Tidied, RestError> {
     let (rest, channel) = (tools.rest.as_ref(), tools.channel);
     match effect {
-        // Deleted as out of turn before it was judged in turn: there is nothing to delete.
-        Effect::Relay { already_deleted: true, .. } => Ok(Tidied::Done),
-        Effect::Relay { message_id, .. } => {
-            // A try whose answer was lost (a time-out, a 5xx) may have deleted it: a 404 after it may be our own.
-            let perhaps_ours = std::sync::atomic::AtomicBool::new(replay);
+        Effect::Relay { message_id, already_deleted, .. } => {
+            // A 404 may answer the bot's own deletion: one asked for before (out of turn; the deletion may have been
+            // refused, so it is asked for again), one this sender made lately (an edit of a message removed as out
+            // of turn, judged in turn), one the process before made (a replay), or a try whose answer was lost (a
+            // time-out, a 5xx).
+            let ours_before = replay || *already_deleted || deleted_lately(&tools.gone, *message_id);
+            let perhaps_ours = std::sync::atomic::AtomicBool::new(ours_before);
             let flag = &perhaps_ours;
             let deleted = tools
                 .retrying(|| async move {

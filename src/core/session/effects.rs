@@ -14,8 +14,9 @@ pub enum Effect {
     /// Relay mode: delete the agent's message and, when `text` is set, repost it as the persona (in several
     /// messages, in order, when it is longer than Discord allows: see [`split_message`]).
     /// `has_files`: the message carries files or embeds, which the repost carries over (the sender fetches them only
-    /// then). `already_deleted`: the bot deleted the message before (taken for out of turn, then shown to be said in
-    /// turn): it is only reposted, and its absence says nothing of anyone else's deletion.
+    /// then). `already_deleted`: the bot asked for the message's deletion before (taken for out of turn, then shown
+    /// to be said in turn): its absence says nothing of anyone else's deletion (a 404 on deleting it, a replay's look),
+    /// and it is reposted all the same. Its deletion is asked for again, in case the first was refused.
     Relay {
         message_id: MessageId,
         persona: PersonaId,
