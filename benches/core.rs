@@ -61,6 +61,7 @@ fn session_after(
             written_at: id.created_at(),
             edited_at: None,
             has_files: false,
+            flags: Default::default(),
         }
     };
     for _ in 1..turns {

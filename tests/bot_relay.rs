@@ -59,6 +59,21 @@ async fn a_repost_is_found_after_more_than_a_page_of_messages_in_a_busy_channel(
     assert!(rest.reposts_made(channel, after, "Developer", &parts).await.unwrap().is_empty(), "another persona's name");
 }
 
+/// A message read back from the history (a catch-up after a restart) keeps the flags its repost keeps, as one the
+/// gateway delivers does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_read_from_the_history_keeps_the_flags_a_repost_keeps() {
+    use local_discord::messages::SUPPRESS_NOTIFICATIONS;
+    let stage = Stage::new(&personas([60, 60, 60])).await.expect("local server");
+    let before = stage.operator_says("before");
+    let draft = Draft { content: "Quietly. TURN_COMPLETE", flags: SUPPRESS_NOTIFICATIONS, ..Draft::default() };
+    stage.server.post_draft(stage.channel, stage.user_of("pm"), draft);
+    stage.server.post(stage.channel, stage.user_of("dev"), "Loudly.");
+    let page = rest_of(&stage).messages_after(ChannelId(stage.channel), MessageId(before), 10).await.unwrap();
+    let flags: Vec<u64> = page.messages.iter().map(|m| m.flags.bits()).collect();
+    assert_eq!(flags, [SUPPRESS_NOTIFICATIONS, 0]);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_repost_part_is_found_without_the_whitespace_discord_drops_around_it() {
     let stage = Stage::new(&personas([60, 60, 60])).await.expect("local server");
@@ -372,6 +387,37 @@ async fn a_message_deleted_while_its_relay_waits_behind_a_slow_call_is_not_repos
         "the deleted message came back as a repost: {view:?}"
     );
     assert!(view.iter().any(|m| m.from_webhook && m.content == "Mine."), "pm's relay went through: {view:?}");
+}
+
+/// An agent's `@silent` message (and one whose link previews it suppressed) is reposted the same way: before, the
+/// repost notified the person it mentioned, whom the agent had meant not to disturb.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_message_is_reposted_silent() {
+    use common::{PATIENCE, is_floor};
+    use local_discord::messages::{SUPPRESS_EMBEDS, SUPPRESS_NOTIFICATIONS};
+    let scene = Scene::new().await;
+    let server = &scene.stage.server;
+    let (channel, operator) = (scene.stage.channel, scene.stage.operator);
+    let floor = |persona: &'static str| {
+        server
+            .wait_for("a floor", PATIENCE, move |w| w.view(channel).iter().any(|m| is_floor(m, persona)).then_some(()))
+    };
+    server.post(channel, operator, "!turn start");
+    floor("pm").await.unwrap();
+    let text = format!("<@{operator}> see https://example.org quietly. TURN_COMPLETE");
+    let flags = SUPPRESS_NOTIFICATIONS | SUPPRESS_EMBEDS;
+    server.post_draft(channel, scene.user("pm"), Draft { content: &text, flags, ..Draft::default() });
+    floor("dev").await.unwrap();
+    let view = server.view(channel);
+    let repost = view.iter().find(|m| m.from_webhook && m.content.ends_with("quietly.")).expect("reposted");
+    assert_eq!(repost.flags, flags, "{repost:?}");
+    assert!(repost.pinged.is_empty(), "the operator was notified: {repost:?}");
+    // Without the flag, the same words notify the operator (users are the one mention a repost lets through).
+    server.post(channel, scene.user("dev"), &format!("<@{operator}> see this. TURN_COMPLETE"));
+    floor("critic").await.unwrap();
+    let view = server.view(channel);
+    let repost = view.iter().find(|m| m.from_webhook && m.content.ends_with("see this.")).expect("reposted");
+    assert_eq!((repost.flags, &repost.pinged[..]), (0, &[operator][..]), "{repost:?}");
 }
 
 /// A message someone deleted once its relay had begun (the repost on its way to Discord) was reposted all the same,

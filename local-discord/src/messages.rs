@@ -22,7 +22,16 @@ pub struct Draft<'a> {
     pub reply_to: Option<u64>,
     pub embeds: Vec<Value>,
     pub attachments: Vec<Attachment>,
+    /// Message flags asked for; only those a client may set are kept ([`SETTABLE_FLAGS`]).
+    pub flags: u64,
 }
+
+/// `SUPPRESS_EMBEDS`: no link previews.
+pub const SUPPRESS_EMBEDS: u64 = 1 << 2;
+/// `SUPPRESS_NOTIFICATIONS` (`@silent`): its mentions are listed, but nobody is notified.
+pub const SUPPRESS_NOTIFICATIONS: u64 = 1 << 12;
+/// The flags a message may be created with, by a user, a bot or a webhook (of those this server models).
+pub const SETTABLE_FLAGS: u64 = SUPPRESS_EMBEDS | SUPPRESS_NOTIFICATIONS;
 
 impl<'a> Draft<'a> {
     pub fn text(content: &'a str) -> Self {
@@ -48,6 +57,9 @@ impl World {
         }
         let mut mentions = self.resolve_mentions(guild_id, channel, &author, draft.content, draft.allowed_mentions);
         self.mention_replied_user(&mut mentions, &author, draft.reply_to, draft.allowed_mentions);
+        if draft.flags & SUPPRESS_NOTIFICATIONS != 0 {
+            mentions.pinged.clear();
+        }
         let nonce = draft.nonce;
         let id = self.insert_message(channel, author.clone(), draft, mentions)?;
         if let (Some(nonce), Author::User(user)) = (nonce, &author) {
@@ -108,6 +120,7 @@ impl World {
             interaction_id: None,
             embeds: draft.embeds,
             attachments: draft.attachments,
+            flags: draft.flags & SETTABLE_FLAGS,
             thread_id: None,
             pinned_ms: None,
         };

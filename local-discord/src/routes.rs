@@ -349,6 +349,7 @@ pub(crate) fn draft_from<'a>(w: &mut World, body: &'a Value, files: &[Upload]) -
         reply_to: snowflake_of(&body["message_reference"]["message_id"]),
         embeds: embeds_of(body).unwrap_or_default(),
         attachments,
+        flags: body["flags"].as_u64().unwrap_or(0),
     })
 }
 

@@ -133,6 +133,8 @@ pub struct Message {
     /// Embeds as the client sent them (after Discord's limits were checked).
     pub embeds: Vec<Value>,
     pub attachments: Vec<Attachment>,
+    /// The flags it was created with (`SUPPRESS_EMBEDS`, `SUPPRESS_NOTIFICATIONS`); `HAS_THREAD` is added when shown.
+    pub flags: u64,
     /// The thread started from this message (Discord gives it the message's id).
     pub thread_id: Option<u64>,
     /// When it was pinned, if it is.
@@ -215,6 +217,8 @@ pub struct SeenMessage {
     pub reactions: Vec<(String, usize)>,
     pub pinged: Vec<u64>,
     pub created_ms: u64,
+    /// See [`Message::flags`].
+    pub flags: u64,
 }
 
 #[derive(Default)]
@@ -410,6 +414,7 @@ impl World {
                     reactions: m.reactions.iter().map(|(e, users)| (e.clone(), users.len())).collect(),
                     pinged: m.pinged.clone(),
                     created_ms: m.created_ms,
+                    flags: m.flags,
                 }
             })
             .collect()

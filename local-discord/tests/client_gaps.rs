@@ -435,6 +435,23 @@ async fn a_reply_pings_the_replied_author_unless_allowed_mentions_leaves_it_out(
     assert!(sent.mentions.is_empty());
 }
 
+/// `@silent` (SUPPRESS_NOTIFICATIONS): the mention is listed, nobody is notified; the flags a client may set
+/// (that and SUPPRESS_EMBEDS) are kept and shown, others left out.
+#[tokio::test]
+async fn a_silent_message_lists_its_mentions_and_pings_nobody() {
+    let f = Fixture::full().await;
+    let silent = json!({"content": format!("<@{}> quietly", f.person), "flags": 4096 | 4 | 64});
+    let sent = f.http.send_message(f.channel_id(), vec![], &silent).await.unwrap();
+    assert_eq!(sent.mentions.iter().map(|u| u.id.get()).collect::<Vec<_>>(), [f.person]);
+    assert_eq!(sent.flags.map(|flags| flags.bits()), Some(4096 | 4), "EPHEMERAL (64) cannot be set");
+    let seen = f.server.view(f.channel).into_iter().find(|m| m.id == sent.id.get()).unwrap();
+    assert!(seen.pinged.is_empty(), "{seen:?}");
+    let loud = json!({"content": format!("<@{}> loudly", f.person)});
+    let sent = f.http.send_message(f.channel_id(), vec![], &loud).await.unwrap();
+    let seen = f.server.view(f.channel).into_iter().find(|m| m.id == sent.id.get()).unwrap();
+    assert_eq!(seen.pinged, [f.person]);
+}
+
 /// A role nobody may mention is pinged only by an author with Mention @everyone, @here, and All Roles in the
 /// channel, its overwrites applied (as turn-manager checks it before calling the control roles).
 #[tokio::test]

@@ -112,6 +112,7 @@ fn played_session(
                 written_at: id.created_at(),
                 edited_at: None,
                 has_files: false,
+                flags: Default::default(),
             };
             events.extend(session.handle_message(&message, at(ms), ctx).events);
         }

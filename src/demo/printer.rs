@@ -121,6 +121,7 @@ mod tests {
             reactions: Vec::new(),
             pinged: Vec::new(),
             created_ms: 0,
+            flags: 0,
         }
     }
 

@@ -3,6 +3,7 @@
 
 use crate::core::ids::{MessageId, UserId};
 use crate::core::session::IncomingMessage;
+use crate::core::session::effects::KeptFlags;
 use chrono::{DateTime, Utc};
 use std::collections::HashSet;
 use std::sync::{Mutex, OnceLock};
@@ -32,7 +33,8 @@ impl Identity {
 
     /// A message as the engine takes it, or `None` for the bot's own messages and its own webhooks' reposts. Its
     /// time is when its author wrote it, never when it reached us: its snowflake's, or for an edit (`edited_at`)
-    /// Discord's edit time. `has_files`: it carries files or embeds a repost must carry over.
+    /// Discord's edit time. `has_files`: it carries files or embeds a repost must carry over. Without flags (see
+    /// [`IncomingMessage::with_flags`]).
     pub fn incoming(
         &self,
         author: UserId,
@@ -46,7 +48,8 @@ impl Identity {
             return None;
         }
         let written_at = edited_at.unwrap_or_else(|| id.created_at());
-        Some(IncomingMessage { id, author, text, edited: edited_at.is_some(), written_at, edited_at: None, has_files })
+        let (edited, flags) = (edited_at.is_some(), KeptFlags::default());
+        Some(IncomingMessage { id, author, text, edited, written_at, edited_at: None, has_files, flags })
     }
 }
 

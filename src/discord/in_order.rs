@@ -226,7 +226,8 @@ pub fn created(identity: &Identity, message: &discord::Message, text: String) ->
     let (id, author) = (MessageId(message.id.get()), UserId(message.author.id.get()));
     let more = !message.sticker_items.is_empty() || message.poll.is_some() || !message.components.is_empty();
     let has_files = more || carries_files(&message.attachments, &message.embeds);
-    let incoming = identity.incoming(author, webhook, id, text, None, has_files)?;
+    let flags = message.flags.map_or(0, |flags| flags.bits());
+    let incoming = identity.incoming(author, webhook, id, text, None, has_files)?.with_flags(flags);
     Some((ChannelId(message.channel_id.get()), incoming))
 }
 
@@ -248,7 +249,9 @@ pub fn edited(
         || components
         || carries_files(event.attachments.as_deref().unwrap_or_default(), event.embeds.as_deref().unwrap_or_default());
     let id = MessageId(event.id.get());
+    let flags = event.flags.flatten().map_or(0, |flags| flags.bits());
     let incoming = identity.incoming(UserId(author.id.get()), webhook, id, text, Some(edited_at), has_files)?;
+    let incoming = incoming.with_flags(flags);
     Some((ChannelId(event.channel_id.get()), incoming))
 }
 

@@ -404,7 +404,7 @@ async fn posting(
 ) -> Result<Vec<MessageId>, RestError> {
     let (rest, channel) = (tools.rest.as_ref(), tools.channel);
     match effect {
-        Effect::Relay { message_id, persona, text, has_files, already_deleted } => {
+        Effect::Relay { message_id, persona, text, has_files, already_deleted, flags } => {
             if forgotten(tools, *message_id) {
                 tracing::info!(%channel, message = %message_id, "deleted by someone before its relay: not reposted");
                 return Ok(Vec::new());
@@ -413,7 +413,7 @@ async fn posting(
             // relay here, before anything is posted or deleted: the original stays, files and all.
             let carries = if *has_files {
                 match tools.retrying(|| rest.carried(channel, *message_id)).await {
-                    Ok(carries) => carries,
+                    Ok(carries) => Carried { flags: *flags, ..carries },
                     // Deleted by someone (its author, a moderator) before it was relayed: reposted, it would undo
                     // that deletion (found by a review). Nothing is posted. (The bot deletes the original only once
                     // every part shows, so a replay finding it gone has nothing left to post either.)
@@ -421,7 +421,7 @@ async fn posting(
                     Err(e) => return Err(e),
                 }
             } else {
-                Carried::default()
+                Carried { flags: *flags, ..Carried::default() }
             };
             // Repost first: if the repost fails, the original stays and nothing is lost.
             let mut made = Vec::new();
@@ -455,9 +455,9 @@ async fn posting(
                         return Ok(Vec::new());
                     }
                 }
-                let nothing = Carried::default();
+                let nothing = Carried { flags: *flags, ..Carried::default() };
                 for posted in made.len()..parts.len() {
-                    // The files and embeds go with the last part, below the whole text.
+                    // The files and embeds go with the last part, below the whole text; the flags with every part.
                     let carried = if posted + 1 == parts.len() { &carries } else { &nothing };
                     match repost_once(tools, *message_id, voice, &parts[..=posted], carried).await {
                         Ok(part) => made.push(part),

@@ -119,6 +119,7 @@ fn from_pm(text: &str, ms: i64) -> IncomingMessage {
         written_at: id.created_at(),
         edited_at: None,
         has_files: false,
+        flags: Default::default(),
     }
 }
 

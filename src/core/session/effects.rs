@@ -25,6 +25,8 @@ pub enum Effect {
         has_files: bool,
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         already_deleted: bool,
+        #[serde(default, skip_serializing_if = "KeptFlags::is_none")]
+        flags: KeptFlags,
     },
     /// Delete a message (out of turn under the `remove` policy, relay mode).
     Delete { message_id: MessageId },
@@ -49,6 +51,42 @@ impl Effect {
     /// may be left undone while Discord accepts nothing: announcements give the floor and are never left.
     pub fn tidies(&self) -> bool {
         !matches!(self, Effect::Announce(_))
+    }
+}
+
+/// The flags of an agent's message that its repost keeps, as Discord numbers them: sent without notifications
+/// (`@silent`: its mentions notify nobody), link previews suppressed. A webhook may set both; others are left out.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "u64", into = "u64")]
+pub struct KeptFlags(u64);
+
+impl KeptFlags {
+    pub const SUPPRESS_EMBEDS: u64 = 1 << 2;
+    pub const SUPPRESS_NOTIFICATIONS: u64 = 1 << 12;
+
+    /// The flags kept of a message's `flags`.
+    pub fn of(flags: u64) -> Self {
+        Self(flags & (Self::SUPPRESS_EMBEDS | Self::SUPPRESS_NOTIFICATIONS))
+    }
+
+    pub fn bits(self) -> u64 {
+        self.0
+    }
+
+    pub fn is_none(&self) -> bool {
+        self.0 == 0
+    }
+}
+
+impl From<u64> for KeptFlags {
+    fn from(flags: u64) -> Self {
+        Self::of(flags)
+    }
+}
+
+impl From<KeptFlags> for u64 {
+    fn from(flags: KeptFlags) -> Self {
+        flags.0
     }
 }
 

@@ -312,6 +312,15 @@ pub struct IncomingMessage {
     /// It carries files or embeds of its own, which a repost must carry over (spec 6); plain text needs no more
     /// than the gateway gave.
     pub has_files: bool,
+    /// The flags a repost keeps (`@silent`, previews suppressed).
+    pub flags: effects::KeptFlags,
+}
+
+impl IncomingMessage {
+    /// The message with Discord's message `flags`, of which a repost keeps some.
+    pub fn with_flags(self, flags: u64) -> Self {
+        Self { flags: effects::KeptFlags::of(flags), ..self }
+    }
 }
 
 /// What a transition decided: effects to carry out in order, and the events to record.

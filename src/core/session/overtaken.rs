@@ -4,7 +4,7 @@
 //! turn. When A's signal then arrives and gives B the floor, B's turn began when that signal was written, so B's
 //! messages written after it are judged again, in turn, oldest first; one that was removed is reposted.
 
-use super::effects::Effect;
+use super::effects::{Effect, KeptFlags};
 use super::{Context, DisplayMode, IncomingMessage, REORDER_WINDOW, Session, Transition};
 use crate::core::ids::{MessageId, PersonaId};
 use chrono::{DateTime, Utc};
@@ -26,6 +26,8 @@ pub struct OutOfTurnNote {
     /// It carries files or embeds of its own (kept as posted under the `allow` policy: a relay carries them over).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub has_files: bool,
+    #[serde(default, skip_serializing_if = "KeptFlags::is_none")]
+    pub flags: KeptFlags,
 }
 
 impl Session {
@@ -37,6 +39,7 @@ impl Session {
             text: message.text.clone(),
             removed,
             has_files: message.has_files,
+            flags: message.flags,
         };
         self.out_of_turn_lately.push(note);
         let newest = self.last_message_id.unwrap_or(message.id);
@@ -78,6 +81,7 @@ impl Session {
                 edited_at: None,
                 // A deleted message's files are gone: a relay cannot carry them over.
                 has_files: note.has_files && !note.removed,
+                flags: note.flags,
             };
             let detected = ctx.config.signals.detect(&message.text, &holder);
             let judged_from = t.effects.len();
@@ -102,6 +106,7 @@ impl Session {
                     text,
                     has_files: false,
                     already_deleted: true,
+                    flags: note.flags,
                 };
                 t.effects.insert(judged_from, relay);
             }

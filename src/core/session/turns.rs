@@ -249,6 +249,7 @@ impl Session {
                 text: display,
                 has_files: message.has_files,
                 already_deleted: false,
+                flags: message.flags,
             }),
             DisplayMode::Observe if completed => {
                 t.effects.push(Effect::React { message_id: message.id, emoji: COMPLETED_REACTION.into() })

@@ -53,7 +53,7 @@ pub async fn fetch(http: &DiscordHttp, channel: u64, message: u64) -> Result<Car
         .filter_map(|a| Some((without_query(a["url"].as_str()?), a["filename"].as_str().unwrap_or("file"))))
         .collect();
     let embeds = list("embeds").into_iter().filter(|e| super::is_own_embed(e["type"].as_str()));
-    Ok(Carried { files, embeds: embeds.map(|embed| sendable(embed, &own)).collect() })
+    Ok(Carried { files, embeds: embeds.map(|embed| sendable(embed, &own)).collect(), flags: Default::default() })
 }
 
 /// An embed as it can be sent: without the parts only Discord sets, and showing the repost's copy of a file of the

@@ -169,7 +169,7 @@ impl Rest for DiscordRest {
                 // Only the ids and the count of the page are read after this: its texts move, not copied.
                 let text = std::mem::take(&mut m.content);
                 let message = self.identity.incoming(author, webhook, MessageId(id(m)), text, None, m.has_files())?;
-                Some(IncomingMessage { edited_at: m.edited_timestamp, ..message })
+                Some(IncomingMessage { edited_at: m.edited_timestamp, ..message.with_flags(m.flags) })
             })
             .collect();
         Ok(Page { messages, newest: read.last().map(|m| MessageId(id(m))), read: read.len() })

@@ -142,6 +142,9 @@ pub struct PageMessage {
     pub poll: Option<Value>,
     #[serde(default)]
     pub components: Vec<Value>,
+    /// Discord's message flags (`@silent`, previews suppressed...).
+    #[serde(default)]
+    pub flags: u64,
 }
 
 impl PageMessage {

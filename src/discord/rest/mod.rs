@@ -125,6 +125,8 @@ pub struct Carried {
     pub files: Vec<File>,
     /// The message's own embeds ("rich"), as Discord gave them.
     pub embeds: Vec<serde_json::Value>,
+    /// Its flags a repost keeps (`@silent`, previews suppressed), set on every part.
+    pub flags: crate::core::session::effects::KeptFlags,
 }
 
 impl Carried {

@@ -55,6 +55,9 @@ impl Webhooks {
         if !carries.files.is_empty() {
             body["attachments"] = form::describe(&carries.files);
         }
+        if !carries.flags.is_none() {
+            body["flags"] = carries.flags.bits().into();
+        }
         let slot = self.hooks.lock().expect("webhooks lock").entry(owner).or_default().clone();
         for attempt in 0..2 {
             // Held only to find or make the webhook: the threads of one parent share it, and each thread is a

@@ -7,7 +7,7 @@ use super::super::rest::{Carried, File, Page, Rest, RestError, Voice};
 use super::{Outcome, Report, Sender, Tools};
 use crate::core::ids::{ChannelId, MessageId, PersonaId};
 use crate::core::persona::PersonaCatalog;
-use crate::core::session::effects::{Announcement, Effect, Queued, split_message};
+use crate::core::session::effects::{Announcement, Effect, KeptFlags, Queued, split_message};
 use async_trait::async_trait;
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering::Relaxed;
@@ -39,6 +39,8 @@ struct FakeChannel {
     reposts_coming: Mutex<Vec<(tokio::time::Instant, String, String)>>,
     /// The files each repost carried, by name.
     files: Mutex<Vec<Vec<String>>>,
+    /// The flags each repost was asked to have.
+    flags: Mutex<Vec<u64>>,
     /// What the original carries, or why it cannot be carried (`None`: plain text, or gone once `deleted` holds it).
     carries: Mutex<Option<Result<Carried, RestError>>>,
     deleted: Mutex<Vec<MessageId>>,
@@ -154,6 +156,7 @@ impl Rest for FakeChannel {
         if !matches!(answer, Some(Answer::Fail(_))) {
             reposts.push((voice.name.to_owned(), text.to_owned()));
             self.files.lock().unwrap().push(carries.files.iter().map(|f| f.name.clone()).collect());
+            self.flags.lock().unwrap().push(carries.flags.bits());
         }
         match answer {
             None | Some(Answer::Made) => Ok(repost_id(reposts.len() - 1)),
@@ -286,6 +289,7 @@ fn relay_of(text: Option<&str>, has_files: bool) -> Effect {
         text: text.map(str::to_owned),
         has_files,
         already_deleted: false,
+        flags: Default::default(),
     }
 }
 
@@ -450,7 +454,7 @@ async fn a_middle_part_made_but_answered_with_an_error_is_not_made_again() {
 
 fn log_file() -> Carried {
     let file = File { name: "log.txt".into(), content_type: None, description: None, bytes: b"ok".to_vec() };
-    Carried { files: vec![file], embeds: Vec::new() }
+    Carried { files: vec![file], ..Carried::default() }
 }
 
 #[tokio::test(start_paused = true)]
@@ -462,6 +466,25 @@ async fn a_message_with_files_is_reposted_with_them_on_its_last_part_then_delete
     assert_eq!(texts(&channel), split_message(&text));
     assert_eq!(*channel.files.lock().unwrap(), [vec![], vec!["log.txt".to_owned()]], "below the whole text");
     assert_eq!(*channel.deleted.lock().unwrap(), [ORIGINAL]);
+}
+
+/// `@silent` and suppressed previews are kept by every part of a repost (before, the repost notified those it
+/// mentioned, and showed the previews its author had hidden).
+#[tokio::test(start_paused = true)]
+async fn a_silent_message_is_reposted_silent_in_every_part() {
+    let text = long_text(2);
+    let silent = KeptFlags::of(KeptFlags::SUPPRESS_NOTIFICATIONS | KeptFlags::SUPPRESS_EMBEDS);
+    for has_files in [false, true] {
+        let channel = Arc::new(FakeChannel::default());
+        *channel.carries.lock().unwrap() = Some(Ok(log_file()));
+        let mut relay = relay_of(Some(&text), has_files);
+        if let Effect::Relay { flags, .. } = &mut relay {
+            *flags = silent;
+        }
+        relay_effect(&channel, relay, false).await;
+        assert_eq!(texts(&channel), split_message(&text), "files {has_files}");
+        assert_eq!(*channel.flags.lock().unwrap(), [silent.bits(); 2], "files {has_files}");
+    }
 }
 
 #[tokio::test(start_paused = true)]

@@ -107,6 +107,7 @@ impl Fixture {
             written_at: id.created_at(),
             edited_at: None,
             has_files: false,
+            flags: Default::default(),
         }
     }
 
@@ -120,6 +121,7 @@ impl Fixture {
             written_at: Self::at(ms),
             edited_at: None,
             has_files: false,
+            flags: Default::default(),
         }
     }
 
@@ -194,7 +196,14 @@ impl Fixture {
 
 /// A relay of `message` as `persona`, showing `text`, of a message without files that is still there to delete.
 fn relayed(message: MessageId, persona: &str, text: Option<String>) -> Effect {
-    Effect::Relay { message_id: message, persona: id(persona), text, has_files: false, already_deleted: false }
+    Effect::Relay {
+        message_id: message,
+        persona: id(persona),
+        text,
+        has_files: false,
+        already_deleted: false,
+        flags: Default::default(),
+    }
 }
 
 fn announcements(t: &Transition) -> Vec<&Announcement> {

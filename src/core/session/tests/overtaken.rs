@@ -2,6 +2,7 @@
 //! step 7): taken for out of turn when it arrived first, then judged again, in turn, once the signal arrives.
 
 use super::*;
+use crate::core::session::effects::KeptFlags;
 
 fn relays(t: &Transition) -> Vec<(MessageId, Option<String>)> {
     t.effects
@@ -78,6 +79,32 @@ fn a_relay_of_a_message_removed_as_out_of_turn_says_it_is_already_deleted() {
     assert!(f.deliver(&dev_answer, 5_101).effects.is_empty());
     let t = f.deliver(&pm_signal, 5_150);
     assert_eq!(already_deleted(&t), [(pm_signal.id, false), (dev_answer.id, false)]);
+}
+
+/// A repost keeps the flags of the message (`@silent`, previews suppressed), one removed as out of turn too, whose
+/// note is saved with the session in between.
+#[test]
+fn the_flags_a_repost_keeps_go_with_the_relay_and_with_an_out_of_turn_note() {
+    let silent = KeptFlags::of(KeptFlags::SUPPRESS_NOTIFICATIONS | (1 << 6));
+    assert_eq!(silent.bits(), KeptFlags::SUPPRESS_NOTIFICATIONS, "only the flags a webhook may set");
+    let flags_of = |t: &Transition| -> Vec<(MessageId, KeptFlags)> {
+        t.effects
+            .iter()
+            .filter_map(|e| match e {
+                Effect::Relay { message_id, flags, .. } => Some((*message_id, *flags)),
+                _ => None,
+            })
+            .collect()
+    };
+    for dev_text in ["Built it. TURN_COMPLETE", "Starting on it now."] {
+        let mut f = Fixture::new();
+        let pm_signal = IncomingMessage { flags: silent, ..f.message(PM, "Over to dev. TURN_COMPLETE", 5_000) };
+        let dev_answer = IncomingMessage { flags: silent, ..f.message(DEV, dev_text, 5_100) };
+        f.deliver(&dev_answer, 5_101);
+        f.session = serde_json::from_str(&serde_json::to_string(&f.session).unwrap()).unwrap();
+        let t = f.deliver(&pm_signal, 5_150);
+        assert_eq!(flags_of(&t), [(pm_signal.id, silent), (dev_answer.id, silent)], "{dev_text}");
+    }
 }
 
 #[test]

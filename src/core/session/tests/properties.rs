@@ -224,6 +224,7 @@ fn random_session(steps: Vec<Step>, config: Config, texts: &[&str]) -> Result<()
                     written_at: id.created_at(),
                     edited_at: None,
                     has_files: false,
+                    flags: Default::default(),
                 };
                 run.said.push(message.clone());
                 run.deliver(&message, ctx)?

@@ -70,6 +70,7 @@ fn play(script: &[(Written, i64)], delays: &[i64]) -> Fixture {
                     written_at: Fixture::at(written),
                     edited_at: None,
                     has_files: false,
+                    flags: Default::default(),
                 };
                 f.deliver(&message, handled);
             }

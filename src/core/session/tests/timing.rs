@@ -111,6 +111,7 @@ fn commands_are_not_deduplicated_in_the_core_and_do_not_claim_their_message_id()
         written_at: Fixture::at(1_000),
         edited_at: None,
         has_files: false,
+        flags: Default::default(),
     };
     assert!(f.deliver(&typed, 1_002).changed);
 }

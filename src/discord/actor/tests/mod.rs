@@ -493,6 +493,7 @@ impl Harness {
             written_at: id.created_at(),
             edited_at: None,
             has_files: false,
+            flags: Default::default(),
         }
     }
 
