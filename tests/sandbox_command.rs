@@ -58,6 +58,13 @@ async fn the_sandbox_hands_out_working_accounts_and_posts_stdin_as_the_operator(
         let copy: serde_json::Value = serde_json::from_str(&copy).unwrap();
         assert_eq!(copy["discordUserId"], agent["userId"]);
         assert_eq!(copy["id"], persona);
+        // The line printed for the agent has all the reference agents read, the manager's id included.
+        let expected = format!(
+            "DISCORD_API_BASE={base} DISCORD_TOKEN={} AGENT_MANAGER_ID={}",
+            agent["token"].as_str().unwrap(),
+            file["manager"]["userId"].as_str().unwrap()
+        );
+        assert!(printed.iter().any(|l| l.trim_start().starts_with(persona) && l.ends_with(&expected)), "{printed:?}");
     }
 
     let manager =

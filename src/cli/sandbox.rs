@@ -248,9 +248,14 @@ fn print_instructions(sandbox: &Sandbox, personas_dir: &Path, dir: &Path) {
         personas_dir.display(),
         dir.join("state").display()
     );
-    println!("Each agent, with its own token (examples/agents/ reads these two variables):");
+    println!("Each agent, with its own token (examples/agents/ reads these variables):");
     for (persona, account) in &sandbox.agents {
-        println!("  {:<10} DISCORD_API_BASE={base} DISCORD_TOKEN={}", persona.id.as_str(), account.token);
+        println!(
+            "  {:<10} DISCORD_API_BASE={base} DISCORD_TOKEN={} AGENT_MANAGER_ID={}",
+            persona.id.as_str(),
+            account.token,
+            sandbox.manager.user
+        );
     }
     println!("Type a line to post it in #agents as the operator (e.g. !turn start). Ctrl-C stops the sandbox.\n");
 }

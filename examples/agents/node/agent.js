@@ -122,6 +122,12 @@ function runCommand(command, conversation, timeoutSeconds) {
   });
 }
 
+/** The server's address, given as it or as its API URL (`sandbox.json`'s `apiUrl`, ending in `/api/v10`), as the
+ * manager's `--api-base` takes it. */
+function serverBase(base) {
+  return base.trim().replace(/\/+$/, '').replace(/\/api(\/v10)?$/, '');
+}
+
 function main() {
   let command = process.argv.slice(2);
   if (command[0] === '--') command = command.slice(1);
@@ -130,7 +136,7 @@ function main() {
     console.error('usage: DISCORD_TOKEN=... [DISCORD_API_BASE=...] node agent.js -- COMMAND [ARGS...]');
     return 2;
   }
-  const base = (process.env.DISCORD_API_BASE || '').replace(/\/$/, '');
+  const base = serverBase(process.env.DISCORD_API_BASE || '');
   const managerId = process.env.AGENT_MANAGER_ID || null;
   const history = Math.min(Number(process.env.AGENT_HISTORY || 50), 100);
   const timeout = Number(process.env.AGENT_TIMEOUT || 300);
@@ -191,4 +197,4 @@ if (require.main === module) {
   if (code !== 0) process.exit(code);
 }
 
-module.exports = { withSignal, Calls, runCommand, MESSAGE_LIMIT };
+module.exports = { withSignal, Calls, runCommand, serverBase, MESSAGE_LIMIT };

@@ -7,12 +7,19 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { test } = require('node:test');
-const { withSignal, Calls, runCommand, MESSAGE_LIMIT } = require('./agent.js');
+const { withSignal, Calls, runCommand, serverBase, MESSAGE_LIMIT } = require('./agent.js');
 
 const SIGNAL = 'TURN_COMPLETE';
 const CHANNEL = '10';
 const MANAGER = '20';
 const length = (text) => Array.from(text).length;
+
+test('the server is given as its address or its API URL', () => {
+  for (const given of ['http://127.0.0.1:3710', 'http://127.0.0.1:3710/', 'http://127.0.0.1:3710/api/v10',
+    'http://127.0.0.1:3710/api/v10/', 'http://127.0.0.1:3710/api']) {
+    assert.equal(serverBase(given), 'http://127.0.0.1:3710', given);
+  }
+});
 
 test('a short reply ends with the signal once', () => {
   assert.deepEqual(withSignal('Done.\n', SIGNAL), ['Done.\n\nTURN_COMPLETE']);

@@ -37,9 +37,19 @@ IDS_KEPT = 1000  # message ids remembered, so that a message delivered twice (ar
 log = logging.getLogger("agent")
 
 
+def server_base(base: str) -> str:
+    """The server's address, given as it or as its API URL (`sandbox.json`'s `apiUrl`, ending in `/api/v10`), as the
+    manager's `--api-base` takes it."""
+    base = base.strip().rstrip("/")
+    for api in ("/api/v10", "/api"):
+        if base.endswith(api):
+            return base[: -len(api)]
+    return base
+
+
 def point_at(base: str) -> None:
     """Sends every REST call and the gateway connection to a Discord-compatible server instead of Discord."""
-    base = base.rstrip("/")
+    base = server_base(base)
     with urllib.request.urlopen(f"{base}/api/v10/gateway", timeout=10) as answer:
         gateway = json.load(answer)["url"]
     # The two lines that point discord.py at another server:

@@ -7,13 +7,18 @@ import tempfile
 import time
 import unittest
 
-from agent import MESSAGE_LIMIT, Calls, run_command, with_signal
+from agent import MESSAGE_LIMIT, Calls, run_command, server_base, with_signal
 
 SIGNAL = "TURN_COMPLETE"
 CHANNEL, MANAGER = 10, 20
 
 
 class WithSignal(unittest.TestCase):
+    def test_the_server_is_given_as_its_address_or_its_api_url(self):
+        for given in ["http://127.0.0.1:3710", "http://127.0.0.1:3710/", "http://127.0.0.1:3710/api/v10",
+                      "http://127.0.0.1:3710/api/v10/", "http://127.0.0.1:3710/api"]:
+            self.assertEqual(server_base(given), "http://127.0.0.1:3710", given)
+
     def test_a_short_reply_ends_with_the_signal_once(self):
         self.assertEqual(with_signal("Done.\n", SIGNAL), ["Done.\n\nTURN_COMPLETE"])
         self.assertEqual(with_signal("Done. TURN_COMPLETE", SIGNAL), ["Done.\n\nTURN_COMPLETE"])
