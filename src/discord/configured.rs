@@ -22,7 +22,10 @@ pub struct ConfiguredStarts {
 }
 
 impl ConfiguredStarts {
-    /// Every channel the configuration manages from start-up that has no running or paused session.
+    /// Every channel the configuration manages from start-up that has no running or paused session, nor one ended on
+    /// purpose (a manager's `stop`, an `end` signal, `maxRounds`: found by a review, every restart started it again,
+    /// and called its agents); one whose channel was lost (deleted, the bot removed from its server) waits for its
+    /// server.
     pub fn new(config: &Config, saved: &[Session]) -> Self {
         let every: HashMap<ChannelId, Command> = config
             .channels
@@ -32,9 +35,24 @@ impl ConfiguredStarts {
                 (managed.channel_id, Command::Start { roster })
             })
             .collect();
+        let ended: Vec<ChannelId> = saved
+            .iter()
+            .filter(|s| every.contains_key(&s.channel_id) && s.ended_on_purpose())
+            .map(|s| s.channel_id)
+            .collect();
+        if !ended.is_empty() {
+            let ids: Vec<String> = ended.iter().map(ToString::to_string).collect();
+            tracing::info!(
+                channels = %ids.join(", "),
+                "configured channel(s) whose session was ended on purpose (a stop, an end signal, maxRounds) are not \
+                 started again: `!turn start` there starts one"
+            );
+        }
         let waiting = every
             .iter()
-            .filter(|(channel, _)| !saved.iter().any(|s| s.channel_id == **channel && s.is_active()))
+            .filter(|(channel, _)| {
+                !ended.contains(channel) && !saved.iter().any(|s| s.channel_id == **channel && s.is_active())
+            })
             .map(|(channel, start)| (*channel, start.clone()))
             .collect();
         let servers = saved
@@ -90,8 +108,9 @@ impl ConfiguredStarts {
             let router = router.clone();
             tokio::spawn(async move {
                 let started = |reply| Input::command(command, None, Some(reply));
+                // Refused: a session ended on purpose (the reason says so), or one that runs already.
                 if let Some(Err(refusal)) = router.ask(channel, started).await {
-                    tracing::error!(channel = %channel, "could not start the configured session: {refusal}");
+                    tracing::info!(channel = %channel, "the configured session was not started: {refusal}");
                 }
             });
         }
@@ -157,8 +176,38 @@ mod tests {
     fn a_channel_whose_saved_session_is_paused_or_runs_is_not_started_again() {
         let running = Session { status: SessionStatus::Paused, ..Session::new(ChannelId(1)) };
         assert!(running.is_active(), "precondition");
-        let stopped = Session::new(ChannelId(2));
-        let starts = ConfiguredStarts::new(&config(&[1, 2]), &[running, stopped]);
+        let never_started = Session::new(ChannelId(2));
+        let starts = ConfiguredStarts::new(&config(&[1, 2]), &[running, never_started]);
+        let started: Vec<u64> = starts.take([1, 2].map(ChannelId).into_iter()).iter().map(|(c, _)| c.0).collect();
+        assert_eq!(started, [2]);
+    }
+
+    /// Found by a review: a session a manager stopped (or that ended by an `end` signal or `maxRounds`) was started
+    /// again by every restart, calling its agents. One ended because its channel was lost (the bot removed from the
+    /// server) still starts when its server is seen again, as a headless deployment expects.
+    #[test]
+    fn a_session_ended_on_purpose_is_not_started_again_and_one_whose_channel_was_lost_is() {
+        let (personas, config) = (crate::core::persona::two_personas(60), Config::default());
+        let ctx = crate::core::session::Context { personas: &personas, config: &config };
+        let at = |s: i64| chrono::DateTime::UNIX_EPOCH + chrono::TimeDelta::seconds(1_800_000_000 + s);
+        let ended = |channel: u64, how: &dyn Fn(&mut Session)| {
+            let mut session = Session::new(ChannelId(channel));
+            let start = Command::Start { roster: Vec::new() };
+            session.handle_command(&start, None, at(0), ctx).expect("started");
+            how(&mut session);
+            assert!(!session.is_active(), "precondition: ended");
+            session
+        };
+        let stopped = ended(1, &|s| {
+            s.handle_command(&Command::Stop, None, at(5), ctx).expect("stopped");
+        });
+        let lost = ended(2, &|s| {
+            s.unreachable(crate::core::session::lost::Unreachable::LeftServer, at(5), ctx);
+        });
+        let saved = [stopped, lost];
+        let restarted: Vec<Session> =
+            saved.iter().map(|s| serde_json::from_value(serde_json::json!(s)).unwrap()).collect();
+        let starts = ConfiguredStarts::new(&self::config(&[1, 2]), &restarted);
         let started: Vec<u64> = starts.take([1, 2].map(ChannelId).into_iter()).iter().map(|(c, _)| c.0).collect();
         assert_eq!(started, [2]);
     }

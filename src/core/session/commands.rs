@@ -330,6 +330,14 @@ impl Session {
         if self.is_active() {
             return None;
         }
+        // A start from the configuration (no message gave it) of a session ended on purpose: a restart must not undo
+        // a manager's `stop` (found by a review: every restart started it again and called its agents).
+        if origin.is_none() && self.ended_on_purpose() {
+            return Some(refuse(
+                "The session here was ended on purpose (a stop, an end signal or maxRounds): the configuration does not \
+                 start it again; `start` in the channel does.",
+            ));
+        }
         let (given, stopped) = (origin?, self.bounded_by?);
         (given < stopped).then(|| {
             refuse(

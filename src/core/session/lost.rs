@@ -59,6 +59,7 @@ impl Session {
                 }
                 t.events.push(self.event(now, None, EventKind::SessionEnded { reason: why.reason().into() }));
                 self.close();
+                self.channel_lost = true;
                 self.outbox.clear();
                 self.turn_announcement = None;
             }

@@ -168,6 +168,11 @@ pub struct Session {
     /// permission checks at the server's arrivals leave it in observe mode; the next start tries relay again.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub webhooks_full: bool,
+    /// It ended because the channel was lost (deleted, or the bot removed from its server), not by anyone's choice:
+    /// a channel the configuration manages starts again when its server is seen, where one a manager stopped (or
+    /// that ended by a signal or `maxRounds`) stays stopped.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub channel_lost: bool,
     /// Relay fell back to observe mode because Discord refused it (403: a permission taken away): likewise kept
     /// until the next start, as its notice says, whatever the permissions the server's arrivals show (found by a
     /// review: each arrival switched back to relay, to be refused and announced again).
@@ -415,6 +420,7 @@ impl Session {
             status: SessionStatus::Stopped,
             display_mode: DisplayMode::Relay,
             webhooks_full: false,
+            channel_lost: false,
             relay_refused: false,
             roster: Vec::new(),
             active_agent: None,
@@ -468,6 +474,11 @@ impl Session {
 
     pub fn is_active(&self) -> bool {
         self.status != SessionStatus::Stopped
+    }
+
+    /// Whether it ran and was ended on purpose: a `stop`, an `end` signal, `maxRounds` (not a channel lost).
+    pub fn ended_on_purpose(&self) -> bool {
+        !self.is_active() && self.round > 0 && !self.channel_lost
     }
 
     /// Whether a process starting (or taking the channel over) must start its actor: the session runs or is

@@ -175,7 +175,8 @@ mod tests {
         assert_eq!(session.last_announced, Some(MessageId(20)), "the newest, whatever the order of the reports");
         let ctx = Context { personas: &personas, config: &config };
         session.handle_command(&Command::Stop, None, t0(), ctx).unwrap();
-        session.handle_command(&Command::Start { roster: vec![] }, None, t0(), ctx).unwrap();
+        let given = Some(MessageId(MessageId::first_at(t0()).0 + 1)); // a manager's, just after the stop
+        session.handle_command(&Command::Start { roster: vec![] }, given, t0(), ctx).unwrap();
         assert_eq!(session.last_announced, Some(MessageId(20)), "kept by a new session, as the nonces are");
     }
 
@@ -250,7 +251,8 @@ mod tests {
         let stop_line = session.enqueue(t.effects)[0].id;
         assert_eq!(stop_line, 3);
         // Started again before the old session's effects were reported done.
-        let t = session.handle_command(&Command::Start { roster: vec![] }, None, t0() + TimeDelta::seconds(2), ctx);
+        let given = Some(MessageId::first_at(t0() + TimeDelta::seconds(2))); // a manager's
+        let t = session.handle_command(&Command::Start { roster: vec![] }, given, t0() + TimeDelta::seconds(2), ctx);
         let restarted = session.enqueue(t.unwrap().effects);
         assert_eq!(restarted.iter().map(|q| q.id).collect::<Vec<_>>(), vec![4, 5], "numbers go on");
         assert_eq!(session.outbox.iter().map(|q| q.id).collect::<Vec<_>>(), vec![1, 2, 3, 4, 5], "nothing lost");

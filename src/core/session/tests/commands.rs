@@ -159,7 +159,7 @@ fn restarting_keeps_history_and_announcement_numbering() {
     f.command(Command::Stop, 1_000).unwrap();
     let seq = f.session.announcement_seq;
     let events = f.session.history.len();
-    let t = f.command(Command::Start { roster: vec![] }, 2_000).unwrap();
+    let t = f.command_given(Command::Start { roster: vec![] }, 2_000, 2_000).unwrap();
     assert!(f.session.history.len() > events);
     assert_eq!(f.session.announcement_seq, seq + 2);
     let nonces: Vec<&str> = announcements(&t).iter().map(|a| a.nonce.as_str()).collect();
@@ -472,7 +472,7 @@ fn a_message_written_before_a_restart_and_delivered_after_it_is_not_judged() {
 #[test]
 fn a_start_without_a_snowflake_of_its_own_begins_at_its_instant() {
     let mut f = Fixture::new();
-    f.command(Command::Stop, 1_000).unwrap();
+    f.lose_channel(1_000); // the configuration starts it again once its server is back
     let before = f.message(PM, "Done. TURN_COMPLETE", 1_500);
     f.command(Command::Start { roster: vec![] }, 2_000).unwrap();
     assert_eq!(f.session.last_message_id, Some(MessageId::first_at(Fixture::at(2_000))));
@@ -499,11 +499,43 @@ fn a_command_given_before_the_running_session_started_and_handled_after_it_is_re
 #[test]
 fn a_start_from_the_configuration_refuses_no_command_given_just_after_it_on_a_clock_behind_ours() {
     let mut f = Fixture::new();
-    f.command(Command::Stop, 1_000).unwrap();
+    f.lose_channel(1_000);
     f.command(Command::Start { roster: vec![] }, 3_000).unwrap();
     // Discord's clock 500 ms behind ours: a stop given just after the start carries an earlier time.
     f.command_given(Command::Stop, 2_500, 3_100).unwrap();
     assert!(!f.session.is_active());
+}
+
+/// Found by a review: a configured channel's session that a manager stopped (or that ended by an `end` signal or
+/// `maxRounds`) was started again by the configuration at every restart, calling its agents. A start from the
+/// configuration (no message gave it) is refused for a session ended on purpose; one whose channel was lost (the bot
+/// removed from its server) starts again, and a manager's `start` starts either.
+#[test]
+fn a_start_from_the_configuration_does_not_undo_a_stop() {
+    let start = || Command::Start { roster: vec![] };
+    let mut f = Fixture::new();
+    f.command_given(Command::Stop, 1_000, 1_000).unwrap();
+    assert!(f.session.ended_on_purpose());
+    let refusal = f.command(start(), 2_000).unwrap_err();
+    assert!(refusal.0.contains("ended on purpose"), "{refusal}");
+    assert!(!f.session.is_active());
+    f.command_given(start(), 3_000, 3_000).unwrap();
+    assert!(f.session.is_active(), "a manager's start");
+
+    let config = Config::parse("c.json", r#"{"signals": {"maxRounds": 1}}"#).unwrap();
+    let mut ended_by_rounds = Fixture::with_config(config);
+    for (persona, ms) in [(PM, 1_000), (DEV, 2_000), (CRITIC, 3_000)] {
+        ended_by_rounds.say(persona, &format!("Done at {ms}. TURN_COMPLETE"), ms);
+    }
+    assert!(ended_by_rounds.session.ended_on_purpose(), "maxRounds ended it");
+    assert!(ended_by_rounds.command(start(), 4_000).is_err());
+
+    let mut lost = Fixture::new();
+    lost.lose_channel(1_000);
+    assert!(!lost.session.ended_on_purpose());
+    lost.command(start(), 2_000).unwrap();
+    assert!(lost.session.is_active(), "started again by the configuration");
+    assert!(!lost.session.channel_lost, "a new session");
 }
 
 /// Found by a review: a persona named by a mention of its account (`<@102>`, what Discord's autocomplete puts in a

@@ -30,7 +30,7 @@ fn start_gives_the_floor_to_the_first_persona_and_mentions_it() {
 fn start_with_named_personas_uses_them_in_that_order() {
     let mut f = Fixture::new();
     f.command(Command::Stop, 1).unwrap();
-    f.command(Command::Start { roster: vec!["critic".into(), "PM".into()] }, 2).unwrap();
+    f.command_given(Command::Start { roster: vec!["critic".into(), "PM".into()] }, 2, 2).unwrap();
     assert_eq!(f.session.roster, [id("critic"), id("pm")]);
     assert_eq!(f.active(), "critic");
     assert_eq!(f.session.turn_timeout_at, Some(Fixture::at(2) + TimeDelta::seconds(60)), "critic uses the default");
@@ -42,9 +42,9 @@ fn start_is_refused_while_running_and_for_unknown_or_repeated_personas() {
     let refusal = f.command(Command::Start { roster: vec![] }, 1).unwrap_err();
     assert!(refusal.0.contains("already running here (pm has the floor)"), "{refusal}");
     f.command(Command::Stop, 2).unwrap();
-    let refusal = f.command(Command::Start { roster: vec!["ceo".into()] }, 3).unwrap_err();
+    let refusal = f.command_given(Command::Start { roster: vec!["ceo".into()] }, 3, 3).unwrap_err();
     assert_eq!(refusal.0, "unknown persona \"ceo\"; known personas: pm, dev, critic");
-    let refusal = f.command(Command::Start { roster: vec!["pm".into(), "pm".into()] }, 4).unwrap_err();
+    let refusal = f.command_given(Command::Start { roster: vec!["pm".into(), "pm".into()] }, 4, 4).unwrap_err();
     assert!(refusal.0.contains("named twice"));
     assert!(!f.session.is_active());
 }

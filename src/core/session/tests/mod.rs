@@ -178,6 +178,13 @@ impl Fixture {
         Ok(self.carry_out(t, ms))
     }
 
+    /// The bot is removed from the channel's server, `ms` after the start: the session ends, by no one's choice.
+    fn lose_channel(&mut self, ms: i64) {
+        let (personas, config) = (self.personas.clone(), self.config.clone());
+        let ctx = Context { personas: &personas, config: &config };
+        self.session.unreachable(crate::core::session::lost::Unreachable::LeftServer, Self::at(ms), ctx);
+    }
+
     fn tick(&mut self, ms: i64) -> Transition {
         let (personas, config) = (self.personas.clone(), self.config.clone());
         let t = self.session.tick(Self::at(ms), Context { personas: &personas, config: &config });
