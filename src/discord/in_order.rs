@@ -322,6 +322,20 @@ mod tests {
         assert_eq!(edit.written_at.to_rfc3339(), "2026-05-01T12:00:09+00:00", "judged by Discord's edit time");
     }
 
+    /// A new message and an edit carry the flags a repost keeps (`@silent`, previews hidden), and only those.
+    #[test]
+    fn a_message_and_an_edit_carry_the_flags_a_repost_keeps() {
+        let identity = crate::discord::identity::Identity::default();
+        let flags = serde_json::json!({"flags": 4096 | 4 | 32});
+        let (_, created) = super::created(&identity, &message(flags), "Shipped!".into()).unwrap();
+        assert_eq!(created.flags.bits(), 4096 | 4, "HAS_THREAD (32) is not a repost's");
+        let mut json = serde_json::to_value(message(serde_json::json!({"flags": 4096}))).unwrap();
+        json["edited_timestamp"] = serde_json::json!("2026-05-01T12:00:09.000000+00:00");
+        let event: serenity::all::MessageUpdateEvent = serde_json::from_value(json).unwrap();
+        let (_, edit) = super::edited(&identity, &event, event.content.clone()).expect("an edit");
+        assert_eq!(edit.flags.bits(), 4096);
+    }
+
     #[test]
     fn an_event_delivered_twice_is_skipped_twice_and_another_edit_of_the_message_is_not() {
         let taken = TakenEvents::default();
