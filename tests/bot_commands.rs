@@ -208,8 +208,13 @@ async fn slash_commands_share_the_definitions_and_the_permission_rule() {
     let visitor = server.create_user("visitor");
     server.add_member(scene.stage.guild, visitor, &[]);
     server.invoke_command(channel, visitor, app, "turn", json!([{"type": 1, "name": "stop", "options": []}]));
-    scene.until("the refusal", |v| v.iter().any(|m| m.content.starts_with("You can't change")).then_some(())).await;
+    let refusal =
+        scene.until("the refusal", |v| v.iter().find(|m| m.content.starts_with("You can't change")).cloned()).await;
     assert_eq!(scene.session().await.status, SessionStatus::Running);
+    // Seen by the visitor alone, as "Done." is (found by a review: a refusal within 1.5 s was public).
+    const EPHEMERAL: u64 = local_discord::messages::EPHEMERAL;
+    assert_eq!(refusal.flags & EPHEMERAL, EPHEMERAL, "{refusal:?}");
+    assert!(scene.view().iter().filter(|m| m.content == "Done.").all(|m| m.flags & EPHEMERAL != 0));
     let pm = PersonaId::parse("pm").unwrap();
     assert_eq!(scene.session().await.roster, vec![PersonaId::parse("critic").unwrap(), pm]);
 }

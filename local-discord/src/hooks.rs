@@ -21,6 +21,7 @@ pub(crate) fn execute_webhook(
         // A follow-up to an interaction is executed on the application's webhook.
         let draft = draft_from(w, body, files)?;
         let message = w.create_message(interaction.channel_id, Author::User(hook), draft)?;
+        keep_ephemeral(w, message, body);
         return Ok((200, w.message_json(&w.messages[&message])));
     }
     let webhook =
@@ -49,6 +50,14 @@ pub(crate) fn execute_webhook(
     }
 }
 
+/// An interaction's answer or follow-up asked to be `EPHEMERAL` (seen by its invoker alone) says so in its flags,
+/// which a later edit of it keeps: only these messages may have it.
+fn keep_ephemeral(w: &mut World, message: u64, body: &Value) {
+    if body["flags"].as_u64().unwrap_or(0) & crate::messages::EPHEMERAL != 0 {
+        w.messages.get_mut(&message).expect("created").flags |= crate::messages::EPHEMERAL;
+    }
+}
+
 pub(crate) fn interaction_callback(w: &mut World, interaction: u64, token: &str, body: &Value) -> Reply {
     let found = w.interactions.get(&interaction).filter(|i| i.token == token).cloned();
     let mut found = found.ok_or(ApiError::new(404, 10062, "Unknown interaction"))?;
@@ -67,6 +76,7 @@ pub(crate) fn interaction_callback(w: &mut World, interaction: u64, token: &str,
         _ => None,
     };
     if let Some(message) = message {
+        keep_ephemeral(w, message, &body["data"]);
         w.messages.get_mut(&message).expect("created").interaction_id = Some(interaction);
         found.response_message = Some(message);
     }

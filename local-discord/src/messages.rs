@@ -30,6 +30,8 @@ pub struct Draft<'a> {
 pub const SUPPRESS_EMBEDS: u64 = 1 << 2;
 /// `SUPPRESS_NOTIFICATIONS` (`@silent`): its mentions are listed, but nobody is notified.
 pub const SUPPRESS_NOTIFICATIONS: u64 = 1 << 12;
+/// `EPHEMERAL`: an interaction's answer seen by its invoker alone (kept in the channel here, flagged).
+pub const EPHEMERAL: u64 = 1 << 6;
 /// The flags a message may be created with, by a user, a bot or a webhook (of those this server models).
 pub const SETTABLE_FLAGS: u64 = SUPPRESS_EMBEDS | SUPPRESS_NOTIFICATIONS;
 

@@ -235,6 +235,9 @@ impl PersonaCatalog {
     /// has it (as handoff signals name them: `!turn give Developer` was refused, found by a review); the error names
     /// the known ones.
     pub fn resolve(&self, typed: &str) -> Result<&Persona, String> {
+        // In double quotes, as a display name with spaces may be typed.
+        let typed = typed.trim();
+        let typed = typed.strip_prefix('"').and_then(|t| t.strip_suffix('"')).unwrap_or(typed);
         let mentioned = typed.trim().strip_prefix("<@").and_then(|m| m.strip_suffix('>'));
         let user = mentioned.map(|m| m.trim_start_matches('!')).and_then(|id| id.parse::<u64>().ok());
         if let Some(persona) = user.and_then(|user| self.by_user(UserId(user))) {

@@ -195,7 +195,12 @@ async fn skip(ctx: Ctx<'_>) -> Result<(), Error> {
 
 /// Hand the floor to a persona now.
 #[poise::command(prefix_command, slash_command, guild_only)]
-async fn give(ctx: Ctx<'_>, #[description = "persona id"] persona: String) -> Result<(), Error> {
+async fn give(
+    ctx: Ctx<'_>,
+    #[rest]
+    #[description = "persona id or display name"]
+    persona: String,
+) -> Result<(), Error> {
     change(ctx, Command::Give { persona }).await
 }
 
@@ -218,13 +223,23 @@ async fn order(
 
 /// Add a persona to the end of the roster.
 #[poise::command(prefix_command, slash_command, guild_only)]
-async fn add(ctx: Ctx<'_>, #[description = "persona id"] persona: String) -> Result<(), Error> {
+async fn add(
+    ctx: Ctx<'_>,
+    #[rest]
+    #[description = "persona id or display name"]
+    persona: String,
+) -> Result<(), Error> {
     change(ctx, Command::Add { persona }).await
 }
 
 /// Take a persona out of the roster.
 #[poise::command(prefix_command, slash_command, guild_only)]
-async fn remove(ctx: Ctx<'_>, #[description = "persona id"] persona: String) -> Result<(), Error> {
+async fn remove(
+    ctx: Ctx<'_>,
+    #[rest]
+    #[description = "persona id or display name"]
+    persona: String,
+) -> Result<(), Error> {
     change(ctx, Command::Remove { persona }).await
 }
 
@@ -246,7 +261,7 @@ async fn status(ctx: Ctx<'_>) -> Result<(), Error> {
     })
     .await?;
     if !text.is_empty() {
-        reply(ctx, &text).await;
+        reply(ctx, &text, false).await;
     }
     Ok(())
 }
@@ -301,7 +316,7 @@ async fn history(ctx: Ctx<'_>, #[description = "how many events (default 10)"] n
         Ok::<_, Error>(history_text(&events))
     })
     .await??;
-    reply(ctx, &text).await;
+    reply(ctx, &text, false).await;
     Ok(())
 }
 
@@ -319,7 +334,7 @@ async fn change(ctx: Ctx<'_>, command: Command) -> Result<(), Error> {
         }
         Ok(()) => Ok(()),
         Err(refusal) => {
-            reply(ctx, &refusal).await;
+            reply(ctx, &refusal, true).await;
             Ok(())
         }
     }
@@ -449,10 +464,15 @@ fn member_carried(ctx: Ctx<'_>) -> Option<discord::Member> {
 /// command delivered twice by the gateway posts it twice. A reply that could not be sent is logged, not answered
 /// with an error reply: that would meet the same refusal, or, after a time-out whose reply did reach Discord, show
 /// beside it.
-async fn reply(ctx: Ctx<'_>, text: &str) {
+/// Answers the command: in the channel (`!turn`), or to the slash command, seen by its invoker alone when `private`
+/// (a refusal, an unreadable command: found by a review, one sent within 1.5 s was public and one sent after the
+/// deferral private).
+async fn reply(ctx: Ctx<'_>, text: &str, private: bool) {
     let text = fit_message(text.to_owned());
     let sent = match ctx {
-        poise::Context::Application(_) => answered(ctx.say(text)).await.map(drop),
+        poise::Context::Application(_) => {
+            answered(ctx.send(poise::CreateReply::default().content(text).ephemeral(private))).await.map(drop)
+        }
         poise::Context::Prefix(_) => {
             let (rest, channel, nonce) =
                 (&ctx.data().router.env().rest, ChannelId(ctx.channel_id().get()), answer_nonce(origin(ctx)));
@@ -518,7 +538,11 @@ pub fn typed(text: &str) -> Option<Typed> {
         "resume" => Command::Resume,
         "skip" => Command::Skip,
         "give" | "add" | "remove" => {
-            let Some(persona) = one() else { return unreadable() };
+            // The whole rest, as poise's `#[rest]` gives it: a display name may have spaces.
+            let persona = args.trim().to_owned();
+            if persona.is_empty() {
+                return unreadable();
+            }
             match definition.name.as_ref() {
                 "give" => Command::Give { persona },
                 "add" => Command::Add { persona },
@@ -568,14 +592,21 @@ fn pop_argument(args: &str) -> Option<(String, &str)> {
     Some((word, &args[end..]))
 }
 
-/// Persona ids as typed: separated by spaces or commas.
+/// Persona names as typed: separated by spaces or commas, a name in double quotes kept whole (a display name with
+/// spaces; typed without quotes, its words are put back together when the roster is read).
 fn names(typed: Option<&str>) -> Vec<String> {
-    typed
-        .unwrap_or_default()
-        .split(|c: char| c.is_whitespace() || c == ',')
-        .filter(|name| !name.is_empty())
-        .map(str::to_owned)
-        .collect()
+    let (mut names, mut name, mut quoted) = (Vec::new(), String::new(), false);
+    for c in typed.unwrap_or_default().chars() {
+        match c {
+            '"' => quoted = !quoted,
+            c if !quoted && (c.is_whitespace() || c == ',') => {
+                names.extend((!name.is_empty()).then(|| std::mem::take(&mut name)));
+            }
+            c => name.push(c),
+        }
+    }
+    names.extend((!name.is_empty()).then_some(name));
+    names
 }
 
 /// `!turn give <persona>`: how to write a command, for replies to bad arguments.
@@ -630,15 +661,15 @@ async fn on_error(error: poise::FrameworkError<'_, Arc<Commands>, Error>) {
     }
     match error {
         poise::FrameworkError::ArgumentParse { error, input, ctx, .. } => {
-            reply(ctx, &unreadable(error.as_ref(), input.as_deref(), &usage(ctx.command()))).await
+            reply(ctx, &unreadable(error.as_ref(), input.as_deref(), &usage(ctx.command())), true).await
         }
         poise::FrameworkError::SubcommandRequired { ctx } => {
             let names: Vec<String> = ctx.command().subcommands.iter().map(|c| c.name.to_string()).collect();
-            reply(ctx, &which_command(&ctx.invocation_string(), &names)).await
+            reply(ctx, &which_command(&ctx.invocation_string(), &names), true).await
         }
         poise::FrameworkError::Command { error, ctx, .. } => {
             tracing::warn!("command `{}` failed: {error}", ctx.invocation_string());
-            reply(ctx, "Something went wrong running that command; the logs say more.").await
+            reply(ctx, "Something went wrong running that command; the logs say more.", true).await
         }
         other => {
             if let Err(e) = poise::builtins::on_error(other).await {
@@ -723,9 +754,15 @@ mod tests {
         assert!(matches!(typed("!turn"), Some(Typed::Unreadable(u)) if u.starts_with("Usage: `!turn <start|")));
         assert_eq!(change("!Turn PAUSE"), Command::Pause, "names in any case, as poise's default");
         assert_eq!(change("! turn pause"), Command::Pause, "poise trims after the prefix");
-        assert_eq!(change("!turn give \"dev\""), Command::Give { persona: "dev".into() }, "quotes dropped");
-        assert_eq!(change("!turn remove \"d\\\"v\""), Command::Remove { persona: "d\"v".into() }, "escapes");
-        assert_eq!(typed("!turn give dev critic"), Some(Typed::Unreadable("Usage: `!turn give <persona>`".into())));
+        // One persona: the whole rest (a display name may have spaces), as poise's `#[rest]` gives it; the quotes
+        // are dropped when the name is resolved.
+        assert_eq!(change("!turn give \"dev\""), Command::Give { persona: "\"dev\"".into() });
+        assert_eq!(change("!turn give Product  Manager "), Command::Give { persona: "Product  Manager".into() });
+        assert_eq!(
+            change("!turn start \"Product Manager\", dev"),
+            Command::Start { roster: vec!["Product Manager".into(), "dev".into()] },
+            "a name in quotes kept whole"
+        );
         assert_eq!(typed("!turnip pause"), None);
         assert_eq!(typed("turn pause"), None);
         assert_eq!(typed("Whose turn is it?"), None);

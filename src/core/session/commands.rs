@@ -520,12 +520,23 @@ impl Session {
 
 fn resolve_roster(names: &[String], ctx: Context) -> Result<Vec<PersonaId>, Refusal> {
     let mut roster: Vec<PersonaId> = Vec::new();
-    for name in names {
-        let id = ctx.personas.resolve(name).map_err(|e| refuse(&e))?.id.clone();
+    let mut at = 0;
+    while at < names.len() {
+        // A display name with spaces typed without quotes arrives as several words (`Product Manager, dev`): a word
+        // that names no persona is read with the words after it, the longest run that names one.
+        let (persona, words) = match ctx.personas.resolve(&names[at]) {
+            Ok(persona) => (persona, 1),
+            Err(unknown) => (2..=names.len() - at)
+                .rev()
+                .find_map(|n| ctx.personas.resolve(&names[at..at + n].join(" ")).ok().map(|p| (p, n)))
+                .ok_or_else(|| refuse(&unknown))?,
+        };
+        let id = persona.id.clone();
         if roster.contains(&id) {
             return Err(refuse(&format!("{id} is named twice; each persona takes one place in the roster.")));
         }
         roster.push(id);
+        at += words;
     }
     Ok(roster)
 }

@@ -538,6 +538,26 @@ fn a_start_from_the_configuration_does_not_undo_a_stop() {
     assert!(!lost.session.channel_lost, "a new session");
 }
 
+/// Found by a review: a display name with spaces could not name a persona in `start` or `order` (split at its
+/// spaces), nor in `!turn give` (its second word taken for an extra argument). Quoted, or not, it names the persona.
+#[test]
+fn a_display_name_with_spaces_names_its_persona_quoted_or_not() {
+    let mut f = Fixture::new();
+    let mut personas: Vec<Persona> = f.personas.all().to_vec();
+    personas[0].display_name = "Product Manager".into();
+    f.personas = PersonaCatalog::new(personas);
+    f.command_given(Command::Stop, 1_000, 1_000).unwrap();
+    let words = |text: &str| text.split(' ').map(str::to_owned).collect::<Vec<_>>();
+    f.command_given(Command::Start { roster: words("dev Product Manager") }, 2_000, 2_000).unwrap();
+    assert_eq!(f.session.roster, [id("dev"), id("pm")]);
+    f.command_given(Command::Order { roster: words("product manager critic dev") }, 3_000, 3_000).unwrap();
+    assert_eq!(f.session.roster, [id("pm"), id("critic"), id("dev")], "any case");
+    f.command_given(Command::Give { persona: "\"Product Manager\"".into() }, 4_000, 4_000).unwrap();
+    assert_eq!(f.active(), "pm");
+    let refusal = f.command_given(Command::Order { roster: words("Product Mana dev") }, 5_000, 5_000).unwrap_err();
+    assert!(refusal.0.starts_with("unknown persona \"Product\""), "{refusal}");
+}
+
 /// Found by a review: a persona named by a mention of its account (`<@102>`, what Discord's autocomplete puts in a
 /// command) was refused as unknown.
 #[test]
