@@ -62,6 +62,32 @@ fn round_robin_turn_complete_at_the_end_completes_and_is_stripped() {
     assert_eq!(rules.turn_end_hint(&id("pm")), "TURN_COMPLETE");
 }
 
+/// A keyword made bold, put in backticks or a code block, or followed by a full stop is no signal (spec 4.1's
+/// pattern), but it looks like one to the people in the channel, and language models write it so: it is answered as
+/// an unknown signal (the agent told within its turn), where before the turn timed out without a word.
+#[test]
+fn a_keyword_with_markdown_or_punctuation_after_it_is_answered_as_an_unknown_signal() {
+    let rules = round_robin();
+    for (text, line) in [
+        ("Here it is. **TURN_COMPLETE**", "Here it is. **TURN_COMPLETE**"),
+        ("Done.\n\n`TURN_COMPLETE`", "`TURN_COMPLETE`"),
+        ("Done. TURN_COMPLETE.", "Done. TURN_COMPLETE."),
+        ("Done.\n_TURN_COMPLETE_ \u{200B}", "_TURN_COMPLETE_"),
+        ("Done.\n```\nTURN_COMPLETE\n```", "TURN_COMPLETE\n```"),
+    ] {
+        assert!(rules.detect(text, &id("pm")).is_none(), "{text:?} is no signal");
+        assert_eq!(rules.unknown_signal(text).as_deref(), Some(line), "{text:?}");
+    }
+    for plain in
+        ["Done. I'll go on with it.", "Done!", "**Bold** words.", "TURN_COMPLETE is the word I end with, later"]
+    {
+        assert_eq!(rules.unknown_signal(plain), None, "{plain:?}");
+    }
+    // Off with the unknown-signal rule.
+    let off = preset("c.json", r#"{"signals": {"unknownPattern": null}}"#);
+    assert_eq!(off.unknown_signal("Done. **TURN_COMPLETE**"), None);
+}
+
 #[test]
 fn round_robin_pass_alone_passes_but_pass_ending_a_sentence_does_not() {
     let rules = round_robin();

@@ -344,6 +344,24 @@ fn unknown_signals_get_a_reply_and_the_third_in_a_row_counts_as_a_timeout() {
     assert_eq!(f.session.agents[&id("pm")].consecutive_timeouts, 1, "and it counts as a strike");
 }
 
+/// The default keyword in bold (or with a full stop after it) is answered within the turn, as an unknown signal is:
+/// before, nothing was said and the turn timed out, though the channel showed the keyword.
+#[test]
+fn a_bold_keyword_is_answered_within_the_turn_and_the_keyword_written_plain_ends_it() {
+    let mut f = Fixture::new();
+    let t = f.say(PM, "Here is the plan.\n\n**TURN_COMPLETE**", 1_000);
+    let reply = announcements(&t)[0];
+    assert_eq!((reply.reply_to, reply.mention), (Some(f.last_id), Some(PM)));
+    assert!(
+        reply.text.starts_with("⚠️ `**TURN_COMPLETE**` is not a signal here (1 of 3). Valid signals: TURN_COMPLETE"),
+        "{}",
+        reply.text
+    );
+    assert_eq!(f.active(), "pm", "the turn goes on");
+    f.say(PM, "TURN_COMPLETE", 2_000);
+    assert_eq!(f.active(), "dev");
+}
+
 #[test]
 fn a_recognised_signal_resets_the_unknown_count() {
     let mut f = grammar();
