@@ -592,13 +592,17 @@ fn pop_argument(args: &str) -> Option<(String, &str)> {
     Some((word, &args[end..]))
 }
 
-/// Persona names as typed: separated by spaces or commas, a name in double quotes kept whole (a display name with
-/// spaces; typed without quotes, its words are put back together when the roster is read).
+/// Persona names as typed: separated by spaces or commas, a name in double quotes kept whole, quotes and all (a
+/// display name with spaces; typed without quotes, its words are put back together when the roster is read, which
+/// the quotes say not to do).
 fn names(typed: Option<&str>) -> Vec<String> {
     let (mut names, mut name, mut quoted) = (Vec::new(), String::new(), false);
     for c in typed.unwrap_or_default().chars() {
         match c {
-            '"' => quoted = !quoted,
+            '"' => {
+                quoted = !quoted;
+                name.push(c);
+            }
             c if !quoted && (c.is_whitespace() || c == ',') => {
                 names.extend((!name.is_empty()).then(|| std::mem::take(&mut name)));
             }
@@ -760,7 +764,7 @@ mod tests {
         assert_eq!(change("!turn give Product  Manager "), Command::Give { persona: "Product  Manager".into() });
         assert_eq!(
             change("!turn start \"Product Manager\", dev"),
-            Command::Start { roster: vec!["Product Manager".into(), "dev".into()] },
+            Command::Start { roster: vec!["\"Product Manager\"".into(), "dev".into()] },
             "a name in quotes kept whole"
         );
         assert_eq!(typed("!turnip pause"), None);

@@ -37,7 +37,7 @@ impl ConfiguredStarts {
             .collect();
         let ended: Vec<ChannelId> = saved
             .iter()
-            .filter(|s| every.contains_key(&s.channel_id) && s.ended_on_purpose())
+            .filter(|s| every.contains_key(&s.channel_id) && s.stays_stopped())
             .map(|s| s.channel_id)
             .collect();
         if !ended.is_empty() {

@@ -142,7 +142,10 @@ impl Session {
         }
         match command {
             Command::Start { .. } => unreachable!("handled above"),
-            Command::Stop => self.stop(now, ctx, &mut t),
+            Command::Stop => {
+                self.stop(now, ctx, &mut t);
+                self.ended_on_purpose = true;
+            }
             Command::Pause => {
                 if self.status == SessionStatus::Paused {
                     return Err(refuse("The session is already paused. Use `resume` to go on."));
@@ -332,7 +335,7 @@ impl Session {
         }
         // A start from the configuration (no message gave it) of a session ended on purpose: a restart must not undo
         // a manager's `stop` (found by a review: every restart started it again and called its agents).
-        if origin.is_none() && self.ended_on_purpose() {
+        if origin.is_none() && self.stays_stopped() {
             return Some(refuse(
                 "The session here was ended on purpose (a stop, an end signal or maxRounds): the configuration does not \
                  start it again; `start` in the channel does.",
@@ -522,14 +525,26 @@ fn resolve_roster(names: &[String], ctx: Context) -> Result<Vec<PersonaId>, Refu
     let mut roster: Vec<PersonaId> = Vec::new();
     let mut at = 0;
     while at < names.len() {
-        // A display name with spaces typed without quotes arrives as several words (`Product Manager, dev`): a word
-        // that names no persona is read with the words after it, the longest run that names one.
-        let (persona, words) = match ctx.personas.resolve(&names[at]) {
-            Ok(persona) => (persona, 1),
-            Err(unknown) => (2..=names.len() - at)
-                .rev()
-                .find_map(|n| ctx.personas.resolve(&names[at..at + n].join(" ")).ok().map(|p| (p, n)))
-                .ok_or_else(|| refuse(&unknown))?,
+        // A display name with spaces typed without quotes arrives as several words (`Product Manager, dev`): the
+        // longest run of words (none in quotes) that names a persona is read together. A run that names one while its
+        // first word names another is refused: which was meant cannot be told (found by a review).
+        let unquoted = names[at..].iter().take_while(|name| !name.starts_with('"')).count();
+        let joined =
+            (2..=unquoted).rev().find_map(|n| ctx.personas.resolve(&names[at..at + n].join(" ")).ok().map(|p| (p, n)));
+        let (persona, words) = match (ctx.personas.resolve(&names[at]), joined) {
+            (Ok(persona), None) => (persona, 1),
+            (Err(_), Some(joined)) => joined,
+            (Err(unknown), None) => return Err(refuse(&unknown)),
+            (Ok(alone), Some((persona, n))) => {
+                return Err(refuse(&format!(
+                    "\"{}\" is the display name of {}, and \"{}\" names {}: put a name with spaces in double quotes, \
+                     or name each persona by its id.",
+                    crate::core::session::effects::clip(&names[at..at + n].join(" "), 64),
+                    persona.id,
+                    crate::core::session::effects::clip(&names[at], 64),
+                    alone.id
+                )));
+            }
         };
         let id = persona.id.clone();
         if roster.contains(&id) {

@@ -59,7 +59,6 @@ impl Session {
                 }
                 t.events.push(self.event(now, None, EventKind::SessionEnded { reason: why.reason().into() }));
                 self.close();
-                self.channel_lost = true;
                 self.outbox.clear();
                 self.turn_announcement = None;
             }

@@ -168,11 +168,11 @@ pub struct Session {
     /// permission checks at the server's arrivals leave it in observe mode; the next start tries relay again.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub webhooks_full: bool,
-    /// It ended because the channel was lost (deleted, or the bot removed from its server), not by anyone's choice:
-    /// a channel the configuration manages starts again when its server is seen, where one a manager stopped (or
-    /// that ended by a signal or `maxRounds`) stays stopped.
+    /// It was ended on purpose: a manager's `stop`, an `end` signal, `maxRounds`. A channel the configuration
+    /// manages stays stopped then; one ended otherwise (the channel lost, every persona of its roster gone, or saved
+    /// before this was recorded) starts again when its server is seen.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub channel_lost: bool,
+    pub ended_on_purpose: bool,
     /// Relay fell back to observe mode because Discord refused it (403: a permission taken away): likewise kept
     /// until the next start, as its notice says, whatever the permissions the server's arrivals show (found by a
     /// review: each arrival switched back to relay, to be refused and announced again).
@@ -420,7 +420,7 @@ impl Session {
             status: SessionStatus::Stopped,
             display_mode: DisplayMode::Relay,
             webhooks_full: false,
-            channel_lost: false,
+            ended_on_purpose: false,
             relay_refused: false,
             roster: Vec::new(),
             active_agent: None,
@@ -476,9 +476,10 @@ impl Session {
         self.status != SessionStatus::Stopped
     }
 
-    /// Whether it ran and was ended on purpose: a `stop`, an `end` signal, `maxRounds` (not a channel lost).
-    pub fn ended_on_purpose(&self) -> bool {
-        !self.is_active() && self.round > 0 && !self.channel_lost
+    /// Whether it was ended on purpose (see [`Session::ended_on_purpose`](field@Session::ended_on_purpose)) and
+    /// has not run since.
+    pub fn stays_stopped(&self) -> bool {
+        !self.is_active() && self.ended_on_purpose
     }
 
     /// Whether a process starting (or taking the channel over) must start its actor: the session runs or is

@@ -221,6 +221,7 @@ impl Session {
                 self.announce_about(t, ctx, Template::SessionEnded, persona, now, &extra);
                 self.end_turn(message.id);
                 self.close();
+                self.ended_on_purpose = true;
             }
         }
     }
@@ -309,7 +310,8 @@ impl Session {
             return self.complete(message, persona, phrase.to_owned(), None, false, now, ctx, t);
         }
         let limit = signals.recovery.unknown_limit;
-        match signals.unknown_signal(&message.text).filter(|_| limit > 0) {
+        let unknown = signals.unknown_signal(&message.text).or_else(|| signals.near_miss(&message.text, persona));
+        match unknown.filter(|_| limit > 0) {
             Some(line) => self.unknown_signal(message, persona, line, limit, now, ctx, t),
             None => {
                 // A message with no line that looks like a signal breaks the row of unknown ones.

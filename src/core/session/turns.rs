@@ -361,6 +361,7 @@ impl Session {
                 let text = ctx.config.templates.render(Template::MaxRounds, &values);
                 self.announce(t, now, text, None);
                 self.close();
+                self.ended_on_purpose = true;
                 return;
             }
         }

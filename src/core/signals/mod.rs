@@ -183,30 +183,36 @@ impl SignalRules {
         self.rules.iter().filter(|r| r.strip && r.allows(author)).flat_map(|r| r.spans(copy)).collect()
     }
 
-    /// The first line of `text` that looks like a signal (by `unknownPattern`) when no rule matched it; or its last
-    /// line when the message would end with a signal but for what is written around the keyword (see
-    /// [`Signals::near_miss`]). Nothing when `unknownPattern` is off.
+    /// The first line of `text` that looks like a signal (by `unknownPattern`) when no rule matched it.
     pub fn unknown_signal(&self, text: &str) -> Option<String> {
         let copy = text::normalized(text);
-        let Some(found) = self.unknown.as_ref()?.find(&copy) else { return self.near_miss(&copy) };
+        let found = self.unknown.as_ref()?.find(&copy)?;
         let line_end = copy[found.start()..].find(['\n', '\r']).map_or(copy.len(), |i| found.start() + i);
         Some(text::trim_blank(&copy[found.start()..line_end]).to_owned())
     }
 
-    /// The last line of `normalized` when it would end with an `end` rule's signal but for Markdown marks or
-    /// punctuation after the keyword: `**TURN_COMPLETE**`, `` `TURN_COMPLETE` ``, `TURN_COMPLETE.`, a code block's
-    /// closing fence. It looks like a signal to the people in the channel, and agents (language models) write it so;
-    /// answered as an unknown signal, the agent is told within its turn, where before the turn timed out unsaid.
-    fn near_miss(&self, normalized: &str) -> Option<String> {
-        let written = text::trim_blank(normalized);
-        let bare = written.trim_end_matches(|c: char| text::is_blank(c) || "*_~`.,;:!?".contains(c));
+    /// The end of `text`, from the keyword's line, when it would end with a signal of an `end` rule `author` may use
+    /// but for Markdown marks or punctuation after the keyword, the keyword wrapped in marks or alone on its line:
+    /// `**TURN_COMPLETE**`, `` `TURN_COMPLETE` ``, a line `TURN_COMPLETE.`, a code block's closing fence. It looks
+    /// like a signal to the people in the channel, and agents (language models) write it so: answered as an unknown
+    /// signal, the agent is told within its turn, where before the turn timed out unsaid. Prose naming the keyword
+    /// (`I will write TURN_COMPLETE.`) and a question (`TURN_COMPLETE?`) are not. Nothing when `unknownPattern` is
+    /// off.
+    pub fn near_miss(&self, text: &str, author: &PersonaId) -> Option<String> {
+        self.unknown.as_ref()?;
+        let copy = text::normalized(text);
+        let written = text::trim_blank(&copy);
+        let marks = |c: char| "*_~`".contains(c);
+        let bare = written.trim_end_matches(|c: char| text::is_blank(c) || marks(c) || ".,;:!".contains(c));
         if bare.len() == written.len() || bare.is_empty() {
             return None;
         }
-        let found = self.rules.iter().filter(|r| r.at == At::End).find_map(|r| r.find(bare))?;
-        // From the start of the keyword's line to the end: what the agent must change.
+        let found = self.rules.iter().filter(|r| r.at == At::End && r.allows(author)).find_map(|r| r.find(bare))?;
         let start = bare[..found.start].rfind(['\n', '\r']).map_or(0, |i| i + 1);
-        Some(text::trim_blank(&written[start..]).to_owned())
+        let before = &bare[start..found.start];
+        let wrapped = before.chars().next_back().is_some_and(marks);
+        let alone = before.chars().all(|c| text::is_blank(c) || marks(c));
+        (wrapped || alone).then(|| text::trim_blank(&written[start..]).to_owned())
     }
 
     /// The names of the signals `author` may use, for the reply to an unknown one.

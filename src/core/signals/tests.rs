@@ -71,21 +71,38 @@ fn a_keyword_with_markdown_or_punctuation_after_it_is_answered_as_an_unknown_sig
     for (text, line) in [
         ("Here it is. **TURN_COMPLETE**", "Here it is. **TURN_COMPLETE**"),
         ("Done.\n\n`TURN_COMPLETE`", "`TURN_COMPLETE`"),
-        ("Done. TURN_COMPLETE.", "Done. TURN_COMPLETE."),
+        ("Done.\nTURN_COMPLETE.", "TURN_COMPLETE."),
         ("Done.\n_TURN_COMPLETE_ \u{200B}", "_TURN_COMPLETE_"),
         ("Done.\n```\nTURN_COMPLETE\n```", "TURN_COMPLETE\n```"),
     ] {
         assert!(rules.detect(text, &id("pm")).is_none(), "{text:?} is no signal");
-        assert_eq!(rules.unknown_signal(text).as_deref(), Some(line), "{text:?}");
+        assert_eq!(rules.unknown_signal(text), None, "no line of it looks like one to `unknownPattern`");
+        assert_eq!(rules.near_miss(text, &id("pm")).as_deref(), Some(line), "{text:?}");
     }
-    for plain in
-        ["Done. I'll go on with it.", "Done!", "**Bold** words.", "TURN_COMPLETE is the word I end with, later"]
-    {
-        assert_eq!(rules.unknown_signal(plain), None, "{plain:?}");
+    // Prose that names the keyword, a question, and a keyword run into a word are not (found by a review: three such
+    // messages in a row ended the turn as a timeout).
+    for plain in [
+        "Done. I'll go on with it.",
+        "Done!",
+        "**Bold** words.",
+        "TURN_COMPLETE is the word I end with, later",
+        "When I am done I will write TURN_COMPLETE.",
+        "Should I end this message with TURN_COMPLETE?",
+        "TURN_COMPLETE?",
+        "Done. See TURN_COMPLETE_",
+    ] {
+        assert_eq!(rules.near_miss(plain, &id("pm")), None, "{plain:?}");
     }
+    // Only the rules the author may use.
+    let critics = preset(
+        "c.json",
+        r#"{"signals": {"rules": [{"name": "DONE", "pattern": "DONE", "from": ["critic"], "action": "complete"}]}}"#,
+    );
+    assert_eq!(critics.near_miss("**DONE**", &id("critic")).as_deref(), Some("**DONE**"));
+    assert_eq!(critics.near_miss("**DONE**", &id("pm")), None, "not a signal pm may use");
     // Off with the unknown-signal rule.
     let off = preset("c.json", r#"{"signals": {"unknownPattern": null}}"#);
-    assert_eq!(off.unknown_signal("Done. **TURN_COMPLETE**"), None);
+    assert_eq!(off.near_miss("Done. **TURN_COMPLETE**", &id("pm")), None);
 }
 
 #[test]
