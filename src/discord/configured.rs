@@ -31,7 +31,8 @@ impl ConfiguredStarts {
             .channels
             .iter()
             .map(|managed| {
-                let roster = managed.roster.iter().map(|p| p.as_str().to_owned()).collect();
+                // Ids, quoted: never read together as a display name with spaces.
+                let roster = managed.roster.iter().map(|p| format!("\"{}\"", p.as_str())).collect();
                 (managed.channel_id, Command::Start { roster })
             })
             .collect();
@@ -138,7 +139,8 @@ mod tests {
         let first = starts.take([9, 2, 1].map(ChannelId).into_iter());
         let started: Vec<u64> = first.iter().map(|(c, _)| c.0).collect();
         assert_eq!(started, [2, 1]);
-        assert!(matches!(&first[0].1, Command::Start { roster } if roster == &["dev".to_owned()]));
+        // The configured ids, quoted: never read together as a display name (found by a review).
+        assert!(matches!(&first[0].1, Command::Start { roster } if roster == &["\"dev\"".to_owned()]));
         assert!(starts.take([1, 2].map(ChannelId).into_iter()).is_empty(), "a server seen again starts nothing again");
         assert_eq!(starts.waiting(), 1, "channel 3's server was never seen");
     }

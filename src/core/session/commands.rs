@@ -533,7 +533,9 @@ fn resolve_roster(names: &[String], ctx: Context) -> Result<Vec<PersonaId>, Refu
             (2..=unquoted).rev().find_map(|n| ctx.personas.resolve(&names[at..at + n].join(" ")).ok().map(|p| (p, n)));
         let (persona, words) = match (ctx.personas.resolve(&names[at]), joined) {
             (Ok(persona), None) => (persona, 1),
+            // Its own id first (id `claude`, display name "Claude Opus"): one persona either way.
             (Err(_), Some(joined)) => joined,
+            (Ok(alone), Some((persona, n))) if alone.id == persona.id => (persona, n),
             (Err(unknown), None) => return Err(refuse(&unknown)),
             (Ok(alone), Some((persona, n))) => {
                 return Err(refuse(&format!(

@@ -192,12 +192,12 @@ impl SignalRules {
     }
 
     /// The end of `text`, from the keyword's line, when it would end with a signal of an `end` rule `author` may use
-    /// but for Markdown marks or punctuation after the keyword, the keyword wrapped in marks or alone on its line:
-    /// `**TURN_COMPLETE**`, `` `TURN_COMPLETE` ``, a line `TURN_COMPLETE.`, a code block's closing fence. It looks
-    /// like a signal to the people in the channel, and agents (language models) write it so: answered as an unknown
-    /// signal, the agent is told within its turn, where before the turn timed out unsaid. Prose naming the keyword
-    /// (`I will write TURN_COMPLETE.`) and a question (`TURN_COMPLETE?`) are not. Nothing when `unknownPattern` is
-    /// off.
+    /// but for Markdown marks or punctuation after the keyword: alone on its line (`**TURN_COMPLETE**`, a line
+    /// `TURN_COMPLETE.`, a code block's closing fence), or after words, wrapped in the same marks on both sides and
+    /// nothing after them (`Done. **TURN_COMPLETE**`). It looks like a signal to the people in the channel, and
+    /// agents (language models) write it so: answered as an unknown signal, the agent is told within its turn, where
+    /// before the turn timed out unsaid. Prose naming the keyword (`I will write TURN_COMPLETE.`, `I will end my turns
+    /// with `TURN_COMPLETE`.`) and a question (`TURN_COMPLETE?`) are not. Nothing when `unknownPattern` is off.
     pub fn near_miss(&self, text: &str, author: &PersonaId) -> Option<String> {
         self.unknown.as_ref()?;
         let copy = text::normalized(text);
@@ -209,10 +209,12 @@ impl SignalRules {
         }
         let found = self.rules.iter().filter(|r| r.at == At::End && r.allows(author)).find_map(|r| r.find(bare))?;
         let start = bare[..found.start].rfind(['\n', '\r']).map_or(0, |i| i + 1);
-        let before = &bare[start..found.start];
-        let wrapped = before.chars().next_back().is_some_and(marks);
+        let (before, after) = (&bare[start..found.start], &written[bare.len()..]);
         let alone = before.chars().all(|c| text::is_blank(c) || marks(c));
-        (wrapped || alone).then(|| text::trim_blank(&written[start..]).to_owned())
+        // After words, only wrapped as emphasis or code is: with a full stop after it, it is a sentence naming it.
+        let opening = &before[before.trim_end_matches(marks).len()..];
+        let wrapped = !opening.is_empty() && text::trim_blank(after) == opening.chars().rev().collect::<String>();
+        (alone || wrapped).then(|| text::trim_blank(&written[start..]).to_owned())
     }
 
     /// The names of the signals `author` may use, for the reply to an unknown one.

@@ -90,6 +90,9 @@ fn a_keyword_with_markdown_or_punctuation_after_it_is_answered_as_an_unknown_sig
         "Should I end this message with TURN_COMPLETE?",
         "TURN_COMPLETE?",
         "Done. See TURN_COMPLETE_",
+        "Understood. I will end each of my turns with `TURN_COMPLETE`.",
+        "The keyword is **TURN_COMPLETE**!",
+        "The keyword is **TURN_COMPLETE*",
     ] {
         assert_eq!(rules.near_miss(plain, &id("pm")), None, "{plain:?}");
     }
