@@ -189,14 +189,17 @@ async fn a_burst_of_messages_reaches_the_channel_in_the_order_the_gateway_sent_i
     assert_eq!(handled, posted, "handled in the order posted");
 }
 
+/// The next message posted reaches the bot 300 ms late: newer ones overtake it.
+fn the_next_message_arrives_late(scene: &Scene) {
+    let late = DispatchAction::Delay(Duration::from_millis(300));
+    scene.stage.server.faults(|f| f.on_dispatch(Some("MESSAGE_CREATE"), late, 1));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_signal_overtaken_by_a_newer_message_is_still_handled_by_the_time_it_was_written() {
     let scene = Scene::started().await;
     // pm's signal reaches the bot 300 ms late, after a newer message of the operator (far beyond any waiting window).
-    scene
-        .stage
-        .server
-        .faults(|f| f.on_dispatch(Some("MESSAGE_CREATE"), DispatchAction::Delay(Duration::from_millis(300)), 1));
+    the_next_message_arrives_late(&scene);
     let signal = scene.say("pm", "Over to you. TURN_COMPLETE");
     let newer = scene.stage.operator_says("go on");
     scene.handled(newer).await;
@@ -216,10 +219,7 @@ async fn a_signal_overtaken_by_a_newer_message_is_still_handled_by_the_time_it_w
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_message_removed_as_out_of_turn_then_shown_said_in_turn_is_reposted_and_stays() {
     let scene = Scene::started().await;
-    scene
-        .stage
-        .server
-        .faults(|f| f.on_dispatch(Some("MESSAGE_CREATE"), DispatchAction::Delay(Duration::from_millis(300)), 1));
+    the_next_message_arrives_late(&scene);
     let signal = scene.say("pm", "Over to you. TURN_COMPLETE");
     let early = scene.say("dev", "Starting on it now.");
     scene.handled(signal).await;

@@ -5,13 +5,27 @@ use super::*;
 use crate::core::session::effects::KeptFlags;
 
 fn relays(t: &Transition) -> Vec<(MessageId, Option<String>)> {
+    relays_by(t, |relay| relay.text.clone())
+}
+
+/// The relays `t` decides, in order: each message's id, with what `read` takes of the relay.
+fn relays_by<T>(t: &Transition, read: impl Fn(RelayRead<'_>) -> T) -> Vec<(MessageId, T)> {
     t.effects
         .iter()
         .filter_map(|e| match e {
-            Effect::Relay { message_id, text, .. } => Some((*message_id, text.clone())),
+            Effect::Relay { message_id, text, already_deleted, flags, .. } => {
+                Some((*message_id, read(RelayRead { text, already_deleted: *already_deleted, flags: *flags })))
+            }
             _ => None,
         })
         .collect()
+}
+
+/// What the tests read of a relay.
+struct RelayRead<'a> {
+    text: &'a Option<String>,
+    already_deleted: bool,
+    flags: KeptFlags,
 }
 
 #[test]
@@ -50,20 +64,12 @@ fn a_removed_message_said_in_the_next_turn_is_shown_again_and_the_turn_goes_on()
     assert_eq!(event_names(&f.say(DEV, "Done. TURN_COMPLETE", 9_000)), ["turn_complete"]);
 }
 
-/// A relay of a message the bot removed as out of turn says so: the sender has nothing to delete, and must not take
-/// the message's absence for someone else's deletion (which takes the repost back). Found while making it do that:
-/// the overtaken message's repost was taken back at once.
+/// A relay of a message the bot removed as out of turn says so: the sender must not take the message's absence for
+/// someone else's deletion (which takes the repost back). Found while making it do that: the overtaken message's
+/// repost was taken back at once.
 #[test]
 fn a_relay_of_a_message_removed_as_out_of_turn_says_it_is_already_deleted() {
-    let already_deleted = |t: &Transition| -> Vec<(MessageId, bool)> {
-        t.effects
-            .iter()
-            .filter_map(|e| match e {
-                Effect::Relay { message_id, already_deleted, .. } => Some((*message_id, *already_deleted)),
-                _ => None,
-            })
-            .collect()
-    };
+    let already_deleted = |t: &Transition| relays_by(t, |relay| relay.already_deleted);
     for dev_text in ["Built it. TURN_COMPLETE", "Starting on it now."] {
         let mut f = Fixture::new();
         let pm_signal = f.message(PM, "Over to dev. TURN_COMPLETE", 5_000);
@@ -87,15 +93,7 @@ fn a_relay_of_a_message_removed_as_out_of_turn_says_it_is_already_deleted() {
 fn the_flags_a_repost_keeps_go_with_the_relay_and_with_an_out_of_turn_note() {
     let silent = KeptFlags::of(KeptFlags::SUPPRESS_NOTIFICATIONS | (1 << 6));
     assert_eq!(silent.bits(), KeptFlags::SUPPRESS_NOTIFICATIONS, "only the flags a webhook may set");
-    let flags_of = |t: &Transition| -> Vec<(MessageId, KeptFlags)> {
-        t.effects
-            .iter()
-            .filter_map(|e| match e {
-                Effect::Relay { message_id, flags, .. } => Some((*message_id, *flags)),
-                _ => None,
-            })
-            .collect()
-    };
+    let flags_of = |t: &Transition| relays_by(t, |relay| relay.flags);
     for dev_text in ["Built it. TURN_COMPLETE", "Starting on it now."] {
         let mut f = Fixture::new();
         let pm_signal = IncomingMessage { flags: silent, ..f.message(PM, "Over to dev. TURN_COMPLETE", 5_000) };
