@@ -101,7 +101,10 @@ pub fn parse_persona(file: &str, text: &str) -> (Option<Persona>, Vec<Problem>) 
     }
 
     // A turn length written where it is not read would leave the persona on the default without a word.
-    for misplaced in ["timeoutSeconds", "timeout"].into_iter().filter(|key| object.contains_key(*key)) {
+    // Its near misses too (`timeoutSecond`, `timeout_seconds`): found by a review, they were passed over in silence.
+    let misplaced =
+        |key: &String| key == "timeout" || crate::core::problems::closest(key, &["timeoutSeconds"]).is_some();
+    for misplaced in object.keys().filter(|key| misplaced(key)) {
         c.warning(
             &[misplaced],
             "is not read here: a persona's turn length goes in \"turnBehavior\": {\"timeoutSeconds\": N}; the \
@@ -500,6 +503,9 @@ mod tests {
         for text in [
             r#"{"id": "b", "discordUserId": "2", "timeoutSeconds": 5}"#,
             r#"{"id": "b", "discordUserId": "2", "turnBehavior": {"timeout": 5}}"#,
+            // Found by a review: a near miss of it at the top level was passed over in silence.
+            r#"{"id": "b", "discordUserId": "2", "timeoutSecond": 5}"#,
+            r#"{"id": "b", "discordUserId": "2", "timeout_seconds": 5}"#,
         ] {
             let (persona, problems) = parse_persona("p.json", text);
             assert_eq!(persona.unwrap().timeout_seconds, None, "{text}");

@@ -31,6 +31,12 @@ const FILE_BYTES_PER_SECOND: u64 = 256 * 1024;
 pub const IN_FLIGHT_MAX: usize = 64;
 /// Discord's API host, when no `--api-base` is given.
 const DISCORD: &str = "https://discord.com";
+/// Discord asks every REST client to name itself as `DiscordBot ($url, $versionNumber)`; a call without a User-Agent
+/// "may be blocked" by its network (a 403 with code 40333). serenity names itself for its own calls; reqwest sends
+/// none unless told (found by a review).
+pub const USER_AGENT: &str = concat!("DiscordBot (turn-manager, ", env!("CARGO_PKG_VERSION"), ")");
+/// The JSON error code of a 403 from Discord's network layer ("internal network error"), not from its permissions.
+const NETWORK_REFUSAL: u64 = 40333;
 
 /// A wait a header or a body gives in seconds, as a duration, at most a day; `None` for what is no number of seconds
 /// (`inf` from a broken proxy panicked the channel's sender; taken for no wait, a 429 would be tried again at once).
@@ -183,7 +189,10 @@ impl DiscordHttp {
     fn with_slots(token: &str, api_base: Option<&str>, budget: Arc<RestBudget>, slots: usize) -> Self {
         let base = api_base.unwrap_or(DISCORD).trim_end_matches('/');
         Self {
-            client: reqwest::Client::new(),
+            client: reqwest::Client::builder()
+                .user_agent(USER_AGENT)
+                .build()
+                .expect("a client with a User-Agent: reqwest fails to build only without a TLS backend"),
             api: format!("{base}/api/v10"),
             authorization: format!("Bot {token}"),
             buckets: Buckets::default(),
@@ -381,6 +390,15 @@ impl DiscordHttp {
         if status == 429 && (answer["global"].as_bool() == Some(true) || limits.global || banned) {
             self.buckets.pause_everything(now + retry_after.unwrap_or(Duration::from_secs(1)));
         }
+        // A 403 from Discord's network (code 40333, or Cloudflare's own page) says nothing of the bot's permissions:
+        // taken for one, it paused sessions and turned channels to observe mode. It may pass, as a broken connection.
+        let from_the_network =
+            answer["code"].as_u64() == Some(NETWORK_REFUSAL) || (answer.is_null() && limits.cloudflare);
+        if status == 403 && from_the_network {
+            return Err(RestError::Transport(format!(
+                "refused by Discord's network, not for a permission (403: {message})"
+            )));
+        }
         Err(RestError::Status { status, message, retry_after })
     }
 }
@@ -471,12 +489,21 @@ mod tests {
 
     /// A server that answers every request with status 429, `headers` and `body`, and closes the connection.
     async fn limiting(headers: &str, body: &'static str) -> String {
+        answering("429 Too Many Requests", &format!("Retry-After: 7\r\n{headers}"), body).await.0
+    }
+
+    /// A server that answers every request with `status`, `headers` and `body`, and closes the connection; each
+    /// request's head (lowercase) is sent on the channel.
+    async fn answering(
+        status: &str,
+        headers: &str,
+        body: &'static str,
+    ) -> (String, tokio::sync::mpsc::UnboundedReceiver<String>) {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
-        let answer = format!(
-            "HTTP/1.1 429 Too Many Requests\r\nRetry-After: 7\r\n{headers}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
-            body.len()
-        );
+        let answer =
+            format!("HTTP/1.1 {status}\r\n{headers}Content-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len());
+        let (heads, received) = tokio::sync::mpsc::unbounded_channel();
         tokio::spawn(async move {
             while let Ok((mut socket, _)) = listener.accept().await {
                 let mut head = Vec::new();
@@ -484,10 +511,40 @@ mod tests {
                 while !head.ends_with(b"\r\n\r\n") && socket.read(&mut byte).await.unwrap_or(0) == 1 {
                     head.push(byte[0]);
                 }
+                let _ = heads.send(String::from_utf8_lossy(&head).to_ascii_lowercase());
                 let _ = socket.write_all(answer.as_bytes()).await;
             }
         });
-        base
+        (base, received)
+    }
+
+    /// Found by a review: the bot's own calls went out with no User-Agent, which Discord asks of every client and
+    /// may block (a 403, code 40333); such a 403, or Cloudflare's, was taken for a missing permission (sessions
+    /// paused, channels turned to observe mode). A permission's 403 is still one.
+    #[tokio::test]
+    async fn every_call_names_the_bot_and_a_403_from_discords_network_is_not_a_missing_permission() {
+        let json = "Content-Type: application/json\r\n";
+        let (base, mut heads) =
+            answering("403 Forbidden", json, r#"{"message": "internal network error", "code": 40333}"#).await;
+        let http = DiscordHttp::new("t", Some(&base), Arc::new(RestBudget::new(0)));
+        let refused = http.create_message(1, &serde_json::json!({"content": "hi"})).await.unwrap_err();
+        let head = heads.recv().await.unwrap();
+        let agent = head.lines().find_map(|l| l.strip_prefix("user-agent: ")).unwrap_or("none");
+        assert!(agent.starts_with("discordbot (turn-manager, "), "the User-Agent Discord asks for: {agent}");
+        assert!(refused.is_transient() && refused.status().is_none(), "{refused:?}");
+        assert!(refused.to_string().contains("internal network error"), "{refused}");
+
+        let cloudflare = "Content-Type: text/html\r\nServer: cloudflare\r\nCF-RAY: 8f0c\r\n";
+        let (base, _) = answering("403 Forbidden", cloudflare, "<html>blocked</html>").await;
+        let http = DiscordHttp::new("t", Some(&base), Arc::new(RestBudget::new(0)));
+        assert!(http.delete_message(1, 2).await.unwrap_err().is_transient(), "Cloudflare's 403");
+
+        let missing = r#"{"message": "Missing Permissions", "code": 50013}"#;
+        let (base, _) = answering("403 Forbidden", json, missing).await;
+        let http = DiscordHttp::new("t", Some(&base), Arc::new(RestBudget::new(0)));
+        let refused = http.delete_message(1, 2).await.unwrap_err();
+        assert_eq!(refused.status(), Some(403), "a permission's refusal");
+        assert!(!refused.is_transient());
     }
 
     /// Found by reviews: a 429 from Cloudflare that is not Discord's JSON (its ban of the address) held back only its
