@@ -340,6 +340,47 @@ async fn run_exits_with_the_setup_status_when_the_gateway_refuses_the_token() {
     assert!(!stderr.contains(unknown), "the token is never printed: {stderr}");
 }
 
+/// Found by a review: a start whose token Discord refused had already resumed the saved sessions, and an
+/// announcement they made then (here the roster without the persona whose file was taken away) was refused with 401
+/// and given up for good (`effect_failed`): the start with the right token never posted it. A 401 is no refusal of
+/// the call: the effect waits in the outbox for a start that can make it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_announcement_refused_for_a_wrong_token_is_made_by_the_next_start() {
+    let stage = Stage::new(&common::personas([60, 60, 60])).await.unwrap();
+    let (personas, state) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let bot = stage.start_bot(Config::default(), state.path()).await.unwrap();
+    stage.operator_says("!turn start");
+    let channel = stage.channel;
+    let floor = |w: &local_discord::world::World| w.view(channel).iter().any(|m| is_floor(m, "pm")).then_some(());
+    stage.server.wait_for("pm's floor", PATIENCE, floor).await.unwrap();
+    bot.shutdown().await;
+    write_personas(&stage, personas.path());
+    std::fs::remove_file(personas.path().join("critic.json")).unwrap();
+
+    let unknown = "MTMxMjAwMDAwMDAwMDAwMDAwOQ.GaBcDe.abcdefghijklmnopqrstuvwxyz0123456789AB";
+    let log_path = state.path().join("run.log");
+    let mut command = run(&stage, personas.path(), state.path());
+    let mut child =
+        command.env("DISCORD_TOKEN", unknown).stderr(std::fs::File::create(&log_path).unwrap()).spawn().unwrap();
+    let status = exit_of(&mut child, &log_path).await;
+    let log = std::fs::read_to_string(&log_path).unwrap();
+    assert_eq!(status.code(), Some(2), "{log}");
+    let history = std::fs::read_to_string(state.path().join("channels").join(format!("{channel}.history.jsonl")));
+    assert!(!history.unwrap().contains("effect_failed"), "nothing given up: {log}");
+
+    let roster = |w: &local_discord::world::World| {
+        w.view(channel).iter().any(|m| m.content.starts_with("🔀") && !m.content.contains("critic")).then_some(())
+    };
+    let posted_early = stage.server.view(channel).iter().any(|m| m.content.starts_with("🔀"));
+    assert!(!posted_early, "nothing was posted with the wrong token");
+    let mut child =
+        run(&stage, personas.path(), state.path()).stderr(std::fs::File::create(&log_path).unwrap()).spawn().unwrap();
+    let posted = stage.server.wait_for("the roster without critic", PATIENCE, roster).await;
+    let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
+    let _ = tokio::task::spawn_blocking(move || child.wait()).await;
+    posted.unwrap_or_else(|e| panic!("{e}: {}", std::fs::read_to_string(&log_path).unwrap()));
+}
+
 #[test]
 fn run_refuses_a_missing_or_malformed_token_before_connecting() {
     let missing = Command::new(BINARY).arg("run").env_remove("DISCORD_TOKEN").output().unwrap();

@@ -249,11 +249,13 @@ where
 }
 
 impl RestError {
-    /// A failure that may pass: a 429, a server error, a time-out, a broken connection, or not connected yet. A
-    /// refusal (other 4xx) will not.
+    /// A failure that may pass: a 429, a server error, a time-out, a broken connection, or not connected yet; and a
+    /// 401, which refuses the token, not the call: the process stops for it (the gateway refuses the token too) and
+    /// the effect waits in the outbox for a start with a token Discord takes (found by a review: an announcement
+    /// made while a start with a wrong token failed was given up for good). A refusal (other 4xx) will not.
     pub fn is_transient(&self) -> bool {
         match self {
-            RestError::Status { status, .. } => *status == 429 || *status >= 500,
+            RestError::Status { status, .. } => matches!(*status, 401 | 429) || *status >= 500,
             RestError::Timeout(_) | RestError::Transport(_) | RestError::Unavailable(_) => true,
             RestError::Impossible(_) | RestError::WebhooksFull(_) => false,
         }
@@ -301,7 +303,7 @@ mod tests {
     #[test]
     fn rate_limits_server_errors_and_timeouts_are_transient_refusals_are_not() {
         let status = |status| RestError::Status { status, message: String::new(), retry_after: None };
-        assert!(status(429).is_transient() && status(502).is_transient());
+        assert!(status(429).is_transient() && status(502).is_transient() && status(401).is_transient());
         assert!(RestError::Timeout(Duration::from_secs(1)).is_transient());
         assert!(!status(403).is_transient() && !status(404).is_transient());
         assert!(RestError::Unavailable("not connected".into()).is_transient());
