@@ -367,6 +367,10 @@ async fn an_announcement_refused_for_a_wrong_token_is_made_by_the_next_start() {
     assert_eq!(status.code(), Some(2), "{log}");
     let history = std::fs::read_to_string(state.path().join("channels").join(format!("{channel}.history.jsonl")));
     assert!(!history.unwrap().contains("effect_failed"), "nothing given up: {log}");
+    assert!(
+        log.contains("personas of this channel's roster have no persona file") && log.contains(": critic;"),
+        "{log}"
+    );
 
     let roster = |w: &local_discord::world::World| {
         w.view(channel).iter().any(|m| m.content.starts_with("🔀") && !m.content.contains("critic")).then_some(())

@@ -353,7 +353,27 @@ impl Actor {
             tracing::info!(channel = %self.channel, effects = replay.len(), "carrying out what was left undone");
             self.sender().effects(replay, true);
         }
-        // Personas may have changed while the bot was down.
+        // Personas may have changed while the bot was down. Said in the log, naming them: a start with the wrong
+        // personas folder (or a file moved away) stops sessions, and before, nothing but the channel said so (found
+        // by a review).
+        let unknown: Vec<&str> = if self.session.is_active() {
+            self.session.roster.iter().filter(|p| self.env.personas.get(p).is_none()).map(|p| p.as_str()).collect()
+        } else {
+            Vec::new()
+        };
+        if !unknown.is_empty() {
+            let outcome = if unknown.len() == self.session.roster.len() {
+                "none of them is left, so the session stops"
+            } else {
+                "they are dropped from it"
+            };
+            tracing::warn!(
+                channel = %self.channel,
+                "personas of this channel's roster have no persona file (is the personas folder the right one?): {}; \
+                 {outcome}",
+                unknown.join(", ")
+            );
+        }
         let t = self.session.reconcile(self.env.clock.now(), self.env.context());
         self.commit(t).await;
         true
