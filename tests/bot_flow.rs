@@ -90,6 +90,38 @@ async fn out_of_turn_messages_are_removed_and_kept_in_history_without_a_mention(
     assert_eq!(holder(&scene.session().await), Some("pm"));
 }
 
+/// Found by a review: Discord's system messages (a pin's notice, a thread's creation, a slash command's answer)
+/// carry the user who caused them as their author, and a persona's was judged as its message: an agent pinning a
+/// message while another held the floor had the pin's notice deleted as out of turn, live or read by a catch-up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_personas_pin_notice_is_no_message_of_its_own_live_or_caught_up() {
+    let mut scene = Scene::started().await;
+    let server = &scene.stage.server;
+    let work = scene.say("pm", "Working on it.");
+    server.pin(work, scene.user("dev"));
+    let later = scene.say("pm", "Still working.");
+    scene.handled(later).await;
+
+    scene.stop_bot().await;
+    let more = scene.say("pm", "Nearly there.");
+    scene.stage.server.pin(more, scene.user("critic"));
+    scene.restart_bot().await;
+    let last = scene.say("pm", "Here it is.");
+    scene.handled(last).await;
+
+    let notices = scene.stage.server.with(|w| {
+        let channel = scene.stage.channel;
+        w.messages
+            .values()
+            .filter(|m| m.channel_id == channel && m.kind == Some(6))
+            .map(|m| m.deleted)
+            .collect::<Vec<_>>()
+    });
+    assert_eq!(notices, vec![false, false], "both pins' notices stay");
+    assert!(scene.events("out_of_turn").is_empty(), "{:?}", scene.events("out_of_turn"));
+    assert_eq!(holder(&scene.session().await), Some("pm"));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn out_of_turn_messages_stay_under_the_allow_policy() {
     let scene = Scene::with(Config { out_of_turn: OutOfTurnPolicy::Allow, ..Config::default() }, [60, 60, 60]).await;

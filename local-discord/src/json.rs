@@ -167,7 +167,7 @@ impl World {
             "mentions": m.mentions.iter().map(|u| self.user_json(*u)).collect::<Vec<_>>(),
             "mention_roles": m.mention_roles.iter().map(u64::to_string).collect::<Vec<_>>(),
             "attachments": attachments, "embeds": m.embeds, "reactions": reactions, "pinned": m.pinned_ms.is_some(),
-            "type": if m.reply_to.is_some() { 19 } else { 0 }, "flags": m.flags | if m.thread_id.is_some() { 32 } else { 0 },
+            "type": m.kind.unwrap_or(if m.reply_to.is_some() { 19 } else { 0 }), "flags": m.flags | if m.thread_id.is_some() { 32 } else { 0 },
             "components": [],
         });
         if m.guild_id != 0 {

@@ -319,6 +319,11 @@ impl LocalDiscord {
             .unwrap_or_else(|e| panic!("posting failed: {} ({})", e.message, e.code))
     }
 
+    /// `by` pins a message: Discord posts its notice of the pin (a system message by `by`).
+    pub fn pin(&self, message: u64, by: u64) {
+        self.with(|w| w.pin(message, true, by));
+    }
+
     /// A user starts typing in a channel (bots see TYPING_START).
     pub fn start_typing(&self, channel: u64, user: u64) {
         self.with(|w| w.start_typing(channel, user));

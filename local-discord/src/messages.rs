@@ -24,6 +24,9 @@ pub struct Draft<'a> {
     pub attachments: Vec<Attachment>,
     /// Message flags asked for; only those a client may set are kept ([`SETTABLE_FLAGS`]).
     pub flags: u64,
+    /// A system message's type (a pin's notice: 6), set by the server itself, never by a request; `None` for a
+    /// message someone wrote (0, or 19 for a reply).
+    pub kind: Option<u8>,
 }
 
 /// `SUPPRESS_EMBEDS`: no link previews.
@@ -32,6 +35,8 @@ pub const SUPPRESS_EMBEDS: u64 = 1 << 2;
 pub const SUPPRESS_NOTIFICATIONS: u64 = 1 << 12;
 /// `EPHEMERAL`: an interaction's answer seen by its invoker alone (kept in the channel here, flagged).
 pub const EPHEMERAL: u64 = 1 << 6;
+/// The type of Discord's notice that a message was pinned (a system message).
+pub const CHANNEL_PINNED_MESSAGE: u8 = 6;
 /// The flags a message may be created with, by a user, a bot or a webhook (of those this server models).
 pub const SETTABLE_FLAGS: u64 = SUPPRESS_EMBEDS | SUPPRESS_NOTIFICATIONS;
 
@@ -125,6 +130,7 @@ impl World {
             flags: draft.flags & SETTABLE_FLAGS,
             thread_id: None,
             pinned_ms: None,
+            kind: draft.kind,
         };
         let json = self.message_json(&message);
         self.feed.publish(&message);
@@ -300,13 +306,19 @@ const BULK_DELETE_MAX_AGE_MS: u64 = 14 * 24 * 3600 * 1000;
 
 impl World {
     /// Pins or unpins a message and dispatches CHANNEL_PINS_UPDATE.
-    pub fn pin(&mut self, message: u64, pinned: bool) {
+    /// Pins or unpins a message, `by` a user: a pin posts Discord's notice of it, a system message (type 6,
+    /// `CHANNEL_PINNED_MESSAGE`) by that user, with no content, referring to the message.
+    pub fn pin(&mut self, message: u64, pinned: bool, by: u64) {
         let Some(m) = self.messages.get_mut(&message) else { return };
         if m.pinned_ms.is_some() == pinned {
             return;
         }
         m.pinned_ms = pinned.then(now_ms);
         let channel = m.channel_id;
+        if pinned {
+            let notice = Draft { reply_to: Some(message), kind: Some(CHANNEL_PINNED_MESSAGE), ..Draft::default() };
+            let _ = self.insert_message(channel, Author::User(by), notice, Mentions::default());
+        }
         let last = self.messages.values().filter(|m| m.channel_id == channel).filter_map(|m| m.pinned_ms).max();
         let mut data = json!({"channel_id": channel.to_string(), "last_pin_timestamp": last.map(crate::world::iso)});
         if let Some(guild) = self.channels.get(&channel).map(|c| c.guild_id).filter(|g| *g != 0) {

@@ -350,6 +350,7 @@ pub(crate) fn draft_from<'a>(w: &mut World, body: &'a Value, files: &[Upload]) -
         embeds: embeds_of(body).unwrap_or_default(),
         attachments,
         flags: body["flags"].as_u64().unwrap_or(0),
+        kind: None,
     })
 }
 
@@ -360,7 +361,7 @@ fn pin_route(w: &mut World, me: u64, channel: u64, message: u64, pin: bool) -> R
     if pin && pinned(w, channel).len() >= PINS_PER_CHANNEL_MAX {
         return Err(ApiError::new(400, 30003, "Maximum number of pins reached (250)"));
     }
-    w.pin(message, pin);
+    w.pin(message, pin, me);
     Ok((204, Value::Null))
 }
 

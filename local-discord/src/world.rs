@@ -139,6 +139,8 @@ pub struct Message {
     pub thread_id: Option<u64>,
     /// When it was pinned, if it is.
     pub pinned_ms: Option<u64>,
+    /// A system message's type ([`crate::messages::Draft::kind`]).
+    pub kind: Option<u8>,
 }
 
 #[derive(Clone, Debug)]

@@ -515,6 +515,14 @@ async fn pins_bulk_deletes_cleared_reactions_and_channel_edits() {
     let pins = f.channel_id().pins(&f.http).await.unwrap();
     assert_eq!(pins.iter().map(|m| m.id.get()).collect::<Vec<_>>(), [ids[1]]);
     assert!(pins[0].pinned);
+    // Discord's notice of the pin: a system message (type 6) by whoever pinned, referring to the message.
+    let notice = f.server.with(|w| {
+        let notice = w.messages.values().find(|m| m.kind == Some(6)).expect("a notice of the pin");
+        let json = w.message_json(notice);
+        assert_eq!((json["type"].as_u64(), json["content"].as_str()), (Some(6), Some("")));
+        assert_eq!(json["message_reference"]["message_id"], ids[1].to_string());
+        notice.id
+    });
     // The newer route that discord.py and discord.js call: a page of {pinned_at, message}.
     let page = f.raw(reqwest::Method::GET, &format!("/api/v10/channels/{}/messages/pins", f.channel));
     let page: serde_json::Value = page.send().await.unwrap().json().await.unwrap();
@@ -532,7 +540,7 @@ async fn pins_bulk_deletes_cleared_reactions_and_channel_edits() {
     let mut deleted = f.expect(|s| if let Seen::BulkDelete(d) = s { Some(d) } else { None }).await;
     deleted.sort();
     assert_eq!(deleted, [MessageId::new(ids[0]), MessageId::new(ids[2])]);
-    assert_eq!(f.server.view(f.channel).iter().map(|m| m.id).collect::<Vec<_>>(), [ids[1]]);
+    assert_eq!(f.server.view(f.channel).iter().map(|m| m.id).collect::<Vec<_>>(), [ids[1], notice]);
     let one = json!({"messages": [ids[1].to_string()]});
     let refused = f.raw(reqwest::Method::POST, &format!("/api/v10/channels/{}/messages/bulk-delete", f.channel));
     assert_eq!(refused.json(&one).send().await.unwrap().status(), 400, "Discord asks for 2 to 100 messages");

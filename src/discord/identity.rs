@@ -31,6 +31,14 @@ impl Identity {
         self.webhooks.lock().expect("webhook ids lock").contains(&id)
     }
 
+    /// Whether a message of this Discord type is one its author wrote (0, or 19 for a reply), which the engine
+    /// judges; not Discord's system messages (a pin's notice, a thread's creation, a slash command's answer...),
+    /// which carry the user who caused them as their author (found by a review: an agent pinning a message while
+    /// another held the floor had the pin's notice deleted as out of turn).
+    pub fn is_written(kind: u8) -> bool {
+        matches!(kind, 0 | 19)
+    }
+
     /// A message as the engine takes it, or `None` for the bot's own messages and its own webhooks' reposts. Its
     /// time is when its author wrote it, never when it reached us: its snowflake's, or for an edit (`edited_at`)
     /// Discord's edit time. `has_files`: it carries files or embeds a repost must carry over. Without flags (see

@@ -222,6 +222,9 @@ pub fn deliver(router: &Router, message: Option<(ChannelId, IncomingMessage)>) {
 
 /// A new message as the engine takes it, with its channel; `None` for the bot's own.
 pub fn created(identity: &Identity, message: &discord::Message, text: String) -> Option<(ChannelId, IncomingMessage)> {
+    if !Identity::is_written(message.kind.into()) {
+        return None;
+    }
     let webhook = message.webhook_id.map(|w| w.get());
     let (id, author) = (MessageId(message.id.get()), UserId(message.author.id.get()));
     let more = !message.sticker_items.is_empty() || message.poll.is_some() || !message.components.is_empty();
@@ -241,6 +244,9 @@ pub fn edited(
     text: Option<String>,
 ) -> Option<(ChannelId, IncomingMessage)> {
     let (author, text) = (event.author.as_ref()?, text?);
+    if event.kind.is_some_and(|kind| !Identity::is_written(kind.into())) {
+        return None;
+    }
     let webhook = event.webhook_id.flatten().map(|w| w.get());
     let edited_at = *event.edited_timestamp?;
     let stickers = event.sticker_items.as_ref().is_some_and(|s| !s.is_empty());

@@ -163,6 +163,7 @@ impl Rest for DiscordRest {
         let id = page_id;
         let messages = read
             .iter_mut()
+            .filter(|m| Identity::is_written(m.kind))
             .filter_map(|m| {
                 let author = UserId(m.author.id.parse().unwrap_or_default());
                 let webhook = m.webhook_id.as_deref().and_then(|w| w.parse().ok());

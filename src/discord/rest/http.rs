@@ -151,6 +151,9 @@ pub struct PageMessage {
     /// Discord's message flags (`@silent`, previews suppressed...).
     #[serde(default)]
     pub flags: u64,
+    /// Discord's message type: 0 or 19 for one someone wrote, others for its system messages.
+    #[serde(default, rename = "type")]
+    pub kind: u8,
 }
 
 impl PageMessage {
