@@ -224,7 +224,7 @@ async fn before_ready_a_repost_waits_for_the_bots_identity_instead_of_making_ano
     let (http, access, identity) = connected_parts(&stage);
     let webhooks = Webhooks::new(http, access, identity.clone());
     let hooks = || stage.server.with(|w| w.webhooks.len());
-    let voice = Voice { name: "PM", avatar_url: None };
+    let voice = Voice { name: "PM", avatar_url: None, pings: &[] };
     let channel = ChannelId(stage.channel);
 
     let early = webhooks.repost(channel, voice, "too early", &Carried::default()).await;
@@ -265,7 +265,7 @@ async fn a_webhook_of_the_bots_that_someone_renamed_is_used_rather_than_a_new_on
     let (http, access, identity) = connected_parts(&stage);
     identity.set_user(UserId(stage.bot_user));
     let webhooks = Webhooks::new(http, access, identity.clone());
-    let voice = Voice { name: "PM", avatar_url: None };
+    let voice = Voice { name: "PM", avatar_url: None, pings: &[] };
     webhooks.repost(ChannelId(stage.channel), voice, "Reposted.", &Carried::default()).await.expect("reposted");
     assert_eq!(webhooks_here(), 2, "none made");
     let through = stage.server.with(|w| {
@@ -418,6 +418,24 @@ async fn a_silent_message_is_reposted_silent() {
     let view = server.view(channel);
     let repost = view.iter().find(|m| m.from_webhook && m.content.ends_with("see this.")).expect("reposted");
     assert_eq!((repost.flags, &repost.pinged[..]), (0, &[operator][..]), "{repost:?}");
+}
+
+/// Found by a review: a repost pinged every user its text mentioned, the personas' accounts too, so an agent that
+/// answers mentions (OpenClaw's `allowBots: "mentions"`) was called on again by the repost of a message that had
+/// called on it already, and answered out of turn. The people it mentions are pinged; the next persona is called
+/// on by its announcement alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_repost_pings_the_people_its_agent_mentioned_but_no_persona() {
+    let scene = Scene::started().await;
+    let (operator, dev, critic) = (scene.stage.operator, scene.user("dev"), scene.user("critic"));
+    let text = format!("<@{operator}> <@!{dev}> <@{critic}> <@{operator}> over to you. TURN_COMPLETE");
+    let id = scene.say("pm", &text);
+    scene.handled(id).await;
+    let view = scene.view();
+    let repost = view.iter().find(|m| m.from_webhook && m.content.ends_with("over to you.")).expect("reposted");
+    assert_eq!(repost.pinged, vec![operator], "{repost:?}");
+    let floor = view.iter().find(|m| common::is_floor(m, "dev")).expect("dev's floor");
+    assert_eq!(floor.pinged, vec![dev], "the announcement calls on dev");
 }
 
 /// A message someone deleted once its relay had begun (the repost on its way to Discord) was reposted all the same,

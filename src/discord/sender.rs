@@ -14,8 +14,8 @@
 //! store, nothing is tried while the process may have lost the channel's lease (see [`Acting`]).
 
 use super::clock::Clock;
-use super::rest::{Carried, MAY_SEND, Rest, RestError, Voice, WebhookLimit, delete_in_a_few_tries};
-use crate::core::ids::{ChannelId, MessageId};
+use super::rest::{Carried, MAY_SEND, Rest, RestError, Voice, WebhookLimit, delete_in_a_few_tries, users_to_ping};
+use crate::core::ids::{ChannelId, MessageId, UserId};
 use crate::core::persona::PersonaCatalog;
 use crate::core::session::effects::{Announcement, Effect, Queued, decided_at, split_message};
 use chrono::{DateTime, Utc};
@@ -427,9 +427,12 @@ async fn posting(
             let mut made = Vec::new();
             if text.is_some() || !carries.is_empty() {
                 let found = tools.personas.get(persona);
+                let is_persona = |user| tools.personas.by_user(UserId(user)).is_some();
+                let pings = users_to_ping(text.as_deref().unwrap_or_default(), is_persona);
                 let voice = Voice {
                     name: found.map_or(persona.as_str(), |p| p.display_name.as_str()),
                     avatar_url: found.and_then(|p| p.avatar_url.as_deref()),
+                    pings: &pings,
                 };
                 let parts = split_message(text.as_deref().unwrap_or_default());
                 // After a crash some parts may be showing already: post only the missing ones, in order. Webhooks

@@ -42,6 +42,26 @@ pub fn is_own_embed(kind: Option<&str>) -> bool {
 pub struct Voice<'a> {
     pub name: &'a str,
     pub avatar_url: Option<&'a str>,
+    /// The users a repost may ping: those its text mentions, not the personas' own accounts ([`users_to_ping`]).
+    pub pings: &'a [u64],
+}
+
+/// The users a repost of `text` pings: those it mentions (`<@id>`, `<@!id>`), at most Discord's 100, but no
+/// persona's account. Its original pinged them already, and a second mention from the repost called on an agent
+/// that answers mentions a second time, out of turn (found by a review); the floor's announcement is what calls on
+/// the next persona. People keep their ping: the original's goes with its deletion.
+pub fn users_to_ping(text: &str, is_persona: impl Fn(u64) -> bool) -> Vec<u64> {
+    let mut users: Vec<u64> = Vec::new();
+    for (at, _) in text.match_indices("<@") {
+        let rest = &text[at + 2..];
+        let rest = rest.strip_prefix('!').unwrap_or(rest);
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        let Ok(user) = rest[..digits].parse::<u64>() else { continue };
+        if rest[digits..].starts_with('>') && !is_persona(user) && !users.contains(&user) && users.len() < 100 {
+            users.push(user);
+        }
+    }
+    users
 }
 
 #[async_trait]
@@ -298,6 +318,16 @@ mod tests {
         });
         assert_eq!(failing.await, Err(status(503)));
         assert_eq!(tries.into_inner(), 4, "a few tries, not the sender's ten minutes");
+    }
+
+    #[test]
+    fn a_repost_pings_each_user_it_mentions_once_at_most_a_hundred_and_no_persona() {
+        let persona = |user| user == 7;
+        let text = "<@1> <@!2> <@7> <@1> <@&3> <@abc> <@4 <@5>> <@!> <@@6>";
+        assert_eq!(users_to_ping(text, persona), vec![1, 2, 5]);
+        let many: String = (1..=150).map(|user| format!("<@{user}> ")).collect();
+        assert_eq!(users_to_ping(&many, persona).len(), 100, "Discord's most");
+        assert!(users_to_ping("no mention. <@", persona).is_empty());
     }
 
     #[test]

@@ -33,8 +33,8 @@ impl Webhooks {
         Self { http, access, identity, hooks: Mutex::default() }
     }
 
-    /// Posts `text` as the persona in `channel`, with the files and embeds it `carries`; reposts ping users at
-    /// most, never @everyone, @here or roles.
+    /// Posts `text` as the persona in `channel`, with the files and embeds it `carries`; reposts ping the voice's
+    /// `pings` at most, never @everyone, @here or roles.
     pub async fn repost(
         &self,
         channel: ChannelId,
@@ -46,9 +46,12 @@ impl Webhooks {
         let mut body = serde_json::json!({
             "content": text,
             "username": voice.name,
-            "avatar_url": voice.avatar_url,
-            "allowed_mentions": {"parse": ["users"]},
+            "allowed_mentions": {"parse": [], "users": voice.pings.iter().map(u64::to_string).collect::<Vec<_>>()},
         });
+        // Left out rather than null when the persona has none: Discord documents a string (found by a review).
+        if let Some(avatar) = voice.avatar_url {
+            body["avatar_url"] = avatar.into();
+        }
         if !carries.embeds.is_empty() {
             body["embeds"] = serde_json::Value::Array(carries.embeds.clone());
         }
