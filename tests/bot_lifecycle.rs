@@ -390,13 +390,20 @@ fn run_refuses_a_missing_or_malformed_token_before_connecting() {
     let missing = Command::new(BINARY).arg("run").env_remove("DISCORD_TOKEN").output().unwrap();
     assert_eq!(missing.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&missing.stderr).contains("DISCORD_TOKEN is not set"));
+    let empty = Command::new(BINARY).arg("run").env("DISCORD_TOKEN", " ").output().unwrap();
+    assert_eq!(empty.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&empty.stderr).contains("DISCORD_TOKEN is empty"));
 
-    let secret = "not a token at all";
-    let malformed = Command::new(BINARY).arg("run").env("DISCORD_TOKEN", secret).output().unwrap();
-    let stderr = String::from_utf8_lossy(&malformed.stderr);
-    assert_eq!(malformed.status.code(), Some(2));
-    assert!(stderr.contains("does not look like a Discord bot token"), "{stderr}");
-    assert!(!stderr.contains(secret), "the token is never printed");
+    for (secret, said) in [
+        ("notatokenatall", "does not look like a Discord bot token"),
+        ("not a token at all", "a space, a line break or a quotation mark inside it"),
+    ] {
+        let malformed = Command::new(BINARY).arg("run").env("DISCORD_TOKEN", secret).output().unwrap();
+        let stderr = String::from_utf8_lossy(&malformed.stderr);
+        assert_eq!(malformed.status.code(), Some(2));
+        assert!(stderr.contains(said), "{stderr}");
+        assert!(!stderr.contains(secret), "the token is never printed");
+    }
 }
 
 #[test]

@@ -13,6 +13,12 @@ use std::time::Duration;
 pub fn run(args: &RunArgs) -> ExitCode {
     let token = match std::env::var("DISCORD_TOKEN") {
         Ok(token) if !token.trim().is_empty() => token,
+        Ok(_) => {
+            eprintln!(
+                "error: DISCORD_TOKEN is empty. Put your bot's token in it (developer portal → your application → Bot → Reset Token)."
+            );
+            return ExitCode::from(crate::errors::EXIT_SETUP);
+        }
         _ => {
             eprintln!(
                 "error: DISCORD_TOKEN is not set. Put your bot's token in it (developer portal → your application → \

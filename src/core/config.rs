@@ -300,7 +300,11 @@ fn read_channels(c: &mut Checker, object: &Map<String, Value>, config: &mut Conf
             error(c, i, "", "must be an object with \"channelId\"".into());
             continue;
         };
-        c.unknown_fields(entry, &["channels"], CHANNEL_FIELDS, true);
+        // Named by its entry (`channels[1].rooster`) and found on its own line (found by a review: every entry's
+        // was `channels.rooster` at the first entry's line).
+        for key in entry.keys().filter(|key| !CHANNEL_FIELDS.contains(&key.as_str())) {
+            error(c, i, key, crate::core::problems::not_a_setting(key, CHANNEL_FIELDS));
+        }
         let channel_id = match entry.get("channelId") {
             Some(Value::String(raw)) => {
                 parse_snowflake(raw).map(ChannelId).map_err(|why| error(c, i, "channelId", why)).ok()
@@ -478,6 +482,12 @@ mod tests {
         let (config, _) = Config::parse_partly("c.json", text);
         let problems = config.check_against("c.json", text, &catalog);
         assert_eq!((problems[0].field.as_str(), problems[0].line), ("channels[2].roster", Some(4)), "{problems:?}");
+        // Found by a review: an unknown key was named `channels.rooster`, at the first entry's line, for every entry.
+        let text = "{\"channels\": [\n  {\"channelId\": \"7\", \"rooster\": []},\n  {\"channelId\": \"8\", \"rooster\": []}\n]}";
+        let problems = Config::parse("c.json", text).unwrap_err().0;
+        let named: Vec<(&str, Option<usize>)> = problems.iter().map(|p| (p.field.as_str(), p.line)).collect();
+        assert_eq!(named, [("channels[0].rooster", Some(2)), ("channels[1].rooster", Some(3))], "{problems:?}");
+        assert!(problems[0].message.contains("did you mean \"roster\""), "{problems:?}");
     }
 
     #[test]

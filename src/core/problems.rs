@@ -178,11 +178,10 @@ impl<'a> Checker<'a> {
         for key in object.keys().filter(|k| !known.contains(&k.as_str())) {
             let path = join(prefix, key);
             match (closest(key, known), strict) {
-                (Some(guess), true) => self.error(&path, format!("is not a known setting; did you mean \"{guess}\"?")),
+                (_, true) => self.error(&path, not_a_setting(key, known)),
                 (Some(guess), false) => {
                     self.warning(&path, format!("is not a known field and is ignored; did you mean \"{guess}\"?"))
                 }
-                (None, true) => self.error(&path, format!("is not a known setting; known: {}", known.join(", "))),
                 (None, false) => {}
             }
         }
@@ -437,6 +436,14 @@ fn list_items(text: &str, open: usize) -> Vec<(usize, usize)> {
         }
     }
     items
+}
+
+/// What is said of a key that is no setting among `known`: the one it likely misspells, or the known ones.
+pub fn not_a_setting(key: &str, known: &[&str]) -> String {
+    match closest(key, known) {
+        Some(guess) => format!("is not a known setting; did you mean \"{guess}\"?"),
+        None => format!("is not a known setting; known: {}", known.join(", ")),
+    }
 }
 
 /// The known name that `unknown` most likely misspells: same letters in another case, or at most two edits away.

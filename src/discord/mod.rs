@@ -192,12 +192,22 @@ impl RunningBot {
     }
 }
 
-/// The token as serenity wants it (trimmed, a pasted `Bot ` prefix dropped), or why it cannot be one. Checked
-/// before connecting; the token itself is never printed.
+/// The token as serenity wants it (trimmed, the quotes around it and a pasted `Bot ` prefix dropped), or why it
+/// cannot be one. Checked before connecting; the token itself is never printed.
 pub fn clean_token(raw: &str) -> anyhow::Result<String> {
-    let token = raw.trim().trim_start_matches("Bot ").trim();
+    let token = raw.trim();
+    // Quotes that an env file kept (Docker's `--env-file` and systemd's `EnvironmentFile` differ on them): no token
+    // has any (found by a review: the token was sent with them, and Discord's refusal sent people to reset it).
+    let unquoted = ['"', '\''].iter().find_map(|q| token.strip_prefix(*q).and_then(|t| t.strip_suffix(*q)));
+    let token = unquoted.unwrap_or(token).trim().trim_start_matches("Bot ").trim();
     if token.is_empty() {
         anyhow::bail!("the token is empty");
+    }
+    if token.contains(char::is_whitespace) || token.contains(['"', '\'']) {
+        anyhow::bail!(
+            "the token has a space, a line break or a quotation mark inside it, which no token has; copy it again \
+             from the Bot page of your application in the developer portal"
+        );
     }
     discord::validate_token(token).map(|()| token.to_owned()).map_err(|_| {
         anyhow::anyhow!(
@@ -568,13 +578,21 @@ mod tests {
     fn a_token_is_trimmed_and_a_pasted_bot_prefix_dropped() {
         assert_eq!(clean_token("  Bot MTIz.abc.def-ghi\n").unwrap(), "MTIz.abc.def-ghi");
         assert_eq!(clean_token("MTIz.abc.def").unwrap(), "MTIz.abc.def");
+        // Quotes an env file kept (found by a review: sent with them, the token was refused).
+        assert_eq!(clean_token("\"MTIz.abc.def\"\n").unwrap(), "MTIz.abc.def");
+        assert_eq!(clean_token("'Bot MTIz.abc.def'").unwrap(), "MTIz.abc.def");
     }
 
     #[test]
     fn an_empty_or_malformed_token_is_refused_without_echoing_it() {
         assert_eq!(clean_token(" ").unwrap_err().to_string(), "the token is empty");
         let error = clean_token("secret words").unwrap_err().to_string();
-        assert!(error.contains("does not look like a Discord bot token") && !error.contains("secret"), "{error}");
+        assert!(error.contains("a space") && !error.contains("secret"), "{error}");
+        for broken in ["MTIz.abc.def\"", "MTIz.a bc.def", "\"MTIz.abc.def'", "MTIz.abc"] {
+            let error = clean_token(broken).unwrap_err().to_string();
+            assert!(!error.contains("abc"), "never echoed: {error}");
+        }
+        assert!(clean_token("MTIz.abc").unwrap_err().to_string().contains("does not look like a Discord bot token"));
     }
 
     #[test]
