@@ -385,6 +385,34 @@ async fn an_announcement_refused_for_a_wrong_token_is_made_by_the_next_start() {
     posted.unwrap_or_else(|e| panic!("{e}: {}", std::fs::read_to_string(&log_path).unwrap()));
 }
 
+/// Found by a review: a persona given the manager's own account as its `discordUserId` (an id copied from the wrong
+/// application) was taken without a word; its messages are the bot's own, never judged, so its turns only time out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_persona_on_the_bots_own_account_is_named_in_the_log_once_connected() {
+    let stage = Stage::new(&common::personas([60, 60, 60])).await.unwrap();
+    let (personas, state) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    write_personas(&stage, personas.path());
+    let pm = personas.path().join("pm.json");
+    let mut json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&pm).unwrap()).unwrap();
+    json["discordUserId"] = stage.bot_user.to_string().into();
+    std::fs::write(&pm, json.to_string()).unwrap();
+    let log_path = state.path().join("run.log");
+    let mut child =
+        run(&stage, personas.path(), state.path()).stderr(std::fs::File::create(&log_path).unwrap()).spawn().unwrap();
+    let me = stage.bot_user;
+    let connected = stage.server.wait_for("run to connect", PATIENCE, |w| w.is_connected(me).then_some(())).await;
+    let said = |log: &str| log.contains("persona pm (") && log.contains("has this bot's own account");
+    let started = std::time::Instant::now();
+    while !said(&std::fs::read_to_string(&log_path).unwrap()) && started.elapsed() < PATIENCE {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
+    let _ = tokio::task::spawn_blocking(move || child.wait()).await;
+    let log = std::fs::read_to_string(&log_path).unwrap();
+    connected.unwrap();
+    assert!(said(&log) && log.contains("pm.json"), "{log}");
+}
+
 #[test]
 fn run_refuses_a_missing_or_malformed_token_before_connecting() {
     let missing = Command::new(BINARY).arg("run").env_remove("DISCORD_TOKEN").output().unwrap();

@@ -196,7 +196,20 @@ impl Drop for CommandSettles {
 /// each channel of its shard's servers reads it back before its deadline may end a turn. The channels of the
 /// process's other shards wait for their own shard's READY: serenity connects one shard every 5 s.
 pub fn ready(router: &Router, identity: &Identity, ready: &discord::Ready) {
-    identity.set_user(UserId(ready.user.id.get()));
+    let me = UserId(ready.user.id.get());
+    if identity.user().is_none()
+        && let Some(persona) = router.env().personas.by_user(me)
+    {
+        // Its messages are the bot's own, never judged: its turns could only time out (found by a review).
+        tracing::error!(
+            "persona {} ({}) has this bot's own account ({}) as its discordUserId: I ignore my own messages, so its \
+             turns can only time out; give it the user id of the agent's own bot account",
+            persona.id,
+            persona.source,
+            me.0
+        );
+    }
+    identity.set_user(me);
     let shard = ready.shard.map(|info| Shard { id: info.id.0, total: info.total });
     let shard_id = shard.map_or(0, |s| s.id);
     tracing::info!(user = %ready.user.name, guilds = ready.guilds.len(), shard = shard_id, "connected to the gateway");
