@@ -87,3 +87,55 @@ fn convert_copies_one_folder_to_another_once_and_refuses_to_overwrite_without_fo
     assert_eq!(bad.status.code(), Some(2));
     assert!(stderr(&bad).contains("--to: `mysql://` is not a store"), "{}", stderr(&bad));
 }
+
+/// Found by a review: a destination holding other files (a working folder) got the copy beside them, and with
+/// `--force` was moved aside whole, the source inside it too; a destination inside the source (`state/channels`)
+/// moved the source's own sessions aside; a channel left behind unread still exited 0.
+#[test]
+fn convert_refuses_a_folder_that_is_no_state_folder_or_inside_the_source_and_fails_when_a_channel_is_left() {
+    let work = tempfile::tempdir().unwrap();
+    let source = work.path().join("st");
+    Store::open(&source).unwrap().save(&Session::new(ChannelId(3)), &[]).unwrap();
+    std::fs::write(work.path().join("notes.txt"), "mine").unwrap();
+    let listing = |dir: &std::path::Path| {
+        let mut names: Vec<String> =
+            std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        names.sort();
+        names
+    };
+    let (from, into_work) = (source.to_str().unwrap(), work.path().join("notes-folder"));
+    std::fs::create_dir(&into_work).unwrap();
+    std::fs::write(into_work.join("todo.md"), "mine").unwrap();
+    for force in [false, true] {
+        let mut args = vec!["convert", "--from", from, "--to", into_work.to_str().unwrap()];
+        args.extend(force.then_some("--force"));
+        let refused = run(&args, &[]);
+        assert_eq!(refused.status.code(), Some(1), "{}", stderr(&refused));
+        assert!(stderr(&refused).contains("is not a state folder (it holds todo.md"), "{}", stderr(&refused));
+        assert_eq!(listing(&into_work), ["todo.md"], "nothing written there");
+    }
+    for inside in [source.join("channels"), source.join("copy"), work.path().to_owned()] {
+        let refused = run(&["convert", "--from", from, "--to", inside.to_str().unwrap(), "--force"], &[]);
+        assert_eq!(refused.status.code(), Some(1), "{}", stderr(&refused));
+        assert!(stderr(&refused).contains("one of the folders is inside the other"), "{}", stderr(&refused));
+    }
+    assert_eq!(listing(work.path()), ["notes-folder", "notes.txt", "st"]);
+    assert_eq!(Store::open(&source).unwrap().load_all().unwrap().sessions.len(), 1, "the source is as it was");
+
+    // A channel whose session cannot be read: the others are copied, and the run fails saying so.
+    Store::open(&source).unwrap().save(&Session::new(ChannelId(4)), &[]).unwrap();
+    let channels = source.join("channels");
+    std::fs::write(channels.join("4.json"), "{ torn").unwrap();
+    let _ = std::fs::remove_file(channels.join("4.json.prev"));
+    for entry in std::fs::read_dir(&source).unwrap().map(Result::unwrap) {
+        if entry.file_name().to_string_lossy().starts_with("journal") {
+            std::fs::remove_file(entry.path()).unwrap(); // no copy of it left anywhere
+        }
+    }
+    let to = work.path().join("copy");
+    let copied = run(&["convert", "--from", from, "--to", to.to_str().unwrap()], &[]);
+    assert_eq!(copied.status.code(), Some(1), "{}", stderr(&copied));
+    assert!(String::from_utf8_lossy(&copied.stdout).contains("Copied 1 session(s)"));
+    assert!(stderr(&copied).contains("1 channel(s) of the state folder"), "{}", stderr(&copied));
+    assert!(stderr(&copied).contains("had no readable session and were not copied"), "{}", stderr(&copied));
+}

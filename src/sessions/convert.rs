@@ -28,6 +28,8 @@ pub struct Converted {
     pub before: Before,
     /// What a person should know about the source: files that could not be read, sessions lost before the copy.
     pub problems: Vec<String>,
+    /// Channels of the source whose session could not be read at all: not copied.
+    pub left_behind: usize,
 }
 
 /// What became of what the destination held.
@@ -48,7 +50,16 @@ pub async fn convert(from: &StoreLocation, to: &StoreLocation, force: bool) -> a
     if same_store(from, to) {
         anyhow::bail!("the source and the destination are the same store ({from}): nothing to copy");
     }
-    let (channels, problems) = match from {
+    if let (StoreLocation::Folder(a), StoreLocation::Folder(b)) = (from, to) {
+        // Found by a review: `--to state/channels --force` moved the source's own sessions aside.
+        let (a, b) = (resolved(a), resolved(b));
+        if a.starts_with(&b) || b.starts_with(&a) {
+            anyhow::bail!(
+                "one of the folders is inside the other ({from}, {to}): give a destination outside the source"
+            );
+        }
+    }
+    let (channels, problems, left_behind) = match from {
         StoreLocation::Folder(dir) => read_source_folder(dir).await?,
         StoreLocation::Postgres(url) => {
             let pool = postgres::connect(url, postgres::IDLE_IN_TRANSACTION_FOR_COPIES).await?;
@@ -56,7 +67,7 @@ pub async fn convert(from: &StoreLocation, to: &StoreLocation, force: bool) -> a
             // act in their channels beside them (found by a review: only the destination was checked).
             refuse_if_running(&pool, from).await?;
             let channels = postgres::copy::read_all(&pool).await.with_context(|| format!("reading {from}"))?;
-            (channels, Vec::new())
+            (channels, Vec::new(), 0)
         }
     };
     let before = match to {
@@ -67,7 +78,22 @@ pub async fn convert(from: &StoreLocation, to: &StoreLocation, force: bool) -> a
         }
     };
     let events = channels.iter().map(|c| c.history.len()).sum();
-    Ok(Converted { sessions: channels.len(), events, before, problems })
+    Ok(Converted { sessions: channels.len(), events, before, problems, left_behind })
+}
+
+/// A folder's path with its links followed, for the part of it that exists (a destination may not yet).
+fn resolved(path: &Path) -> PathBuf {
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
+    let mut existing = absolute.as_path();
+    let mut rest = Vec::new();
+    while existing.canonicalize().is_err() {
+        let (Some(parent), Some(name)) = (existing.parent(), existing.file_name()) else { return absolute };
+        rest.push(name.to_owned());
+        existing = parent;
+    }
+    let mut path = existing.canonicalize().unwrap_or_else(|_| existing.to_owned());
+    path.extend(rest.iter().rev());
+    path
 }
 
 fn same_store(from: &StoreLocation, to: &StoreLocation) -> bool {
@@ -80,8 +106,9 @@ fn same_store(from: &StoreLocation, to: &StoreLocation) -> bool {
     }
 }
 
-/// A state folder's sessions and logs, under its lock (so no bot changes them meanwhile).
-async fn read_source_folder(dir: &Path) -> anyhow::Result<(Vec<SavedChannel>, Vec<String>)> {
+/// A state folder's sessions and logs, under its lock (so no bot changes them meanwhile), the problems met, and
+/// how many channels had no readable session.
+async fn read_source_folder(dir: &Path) -> anyhow::Result<(Vec<SavedChannel>, Vec<String>, usize)> {
     if !dir.is_dir() {
         anyhow::bail!("the source folder {} does not exist", dir.display());
     }
@@ -93,9 +120,31 @@ async fn read_source_folder(dir: &Path) -> anyhow::Result<(Vec<SavedChannel>, Ve
     .await?
 }
 
+/// Why `dir` cannot receive a copy, if it holds files and is no state folder (no `channels/`): written into, it
+/// got the copy beside its files, and with `--force` it was moved aside whole, the source with it when inside it
+/// (found by a review). Said before anything is written there, whatever `--force` says.
+fn not_a_state_folder(dir: &Path) -> anyhow::Result<Option<String>> {
+    if dir.join("channels").is_dir() || !holds_anything(dir).with_context(|| format!("reading {}", dir.display()))? {
+        return Ok(None);
+    }
+    let mut names: Vec<String> = std::fs::read_dir(dir)?
+        .flatten()
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .filter(|name| name != LOCK_FILE)
+        .collect();
+    names.sort();
+    let shown = names.iter().take(3).map(String::as_str).collect::<Vec<_>>().join(", ");
+    let more = if names.len() > 3 { format!(" and {} more", names.len() - 3) } else { String::new() };
+    Ok(Some(format!(
+        "the destination folder {} is not a state folder (it holds {shown}{more}, and no channels/ folder): give a new \
+         or empty folder, or a state folder; it is never moved aside, even with --force",
+        dir.display()
+    )))
+}
+
 /// Every session of a folder with its whole log. Reading is what a bot's start does (an unreadable file is moved
 /// aside and its last good copy used); what it found is returned, said once.
-fn read_folder(dir: &Path) -> anyhow::Result<(Vec<SavedChannel>, Vec<String>)> {
+fn read_folder(dir: &Path) -> anyhow::Result<(Vec<SavedChannel>, Vec<String>, usize)> {
     let store = Store::open(dir)?;
     let report = store.load_all().with_context(|| format!("reading the sessions of {}", dir.display()))?;
     let mut problems = report.problems;
@@ -107,7 +156,7 @@ fn read_folder(dir: &Path) -> anyhow::Result<(Vec<SavedChannel>, Vec<String>)> {
         let history = store.read_log(session.channel_id)?;
         channels.push(SavedChannel { session, history });
     }
-    Ok((channels, problems))
+    Ok((channels, problems, report.lost.len()))
 }
 
 /// Whether a folder holds anything besides its lock file.
@@ -138,11 +187,14 @@ async fn write_folder(dir: &Path, channels: &[SavedChannel], force: bool) -> any
     let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_owned());
     let channels = channels.to_vec();
     tokio::task::spawn_blocking(move || {
+        if let Some(why) = not_a_state_folder(&dir)? {
+            anyhow::bail!(why);
+        }
         let lock = if dir.exists() { Some(FolderLock::take(&dir)?) } else { None };
         let full = holds_anything(&dir).with_context(|| format!("reading {}", dir.display()))?;
         let mounted = is_mount_point(&dir);
         if full {
-            let (existing, _) = read_folder(&dir)?;
+            let (existing, ..) = read_folder(&dir)?;
             if existing == channels {
                 return Ok(Before::Identical);
             }
