@@ -282,14 +282,16 @@ impl PersonaCatalog {
 }
 
 /// A persona file with problems of its own, by the id it gives (when that much reads), for the cross-checks only:
-/// its Discord account is a number no real one has, so that it is never taken for a second persona of one account.
+/// its Discord account as it gives it when that reads (an account given twice is said at once, with the file's
+/// other problems; found by a review), else a number no real one has, never taken for a second persona of one.
 fn stand_in(file: &str, text: &str, nth: usize) -> Option<Persona> {
     let value: serde_json::Value = serde_json::from_str(text).ok()?;
     let id = PersonaId::parse(value.get("id")?.as_str()?).ok()?;
+    let account = value.get("discordUserId").and_then(|v| v.as_str()).and_then(|raw| parse_snowflake(raw).ok());
     Some(Persona {
         display_name: id.to_string(),
         id,
-        discord_user_id: UserId(u64::MAX - nth as u64),
+        discord_user_id: UserId(account.unwrap_or(u64::MAX - nth as u64)),
         avatar_url: None,
         timeout_seconds: None,
         order: None,
@@ -588,6 +590,19 @@ mod tests {
         assert_eq!(lines.len(), 2, "{lines:#?}");
         assert!(lines[0].starts_with("error: personas/b.json:1: field \"id\"") && lines[0].contains("personas/a.json"));
         assert!(lines[1].starts_with("error: personas/c.json:1: field \"discordUserId\""));
+        // Found by a review: a file with a problem of its own had its account given twice said only once that
+        // problem was mended. Both at once now (spec 3).
+        let files = [
+            file("personas/a.json", r#"{"id": "pm", "discordUserId": "1"}"#),
+            file("personas/b.json", r#"{"id": "dev", "discordUserId": "1", "turnBehavior": {"timeoutSeconds": 0}}"#),
+        ];
+        let (problems, _) = PersonaCatalog::from_files(&files).unwrap_err();
+        let fields: Vec<(&str, &str)> = problems.0.iter().map(|p| (p.file.as_str(), p.field.as_str())).collect();
+        assert_eq!(
+            fields,
+            [("personas/b.json", "turnBehavior.timeoutSeconds"), ("personas/b.json", "discordUserId")],
+            "{problems:?}"
+        );
     }
 
     #[test]

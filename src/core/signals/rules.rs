@@ -224,11 +224,13 @@ fn found(c: &Captures) -> Found {
 /// pattern compiles alone, why it cannot be used: under `(?x)` a `#` comment runs to the end of the line, over the
 /// wrapper's closing parenthesis.
 pub(super) fn anchored_regex(pattern: &str, anchored: &str) -> Result<Regex, String> {
-    Regex::new(anchored).map_err(|e| match Regex::new(pattern) {
+    Regex::new(anchored).map_err(|_| match Regex::new(pattern) {
         Ok(_) => "does not compile where it is used, after its anchor: under `(?x)`, end a `#` comment with a new \
                   line (`\\n` in JSON)"
             .to_owned(),
-        Err(_) => compact_regex_error(&e),
+        // The pattern's own error, as written: the anchored one's may be about the wrapping (a trailing `\` escaped
+        // its closing parenthesis, said as an unclosed group; found by a review).
+        Err(own) => compact_regex_error(&own),
     })
 }
 

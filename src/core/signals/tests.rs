@@ -482,7 +482,8 @@ fn every_mistake_in_the_rules_is_reported_at_once_with_its_field_and_line() {
       { "name": "group", "pattern": "P: (?P<paylod>\\d+)", "action": "record" },
       { "name": "hand", "pattern": "HANDOFF", "action": "handoff" },
       { "name": "ok_again", "pattern": "OK", "action": "pass" },
-      { "name": "ok", "pattern": "OK!", "action": "complete" }
+      { "name": "ok", "pattern": "OK!", "action": "complete" },
+      { "name": "slash", "pattern": "DONE\\", "action": "complete" }
     ]
   }
 }"#;
@@ -499,6 +500,9 @@ fn every_mistake_in_the_rules_is_reported_at_once_with_its_field_and_line() {
          (?P<payload>...) and (?P<task>...)",
         "error: c.json:10: field \"signals.rules[5].pattern\" has action \"handoff\" without \"to\", so its pattern \
          needs a (?P<payload>...) group naming the persona",
+        // The pattern's own error, not the anchored wrapping's "unclosed group" (found by a review).
+        "error: c.json:13: field \"signals.rules[8].pattern\" does not compile: incomplete escape sequence, reached \
+         end of pattern prematurely",
         "error: c.json:11: field \"signals.rules[6].priority\" rule \"ok_again\" can never win: rule 0 (\"ok\") has \
          the same pattern and a priority at least as high; give it a higher priority or remove it",
         "error: c.json:12: field \"signals.rules[7].name\" \"ok\" is also the name of rule 0; names must be unique",

@@ -457,6 +457,25 @@ fn a_persona_timing_out_bench_after_times_is_skipped_until_it_speaks_or_is_added
     assert_eq!(f.active(), "dev");
 }
 
+/// The spec's default (`benchAfter` 3): benched at the third timeout in a row, not the second (every other test of
+/// benching sets its own; found by a review of what no test held).
+#[test]
+fn by_default_a_persona_is_benched_at_its_third_timeout_in_a_row() {
+    let mut f = Fixture::new();
+    let mut now = 0;
+    for round in 1..=3 {
+        now += 1_000;
+        f.say(PM, "TURN_COMPLETE", now);
+        assert_eq!(f.active(), "dev");
+        now += 120_000;
+        let benched_now = f.tick(now).events.iter().any(|e| e.kind.name() == "benched");
+        assert_eq!(benched_now, round == 3, "round {round}");
+        now += 1_000;
+        f.say(CRITIC, "TURN_COMPLETE", now);
+    }
+    assert!(f.session.agents[&id("dev")].benched);
+}
+
 /// Found by a review: any signal reset the row of timeouts, so an agent that recorded a checkpoint (or a progress)
 /// every turn and never finished one was never benched. Only a turn its signal ended (or kept) breaks the row.
 #[test]
