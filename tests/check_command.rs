@@ -134,3 +134,15 @@ fn help_never_shows_the_value_of_an_environment_variable_that_may_hold_a_passwor
     assert!(out.status.success() && help.contains("DISCORD_API_BASE"), "{help}");
     assert!(!help.contains("s3cretpw") && !help.contains("hunter2"), "{help}");
 }
+
+/// Found by a review: `check` said OK to a state folder that is a file, which `run` then refused.
+#[test]
+fn a_state_folder_that_is_a_file_fails_the_check() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("pm.json"), r#"{"id": "pm", "discordUserId": "1"}"#).unwrap();
+    std::fs::write(dir.path().join("state"), "not a folder").unwrap();
+    let out = check(dir.path(), &["--personas", ".", "--state", "state"]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "stderr: {stderr}");
+    assert!(stderr.contains("state: is not a folder"), "{stderr}");
+}

@@ -235,9 +235,7 @@ pub async fn start(options: BotOptions) -> anyhow::Result<RunningBot> {
         .load_all(options.shards)
         .await
         .with_context(|| format!("reading the saved sessions from {}", store.describe()))?;
-    for problem in &report.problems {
-        tracing::warn!("{problem}");
-    }
+    // Each problem of `report` was logged where it was met (found by a review: logging them here said each twice).
     let identity = Arc::new(Identity::default());
     // Every REST call the bot makes spends from one budget: the effects, the lookups, the command replies.
     let budget = Arc::new(RestBudget::new(options.config.rest_requests_per_second));
