@@ -65,6 +65,9 @@ pub struct Posted {
     pub channel: u64,
 }
 
+/// How long the calls of a refilled bucket wait for the first one's answer to tell its size.
+const REFILL_PROBE: Duration = Duration::from_secs(2);
+
 /// A route's bucket as Discord last described it.
 #[derive(Clone, Copy, Debug)]
 struct Bucket {
@@ -105,11 +108,25 @@ impl Buckets {
         *global = Some(global.map_or(until, |old| old.max(until)));
     }
 
-    /// Takes one call from the route's bucket before it is made, so two calls do not both spend its last one.
-    fn spend(&self, route: &str) {
-        if let Some(bucket) = self.routes.lock().expect("buckets lock").get_mut(route) {
-            bucket.remaining = bucket.remaining.saturating_sub(1);
+    /// Takes one call from the route's bucket if it may be made at `now`, so two calls never both spend its last
+    /// one; otherwise how long to wait. A bucket spent and since refilled has a size no answer has told yet: one call
+    /// goes, and the others wait for its answer's headers (at most [`REFILL_PROBE`]); before, every call waiting
+    /// for the refill went at once and earned 429s (found by a review: threads share their parent's webhook route).
+    fn take(&self, route: &str, now: Instant) -> Duration {
+        let wait = self.wait_before(route, now);
+        if !wait.is_zero() {
+            return wait;
         }
+        if let Some(bucket) = self.routes.lock().expect("buckets lock").get_mut(route) {
+            if bucket.remaining == 0 && bucket.reset_at <= now {
+                bucket.reset_at = now + REFILL_PROBE;
+            } else if bucket.remaining == 0 {
+                return bucket.reset_at - now; // spent by a call between the two locks
+            } else {
+                bucket.remaining -= 1;
+            }
+        }
+        Duration::ZERO
     }
 }
 
@@ -331,17 +348,24 @@ impl DiscordHttp {
         path: &str,
         body: Option<Payload<'_>>,
     ) -> Result<Vec<u8>, RestError> {
-        let wait = self.buckets.wait_before(route, Instant::now());
-        if !wait.is_zero() {
-            tracing::debug!(route, "waiting {wait:?} for the rate limit");
-            tokio::time::sleep(wait).await;
-        }
-        let _slot = self.slot().await;
+        // The route's limit is waited for without a slot, then its call taken from the bucket once a slot is held:
+        // another call of the route may have spent it meanwhile (found by a review: it was looked at once).
+        let _slot = loop {
+            let wait = self.buckets.wait_before(route, Instant::now());
+            if !wait.is_zero() {
+                tracing::debug!(route, "waiting {wait:?} for the rate limit");
+                tokio::time::sleep(wait).await;
+                continue;
+            }
+            let slot = self.slot().await;
+            if self.buckets.take(route, Instant::now()).is_zero() {
+                break slot;
+            }
+        };
         self.budget.take().await;
         if !super::MAY_SEND.try_with(|may| may()).unwrap_or(true) {
             return Err(RestError::Unavailable("not sent: this process may no longer act for the channel".into()));
         }
-        self.buckets.spend(route);
         let metric = crate::metrics::rest_route(method.as_str(), path);
         let mut request =
             self.client.request(method, format!("{}{path}", self.api)).header("Authorization", &self.authorization);
@@ -711,8 +735,24 @@ mod tests {
         let buckets = Buckets::default();
         let now = Instant::now();
         buckets.learn("r", now, Some(1), Some(1.0));
-        buckets.spend("r");
+        assert_eq!(buckets.take("r", now), Duration::ZERO);
         assert_eq!(buckets.wait_before("r", now), Duration::from_secs(1));
+        assert_eq!(buckets.take("r", now), Duration::from_secs(1), "spent: the next waits");
+    }
+
+    /// Found by a review: once a spent bucket refilled, every call waiting for it went at once and earned 429s.
+    /// One goes; the others wait for its answer to tell the bucket's size.
+    #[test]
+    fn a_refilled_bucket_lets_one_call_go_until_its_answer_tells_the_size() {
+        let buckets = Buckets::default();
+        let now = Instant::now();
+        buckets.learn("r", now, Some(0), Some(1.0));
+        let refilled = now + Duration::from_millis(1_500);
+        assert_eq!(buckets.take("r", refilled), Duration::ZERO, "the first goes");
+        assert_eq!(buckets.take("r", refilled), REFILL_PROBE, "the next waits for its answer");
+        buckets.learn("r", refilled + Duration::from_millis(50), Some(4), Some(5.0));
+        assert_eq!(buckets.take("r", refilled + Duration::from_millis(60)), Duration::ZERO, "told: 4 left");
+        assert_eq!(buckets.take("r", now), Duration::ZERO, "an unknown route goes");
     }
 
     #[test]
