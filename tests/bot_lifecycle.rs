@@ -7,6 +7,7 @@ use chrono::Utc;
 use common::{PATIENCE, Scene, connection_watch_looked, is_floor, write_personas};
 use local_discord::faults::RouteAction;
 use local_discord::permissions::Permissions;
+use local_discord::world::LogKind;
 use local_discord::world::OverwriteTarget;
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -358,6 +359,10 @@ async fn an_announcement_refused_for_a_wrong_token_is_made_by_the_next_start() {
     std::fs::remove_file(personas.path().join("critic.json")).unwrap();
 
     let unknown = "MTMxMjAwMDAwMDAwMDAwMDAwOQ.GaBcDe.abcdefghijklmnopqrstuvwxyz0123456789AB";
+    // The gateway's address comes slowly, so that the resumed session's announcement is surely tried before the
+    // gateway refuses the token.
+    let slow = RouteAction::Slow(Duration::from_millis(500));
+    stage.server.faults(|f| f.on_route(Some("GET"), "/gateway", slow, 1));
     let log_path = state.path().join("run.log");
     let mut command = run(&stage, personas.path(), state.path());
     let mut child =
@@ -367,6 +372,11 @@ async fn an_announcement_refused_for_a_wrong_token_is_made_by_the_next_start() {
     assert_eq!(status.code(), Some(2), "{log}");
     let history = std::fs::read_to_string(state.path().join("channels").join(format!("{channel}.history.jsonl")));
     assert!(!history.unwrap().contains("effect_failed"), "nothing given up: {log}");
+    // The announcement was tried and refused for the token (else this test would show nothing).
+    let refused = stage.server.log().iter().any(|e| {
+        matches!(&e.kind, LogKind::Rest { method, path, status: 401 } if method == "POST" && path.ends_with("/messages"))
+    });
+    assert!(refused, "the roster's announcement met a 401: {log}");
     assert!(
         log.contains("personas of this channel's roster have no persona file") && log.contains(": critic;"),
         "{log}"

@@ -5,6 +5,7 @@
 use std::process::{Command, Output};
 use turn_manager::core::ids::ChannelId;
 use turn_manager::core::session::Session;
+use turn_manager::core::session::history::{EventKind, HistoryEvent};
 use turn_manager::sessions::files::FileSessions;
 use turn_manager::store::Store;
 
@@ -123,10 +124,11 @@ fn convert_refuses_a_folder_that_is_no_state_folder_or_inside_the_source_and_fai
     assert_eq!(Store::open(&source).unwrap().load_all().unwrap().sessions.len(), 1, "the source is as it was");
 
     // A channel whose session cannot be read: the others are copied, and the run fails saying so.
-    Store::open(&source).unwrap().save(&Session::new(ChannelId(4)), &[]).unwrap();
+    let stopped = HistoryEvent { at: chrono::Utc::now(), round: 1, agent_id: None, kind: EventKind::SessionStopped {} };
+    Store::open(&source).unwrap().save(&Session::new(ChannelId(4)), &[stopped]).unwrap();
     let channels = source.join("channels");
     std::fs::write(channels.join("4.json"), "{ torn").unwrap();
-    let _ = std::fs::remove_file(channels.join("4.json.prev"));
+    let _ = std::fs::remove_file(channels.join("4.prev.json")); // no last good copy either
     for entry in std::fs::read_dir(&source).unwrap().map(Result::unwrap) {
         if entry.file_name().to_string_lossy().starts_with("journal") {
             std::fs::remove_file(entry.path()).unwrap(); // no copy of it left anywhere
@@ -138,4 +140,9 @@ fn convert_refuses_a_folder_that_is_no_state_folder_or_inside_the_source_and_fai
     assert!(String::from_utf8_lossy(&copied.stdout).contains("Copied 1 session(s)"));
     assert!(stderr(&copied).contains("1 channel(s) of the state folder"), "{}", stderr(&copied));
     assert!(stderr(&copied).contains("had no readable session and were not copied"), "{}", stderr(&copied));
+    // Run again (the unreadable file was moved aside by the first): still left behind, still a failure.
+    assert!(channels.join("4.history.jsonl").exists(), "its history log stays");
+    let again = run(&["convert", "--from", from, "--to", work.path().join("copy2").to_str().unwrap()], &[]);
+    assert_eq!(again.status.code(), Some(1), "{}", stderr(&again));
+    assert!(stderr(&again).contains("channel 4: a history log but no readable session"), "{}", stderr(&again));
 }

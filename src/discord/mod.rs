@@ -198,8 +198,12 @@ pub fn clean_token(raw: &str) -> anyhow::Result<String> {
     let token = raw.trim();
     // Quotes that an env file kept (Docker's `--env-file` and systemd's `EnvironmentFile` differ on them): no token
     // has any (found by a review: the token was sent with them, and Discord's refusal sent people to reset it).
-    let unquoted = ['"', '\''].iter().find_map(|q| token.strip_prefix(*q).and_then(|t| t.strip_suffix(*q)));
-    let token = unquoted.unwrap_or(token).trim().trim_start_matches("Bot ").trim();
+    let unquote = |token: &'_ str| {
+        let unquoted = ['"', '\''].iter().find_map(|q| token.strip_prefix(*q).and_then(|t| t.strip_suffix(*q)));
+        unquoted.unwrap_or(token).trim().to_owned()
+    };
+    let token = unquote(unquote(token).trim_start_matches("Bot ").trim());
+    let token = token.as_str();
     if token.is_empty() {
         anyhow::bail!("the token is empty");
     }
@@ -579,6 +583,7 @@ mod tests {
         // Quotes an env file kept (found by a review: sent with them, the token was refused).
         assert_eq!(clean_token("\"MTIz.abc.def\"\n").unwrap(), "MTIz.abc.def");
         assert_eq!(clean_token("'Bot MTIz.abc.def'").unwrap(), "MTIz.abc.def");
+        assert_eq!(clean_token("Bot \"MTIz.abc.def\"").unwrap(), "MTIz.abc.def", "quoted after the prefix");
     }
 
     #[test]

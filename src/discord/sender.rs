@@ -59,7 +59,7 @@ pub enum Outcome {
     /// Carried out; `at` is when Discord accepted it, on the manager's clock, and `posted` the message an
     /// announcement made.
     Done { at: DateTime<Utc>, posted: Option<MessageId> },
-    /// Refused for good with this status (a 4xx other than 404 and 429).
+    /// Refused for good with this status (a 4xx other than 401, 404 and 429).
     Refused { status: u16 },
     /// Still failing after [`GIVE_UP_AFTER`], or not possible at all.
     GaveUp,

@@ -59,6 +59,13 @@ pub async fn convert(from: &StoreLocation, to: &StoreLocation, force: bool) -> a
             );
         }
     }
+    if let StoreLocation::Folder(dir) = to {
+        // Before the source is read, which may move its unreadable files aside (found by a review).
+        let dir = dir.to_owned();
+        if let Some(why) = tokio::task::spawn_blocking(move || not_a_state_folder(&dir)).await?? {
+            anyhow::bail!(why);
+        }
+    }
     let (channels, problems, left_behind) = match from {
         StoreLocation::Folder(dir) => read_source_folder(dir).await?,
         StoreLocation::Postgres(url) => {
@@ -156,7 +163,21 @@ fn read_folder(dir: &Path) -> anyhow::Result<(Vec<SavedChannel>, Vec<String>, us
         let history = store.read_log(session.channel_id)?;
         channels.push(SavedChannel { session, history });
     }
-    Ok((channels, problems, report.lost.len()))
+    // A history log whose session an earlier run (or a bot's start) moved aside unreadable is left behind too: no
+    // session file is ever deleted (found by a review: a second run found nothing amiss and exited 0).
+    let copied: std::collections::HashSet<u64> = channels.iter().map(|c| c.session.channel_id.0).collect();
+    let mut left_behind = report.lost.len();
+    for entry in std::fs::read_dir(dir.join("channels")).into_iter().flatten().flatten() {
+        let name = entry.file_name();
+        let Some(id) = name.to_str().and_then(|n| n.strip_suffix(".history.jsonl")).and_then(|n| n.parse().ok()) else {
+            continue;
+        };
+        if !copied.contains(&id) && !report.lost.contains(&crate::core::ids::ChannelId(id)) {
+            left_behind += 1;
+            problems.push(format!("channel {id}: a history log but no readable session, so it is not copied"));
+        }
+    }
+    Ok((channels, problems, left_behind))
 }
 
 /// Whether a folder holds anything besides its lock file.
@@ -187,9 +208,6 @@ async fn write_folder(dir: &Path, channels: &[SavedChannel], force: bool) -> any
     let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_owned());
     let channels = channels.to_vec();
     tokio::task::spawn_blocking(move || {
-        if let Some(why) = not_a_state_folder(&dir)? {
-            anyhow::bail!(why);
-        }
         let lock = if dir.exists() { Some(FolderLock::take(&dir)?) } else { None };
         let full = holds_anything(&dir).with_context(|| format!("reading {}", dir.display()))?;
         let mounted = is_mount_point(&dir);

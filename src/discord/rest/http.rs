@@ -31,12 +31,12 @@ const FILE_BYTES_PER_SECOND: u64 = 256 * 1024;
 pub const IN_FLIGHT_MAX: usize = 64;
 /// Discord's API host, when no `--api-base` is given.
 const DISCORD: &str = "https://discord.com";
+use super::{INVALID_WEBHOOK_TOKEN, NETWORK_REFUSAL, network_refusal};
+
 /// Discord asks every REST client to name itself as `DiscordBot ($url, $versionNumber)`; a call without a User-Agent
 /// "may be blocked" by its network (a 403 with code 40333). serenity names itself for its own calls; reqwest sends
 /// none unless told (found by a review).
 pub const USER_AGENT: &str = concat!("DiscordBot (turn-manager, ", env!("CARGO_PKG_VERSION"), ")");
-/// The JSON error code of a 403 from Discord's network layer ("internal network error"), not from its permissions.
-const NETWORK_REFUSAL: u64 = 40333;
 
 /// A wait a header or a body gives in seconds, as a duration, at most a day; `None` for what is no number of seconds
 /// (`inf` from a broken proxy panicked the channel's sender; taken for no wait, a 429 would be tried again at once).
@@ -65,6 +65,8 @@ pub struct Posted {
     pub channel: u64,
 }
 
+/// How long every route waits after a 403 from Discord's network (it gives no wait of its own).
+const NETWORK_REFUSAL_PAUSE: Duration = Duration::from_secs(5);
 /// How long the calls of a refilled bucket wait for the first one's answer to tell its size.
 const REFILL_PROBE: Duration = Duration::from_secs(2);
 
@@ -417,14 +419,17 @@ impl DiscordHttp {
         if status == 429 && (answer["global"].as_bool() == Some(true) || limits.global || banned) {
             self.buckets.pause_everything(now + retry_after.unwrap_or(Duration::from_secs(1)));
         }
-        // A 403 from Discord's network (code 40333, or Cloudflare's own page) says nothing of the bot's permissions:
-        // taken for one, it paused sessions and turned channels to observe mode. It may pass, as a broken connection.
-        let from_the_network =
-            answer["code"].as_u64() == Some(NETWORK_REFUSAL) || (answer.is_null() && limits.cloudflare);
-        if status == 403 && from_the_network {
-            return Err(RestError::Transport(format!(
-                "refused by Discord's network, not for a permission (403: {message})"
-            )));
+        let code = answer["code"].as_i64();
+        if status == 403 && (code == Some(NETWORK_REFUSAL) || (answer.is_null() && limits.cloudflare)) {
+            // Every route waits a little: each trying meanwhile would count towards the invalid requests' ban.
+            self.buckets.pause_everything(now + NETWORK_REFUSAL_PAUSE);
+            return Err(network_refusal(&message));
+        }
+        if status == 401 && code == Some(INVALID_WEBHOOK_TOKEN) {
+            // The webhook's token, not the bot's: the webhook is found or made again, as one deleted is (any other
+            // 401 is the bot's token refused, and waits in the outbox for a start with a good one).
+            let message = format!("{message} (401: the webhook's token, taken for a webhook gone)");
+            return Err(RestError::Status { status: 404, message, retry_after: None });
         }
         Err(RestError::Status { status, message, retry_after })
     }
@@ -489,7 +494,7 @@ fn percent_encode(segment: &str) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use std::sync::atomic::Ordering::Relaxed;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -521,7 +526,7 @@ mod tests {
 
     /// A server that answers every request with `status`, `headers` and `body`, and closes the connection; each
     /// request's head (lowercase) is sent on the channel.
-    async fn answering(
+    pub(in crate::discord::rest) async fn answering(
         status: &str,
         headers: &str,
         body: &'static str,
@@ -558,13 +563,22 @@ mod tests {
         let head = heads.recv().await.unwrap();
         let agent = head.lines().find_map(|l| l.strip_prefix("user-agent: ")).unwrap_or("none");
         assert!(agent.starts_with("discordbot (turn-manager, "), "the User-Agent Discord asks for: {agent}");
-        assert!(refused.is_transient() && refused.status().is_none(), "{refused:?}");
-        assert!(refused.to_string().contains("internal network error"), "{refused}");
+        assert!(matches!(refused, RestError::Unavailable(_)), "refused, not perhaps made: {refused:?}");
+        assert!(refused.is_transient() && refused.to_string().contains("internal network error"), "{refused}");
+        let other_route = http.buckets.wait_before("DELETE channels/1/messages/2", Instant::now());
+        assert!(other_route > Duration::from_secs(4), "every route waits a little: {other_route:?}");
 
         let cloudflare = "Content-Type: text/html\r\nServer: cloudflare\r\nCF-RAY: 8f0c\r\n";
         let (base, _) = answering("403 Forbidden", cloudflare, "<html>blocked</html>").await;
         let http = DiscordHttp::new("t", Some(&base), Arc::new(RestBudget::new(0)));
         assert!(http.delete_message(1, 2).await.unwrap_err().is_transient(), "Cloudflare's 403");
+
+        // A webhook's own token refused: the webhook is taken for gone (found or made again), not the bot's token.
+        let hook = r#"{"message": "Invalid Webhook Token", "code": 50027}"#;
+        let (base, _) = answering("401 Unauthorized", json, hook).await;
+        let http = DiscordHttp::new("t", Some(&base), Arc::new(RestBudget::new(0)));
+        let refused = http.delete_webhook_message(1, "w", None, 2).await.unwrap_err();
+        assert_eq!(refused.status(), Some(404), "{refused:?}");
 
         let missing = r#"{"message": "Missing Permissions", "code": 50013}"#;
         let (base, _) = answering("403 Forbidden", json, missing).await;

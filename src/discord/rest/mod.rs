@@ -85,7 +85,7 @@ pub trait Rest: Send + Sync + 'static {
     /// that was lost does not post it twice); answers the posted message's id.
     async fn notice(&self, channel: ChannelId, text: &str, nonce: &str) -> Result<MessageId, RestError>;
     /// Posts `text` as the persona through the channel's webhook, with what it `carries` (files, embeds); pings
-    /// users at most. Answers the message made.
+    /// the voice's `pings` at most. Answers the message made.
     async fn repost(
         &self,
         channel: ChannelId,
@@ -196,6 +196,19 @@ pub enum RestError {
     /// whole server, has Discord's most webhooks. Relay is not possible there until someone deletes one.
     #[error("{}", .0.describe())]
     WebhooksFull(WebhookLimit),
+}
+
+/// The JSON error code of a 403 from Discord's network layer ("internal network error"), not from its permissions.
+pub const NETWORK_REFUSAL: i64 = 40333;
+/// The JSON error code of a 401 for a webhook's token (the webhook's, not the bot's): the webhook is taken for gone.
+pub const INVALID_WEBHOOK_TOKEN: i64 = 50027;
+
+/// A 403 from Discord's network (code 40333, or a page that is not Discord's JSON, Cloudflare's) rather than from
+/// its permissions: taken for a missing permission, it paused sessions and turned channels to observe mode (found
+/// by a review). The call was refused, not made, and may be tried again later: `Unavailable`, not `Transport`,
+/// which would send a repost or an announcement looking for a copy of itself (found by a review).
+pub fn network_refusal(message: &str) -> RestError {
+    RestError::Unavailable(format!("refused by Discord's network, not for a permission (403: {message})"))
 }
 
 /// Which of Discord's webhook limits refused a new webhook.

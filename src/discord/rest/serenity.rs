@@ -3,7 +3,7 @@
 
 use super::budget::RestBudget;
 use super::http::REST_TIMEOUT;
-use super::{RestError, WebhookLimit};
+use super::{NETWORK_REFUSAL, RestError, WebhookLimit, network_refusal};
 use serenity::all as discord;
 use std::future::Future;
 
@@ -29,7 +29,12 @@ fn rest_error(error: &serenity::Error) -> RestError {
     match error {
         // Only making a webhook answers these codes ("Maximum number of webhooks reached", in the channel or the server).
         serenity::Error::Http(discord::HttpError::UnsuccessfulRequest(response)) => {
-            match WebhookLimit::from_code(response.error.code) {
+            // serenity says -1 for a body that is not Discord's JSON (Cloudflare's page): Discord's own 403s say why.
+            let code = response.error.code;
+            if response.status_code.as_u16() == 403 && (code == NETWORK_REFUSAL as isize || code == -1) {
+                return network_refusal(&response.error.message);
+            }
+            match WebhookLimit::from_code(code) {
                 Some(limit) => RestError::WebhooksFull(limit),
                 None => RestError::Status {
                     status: response.status_code.as_u16(),
@@ -41,5 +46,33 @@ fn rest_error(error: &serenity::Error) -> RestError {
         }
         serenity::Error::Http(discord::HttpError::Request(e)) => RestError::Transport(e.to_string()),
         other => RestError::Transport(other.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::http::tests::answering;
+    use super::*;
+
+    /// Found by a review: the 403 of Discord's network was told from a permission's only on the bot's own client;
+    /// serenity's calls (finding or making the webhook, permissions) still took it for a missing permission.
+    #[tokio::test]
+    async fn a_403_from_discords_network_is_no_missing_permission_on_serenitys_calls_either() {
+        let json = "Content-Type: application/json\r\n";
+        let cases = [
+            (json, r#"{"message": "internal network error", "code": 40333}"#, true),
+            ("Content-Type: text/html\r\nServer: cloudflare\r\n", "<html>blocked</html>", true),
+            (json, r#"{"message": "Missing Permissions", "code": 50013}"#, false),
+        ];
+        for (headers, body, from_the_network) in cases {
+            let (base, _) = answering("403 Forbidden", headers, body).await;
+            let http = discord::HttpBuilder::new("t").proxy(base).ratelimiter_disabled(true).build();
+            let budget = RestBudget::new(0);
+            let found =
+                call(&budget, "GET /channels/{id}/webhooks", http.get_channel_webhooks(discord::ChannelId::new(1)));
+            let refused = found.await.unwrap_err();
+            assert_eq!(matches!(refused, RestError::Unavailable(_)), from_the_network, "{body}: {refused:?}");
+            assert_eq!(refused.status(), (!from_the_network).then_some(403), "{body}");
+        }
     }
 }
