@@ -56,11 +56,6 @@ pub fn load_setup(sources: &Sources) -> Result<Setup, Problems> {
     if let Some(dir) = &sources.state_dir {
         config.state_dir = dir.clone();
     }
-    // Found by a review: `check` said OK to a state folder that is a file, which `run` then refused.
-    if config.state_dir.exists() && !config.state_dir.is_dir() {
-        let why = "is not a folder: the state folder (stateDir, or --state) must be a folder, or not exist yet";
-        problems.push(file_problem(&config.state_dir, why.into()));
-    }
 
     let personas_dir = config.personas_dir.clone();
     let (mut catalog, mut partly) = (None, None);

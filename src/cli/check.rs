@@ -9,6 +9,17 @@ use std::process::ExitCode;
 pub fn run(args: &SourceArgs) -> ExitCode {
     match load_setup(&args.sources()) {
         Ok(setup) => {
+            // Found by a review: `check` said OK to a state folder that is a file, which `run` then refused. (Only
+            // here: the other commands that read the setup keep no sessions in it, nor does `run --store postgres`.)
+            let state = &setup.config.state_dir;
+            if std::fs::symlink_metadata(state).is_ok() && !state.is_dir() {
+                eprintln!(
+                    "error: {}: is not a folder (or a link to one): the state folder (stateDir, or --state) must be a \
+                     folder, or not exist yet",
+                    state.display()
+                );
+                return ExitCode::FAILURE;
+            }
             print!("{}", report(&setup));
             ExitCode::SUCCESS
         }

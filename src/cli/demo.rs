@@ -9,7 +9,9 @@ use std::process::ExitCode;
 pub fn run(args: &DemoArgs) -> ExitCode {
     let state_dir = std::env::temp_dir().join(format!("turn-manager-demo-{}", std::process::id()));
     let code = play(args, &state_dir);
-    // Once the runtime is gone, so that nothing writes there any more.
+    // Once the runtime is gone and the store's writer has written what was queued, so that nothing writes there
+    // any more.
+    crate::store::writer::writers_ended_within(std::time::Duration::from_secs(5));
     let _ = std::fs::remove_dir_all(&state_dir);
     code
 }

@@ -59,7 +59,7 @@ pub enum Outcome {
     /// Carried out; `at` is when Discord accepted it, on the manager's clock, and `posted` the message an
     /// announcement made.
     Done { at: DateTime<Utc>, posted: Option<MessageId> },
-    /// Refused for good with this status (a 4xx other than 401, 404 and 429).
+    /// Refused for good with this status (a 4xx other than 401 and 429; a 404 is the channel or the message gone).
     Refused { status: u16 },
     /// Still failing after [`GIVE_UP_AFTER`], or not possible at all.
     GaveUp,
@@ -773,7 +773,11 @@ fn outcome_unknown(error: &RestError) -> bool {
     match error {
         RestError::Timeout(_) | RestError::Transport(_) => true,
         RestError::Status { status, .. } => *status >= 500,
-        RestError::Unavailable(_) | RestError::Impossible(_) | RestError::WebhooksFull(_) => false,
+        RestError::Unavailable(_)
+        | RestError::Impossible(_)
+        | RestError::WebhooksFull(_)
+        | RestError::NetworkRefused(_)
+        | RestError::WebhookTokenRefused(_) => false,
     }
 }
 

@@ -153,6 +153,8 @@ impl Answer {
             Err(RestError::Timeout(_)) => Answer::Timeout,
             // Discord's own refusal (400, code 30007 or 30058), named for what it means.
             Err(RestError::WebhooksFull(_)) => Answer::Status(400),
+            Err(RestError::NetworkRefused(_)) => Answer::Status(403),
+            Err(RestError::WebhookTokenRefused(_)) => Answer::Status(401),
             Err(_) => Answer::Failed,
         }
     }

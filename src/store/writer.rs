@@ -74,7 +74,25 @@ struct EndedGuard(tokio::sync::watch::Sender<bool>);
 impl Drop for EndedGuard {
     fn drop(&mut self) {
         self.0.send_replace(true);
+        WRITERS_RUNNING.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
     }
+}
+
+/// Writer threads of this process that have not ended.
+static WRITERS_RUNNING: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Waits, up to `patience`, until every writer thread of the process has ended: once their handles are dropped
+/// they still write what was queued. The demo removes its state folder after this (found by a flaky test: a
+/// checkpoint written after the removal made the folder again). True if they all ended.
+pub fn writers_ended_within(patience: Duration) -> bool {
+    let until = std::time::Instant::now() + patience;
+    while WRITERS_RUNNING.load(std::sync::atomic::Ordering::SeqCst) > 0 {
+        if std::time::Instant::now() >= until {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    true
 }
 
 impl std::fmt::Debug for Request {
@@ -110,10 +128,12 @@ impl Writer {
     ) -> (Writer, JoinHandle<()>) {
         let (requests, inbox) = mpsc::channel();
         let (ended_tx, ended) = tokio::sync::watch::channel(false);
+        WRITERS_RUNNING.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let ended_guard = EndedGuard(ended_tx);
         let thread = std::thread::Builder::new()
             .name("store-writer".into())
             .spawn(move || {
-                let _ended = EndedGuard(ended_tx);
+                let _ended = ended_guard;
                 run(&store, &inbox, lazy_delay, checkpoint_delay)
             })
             .expect("the operating system refused to start the store writer thread");

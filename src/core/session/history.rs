@@ -161,7 +161,7 @@ pub enum EventKind {
         /// The rule's name (a boxed `str`: it keeps every event within the size of the largest older one).
         signal: Box<str>,
     },
-    /// Discord refused an effect for good (a 4xx other than 401, 404 and 429), or it could not be done in time.
+    /// Discord refused an effect for good (a 4xx other than 401 and 429), or it could not be done in time.
     EffectFailed {
         effect: String,
         status: Option<u16>,

@@ -219,21 +219,21 @@ fn found(c: &Captures) -> Found {
     Found { start: whole.start(), end: whole.end(), payload: group("payload"), task: group("task") }
 }
 
-/// The regex crate's error on one line (its own is a multi-line drawing).
-/// `anchored`, the user's `pattern` wrapped as it is used, compiled. The error is the regex crate's, or, when the
-/// pattern compiles alone, why it cannot be used: under `(?x)` a `#` comment runs to the end of the line, over the
-/// wrapper's closing parenthesis.
+/// `anchored`, the user's `pattern` wrapped as it is used, compiled. The pattern is compiled alone first, and its
+/// own error said: wrapped, its error could be the wrapper's (a trailing `\` escapes the closing parenthesis, said as
+/// an unclosed group), and an unbalanced pattern could even compile, its parentheses closed by the wrapper's, and
+/// match outside its anchor (`DONE)|(READY`: `READY` anywhere; found by a review). A pattern that compiles alone but
+/// not wrapped: under `(?x)` a `#` comment runs to the end of the line, over the wrapper's closing parenthesis.
 pub(super) fn anchored_regex(pattern: &str, anchored: &str) -> Result<Regex, String> {
-    Regex::new(anchored).map_err(|_| match Regex::new(pattern) {
-        Ok(_) => "does not compile where it is used, after its anchor: under `(?x)`, end a `#` comment with a new \
-                  line (`\\n` in JSON)"
-            .to_owned(),
-        // The pattern's own error, as written: the anchored one's may be about the wrapping (a trailing `\` escaped
-        // its closing parenthesis, said as an unclosed group; found by a review).
-        Err(own) => compact_regex_error(&own),
+    Regex::new(pattern).map_err(|own| compact_regex_error(&own))?;
+    Regex::new(anchored).map_err(|_| {
+        "does not compile where it is used, after its anchor: under `(?x)`, end a `#` comment with a new line (`\\n` \
+         in JSON)"
+            .to_owned()
     })
 }
 
+/// The regex crate's error on one line (its own is a multi-line drawing).
 fn compact_regex_error(e: &regex::Error) -> String {
     let text = e.to_string();
     let last = text.lines().rev().find(|l| l.trim_start().starts_with("error:")).unwrap_or(&text);

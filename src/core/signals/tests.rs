@@ -510,6 +510,23 @@ fn every_mistake_in_the_rules_is_reported_at_once_with_its_field_and_line() {
     assert_eq!(lines, expected, "\n{}", lines.join("\n"));
 }
 
+/// Found by a review: a pattern whose parentheses the anchor's wrapping balanced compiled, and matched outside its
+/// anchor (`DONE)|(READY`, at the end: `READY` anywhere in a message). It is refused as it does not compile alone.
+#[test]
+fn an_unbalanced_pattern_never_escapes_its_anchor() {
+    for (at, field) in [("end", "signals.rules[0].pattern"), ("line", "signals.rules[0].pattern")] {
+        let text = format!(
+            r#"{{"signals": {{"rules": [{{"name": "x", "pattern": "DONE)|(READY", "at": "{at}", "action": "complete"}}]}}}}"#
+        );
+        let problems = Config::parse("c.json", &text).unwrap_err();
+        assert_eq!(problems.0.len(), 1, "{problems}");
+        assert_eq!(problems.0[0].field, field);
+        assert!(problems.0[0].message.starts_with("does not compile: unopened group"), "{problems}");
+    }
+    let text = r#"{"signals": {"unknownPattern": "X)|(Y"}}"#;
+    assert!(Config::parse("c.json", text).is_err(), "the unknown-signal pattern too");
+}
+
 #[test]
 fn a_verbose_pattern_ending_in_a_comment_is_refused_with_how_to_fix_it_never_a_panic() {
     let text = r##"{

@@ -31,7 +31,7 @@ const FILE_BYTES_PER_SECOND: u64 = 256 * 1024;
 pub const IN_FLIGHT_MAX: usize = 64;
 /// Discord's API host, when no `--api-base` is given.
 const DISCORD: &str = "https://discord.com";
-use super::{INVALID_WEBHOOK_TOKEN, NETWORK_REFUSAL, network_refusal};
+use super::{INVALID_WEBHOOK_TOKEN, NETWORK_REFUSAL, NETWORK_REFUSAL_PAUSE};
 
 /// Discord asks every REST client to name itself as `DiscordBot ($url, $versionNumber)`; a call without a User-Agent
 /// "may be blocked" by its network (a 403 with code 40333). serenity names itself for its own calls; reqwest sends
@@ -65,8 +65,9 @@ pub struct Posted {
     pub channel: u64,
 }
 
-/// How long every route waits after a 403 from Discord's network (it gives no wait of its own).
-const NETWORK_REFUSAL_PAUSE: Duration = Duration::from_secs(5);
+/// How often a call waiting for a route's rate limit looks again: a probe's answer ([`Buckets::take`]) may let it
+/// go well before the wait it was given.
+const RATE_LIMIT_RECHECK: Duration = Duration::from_millis(50);
 /// How long the calls of a refilled bucket wait for the first one's answer to tell its size.
 const REFILL_PROBE: Duration = Duration::from_secs(2);
 
@@ -75,6 +76,17 @@ const REFILL_PROBE: Duration = Duration::from_secs(2);
 struct Bucket {
     remaining: u64,
     reset_at: Instant,
+    /// A call is out to learn the size of the bucket, refilled since it was spent (see [`Buckets::take`]).
+    probing: bool,
+}
+
+/// What [`Buckets::take`] gave a call that may go.
+#[derive(Debug, PartialEq, Eq)]
+enum Taken {
+    /// One of the calls the bucket has left, or a route not known yet.
+    Spent,
+    /// The call that learns the refilled bucket's size: the others wait for its answer ([`Buckets::settle`]).
+    Probe,
 }
 
 /// Rate-limit state: per route (with its major parameter, as Discord counts them) and global.
@@ -101,7 +113,8 @@ impl Buckets {
         let (Some(remaining), Some(reset_after)) = (remaining, reset_after) else { return };
         let Some(reset_after) = seconds_said(reset_after) else { return };
         let reset_at = now + reset_after;
-        self.routes.lock().expect("buckets lock").insert(route.to_owned(), Bucket { remaining, reset_at });
+        let bucket = Bucket { remaining, reset_at, probing: false };
+        self.routes.lock().expect("buckets lock").insert(route.to_owned(), bucket);
     }
 
     /// A 429 with `global` set: every route waits.
@@ -112,23 +125,45 @@ impl Buckets {
 
     /// Takes one call from the route's bucket if it may be made at `now`, so two calls never both spend its last
     /// one; otherwise how long to wait. A bucket spent and since refilled has a size no answer has told yet: one call
-    /// goes, and the others wait for its answer's headers (at most [`REFILL_PROBE`]); before, every call waiting
-    /// for the refill went at once and earned 429s (found by a review: threads share their parent's webhook route).
-    fn take(&self, route: &str, now: Instant) -> Duration {
+    /// goes (the probe), and the others wait until its answer tells the size or it ends without telling
+    /// ([`Buckets::settle`]), [`REFILL_PROBE`] at most; before, every call waiting for the refill went at once and
+    /// earned 429s (found by a review: threads share their parent's webhook route).
+    fn take(&self, route: &str, now: Instant) -> Result<Taken, Duration> {
         let wait = self.wait_before(route, now);
         if !wait.is_zero() {
-            return wait;
+            return Err(wait);
         }
-        if let Some(bucket) = self.routes.lock().expect("buckets lock").get_mut(route) {
-            if bucket.remaining == 0 && bucket.reset_at <= now {
-                bucket.reset_at = now + REFILL_PROBE;
-            } else if bucket.remaining == 0 {
-                return bucket.reset_at - now; // spent by a call between the two locks
-            } else {
-                bucket.remaining -= 1;
-            }
+        let mut routes = self.routes.lock().expect("buckets lock");
+        let Some(bucket) = routes.get_mut(route) else { return Ok(Taken::Spent) };
+        if bucket.remaining > 0 {
+            bucket.remaining -= 1;
+            Ok(Taken::Spent)
+        } else if bucket.reset_at <= now && !bucket.probing {
+            (bucket.probing, bucket.reset_at) = (true, now + REFILL_PROBE);
+            Ok(Taken::Probe)
+        } else {
+            Err(bucket.reset_at.saturating_duration_since(now).max(Duration::from_millis(1)))
         }
-        Duration::ZERO
+    }
+
+    /// The probe of `route` ended: if its answer told nothing of the bucket (a time-out, a failure, an answer
+    /// without the headers, a call not made), the next call may probe now rather than wait out [`REFILL_PROBE`].
+    fn settle(&self, route: &str, now: Instant) {
+        if let Some(bucket) = self.routes.lock().expect("buckets lock").get_mut(route).filter(|b| b.probing) {
+            (bucket.probing, bucket.reset_at) = (false, now);
+        }
+    }
+}
+
+/// A probe of a route's bucket in flight: [`Buckets::settle`] when it ends.
+struct ProbeOut<'a> {
+    buckets: &'a Buckets,
+    route: &'a str,
+}
+
+impl Drop for ProbeOut<'_> {
+    fn drop(&mut self) {
+        self.buckets.settle(self.route, Instant::now());
     }
 }
 
@@ -352,18 +387,23 @@ impl DiscordHttp {
     ) -> Result<Vec<u8>, RestError> {
         // The route's limit is waited for without a slot, then its call taken from the bucket once a slot is held:
         // another call of the route may have spent it meanwhile (found by a review: it was looked at once).
-        let _slot = loop {
+        let mut said = false;
+        let (_slot, taken) = loop {
             let wait = self.buckets.wait_before(route, Instant::now());
             if !wait.is_zero() {
-                tracing::debug!(route, "waiting {wait:?} for the rate limit");
-                tokio::time::sleep(wait).await;
+                if !std::mem::replace(&mut said, true) {
+                    tracing::debug!(route, "waiting {wait:?} for the rate limit");
+                }
+                tokio::time::sleep(wait.min(RATE_LIMIT_RECHECK)).await;
                 continue;
             }
             let slot = self.slot().await;
-            if self.buckets.take(route, Instant::now()).is_zero() {
-                break slot;
+            if let Ok(taken) = self.buckets.take(route, Instant::now()) {
+                break (slot, taken);
             }
         };
+        // However the call ends (refused below, failed, cancelled), a probe that learned nothing lets the next go.
+        let _probe = (taken == Taken::Probe).then(|| ProbeOut { buckets: &self.buckets, route });
         self.budget.take().await;
         if !super::MAY_SEND.try_with(|may| may()).unwrap_or(true) {
             return Err(RestError::Unavailable("not sent: this process may no longer act for the channel".into()));
@@ -421,15 +461,11 @@ impl DiscordHttp {
         }
         let code = answer["code"].as_i64();
         if status == 403 && (code == Some(NETWORK_REFUSAL) || (answer.is_null() && limits.cloudflare)) {
-            // Every route waits a little: each trying meanwhile would count towards the invalid requests' ban.
             self.buckets.pause_everything(now + NETWORK_REFUSAL_PAUSE);
-            return Err(network_refusal(&message));
+            return Err(RestError::NetworkRefused(message));
         }
         if status == 401 && code == Some(INVALID_WEBHOOK_TOKEN) {
-            // The webhook's token, not the bot's: the webhook is found or made again, as one deleted is (any other
-            // 401 is the bot's token refused, and waits in the outbox for a start with a good one).
-            let message = format!("{message} (401: the webhook's token, taken for a webhook gone)");
-            return Err(RestError::Status { status: 404, message, retry_after: None });
+            return Err(RestError::WebhookTokenRefused(message));
         }
         Err(RestError::Status { status, message, retry_after })
     }
@@ -563,7 +599,7 @@ pub(super) mod tests {
         let head = heads.recv().await.unwrap();
         let agent = head.lines().find_map(|l| l.strip_prefix("user-agent: ")).unwrap_or("none");
         assert!(agent.starts_with("discordbot (turn-manager, "), "the User-Agent Discord asks for: {agent}");
-        assert!(matches!(refused, RestError::Unavailable(_)), "refused, not perhaps made: {refused:?}");
+        assert!(matches!(refused, RestError::NetworkRefused(_)), "refused, not perhaps made: {refused:?}");
         assert!(refused.is_transient() && refused.to_string().contains("internal network error"), "{refused}");
         let other_route = http.buckets.wait_before("DELETE channels/1/messages/2", Instant::now());
         assert!(other_route > Duration::from_secs(4), "every route waits a little: {other_route:?}");
@@ -571,14 +607,15 @@ pub(super) mod tests {
         let cloudflare = "Content-Type: text/html\r\nServer: cloudflare\r\nCF-RAY: 8f0c\r\n";
         let (base, _) = answering("403 Forbidden", cloudflare, "<html>blocked</html>").await;
         let http = DiscordHttp::new("t", Some(&base), Arc::new(RestBudget::new(0)));
-        assert!(http.delete_message(1, 2).await.unwrap_err().is_transient(), "Cloudflare's 403");
+        let refused = http.delete_message(1, 2).await.unwrap_err();
+        assert!(matches!(refused, RestError::NetworkRefused(_)), "Cloudflare's 403: {refused:?}");
 
         // A webhook's own token refused: the webhook is taken for gone (found or made again), not the bot's token.
         let hook = r#"{"message": "Invalid Webhook Token", "code": 50027}"#;
         let (base, _) = answering("401 Unauthorized", json, hook).await;
         let http = DiscordHttp::new("t", Some(&base), Arc::new(RestBudget::new(0)));
         let refused = http.delete_webhook_message(1, "w", None, 2).await.unwrap_err();
-        assert_eq!(refused.status(), Some(404), "{refused:?}");
+        assert!(matches!(refused, RestError::WebhookTokenRefused(_)) && !refused.is_transient(), "{refused:?}");
 
         let missing = r#"{"message": "Missing Permissions", "code": 50013}"#;
         let (base, _) = answering("403 Forbidden", json, missing).await;
@@ -749,9 +786,9 @@ pub(super) mod tests {
         let buckets = Buckets::default();
         let now = Instant::now();
         buckets.learn("r", now, Some(1), Some(1.0));
-        assert_eq!(buckets.take("r", now), Duration::ZERO);
+        assert_eq!(buckets.take("r", now), Ok(Taken::Spent));
         assert_eq!(buckets.wait_before("r", now), Duration::from_secs(1));
-        assert_eq!(buckets.take("r", now), Duration::from_secs(1), "spent: the next waits");
+        assert_eq!(buckets.take("r", now), Err(Duration::from_secs(1)), "spent: the next waits");
     }
 
     /// Found by a review: once a spent bucket refilled, every call waiting for it went at once and earned 429s.
@@ -762,11 +799,35 @@ pub(super) mod tests {
         let now = Instant::now();
         buckets.learn("r", now, Some(0), Some(1.0));
         let refilled = now + Duration::from_millis(1_500);
-        assert_eq!(buckets.take("r", refilled), Duration::ZERO, "the first goes");
-        assert_eq!(buckets.take("r", refilled), REFILL_PROBE, "the next waits for its answer");
-        buckets.learn("r", refilled + Duration::from_millis(50), Some(4), Some(5.0));
-        assert_eq!(buckets.take("r", refilled + Duration::from_millis(60)), Duration::ZERO, "told: 4 left");
-        assert_eq!(buckets.take("r", now), Duration::ZERO, "an unknown route goes");
+        let after = |ms: u64| refilled + Duration::from_millis(ms);
+        assert_eq!(buckets.take("r", refilled), Ok(Taken::Probe), "the first goes");
+        assert_eq!(buckets.take("r", refilled), Err(REFILL_PROBE), "the next waits for its answer");
+        buckets.learn("r", after(50), Some(4), Some(5.0));
+        buckets.settle("r", after(50)); // the probe's end, once its answer was read: nothing more to do
+        assert_eq!(buckets.take("r", after(60)), Ok(Taken::Spent), "told: 4 left");
+        assert_eq!(buckets.take("unknown", now), Ok(Taken::Spent), "an unknown route goes");
+
+        // A probe that ends without telling (a time-out, an answer without the headers): the next call probes at once,
+        // not after REFILL_PROBE (found by a review).
+        buckets.learn("s", now, Some(0), Some(1.0));
+        assert_eq!(buckets.take("s", refilled), Ok(Taken::Probe));
+        assert!(buckets.take("s", after(100)).is_err(), "the probe is out");
+        buckets.settle("s", after(100));
+        assert_eq!(buckets.take("s", after(100)), Ok(Taken::Probe), "the next one learns the size");
+    }
+
+    /// A call refused before it is made (its process no longer acts for the channel) while it was a bucket's probe
+    /// lets the others go at once (found by a review: they were held 2 s).
+    #[tokio::test]
+    async fn a_probe_not_sent_lets_the_next_call_of_its_route_go_at_once() {
+        let (base, _) = answering("200 OK", "", "{}").await;
+        let http = DiscordHttp::new("t", Some(&base), Arc::new(RestBudget::new(0)));
+        let route = "DELETE channels/1/messages";
+        http.buckets.learn(route, Instant::now() - Duration::from_secs(2), Some(0), Some(1.0));
+        let never: Arc<dyn Fn() -> bool + Send + Sync> = Arc::new(|| false);
+        let refused = super::super::MAY_SEND.scope(never, http.delete_message(1, 2)).await;
+        assert!(matches!(refused, Err(RestError::Unavailable(_))), "{refused:?}");
+        assert_eq!(http.buckets.take(route, Instant::now()), Ok(Taken::Probe), "not held by the call not made");
     }
 
     #[test]

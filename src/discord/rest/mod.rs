@@ -186,9 +186,19 @@ pub enum RestError {
     /// The request did not reach Discord or its answer could not be read.
     #[error("{0}")]
     Transport(String),
-    /// The call could not be made yet: not connected, or a server not in the cache yet.
+    /// The call could not be made yet: not connected, a server not in the cache yet, or this process no longer acts
+    /// for the channel.
     #[error("{0}")]
     Unavailable(String),
+    /// A 403 from Discord's network (code 40333, or a page that is not Discord's JSON, Cloudflare's) rather than
+    /// from its permissions: taken for a missing permission, it paused sessions and turned channels to observe mode
+    /// (found by a review). The call was refused, not made (no copy of it is looked for), and may be tried later.
+    #[error("refused by Discord's network, not for a permission (403: {0})")]
+    NetworkRefused(String),
+    /// A webhook's own token refused (401, code 50027), not the bot's: the webhook is taken for gone, found or made
+    /// again (found by a review: counted as the bot's token, the repost waited ten minutes).
+    #[error("the webhook's token was refused (401: {0})")]
+    WebhookTokenRefused(String),
     /// The call can never be made, e.g. in a channel that is not a server channel.
     #[error("{0}")]
     Impossible(String),
@@ -200,16 +210,11 @@ pub enum RestError {
 
 /// The JSON error code of a 403 from Discord's network layer ("internal network error"), not from its permissions.
 pub const NETWORK_REFUSAL: i64 = 40333;
+/// How long every call of the bot's own client waits after a 403 from Discord's network (it gives no wait of its
+/// own): each trying meanwhile would count towards Discord's ban of clients that make too many invalid requests.
+pub const NETWORK_REFUSAL_PAUSE: Duration = Duration::from_secs(5);
 /// The JSON error code of a 401 for a webhook's token (the webhook's, not the bot's): the webhook is taken for gone.
 pub const INVALID_WEBHOOK_TOKEN: i64 = 50027;
-
-/// A 403 from Discord's network (code 40333, or a page that is not Discord's JSON, Cloudflare's) rather than from
-/// its permissions: taken for a missing permission, it paused sessions and turned channels to observe mode (found
-/// by a review). The call was refused, not made, and may be tried again later: `Unavailable`, not `Transport`,
-/// which would send a repost or an announcement looking for a copy of itself (found by a review).
-pub fn network_refusal(message: &str) -> RestError {
-    RestError::Unavailable(format!("refused by Discord's network, not for a permission (403: {message})"))
-}
 
 /// Which of Discord's webhook limits refused a new webhook.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -282,15 +287,19 @@ where
 }
 
 impl RestError {
-    /// A failure that may pass: a 429, a server error, a time-out, a broken connection, or not connected yet; and a
-    /// 401, which refuses the token, not the call: the process stops for it (the gateway refuses the token too) and
-    /// the effect waits in the outbox for a start with a token Discord takes (found by a review: an announcement
-    /// made while a start with a wrong token failed was given up for good). A refusal (other 4xx) will not.
+    /// A failure that may pass: a 429, a server error, a time-out, a broken connection, not connected yet, a refusal
+    /// by Discord's network; and a 401, which refuses the bot's token, not the call: tried again as a server error
+    /// is, the effect waits in the outbox, and the process stops once the gateway refuses the token too (found by a
+    /// review: an announcement made while a start with a wrong token failed was given up for good). A refusal
+    /// (other 4xx, a webhook's token) will not.
     pub fn is_transient(&self) -> bool {
         match self {
             RestError::Status { status, .. } => matches!(*status, 401 | 429) || *status >= 500,
-            RestError::Timeout(_) | RestError::Transport(_) | RestError::Unavailable(_) => true,
-            RestError::Impossible(_) | RestError::WebhooksFull(_) => false,
+            RestError::Timeout(_)
+            | RestError::Transport(_)
+            | RestError::Unavailable(_)
+            | RestError::NetworkRefused(_) => true,
+            RestError::Impossible(_) | RestError::WebhooksFull(_) | RestError::WebhookTokenRefused(_) => false,
         }
     }
 

@@ -3,7 +3,7 @@
 
 use super::budget::RestBudget;
 use super::http::REST_TIMEOUT;
-use super::{NETWORK_REFUSAL, RestError, WebhookLimit, network_refusal};
+use super::{NETWORK_REFUSAL, RestError, WebhookLimit};
 use serenity::all as discord;
 use std::future::Future;
 
@@ -29,10 +29,11 @@ fn rest_error(error: &serenity::Error) -> RestError {
     match error {
         // Only making a webhook answers these codes ("Maximum number of webhooks reached", in the channel or the server).
         serenity::Error::Http(discord::HttpError::UnsuccessfulRequest(response)) => {
-            // serenity says -1 for a body that is not Discord's JSON (Cloudflare's page): Discord's own 403s say why.
+            // serenity says -1 for a body that is not Discord's JSON (Cloudflare's page; it shows no headers to tell
+            // it by, so a proxy's plain-text 403 is taken for one too): Discord's own 403s say why in JSON.
             let code = response.error.code;
             if response.status_code.as_u16() == 403 && (code == NETWORK_REFUSAL as isize || code == -1) {
-                return network_refusal(&response.error.message);
+                return RestError::NetworkRefused(response.error.message.clone());
             }
             match WebhookLimit::from_code(code) {
                 Some(limit) => RestError::WebhooksFull(limit),
@@ -71,7 +72,7 @@ mod tests {
             let found =
                 call(&budget, "GET /channels/{id}/webhooks", http.get_channel_webhooks(discord::ChannelId::new(1)));
             let refused = found.await.unwrap_err();
-            assert_eq!(matches!(refused, RestError::Unavailable(_)), from_the_network, "{body}: {refused:?}");
+            assert_eq!(matches!(refused, RestError::NetworkRefused(_)), from_the_network, "{body}: {refused:?}");
             assert_eq!(refused.status(), (!from_the_network).then_some(403), "{body}");
         }
     }

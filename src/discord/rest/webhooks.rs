@@ -88,9 +88,12 @@ impl Webhooks {
                     self.take_back_misplaced(hook.id.get(), &token, posted).await;
                     forget(&slot, &hook).await;
                 }
-                // 404: someone deleted the webhook; make a new one and try once more.
-                Err(e) if attempt == 0 && e.status() == Some(404) => {
-                    tracing::info!(channel = %owner, "my webhook was deleted; making a new one");
+                // 404: someone deleted the webhook; make a new one and try once more. Its token refused (401, code
+                // 50027): the same.
+                Err(e)
+                    if attempt == 0 && (e.status() == Some(404) || matches!(e, RestError::WebhookTokenRefused(_))) =>
+                {
+                    tracing::info!(channel = %owner, "my webhook was deleted or its token refused ({e}); finding or making one");
                     forget(&slot, &hook).await;
                 }
                 Err(e) => return Err(e),
@@ -129,6 +132,11 @@ impl Webhooks {
         match self.http.delete_webhook_message(hook.id.get(), &token, thread.map(|t| t.0), message.0).await {
             Ok(()) => Ok(true),
             Err(e) if e.status() == Some(404) => Ok(false),
+            // The webhook's token refused: the bot's own deletion is tried instead, and the webhook found again next.
+            Err(RestError::WebhookTokenRefused(_)) => {
+                forget(&slot, &hook).await;
+                Ok(false)
+            }
             Err(e) => Err(e),
         }
     }
