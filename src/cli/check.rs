@@ -10,9 +10,11 @@ pub fn run(args: &SourceArgs) -> ExitCode {
     match load_setup(&args.sources()) {
         Ok(setup) => {
             // Found by a review: `check` said OK to a state folder that is a file, which `run` then refused. (Only
-            // here: the other commands that read the setup keep no sessions in it, nor does `run --store postgres`.)
+            // here: the other commands that read the setup keep no sessions in it; not with `TM_STORE`, the store
+            // `run` uses instead.)
             let state = &setup.config.state_dir;
-            if std::fs::symlink_metadata(state).is_ok() && !state.is_dir() {
+            let elsewhere = std::env::var_os("TM_STORE").is_some_and(|store| !store.is_empty());
+            if !elsewhere && std::fs::symlink_metadata(state).is_ok() && !state.is_dir() {
                 eprintln!(
                     "error: {}: is not a folder (or a link to one): the state folder (stateDir, or --state) must be a \
                      folder, or not exist yet",

@@ -11,7 +11,9 @@ pub fn run(args: &DemoArgs) -> ExitCode {
     let code = play(args, &state_dir);
     // Once the runtime is gone and the store's writer has written what was queued, so that nothing writes there
     // any more.
-    crate::store::writer::writers_ended_within(std::time::Duration::from_secs(5));
+    if !crate::store::writer::writers_ended_within(std::time::Duration::from_secs(5)) {
+        eprintln!("warning: the store was still writing after 5 s; {} may be left behind", state_dir.display());
+    }
     let _ = std::fs::remove_dir_all(&state_dir);
     code
 }

@@ -222,7 +222,7 @@ fn found(c: &Captures) -> Found {
 /// `anchored`, the user's `pattern` wrapped as it is used, compiled. The pattern is compiled alone first, and its
 /// own error said: wrapped, its error could be the wrapper's (a trailing `\` escapes the closing parenthesis, said as
 /// an unclosed group), and an unbalanced pattern could even compile, its parentheses closed by the wrapper's, and
-/// match outside its anchor (`DONE)|(READY`: `READY` anywhere; found by a review). A pattern that compiles alone but
+/// match outside its anchor (`DONE)|(READY` at the end: `DONE` anywhere; found by a review). A pattern that compiles alone but
 /// not wrapped: under `(?x)` a `#` comment runs to the end of the line, over the wrapper's closing parenthesis.
 pub(super) fn anchored_regex(pattern: &str, anchored: &str) -> Result<Regex, String> {
     Regex::new(pattern).map_err(|own| compact_regex_error(&own))?;

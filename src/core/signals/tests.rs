@@ -511,7 +511,7 @@ fn every_mistake_in_the_rules_is_reported_at_once_with_its_field_and_line() {
 }
 
 /// Found by a review: a pattern whose parentheses the anchor's wrapping balanced compiled, and matched outside its
-/// anchor (`DONE)|(READY`, at the end: `READY` anywhere in a message). It is refused as it does not compile alone.
+/// anchor (`DONE)|(READY`, at the end: `DONE` anywhere in a message). It is refused as it does not compile alone.
 #[test]
 fn an_unbalanced_pattern_never_escapes_its_anchor() {
     for (at, field) in [("end", "signals.rules[0].pattern"), ("line", "signals.rules[0].pattern")] {

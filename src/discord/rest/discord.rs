@@ -39,7 +39,8 @@ impl Rest for DiscordRest {
                 // Not connected yet (an escalation replayed at start-up): tried again in a moment, as the
                 // announcement is. Any other failure posts it calling nobody rather than hold it, and every later
                 // announcement of the channel behind it, for the sender's ten minutes of retries.
-                Err(e @ RestError::Unavailable(_)) => return Err(e),
+                // A refusal by Discord's network too: an escalation must not go out calling no manager for it.
+                Err(e @ (RestError::Unavailable(_) | RestError::NetworkRefused(_))) => return Err(e),
                 Err(e) => {
                     tracing::warn!(%channel, "could not read the control roles to call, calling nobody: {e}");
                     Vec::new()

@@ -65,11 +65,8 @@ pub struct Posted {
     pub channel: u64,
 }
 
-/// How often a call waiting for a route's rate limit looks again: a probe's answer ([`Buckets::take`]) may let it
-/// go well before the wait it was given.
+/// How often a call waiting for the probe of its route's bucket ([`Buckets::take`]) looks again.
 const RATE_LIMIT_RECHECK: Duration = Duration::from_millis(50);
-/// How long the calls of a refilled bucket wait for the first one's answer to tell its size.
-const REFILL_PROBE: Duration = Duration::from_secs(2);
 
 /// A route's bucket as Discord last described it.
 #[derive(Clone, Copy, Debug)]
@@ -98,13 +95,16 @@ pub struct Buckets {
 
 impl Buckets {
     /// How long to wait before calling `route` now: until its bucket resets if it is spent, or the global limit
-    /// lifts.
+    /// lifts; while a probe of the bucket is out ([`Buckets::take`]), [`RATE_LIMIT_RECHECK`], to look again then.
     pub fn wait_before(&self, route: &str, now: Instant) -> Duration {
         let global =
             self.global_until.lock().expect("global lock").map_or(Duration::ZERO, |until| until - now.min(until));
         let routes = self.routes.lock().expect("buckets lock");
-        let bucket =
-            routes.get(route).filter(|b| b.remaining == 0).map_or(Duration::ZERO, |b| b.reset_at - now.min(b.reset_at));
+        let bucket = match routes.get(route).filter(|b| b.remaining == 0) {
+            None => Duration::ZERO,
+            Some(b) if b.probing => RATE_LIMIT_RECHECK,
+            Some(b) => b.reset_at - now.min(b.reset_at),
+        };
         global.max(bucket)
     }
 
@@ -126,8 +126,8 @@ impl Buckets {
     /// Takes one call from the route's bucket if it may be made at `now`, so two calls never both spend its last
     /// one; otherwise how long to wait. A bucket spent and since refilled has a size no answer has told yet: one call
     /// goes (the probe), and the others wait until its answer tells the size or it ends without telling
-    /// ([`Buckets::settle`]), [`REFILL_PROBE`] at most; before, every call waiting for the refill went at once and
-    /// earned 429s (found by a review: threads share their parent's webhook route).
+    /// ([`Buckets::settle`]), looking again every [`RATE_LIMIT_RECHECK`]; before, every call waiting for the
+    /// refill went at once and earned 429s (found by a review: threads share their parent's webhook route).
     fn take(&self, route: &str, now: Instant) -> Result<Taken, Duration> {
         let wait = self.wait_before(route, now);
         if !wait.is_zero() {
@@ -139,18 +139,20 @@ impl Buckets {
             bucket.remaining -= 1;
             Ok(Taken::Spent)
         } else if bucket.reset_at <= now && !bucket.probing {
-            (bucket.probing, bucket.reset_at) = (true, now + REFILL_PROBE);
+            bucket.probing = true;
             Ok(Taken::Probe)
+        } else if bucket.probing {
+            Err(RATE_LIMIT_RECHECK)
         } else {
-            Err(bucket.reset_at.saturating_duration_since(now).max(Duration::from_millis(1)))
+            Err(bucket.reset_at - now) // spent by a call between the two locks
         }
     }
 
     /// The probe of `route` ended: if its answer told nothing of the bucket (a time-out, a failure, an answer
-    /// without the headers, a call not made), the next call may probe now rather than wait out [`REFILL_PROBE`].
-    fn settle(&self, route: &str, now: Instant) {
+    /// without the headers, a call not made), the next call may probe now.
+    fn settle(&self, route: &str) {
         if let Some(bucket) = self.routes.lock().expect("buckets lock").get_mut(route).filter(|b| b.probing) {
-            (bucket.probing, bucket.reset_at) = (false, now);
+            bucket.probing = false;
         }
     }
 }
@@ -163,7 +165,7 @@ struct ProbeOut<'a> {
 
 impl Drop for ProbeOut<'_> {
     fn drop(&mut self) {
-        self.buckets.settle(self.route, Instant::now());
+        self.buckets.settle(self.route);
     }
 }
 
@@ -394,12 +396,18 @@ impl DiscordHttp {
                 if !std::mem::replace(&mut said, true) {
                     tracing::debug!(route, "waiting {wait:?} for the rate limit");
                 }
-                tokio::time::sleep(wait.min(RATE_LIMIT_RECHECK)).await;
+                tokio::time::sleep(wait).await;
                 continue;
             }
             let slot = self.slot().await;
-            if let Ok(taken) = self.buckets.take(route, Instant::now()) {
-                break (slot, taken);
+            match self.buckets.take(route, Instant::now()) {
+                Ok(taken) => break (slot, taken),
+                // Taken meanwhile (a probe went, or the last call): waited for without the slot, never in a spin
+                // (found by a review: a call behind a probe out for long looped without sleeping).
+                Err(wait) => {
+                    drop(slot);
+                    tokio::time::sleep(wait).await;
+                }
             }
         };
         // However the call ends (refused below, failed, cancelled), a probe that learned nothing lets the next go.
@@ -801,23 +809,27 @@ pub(super) mod tests {
         let refilled = now + Duration::from_millis(1_500);
         let after = |ms: u64| refilled + Duration::from_millis(ms);
         assert_eq!(buckets.take("r", refilled), Ok(Taken::Probe), "the first goes");
-        assert_eq!(buckets.take("r", refilled), Err(REFILL_PROBE), "the next waits for its answer");
-        buckets.learn("r", after(50), Some(4), Some(5.0));
-        buckets.settle("r", after(50)); // the probe's end, once its answer was read: nothing more to do
-        assert_eq!(buckets.take("r", after(60)), Ok(Taken::Spent), "told: 4 left");
+        assert_eq!(buckets.take("r", refilled), Err(RATE_LIMIT_RECHECK), "the next waits for its answer");
+        // However long the probe is out (an upload), the others wait, looking again now and then: never a wait of
+        // zero, which would spin (found by a review).
+        assert_eq!(buckets.wait_before("r", after(5_000)), RATE_LIMIT_RECHECK);
+        assert_eq!(buckets.take("r", after(5_000)), Err(RATE_LIMIT_RECHECK));
+        buckets.learn("r", after(5_050), Some(4), Some(5.0));
+        buckets.settle("r"); // the probe's end, once its answer was read
+        assert_eq!(buckets.take("r", after(5_060)), Ok(Taken::Spent), "told: 4 left");
         assert_eq!(buckets.take("unknown", now), Ok(Taken::Spent), "an unknown route goes");
 
-        // A probe that ends without telling (a time-out, an answer without the headers): the next call probes at once,
-        // not after REFILL_PROBE (found by a review).
+        // A probe that ends without telling (a time-out, an answer without the headers): the next call probes at once
+        // (found by a review).
         buckets.learn("s", now, Some(0), Some(1.0));
         assert_eq!(buckets.take("s", refilled), Ok(Taken::Probe));
         assert!(buckets.take("s", after(100)).is_err(), "the probe is out");
-        buckets.settle("s", after(100));
+        buckets.settle("s");
         assert_eq!(buckets.take("s", after(100)), Ok(Taken::Probe), "the next one learns the size");
     }
 
     /// A call refused before it is made (its process no longer acts for the channel) while it was a bucket's probe
-    /// lets the others go at once (found by a review: they were held 2 s).
+    /// lets the others go at once (found by a review: they were held).
     #[tokio::test]
     async fn a_probe_not_sent_lets_the_next_call_of_its_route_go_at_once() {
         let (base, _) = answering("200 OK", "", "{}").await;
