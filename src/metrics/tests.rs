@@ -98,6 +98,9 @@ fn a_rest_answer_has_its_class() {
     assert_eq!(Answer::of(&status(502)).class(), "5xx");
     assert_eq!(Answer::of(&Err::<(), _>(RestError::Timeout(Duration::from_secs(10)))).class(), "timeout");
     assert_eq!(Answer::of(&Err::<(), _>(RestError::Transport("reset".into()))).class(), "failed");
+    // Discord answered these, a 403 and a 401: counted as the answers they were, not as failed calls.
+    assert_eq!(Answer::of(&Err::<(), _>(RestError::NetworkRefused("blocked".into()))).class(), "4xx");
+    assert_eq!(Answer::of(&Err::<(), _>(RestError::WebhookTokenRefused("bad".into()))).class(), "4xx");
 }
 
 fn t0() -> DateTime<Utc> {

@@ -171,6 +171,7 @@ impl Rest for FakeChannel {
         name: &str,
         parts: &[String],
     ) -> Result<Vec<MessageId>, RestError> {
+        self.calls.lock().unwrap().push("search reposts".into());
         self.show_reposts_made_meanwhile();
         let mut found = Vec::new();
         for (n, (by, text)) in self.reposts.lock().unwrap().iter().enumerate() {
@@ -1007,4 +1008,21 @@ async fn a_429_longer_than_the_retry_window_is_waited_out_not_given_up() {
     assert!(matches!(report.outcome, Outcome::Done { .. }), "{report:?}");
     assert!(started.elapsed() >= Duration::from_secs(601), "waited {:?}", started.elapsed());
     assert_eq!(texts(&channel), ["Here it is."]);
+}
+
+/// Found by a review: a 403 from Discord's network was a transport failure, which a repost takes for "perhaps made"
+/// (webhooks take no nonce), and went looking for itself in the channel. It is a refusal: tried again, nothing
+/// looked for.
+#[tokio::test(start_paused = true)]
+async fn a_repost_refused_by_discords_network_is_tried_again_without_looking_for_itself() {
+    let transport = RestError::Transport("reset".into());
+    for (refusal, looked) in [(RestError::NetworkRefused("internal network error".into()), false), (transport, true)] {
+        let channel = Arc::new(FakeChannel::default());
+        channel.answers.lock().unwrap().push_back(Answer::Fail(refusal.clone()));
+        let report = relay(&channel, "Here it is.", false).await;
+        let calls = channel.calls.lock().unwrap().clone();
+        assert_eq!(calls.iter().any(|c| c.starts_with("search reposts")), looked, "{refusal:?}: {calls:?}");
+        assert_eq!(texts(&channel), ["Here it is."], "{refusal:?}: reposted once");
+        assert!(matches!(report.outcome, Outcome::Done { .. }), "{refusal:?}");
+    }
 }
