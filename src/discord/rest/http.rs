@@ -5,7 +5,7 @@
 
 use super::budget::RestBudget;
 use super::form;
-use super::{File, RestError};
+use super::{File, INVALID_WEBHOOK_TOKEN, NETWORK_REFUSAL, NETWORK_REFUSAL_PAUSE, RestError};
 use crate::metrics::Answer;
 use serde::Deserialize;
 use serde_json::Value;
@@ -31,7 +31,6 @@ const FILE_BYTES_PER_SECOND: u64 = 256 * 1024;
 pub const IN_FLIGHT_MAX: usize = 64;
 /// Discord's API host, when no `--api-base` is given.
 const DISCORD: &str = "https://discord.com";
-use super::{INVALID_WEBHOOK_TOKEN, NETWORK_REFUSAL, NETWORK_REFUSAL_PAUSE};
 
 /// Discord asks every REST client to name itself as `DiscordBot ($url, $versionNumber)`; a call without a User-Agent
 /// "may be blocked" by its network (a 403 with code 40333). serenity names itself for its own calls; reqwest sends
