@@ -385,8 +385,6 @@ async fn an_announcement_refused_for_a_wrong_token_is_made_by_the_next_start() {
     let roster = |w: &local_discord::world::World| {
         w.view(channel).iter().any(|m| m.content.starts_with("🔀") && !m.content.contains("critic")).then_some(())
     };
-    let posted_early = stage.server.view(channel).iter().any(|m| m.content.starts_with("🔀"));
-    assert!(!posted_early, "nothing was posted with the wrong token");
     let mut child =
         run(&stage, personas.path(), state.path()).stderr(std::fs::File::create(&log_path).unwrap()).spawn().unwrap();
     let posted = stage.server.wait_for("the roster without critic", PATIENCE, roster).await;

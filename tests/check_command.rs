@@ -7,6 +7,7 @@ fn check(dir: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_turn-manager"))
         .arg("check")
         .args(args)
+        .env_remove("TM_STORE")
         .current_dir(dir)
         .output()
         .expect("the binary runs")
@@ -145,4 +146,12 @@ fn a_state_folder_that_is_a_file_fails_the_check() {
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "stderr: {stderr}");
     assert!(stderr.contains("state: is not a folder"), "{stderr}");
+    // The sessions kept elsewhere (TM_STORE, which `run` reads): the folder is not looked at.
+    let elsewhere = Command::new(env!("CARGO_BIN_EXE_turn-manager"))
+        .args(["check", "--personas", ".", "--state", "state"])
+        .env("TM_STORE", "postgres://tm@db/tm")
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(elsewhere.status.success(), "{}", text(&elsewhere.stderr));
 }

@@ -305,9 +305,8 @@ pub const BULK_DELETE_MAX: usize = 100;
 const BULK_DELETE_MAX_AGE_MS: u64 = 14 * 24 * 3600 * 1000;
 
 impl World {
-    /// Pins or unpins a message and dispatches CHANNEL_PINS_UPDATE.
-    /// Pins or unpins a message, `by` a user: a pin posts Discord's notice of it, a system message (type 6,
-    /// `CHANNEL_PINNED_MESSAGE`) by that user, with no content, referring to the message.
+    /// Pins or unpins a message, `by` a user, and dispatches CHANNEL_PINS_UPDATE: a pin posts Discord's notice of
+    /// it, a system message (type 6, `CHANNEL_PINNED_MESSAGE`) by that user, with no content, referring to it.
     pub fn pin(&mut self, message: u64, pinned: bool, by: u64) {
         let Some(m) = self.messages.get_mut(&message) else { return };
         if m.pinned_ms.is_some() == pinned {

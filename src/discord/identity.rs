@@ -32,9 +32,10 @@ impl Identity {
     }
 
     /// Whether a message of this Discord type is one its author wrote (0, or 19 for a reply), which the engine
-    /// judges; not Discord's system messages (a pin's notice, a thread's creation, a slash command's answer...),
-    /// which carry the user who caused them as their author (found by a review: an agent pinning a message while
-    /// another held the floor had the pin's notice deleted as out of turn).
+    /// judges; not Discord's system messages (a pin's notice, a thread's creation, which carry the user who caused
+    /// them as their author: found by a review, an agent pinning a message while another held the floor had the
+    /// pin's notice deleted as out of turn), nor an answer to a slash command (20, 23), which a person asked of the
+    /// bot that answers, a persona's agent too: not its turn's words, and not to be removed as out of turn.
     pub fn is_written(kind: u8) -> bool {
         matches!(kind, 0 | 19)
     }

@@ -35,7 +35,7 @@ const DISCORD: &str = "https://discord.com";
 /// Discord asks every REST client to name itself as `DiscordBot ($url, $versionNumber)`; a call without a User-Agent
 /// "may be blocked" by its network (a 403 with code 40333). serenity names itself for its own calls; reqwest sends
 /// none unless told (found by a review).
-pub const USER_AGENT: &str = concat!("DiscordBot (turn-manager, ", env!("CARGO_PKG_VERSION"), ")");
+const USER_AGENT: &str = concat!("DiscordBot (turn-manager, ", env!("CARGO_PKG_VERSION"), ")");
 
 /// A wait a header or a body gives in seconds, as a duration, at most a day; `None` for what is no number of seconds
 /// (`inf` from a broken proxy panicked the channel's sender; taken for no wait, a 429 would be tried again at once).
@@ -144,6 +144,13 @@ impl Buckets {
             Err(RATE_LIMIT_RECHECK)
         } else {
             Err(bucket.reset_at - now) // spent by a call between the two locks
+        }
+    }
+
+    /// A call that took its place in `route`'s bucket was not made after all.
+    fn give_back(&self, route: &str) {
+        if let Some(bucket) = self.routes.lock().expect("buckets lock").get_mut(route) {
+            bucket.remaining += 1;
         }
     }
 
@@ -388,11 +395,11 @@ impl DiscordHttp {
     ) -> Result<Vec<u8>, RestError> {
         // The route's limit is waited for without a slot, then its call taken from the bucket once a slot is held:
         // another call of the route may have spent it meanwhile (found by a review: it was looked at once).
-        let mut said = false;
+        let mut logged = false;
         let (_slot, taken) = loop {
             let wait = self.buckets.wait_before(route, Instant::now());
             if !wait.is_zero() {
-                if !std::mem::replace(&mut said, true) {
+                if !std::mem::replace(&mut logged, true) {
                     tracing::debug!(route, "waiting {wait:?} for the rate limit");
                 }
                 tokio::time::sleep(wait).await;
@@ -413,6 +420,9 @@ impl DiscordHttp {
         let _probe = (taken == Taken::Probe).then(|| ProbeOut { buckets: &self.buckets, route });
         self.budget.take().await;
         if !super::MAY_SEND.try_with(|may| may()).unwrap_or(true) {
+            if taken == Taken::Spent {
+                self.buckets.give_back(route); // not made: its place is another call's (a probe's is, by `_probe`)
+            }
             return Err(RestError::Unavailable("not sent: this process may no longer act for the channel".into()));
         }
         let metric = crate::metrics::rest_route(method.as_str(), path);
@@ -836,9 +846,14 @@ pub(super) mod tests {
         let route = "DELETE channels/1/messages";
         http.buckets.learn(route, Instant::now() - Duration::from_secs(2), Some(0), Some(1.0));
         let never: Arc<dyn Fn() -> bool + Send + Sync> = Arc::new(|| false);
-        let refused = super::super::MAY_SEND.scope(never, http.delete_message(1, 2)).await;
+        let refused = super::super::MAY_SEND.scope(never.clone(), http.delete_message(1, 2)).await;
         assert!(matches!(refused, Err(RestError::Unavailable(_))), "{refused:?}");
         assert_eq!(http.buckets.take(route, Instant::now()), Ok(Taken::Probe), "not held by the call not made");
+        // Nor does an ordinary call not made spend the bucket's last place (found by a review).
+        http.buckets.learn(route, Instant::now(), Some(1), Some(5.0));
+        let refused = super::super::MAY_SEND.scope(never, http.delete_message(1, 2)).await;
+        assert!(matches!(refused, Err(RestError::Unavailable(_))), "{refused:?}");
+        assert_eq!(http.buckets.take(route, Instant::now()), Ok(Taken::Spent), "its place is still there");
     }
 
     #[test]

@@ -116,8 +116,8 @@ pub trait Rest: Send + Sync + 'static {
         self.delete(channel, message).await
     }
     async fn react(&self, channel: ChannelId, message: MessageId, emoji: &str) -> Result<(), RestError>;
-    /// Up to `limit` messages created after `after`, oldest first, without the bot's own and its reposts.
-    /// `Ok` with fewer than `limit` means there are no more.
+    /// Up to `limit` messages created after `after`, oldest first, without the bot's own, its reposts and Discord's
+    /// system messages. A page that read ([`Page::read`]) fewer than `limit` means there are no more.
     async fn messages_after(&self, channel: ChannelId, after: MessageId, limit: u8) -> Result<Page, RestError>;
     /// The permissions relay mode needs (by name) that the bot lacks in `channel` (see
     /// `Access::relay_permissions_missing`).
@@ -164,8 +164,8 @@ pub struct File {
     pub bytes: Vec<u8>,
 }
 
-/// One page of a channel's history: the messages for the engine, and the newest id read (own messages included), from
-/// which the next page starts.
+/// One page of a channel's history: the messages for the engine, and the newest id read (own and system messages
+/// included), from which the next page starts.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Page {
     pub messages: Vec<IncomingMessage>,

@@ -113,8 +113,9 @@ impl Webhooks {
 
     /// Deletes a repost made in `channel` through the bot's webhook there, with the webhook's token: no permission
     /// is needed, so a repost is taken back even after the bot lost Manage Messages (which is what refuses the
-    /// deletion of the original). `Ok(false)` when no webhook of the bot's is there, or Discord does not know the
-    /// message as that webhook's (made through one since replaced, or gone already).
+    /// deletion of the original). `Ok(false)` when no webhook of the bot's is there, Discord does not know the
+    /// message as that webhook's (made through one since replaced, or gone already), or the webhook's token was
+    /// refused (the webhook is then forgotten, found again on its next use).
     pub async fn take_back(&self, channel: ChannelId, message: MessageId) -> Result<bool, RestError> {
         let (owner, thread) = self.access.webhook_route(channel).await?;
         let slot = self.hooks.lock().expect("webhooks lock").entry(owner).or_default().clone();
