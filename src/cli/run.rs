@@ -11,21 +11,17 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 pub fn run(args: &RunArgs) -> ExitCode {
+    let missing = |what: &str, example: &str| {
+        eprintln!(
+            "error: DISCORD_TOKEN {what}. Put your bot's token in it (developer portal → your application → Bot → \
+             Reset Token){example}."
+        );
+        ExitCode::from(crate::errors::EXIT_SETUP)
+    };
     let token = match std::env::var("DISCORD_TOKEN") {
         Ok(token) if !token.trim().is_empty() => token,
-        Ok(_) => {
-            eprintln!(
-                "error: DISCORD_TOKEN is empty. Put your bot's token in it (developer portal → your application → Bot → Reset Token)."
-            );
-            return ExitCode::from(crate::errors::EXIT_SETUP);
-        }
-        _ => {
-            eprintln!(
-                "error: DISCORD_TOKEN is not set. Put your bot's token in it (developer portal → your application → \
-                 Bot → Reset Token), e.g. `DISCORD_TOKEN=... turn-manager run`."
-            );
-            return ExitCode::from(crate::errors::EXIT_SETUP);
-        }
+        Ok(_) => return missing("is empty", ""),
+        _ => return missing("is not set", ", e.g. `DISCORD_TOKEN=... turn-manager run`"),
     };
     let token = match discord::clean_token(&token) {
         Ok(token) => token,

@@ -458,15 +458,13 @@ fn member_carried(ctx: Ctx<'_>) -> Option<discord::Member> {
 }
 
 /// Answers a command, cut to Discord's 2,000 characters. A slash command's answer is an interaction callback, which
-/// Discord does not count against the global REST budget, and which must come within 3 s: it is sent at once. A
-/// prefix command's is a line in the channel like any other, pinging nobody, within the budget, tried a few times
-/// (a 429 waits Discord's `retry_after`), with a nonce made from the command's own id: neither a retry nor the same
-/// command delivered twice by the gateway posts it twice. A reply that could not be sent is logged, not answered
-/// with an error reply: that would meet the same refusal, or, after a time-out whose reply did reach Discord, show
-/// beside it.
-/// Answers the command: in the channel (`!turn`), or to the slash command, seen by its invoker alone when `private`
-/// (a refusal, an unreadable command: found by a review, one sent within 1.5 s was public and one sent after the
-/// deferral private).
+/// Discord does not count against the global REST budget, and which must come within 3 s: it is sent at once, seen
+/// by its invoker alone when `private` (a refusal, an unreadable command: found by a review, one sent within 1.5 s was
+/// public and one sent after the deferral private). A prefix command's is a line in the channel like any other,
+/// pinging nobody, within the budget, tried a few times (a 429 waits Discord's `retry_after`), with a nonce made from
+/// the command's own id: neither a retry nor the same command delivered twice by the gateway posts it twice. A reply
+/// that could not be sent is logged, not answered with an error reply: that would meet the same refusal, or, after a
+/// time-out whose reply did reach Discord, show beside it.
 async fn reply(ctx: Ctx<'_>, text: &str, private: bool) {
     let text = fit_message(text.to_owned());
     let sent = match ctx {

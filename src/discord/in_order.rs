@@ -248,10 +248,11 @@ pub fn created(identity: &Identity, message: &discord::Message, text: String) ->
     Some((ChannelId(message.channel_id.get()), incoming))
 }
 
-/// An edit as the engine takes it; `None` for the bot's own, for Discord's system messages, and for an update that did not change the text: embeds
-/// being resolved arrive as updates without content, and since Discord sends the whole message with every update, a
-/// pin, a thread started on it or a preview resolved arrive with the content but without an edit time (found by a
-/// review: taken for an edit made now, a pin restarted the holder's silence). `text` is the event's content.
+/// An edit as the engine takes it; `None` for the bot's own, for Discord's system messages, and for an update that
+/// did not change the text: embeds being resolved arrive as updates without content, and since Discord sends the
+/// whole message with every update, a pin, a thread started on it or a preview resolved arrive with the content but
+/// without an edit time (found by a review: taken for an edit made now, a pin restarted the holder's silence). `text`
+/// is the event's content.
 pub fn edited(
     identity: &Identity,
     event: &discord::MessageUpdateEvent,

@@ -105,9 +105,7 @@ fn resolved(path: &Path) -> PathBuf {
 
 fn same_store(from: &StoreLocation, to: &StoreLocation) -> bool {
     match (from, to) {
-        (StoreLocation::Folder(a), StoreLocation::Folder(b)) => {
-            a == b || a.canonicalize().ok().is_some_and(|a| b.canonicalize().ok().as_ref() == Some(&a))
-        }
+        (StoreLocation::Folder(a), StoreLocation::Folder(b)) => resolved(a) == resolved(b),
         (StoreLocation::Postgres(a), StoreLocation::Postgres(b)) => a.expose() == b.expose(),
         _ => false,
     }
