@@ -72,8 +72,9 @@ const RATE_LIMIT_RECHECK: Duration = Duration::from_millis(50);
 struct Bucket {
     remaining: u64,
     reset_at: Instant,
-    /// A call is out to learn the size of the bucket, refilled since it was spent (see [`Buckets::take`]).
-    probing: bool,
+    /// The call out to learn the size of the bucket, refilled since it was spent (see [`Buckets::take`]), by its
+    /// number: only its own end frees the next probe.
+    probe: Option<u64>,
 }
 
 /// What [`Buckets::take`] gave a call that may go.
@@ -81,8 +82,9 @@ struct Bucket {
 enum Taken {
     /// One of the calls the bucket has left, or a route not known yet.
     Spent,
-    /// The call that learns the refilled bucket's size: the others wait for its answer ([`Buckets::settle`]).
-    Probe,
+    /// The call that learns the refilled bucket's size, with its number: the others wait for its answer
+    /// ([`Buckets::settle`]).
+    Probe(u64),
 }
 
 /// Rate-limit state: per route (with its major parameter, as Discord counts them) and global.
@@ -90,6 +92,8 @@ enum Taken {
 pub struct Buckets {
     routes: Mutex<HashMap<String, Bucket>>,
     global_until: Mutex<Option<Instant>>,
+    /// Numbers the probes, so that an older probe ending late never frees a newer one's route.
+    probes: std::sync::atomic::AtomicU64,
 }
 
 impl Buckets {
@@ -101,7 +105,7 @@ impl Buckets {
         let routes = self.routes.lock().expect("buckets lock");
         let bucket = match routes.get(route).filter(|b| b.remaining == 0) {
             None => Duration::ZERO,
-            Some(b) if b.probing => RATE_LIMIT_RECHECK,
+            Some(b) if b.probe.is_some() => RATE_LIMIT_RECHECK,
             Some(b) => b.reset_at - now.min(b.reset_at),
         };
         global.max(bucket)
@@ -112,7 +116,7 @@ impl Buckets {
         let (Some(remaining), Some(reset_after)) = (remaining, reset_after) else { return };
         let Some(reset_after) = seconds_said(reset_after) else { return };
         let reset_at = now + reset_after;
-        let bucket = Bucket { remaining, reset_at, probing: false };
+        let bucket = Bucket { remaining, reset_at, probe: None };
         self.routes.lock().expect("buckets lock").insert(route.to_owned(), bucket);
     }
 
@@ -137,10 +141,11 @@ impl Buckets {
         if bucket.remaining > 0 {
             bucket.remaining -= 1;
             Ok(Taken::Spent)
-        } else if bucket.reset_at <= now && !bucket.probing {
-            bucket.probing = true;
-            Ok(Taken::Probe)
-        } else if bucket.probing {
+        } else if bucket.reset_at <= now && bucket.probe.is_none() {
+            let probe = self.probes.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            bucket.probe = Some(probe);
+            Ok(Taken::Probe(probe))
+        } else if bucket.probe.is_some() {
             Err(RATE_LIMIT_RECHECK)
         } else {
             Err(bucket.reset_at - now) // spent by a call between the two locks
@@ -154,24 +159,36 @@ impl Buckets {
         }
     }
 
-    /// The probe of `route` ended: if its answer told nothing of the bucket (a time-out, a failure, an answer
-    /// without the headers, a call not made), the next call may probe now.
-    fn settle(&self, route: &str) {
-        if let Some(bucket) = self.routes.lock().expect("buckets lock").get_mut(route).filter(|b| b.probing) {
-            bucket.probing = false;
+    /// The probe `probe` of `route` ended: if its answer told nothing of the bucket (a time-out, a failure, an
+    /// answer without the headers, a call not made), the next call may probe now. A probe whose route was told of
+    /// meanwhile by another answer, and probed again since, frees nothing: before, an older probe ending late let a
+    /// second one go beside the newer (found reading the diff).
+    fn settle(&self, route: &str, probe: u64) {
+        let mut routes = self.routes.lock().expect("buckets lock");
+        if let Some(bucket) = routes.get_mut(route).filter(|b| b.probe == Some(probe)) {
+            bucket.probe = None;
         }
     }
 }
 
-/// A probe of a route's bucket in flight: [`Buckets::settle`] when it ends.
-struct ProbeOut<'a> {
+/// A call's place in its route's bucket, from [`Buckets::take`] until it ends. However it ends (refused before it
+/// is made, failed, timed out, cancelled while it waits for the global budget), a probe that learned nothing lets
+/// the next call go, and a place taken by a call never made is given back (before, a call cancelled while it waited
+/// for the budget kept it until the next answer's headers set the count right).
+struct Place<'a> {
     buckets: &'a Buckets,
     route: &'a str,
+    taken: Taken,
+    made: bool,
 }
 
-impl Drop for ProbeOut<'_> {
+impl Drop for Place<'_> {
     fn drop(&mut self) {
-        self.buckets.settle(self.route);
+        match self.taken {
+            Taken::Probe(probe) => self.buckets.settle(self.route, probe),
+            Taken::Spent if !self.made => self.buckets.give_back(self.route),
+            Taken::Spent => {}
+        }
     }
 }
 
@@ -416,13 +433,9 @@ impl DiscordHttp {
                 }
             }
         };
-        // However the call ends (refused below, failed, cancelled), a probe that learned nothing lets the next go.
-        let _probe = (taken == Taken::Probe).then(|| ProbeOut { buckets: &self.buckets, route });
+        let mut place = Place { buckets: &self.buckets, route, taken, made: false };
         self.budget.take().await;
         if !super::MAY_SEND.try_with(|may| may()).unwrap_or(true) {
-            if taken == Taken::Spent {
-                self.buckets.give_back(route); // not made: its place is another call's (a probe's is, by `_probe`)
-            }
             return Err(RestError::Unavailable("not sent: this process may no longer act for the channel".into()));
         }
         let metric = crate::metrics::rest_route(method.as_str(), path);
@@ -446,6 +459,7 @@ impl DiscordHttp {
             let bytes = response.bytes().await.map_err(|e| RestError::Transport(without_url(&e)))?;
             Ok::<_, RestError>((status, limits, bytes))
         };
+        place.made = true; // from here it may reach Discord, whether or not its answer does
         let started = Instant::now();
         let answer = tokio::time::timeout(timeout, exchange).await;
         let metric_answer = match &answer {
@@ -817,24 +831,56 @@ pub(super) mod tests {
         buckets.learn("r", now, Some(0), Some(1.0));
         let refilled = now + Duration::from_millis(1_500);
         let after = |ms: u64| refilled + Duration::from_millis(ms);
-        assert_eq!(buckets.take("r", refilled), Ok(Taken::Probe), "the first goes");
+        let Ok(Taken::Probe(probe)) = buckets.take("r", refilled) else { panic!("the first goes") };
         assert_eq!(buckets.take("r", refilled), Err(RATE_LIMIT_RECHECK), "the next waits for its answer");
         // However long the probe is out (an upload), the others wait, looking again now and then: never a wait of
         // zero, which would spin (found by a review).
         assert_eq!(buckets.wait_before("r", after(5_000)), RATE_LIMIT_RECHECK);
         assert_eq!(buckets.take("r", after(5_000)), Err(RATE_LIMIT_RECHECK));
         buckets.learn("r", after(5_050), Some(4), Some(5.0));
-        buckets.settle("r"); // the probe's end, once its answer was read
+        buckets.settle("r", probe); // the probe's end, once its answer was read
         assert_eq!(buckets.take("r", after(5_060)), Ok(Taken::Spent), "told: 4 left");
         assert_eq!(buckets.take("unknown", now), Ok(Taken::Spent), "an unknown route goes");
 
         // A probe that ends without telling (a time-out, an answer without the headers): the next call probes at once
         // (found by a review).
         buckets.learn("s", now, Some(0), Some(1.0));
-        assert_eq!(buckets.take("s", refilled), Ok(Taken::Probe));
+        let Ok(Taken::Probe(probe)) = buckets.take("s", refilled) else { panic!("a probe") };
         assert!(buckets.take("s", after(100)).is_err(), "the probe is out");
-        buckets.settle("s");
-        assert_eq!(buckets.take("s", after(100)), Ok(Taken::Probe), "the next one learns the size");
+        buckets.settle("s", probe);
+        assert!(matches!(buckets.take("s", after(100)), Ok(Taken::Probe(_))), "the next one learns the size");
+    }
+
+    /// Found reading the diff: a probe whose route another answer told of meanwhile, and which was probed again since,
+    /// freed the newer probe's route when it ended late without telling, so two probes went out at once.
+    #[test]
+    fn a_probe_ending_late_frees_no_newer_probe_of_its_route() {
+        let buckets = Buckets::default();
+        let now = Instant::now();
+        let at = |ms: u64| now + Duration::from_millis(ms);
+        buckets.learn("r", now, Some(0), Some(1.0));
+        let Ok(Taken::Probe(older)) = buckets.take("r", at(1_000)) else { panic!("a probe") };
+        buckets.learn("r", at(1_010), Some(0), Some(0.5)); // another call's answer: spent again
+        let Ok(Taken::Probe(newer)) = buckets.take("r", at(1_600)) else { panic!("a probe of the refill") };
+        assert_ne!(older, newer);
+        buckets.settle("r", older); // the older probe times out, having told nothing
+        assert_eq!(buckets.take("r", at(1_700)), Err(RATE_LIMIT_RECHECK), "the newer probe is still out");
+        buckets.settle("r", newer);
+        assert!(matches!(buckets.take("r", at(1_700)), Ok(Taken::Probe(_))), "its end lets the next go");
+    }
+
+    /// Found reading the diff: a call cancelled while it waited for the global budget (its sender stopped) kept its place
+    /// in the route's bucket, so a later call waited for a refill the bucket did not need.
+    #[tokio::test(start_paused = true)]
+    async fn a_call_cancelled_while_it_waits_for_the_budget_gives_its_place_back() {
+        let budget = Arc::new(RestBudget::new(1));
+        let http = DiscordHttp::new("t", Some("http://127.0.0.1:9"), budget.clone());
+        let route = "DELETE channels/1/messages";
+        http.buckets.learn(route, Instant::now(), Some(1), Some(30.0));
+        budget.take().await; // the second's one call is spent: the next waits a second for the budget
+        let cancelled = tokio::time::timeout(Duration::from_millis(100), http.delete_message(1, 2)).await;
+        assert!(cancelled.is_err(), "cancelled while it waited");
+        assert_eq!(http.buckets.take(route, Instant::now()), Ok(Taken::Spent), "its place is still there");
     }
 
     /// A call refused before it is made (its process no longer acts for the channel) while it was a bucket's probe
@@ -848,7 +894,8 @@ pub(super) mod tests {
         let never: Arc<dyn Fn() -> bool + Send + Sync> = Arc::new(|| false);
         let refused = super::super::MAY_SEND.scope(never.clone(), http.delete_message(1, 2)).await;
         assert!(matches!(refused, Err(RestError::Unavailable(_))), "{refused:?}");
-        assert_eq!(http.buckets.take(route, Instant::now()), Ok(Taken::Probe), "not held by the call not made");
+        let probe = http.buckets.take(route, Instant::now());
+        assert!(matches!(probe, Ok(Taken::Probe(_))), "not held by the call not made: {probe:?}");
         // Nor does an ordinary call not made spend the bucket's last place (found by a review).
         http.buckets.learn(route, Instant::now(), Some(1), Some(5.0));
         let refused = super::super::MAY_SEND.scope(never, http.delete_message(1, 2)).await;
