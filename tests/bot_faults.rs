@@ -1,5 +1,5 @@
 //! End to end, one test per fault local-discord can inject (gateway closes, invalid sessions, duplicated and
-//! delayed dispatches, 429s, 5xx, a slow route, a lost permission, a deleted webhook). Each checks what the fault is
+//! delayed dispatches, 429s, 5xx, a slow route, a lost permission, a deleted webhook, a webhook's refused token). Each checks what the fault is
 //! about, then the soak's invariants: no turn lost or doubled, every announcement exactly once and in roster order,
 //! no signal left showing.
 
@@ -442,6 +442,74 @@ async fn a_webhook_deleted_mid_session_answers_404_and_a_new_one_relays_once() {
     assert!(now.len() == 1 && now != first, "a new webhook: {first:?} -> {now:?}");
     let reposts: Vec<String> = scene.view().into_iter().filter(|m| m.from_webhook).map(|m| m.content).collect();
     assert_eq!(reposts, vec!["Through the first webhook.", "Through a new webhook."]);
+    scene.assert_invariants().await;
+}
+
+/// A webhook whose token Discord refuses (401, code 50027) is found again by the bot, not made again, and the repost
+/// goes through it once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_webhook_whose_token_is_refused_is_found_again_and_relays_once() {
+    let scene = Scene::started().await;
+    scene.say("pm", "Through the webhook. TURN_COMPLETE");
+    scene.until("dev's floor", |v| v.iter().any(|m| is_floor(m, "dev")).then_some(())).await;
+    let before: Vec<u64> = scene.stage.server.with(|w| w.webhooks.keys().copied().collect());
+    scene.stage.server.with(|w| w.webhooks.values_mut().for_each(|h| h.token = "reset".into()));
+    let id = scene.say("dev", "Through the same webhook, found again. TURN_COMPLETE");
+    scene.until("critic's floor", |v| v.iter().any(|m| is_floor(m, "critic")).then_some(())).await;
+    scene.handled(id).await;
+
+    let answered: Vec<u16> = calls(&scene, "POST", "/webhooks/").into_iter().map(|(s, _)| s).collect();
+    assert_eq!(answered, vec![200, 401, 200], "the stale token refused once, then the webhook's own token");
+    let after: Vec<u64> = scene.stage.server.with(|w| w.webhooks.keys().copied().collect());
+    assert_eq!(after, before, "the same webhook, found again rather than a new one made");
+    let reposts: Vec<String> = scene.view().into_iter().filter(|m| m.from_webhook).map(|m| m.content).collect();
+    assert_eq!(reposts, vec!["Through the webhook.", "Through the same webhook, found again."]);
+    scene.assert_invariants().await;
+}
+
+/// A repost taken back (its original deleted by someone while it was being relayed) with a webhook token Discord
+/// refuses is deleted with the bot's own token instead, and the webhook is forgotten: the next repost finds it again
+/// before it posts, rather than meeting the refusal once more.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_take_back_refused_for_the_webhooks_token_deletes_with_the_bots_own_and_finds_the_webhook_again() {
+    let scene = Scene::started().await;
+    let (server, channel) = (&scene.stage.server, scene.stage.channel);
+    scene.say("pm", "Through the webhook. TURN_COMPLETE");
+    scene.until("dev's floor", |v| v.iter().any(|m| is_floor(m, "dev")).then_some(())).await;
+    // The relay's deletion of dev's message takes 2 s: meanwhile a moderator deletes it, and the webhook's token
+    // changes, so the repost is taken back with a token Discord refuses.
+    let original_deleted = format!("/channels/{channel}/messages/");
+    server.faults(|f| f.on_route(Some("DELETE"), &original_deleted, RouteAction::Slow(Duration::from_secs(2)), 1));
+    let removed = scene.say("dev", "Something a moderator removes. TURN_COMPLETE");
+    let is_repost = |m: &local_discord::world::Message| {
+        m.content.contains("moderator removes") && matches!(m.author, local_discord::world::Author::Webhook { .. })
+    };
+    let repost = server
+        .wait_for("the repost made, the original's deletion under way", PATIENCE, |w| {
+            let repost = w.messages.values().find(|m| is_repost(m) && !m.deleted)?;
+            (!w.faults.route_faults_armed()).then_some(repost.id)
+        })
+        .await
+        .expect("the repost made");
+    server.delete_message(removed);
+    server.with(|w| w.webhooks.values_mut().for_each(|h| h.token = "reset".into()));
+    scene.until("critic's floor", |v| v.iter().any(|m| is_floor(m, "critic")).then_some(())).await;
+    server
+        .wait_for("the repost taken back", PATIENCE, |w| {
+            w.messages.get(&repost).is_some_and(|m| m.deleted).then_some(())
+        })
+        .await
+        .unwrap_or_else(|_| panic!("the repost of a deleted message shows: {}", render(&scene.view())));
+    let id = scene.say("critic", "Through the webhook found again. TURN_COMPLETE");
+    scene
+        .until("pm's floor", |v| v.iter().any(|m| m.content.contains("Through the webhook found again.")).then_some(()))
+        .await;
+    scene.handled(id).await;
+    let answered: Vec<u16> = calls(&scene, "POST", "/webhooks/").into_iter().map(|(s, _)| s).collect();
+    assert_eq!(answered, vec![200, 200, 200], "the refused token was forgotten at the take-back, never sent again");
+    // Read once the next relay is done: the server logs a call once it has answered it, after the deletion shows.
+    let deleted: Vec<u16> = calls(&scene, "DELETE", &format!("/messages/{repost}")).iter().map(|(s, _)| *s).collect();
+    assert_eq!(deleted, vec![401, 204], "the webhook's token refused, then the bot's own deletion");
     scene.assert_invariants().await;
 }
 

@@ -24,8 +24,7 @@ pub(crate) fn execute_webhook(
         keep_ephemeral(w, message, body);
         return Ok((200, w.message_json(&w.messages[&message])));
     }
-    let webhook =
-        w.webhooks.get(&hook).filter(|h| h.token == token).ok_or(ApiError::not_found("Webhook", 10015))?.clone();
+    let webhook = by_token(w, hook, token)?.clone();
     let channel = match query.get("thread_id").and_then(|t| t.parse::<u64>().ok()) {
         Some(thread) => {
             let parent = w.channels.get(&thread).and_then(|c| c.parent_id);
@@ -48,6 +47,16 @@ pub(crate) fn execute_webhook(
     } else {
         Ok((204, Value::Null))
     }
+}
+
+/// The webhook `hook` called with `token`, as Discord answers: an unknown webhook is 404 (code 10015), a known one
+/// with another token 401 (code 50027).
+pub(crate) fn by_token<'w>(w: &'w World, hook: u64, token: &str) -> Result<&'w crate::world::Webhook, ApiError> {
+    let webhook = w.webhooks.get(&hook).ok_or(ApiError::not_found("Webhook", 10015))?;
+    if webhook.token != token {
+        return Err(ApiError::new(401, 50027, "Invalid Webhook Token"));
+    }
+    Ok(webhook)
 }
 
 /// An interaction's answer or follow-up asked to be `EPHEMERAL` (seen by its invoker alone) says so in its flags,
@@ -100,8 +109,7 @@ pub(crate) fn interaction_message(
         Some(_) => which.parse().ok(),
         // A channel webhook's own message, by its token; one in a thread only with that thread's `thread_id`.
         None => {
-            let hook = w.webhooks.get(&app).filter(|h| h.token == token);
-            let home = hook.ok_or(ApiError::new(404, 10015, "Unknown Webhook"))?.channel_id;
+            let home = by_token(w, app, token)?.channel_id;
             let channel = query.get("thread_id").and_then(|t| t.parse::<u64>().ok()).unwrap_or(home);
             which.parse().ok().filter(|id| {
                 w.messages.get(id).is_some_and(|msg| {

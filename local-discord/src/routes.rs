@@ -39,7 +39,7 @@ pub(crate) fn route_call(w: &mut World, gateway_url: &str, call: &Call<'_>, bot:
         }
         ("GET" | "DELETE", ["webhooks", hook, token]) => {
             let hook = id(hook)?;
-            w.webhooks.get(&hook).filter(|h| h.token == *token).ok_or(ApiError::not_found("Webhook", 10015))?;
+            hooks::by_token(w, hook, token)?;
             if m == "DELETE" {
                 w.webhooks.remove(&hook);
                 return Ok((204, Value::Null));

@@ -225,6 +225,23 @@ async fn webhooks_post_under_their_display_name_also_in_threads() {
     hook.delete_message(&f.http, Some(ChannelId::new(thread)), threaded.id).await.unwrap();
     hook.delete_message(&f.http, None, posted.id).await.unwrap();
     assert!(f.server.view(thread).is_empty() && f.server.view(f.channel).iter().all(|m| !m.from_webhook));
+    // A known webhook called with another token is refused as Discord does (401, code 50027); an unknown one is not
+    // found (404, code 10015).
+    let code = |err: serenity::Error| match err {
+        serenity::Error::Http(serenity::http::HttpError::UnsuccessfulRequest(e)) => {
+            (e.status_code.as_u16(), e.error.code)
+        }
+        other => panic!("not Discord's error: {other:?}"),
+    };
+    let wrong = ExecuteWebhook::new().content("with a wrong token");
+    let refused = f.http.execute_webhook(hook.id, None, "not-its-token", true, vec![], &wrong).await.unwrap_err();
+    assert_eq!(code(refused), (401, 50027));
+    let refused = f.http.get_webhook_with_token(hook.id, "not-its-token").await.unwrap_err();
+    assert_eq!(code(refused), (401, 50027));
+    let unknown = serenity::all::WebhookId::new(hook.id.get() + 1);
+    let gone = f.http.execute_webhook(unknown, None, "not-its-token", true, vec![], &wrong).await.unwrap_err();
+    assert_eq!(code(gone), (404, 10015));
+    assert!(f.server.view(f.channel).iter().all(|m| !m.from_webhook), "nothing posted");
     hook.delete(&f.http).await.unwrap();
     assert!(f.channel_id().webhooks(&f.http).await.unwrap().is_empty());
 }
