@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{Scene, count_floor, is_floor};
+use common::{Scene, count_floor, is_floor, render};
 use local_discord::faults::{DispatchAction, RouteAction};
 use local_discord::permissions::Permissions;
 use local_discord::world::{OverwriteTarget, SeenMessage};
@@ -177,6 +177,33 @@ async fn a_streamed_answer_ends_the_turn_on_the_edit_that_adds_the_signal() {
     let repost = view.iter().find(|m| m.from_webhook).unwrap();
     assert_eq!(repost.content, "Draft, more, done.");
     assert_eq!(scene.events("turn_complete").len(), 1);
+}
+
+/// A streaming agent whose edits leave a near miss of the keyword (`**TURN_COMPLETE**`) is told so once the message
+/// has been left alone for five seconds, as an agent posting it in one message is told at once; before, nothing was
+/// said and the turn timed out. Its edit writing the keyword as the signal then ends the turn.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_near_miss_left_by_a_streamed_answer_is_answered_once_it_is_quiet() {
+    let scene = Scene::started().await;
+    let id = scene.say("pm", "Draft");
+    scene.handled(id).await;
+    scene.stage.server.edit(id, "Draft, done.\n\n**TURN_COMPLETE*");
+    scene.stage.server.edit(id, "Draft, done.\n\n**TURN_COMPLETE**");
+    let last_edit = local_discord::world::now_ms();
+    let is_answer = |m: &SeenMessage| m.content.contains("is not a signal here");
+    let answer = scene.until("the answer to the near miss", |v| v.iter().find(|m| is_answer(m)).cloned()).await;
+    assert!(answer.content.starts_with("⚠️ `**TURN_COMPLETE**` is not a signal here (1 of 3)."), "{}", answer.content);
+    assert_eq!(answer.pinged, vec![scene.user("pm")], "it calls on pm");
+    // Snowflakes and the log count whole milliseconds.
+    assert!(answer.created_ms + 1 >= last_edit + 5_000, "answered once quiet, not at the first near miss");
+
+    scene.stage.server.edit(id, "Draft, done.\n\nTURN_COMPLETE");
+    scene.until("dev to get the floor", |v| v.iter().any(|m| is_floor(m, "dev")).then_some(())).await;
+    let view = scene.until_gone(id).await;
+    assert_eq!(view.iter().filter(|m| is_answer(m)).count(), 1, "answered once: {}", render(&view));
+    assert_eq!(scene.events("unknown_signal").len(), 1);
+    assert_eq!(scene.events("turn_complete").len(), 1);
+    assert!(scene.events("turn_timeout").is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -108,6 +108,23 @@ pub struct ProgressMark {
     pub at: DateTime<Utc>,
 }
 
+/// The holder's message whose text, as it was last edited, has a line that looks like a signal and is none (an
+/// unknown signal or a near miss of one): answered once the message has been left alone for
+/// [`recovery::SIGNAL_LIKE_QUIET`], as a streaming agent's edits pass through such states on their way to the signal.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SignalLike {
+    pub message: MessageId,
+    pub persona: PersonaId,
+    pub line: String,
+    /// Its last edit that left the line there (or when it was answered).
+    pub edited_at: DateTime<Utc>,
+    /// Answered already (as its message came, or once quiet): an edit that leaves the same line is not answered
+    /// again.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub answered: bool,
+}
+
 /// The same message coming again and again (spec 4.2, loops): what was said last, as a digest (a session keeps
 /// no copy of the text), and how many times in a row.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -284,6 +301,9 @@ pub struct Session {
     pub turn_progress_extended: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repeats: Option<Box<Repeats>>,
+    /// Boxed, as few sessions ever have one: see `editable_after_signal`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signal_like: Option<Box<SignalLike>>,
     pub history: VecDeque<HistoryEvent>,
 }
 
@@ -457,6 +477,7 @@ impl Session {
             keeps_in_row: 0,
             turn_progress_extended: false,
             repeats: None,
+            signal_like: None,
             history: VecDeque::new(),
         }
     }
@@ -508,15 +529,13 @@ impl Session {
         Some(deadline + waited)
     }
 
-    /// The instant the actor must wake for this session (a `tick`), if any: the deadline plus its grace, or the
-    /// end of the silence that auto-detection waits for, whichever comes first.
+    /// The instant the actor must wake for this session (a `tick`), if any: the deadline plus its grace, the end
+    /// of the silence that auto-detection waits for, or the instant an edited line that looks like a signal is
+    /// answered, whichever comes first.
     pub fn wake_at(&self, ctx: Context) -> Option<DateTime<Utc>> {
         let grace = seconds(u64::from(ctx.config.signals.recovery.grace_seconds));
         let timeout = self.next_deadline().map(|d| d + grace);
-        match (timeout, self.silence_deadline(ctx)) {
-            (Some(t), Some(s)) => Some(t.min(s)),
-            (t, s) => t.or(s),
-        }
+        [timeout, self.silence_deadline(ctx), self.signal_like_due()].into_iter().flatten().min()
     }
 
     /// When the holder's silence ends its turn (auto-detection), if it is on and the holder has spoken this turn.

@@ -45,7 +45,7 @@ impl Session {
             // The session is paused; the message is shown as a signal would be, but does nothing.
             match detected {
                 Some(d) => self.show_stripped(t, message, persona, d.display, d.stripped, false),
-                None => self.remember_editable(message),
+                None => self.remember_editable(message.id),
             }
             return;
         }
@@ -264,7 +264,7 @@ impl Session {
             }
             None => match ctx.config.signals.completion_phrase(&message.text) {
                 Some(phrase) => phrase.to_owned(),
-                None => return self.remember_editable(message),
+                None => return self.remember_editable(message.id),
             },
         };
         // Asked again (at `resume`, or now if the session runs) unless it was called on since it wrote this.
@@ -312,13 +312,13 @@ impl Session {
         let limit = signals.recovery.unknown_limit;
         let unknown = signals.unknown_signal(&message.text).or_else(|| signals.near_miss(&message.text, persona));
         match unknown.filter(|_| limit > 0) {
-            Some(line) => self.unknown_signal(message, persona, line, limit, now, ctx, t),
+            Some(line) => self.unknown_signal(message.id, message.id, persona, line, limit, now, ctx, t),
             None => {
                 // A message with no line that looks like a signal breaks the row of unknown ones.
                 if let Some(agent) = self.agents.get_mut(persona) {
                     agent.unknown_signals = 0;
                 }
-                self.remember_editable(message);
+                self.remember_editable(message.id);
             }
         }
     }

@@ -69,6 +69,14 @@ impl Session {
                         t.changed = true;
                     }
                 }
+                // A line that looks like a signal, added by the holder's edit in its turn, is answered once the
+                // message is left alone: before, only a new message's was (a streaming agent's never).
+                let running = self.status == SessionStatus::Running;
+                if let Some(holder) = author.filter(|a| running && Some(*a) == self.active_agent.as_ref()) {
+                    if self.turn_started_at.is_none_or(|started| written > started) {
+                        self.edited_signal_like(message, holder, written, ctx, &mut t);
+                    }
+                }
                 return t;
             }
             self.editable_messages.remove(position);
@@ -117,7 +125,7 @@ impl Session {
             // command): in turn, but the turn is over, so it does not advance. Its turn's end is recorded already
             // and a repost keeps its text, so no event is recorded for it.
             match detected {
-                None => self.remember_editable(message),
+                None => self.remember_editable(message.id),
                 Some(found) => self.show_stripped(&mut t, message, &persona, found.display, found.stripped, true),
             }
         } else if late {
@@ -180,8 +188,11 @@ impl Session {
     }
 
     /// A message without the signal, which an edit adding the signal may still finish.
-    pub(super) fn remember_editable(&mut self, message: &IncomingMessage) {
-        self.editable_messages.push(message.id);
+    pub(super) fn remember_editable(&mut self, message: MessageId) {
+        if self.editable_messages.contains(&message) {
+            return; // an edited line answered once quiet: its message is editable already
+        }
+        self.editable_messages.push(message);
         if self.editable_messages.len() > EDITABLE_MESSAGES_KEPT {
             let forgotten = self.editable_messages.remove(0);
             self.forget_editable_after_signal(forgotten);
@@ -216,7 +227,7 @@ impl Session {
         {
             return;
         }
-        self.remember_editable(message);
+        self.remember_editable(message.id);
         self.editable_after_signal.get_or_insert_default().push(message.id);
     }
 
@@ -225,6 +236,11 @@ impl Session {
     pub fn tick(&mut self, now: DateTime<Utc>, ctx: Context) -> Transition {
         let now = whole_millis(now);
         let mut t = Transition::default();
+        if let Some(due) = self.signal_like_due().filter(|due| *due <= now) {
+            // A turn that timed out (or fell silent) before the edited line was quiet ends there, unanswered.
+            self.expire_if_due(due, now, ctx, &mut t);
+            self.answer_signal_like(now, ctx, &mut t);
+        }
         self.expire_if_due(now, now, ctx, &mut t);
         self.finish(t, ctx)
     }
@@ -428,10 +444,11 @@ impl Session {
         if template != Template::Kept {
             self.keeps_in_row = 0;
         }
-        // Unknown signals count in a row within a turn: a new turn starts a new row.
+        // Unknown signals count in a row within a turn: a new turn starts a new row, and answers no line of the last.
         if let Some(agent) = self.agents.get_mut(&persona) {
             agent.unknown_signals = 0;
         }
+        self.signal_like = None;
         self.turn_progress_extended = false;
         self.signal_held = false; // what was held belonged to the turn that ends here
         self.active_agent = Some(persona.clone());
