@@ -278,6 +278,11 @@ fn read_templates(c: &mut Checker, object: &Map<String, Value>, config: &mut Con
                            answer a mention";
                 c.warning(&["templates", template.key()], why);
             }
+            if let Some(unclosed) = crate::core::templates::unclosed_brace(&text) {
+                // Found by a review: a placeholder mistyped so was posted as written, with no word of it at start-up.
+                let why = format!("has a `{{` never closed (`{unclosed}`): it is shown as written, not filled in");
+                c.warning(&["templates", template.key()], why);
+            }
             config.templates.set(template, text);
         }
     }
@@ -404,6 +409,21 @@ mod tests {
         let problems = Config::parse("c.json", &text).unwrap_err().to_string();
         assert!(problems.contains("c.json:2") && problems.contains("templates.turnStart"), "{problems}");
         assert!(problems.contains("is 2005 characters without its placeholders"), "{problems}");
+    }
+
+    #[test]
+    fn a_template_with_a_brace_never_closed_is_warned_about_and_kept() {
+        let text = "{\n\"templates\": {\"turnStart\": \"<@{userId}> ({agent) has the floor: {timeout}s.\"}\n}";
+        let (config, problems) = Config::parse_partly("c.json", text);
+        let said: Vec<String> = problems.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            said,
+            [
+                "warning: c.json:2: field \"templates.turnStart\" has a `{` never closed (`{agent) has the floor…`): it is shown as \
+              written, not filled in"
+            ]
+        );
+        assert_eq!(config.templates.text(Template::TurnStart), "<@{userId}> ({agent) has the floor: {timeout}s.");
     }
 
     #[test]

@@ -113,6 +113,18 @@ impl<'a> Checker<'a> {
                 self.push(Severity::Error, &[], format!("must hold a JSON object, found {}", kind_of(&other)), Some(1));
                 None
             }
+            // serde's "EOF while parsing a value at line 1 column 0" for an empty file, or one cut short, says little
+            // to a person editing it.
+            Err(_) if self.text.trim().is_empty() => {
+                self.push(Severity::Error, &[], "is empty: it must hold a JSON object (`{ ... }`)".into(), None);
+                None
+            }
+            Err(e) if e.is_eof() => {
+                let line = (e.line() > 0).then_some(e.line());
+                let message = "ends before its JSON does (cut short, or a `}`, `]` or `\"` missing at the end)";
+                self.push(Severity::Error, &[], message.into(), line);
+                None
+            }
             Err(e) => {
                 let line = (e.line() > 0).then_some(e.line());
                 self.push(Severity::Error, &[], format!("is not valid JSON: {e}"), line);
@@ -510,6 +522,19 @@ mod tests {
         assert!(checker.parse_object().is_none());
         assert_eq!(checker.problems[0].line, Some(4));
         assert!(checker.problems[0].to_string().starts_with("error: p.json:4: is not valid JSON"));
+    }
+
+    /// Found by a review: an empty file, or one cut short, was reported in serde's words ("EOF while parsing a
+    /// value at line 1 column 0").
+    #[test]
+    fn an_empty_file_or_one_cut_short_is_said_to_be_so() {
+        let mut checker = Checker::new("p.json", " \n");
+        assert!(checker.parse_object().is_none());
+        assert_eq!(checker.problems[0].to_string(), "error: p.json: is empty: it must hold a JSON object (`{ ... }`)");
+        let mut checker = Checker::new("p.json", "{\n  \"id\": \"pm\",\n");
+        assert!(checker.parse_object().is_none());
+        let said = checker.problems[0].to_string();
+        assert!(said.starts_with("error: p.json:3: ends before its JSON does"), "{said}");
     }
 
     #[test]

@@ -227,6 +227,15 @@ impl Template {
     }
 }
 
+/// The first `{` of `text` that no `}` closes before the next `{` or the end, with what follows it (a few words):
+/// a placeholder meant and mistyped (`({agent) has the floor`) is shown as written, never filled in.
+pub fn unclosed_brace(text: &str) -> Option<String> {
+    let piece = text.split('{').skip(1).find(|piece| !piece.contains('}'))?;
+    let shown: String = piece.chars().take(20).collect();
+    let cut = if shown.len() < piece.len() { "…" } else { "" };
+    Some(format!("{{{shown}{cut}"))
+}
+
 fn placeholders_in(text: &str) -> impl Iterator<Item = &str> {
     text.split('{').skip(1).filter_map(|rest| rest.split_once('}').map(|(name, _)| name))
 }
@@ -339,6 +348,17 @@ mod tests {
         assert_eq!(long.chars().count(), QUOTED_TEXT_MAX_CHARS);
         assert!(long.ends_with('…'));
         assert_eq!(quotable("SHORT: ok"), "SHORT: ok");
+    }
+
+    #[test]
+    fn a_brace_never_closed_is_found_with_what_follows_it() {
+        assert_eq!(
+            unclosed_brace("<@{userId}> ({agent) has the floor: {timeout}s"),
+            Some("{agent) has the floor…".into())
+        );
+        assert_eq!(unclosed_brace("{agent} ends with {"), Some("{".into()));
+        assert_eq!(unclosed_brace("<@{userId}> ({agent}) has the floor"), None);
+        assert_eq!(unclosed_brace("no braces"), None);
     }
 
     #[test]
