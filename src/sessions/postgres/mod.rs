@@ -12,6 +12,7 @@
 //! - `lazy`: activity-only saves, batched into one statement per [`LAZY_SAVE_DELAY`].
 //! - `rows`: a session or an event as a row, and back.
 //! - `unreadable`: rows this build could not decode, passed over by the orphan watch until they change.
+//! - `processes`: the shard layout each process runs, so that a total differing between processes is warned about.
 //! - [`copy`]: every session and history at once, for `convert`.
 //!
 //! [`LAZY_SAVE_DELAY`]: crate::store::writer::LAZY_SAVE_DELAY
@@ -19,10 +20,12 @@
 pub mod copy;
 mod lazy;
 mod lease;
+mod processes;
 mod rows;
 mod unreadable;
 
 pub use lease::CLAIM_PAGE;
+pub use processes::OtherLayout;
 
 use super::location::PostgresUrl;
 use super::{Claim, LeaseOptions, Saver, SessionStore, SessionStoreError};
@@ -101,6 +104,11 @@ pub struct PgSessions {
     lost: Mutex<Vec<ChannelId>>,
     /// Rows this build could not decode, by version: not taken up again as orphans until they change.
     unreadable: UnreadableRows,
+    /// Live processes running with another total of shards, as the last renewal found them, and those warned of.
+    other_layouts: Mutex<Vec<OtherLayout>>,
+    layouts_warned: Mutex<std::collections::HashSet<String>>,
+    /// Saying the layout failed once already (warned of once).
+    layout_failed: std::sync::atomic::AtomicBool,
 }
 
 /// A durable save whose outcome is unknown (see [`PgSessions::unsure`]).
@@ -132,6 +140,9 @@ impl PgSessions {
             unrenewed: Mutex::default(),
             lost: Mutex::default(),
             unreadable: UnreadableRows::default(),
+            other_layouts: Mutex::default(),
+            layouts_warned: Mutex::default(),
+            layout_failed: Default::default(),
         }))
     }
 
@@ -587,6 +598,11 @@ impl SessionStore for PgSessions {
         if let Some(last) = decoding {
             self.keep(decoded(last).await, &mut report);
         }
+        let mut connection = self.connection("say which shards this process runs").await?;
+        let answered = tokio::time::timeout(self.patience(), self.say_layout(&mut connection, shards)).await;
+        let others = closed_if_late(&mut connection, answered).unwrap_or_default();
+        let mine = shards.unwrap_or(ShardRange::whole(1));
+        report.problems.extend(others.iter().map(|other| processes::mismatch(mine, other)));
         if held_elsewhere > 0 {
             tracing::info!(
                 "{held_elsewhere} saved session(s) of these shards are held by another live process: left to it, and \
@@ -632,6 +648,7 @@ impl SessionStore for PgSessions {
         let mut connection = self.connection("renew this process's leases").await?;
         let round = async {
             self.renew(&mut connection).await?;
+            self.say_layout(&mut connection, shards).await;
             self.orphans(&mut connection, shards).await
         };
         let patience = self.patience();
@@ -646,6 +663,9 @@ impl SessionStore for PgSessions {
         self.lazy.write_now().await;
         if let Err(e) = self.release_all().await {
             tracing::warn!("could not release this process's leases (they expire by themselves): {e}");
+        }
+        if let Err(e) = self.unsay_layout().await {
+            tracing::debug!("could not take this process's shards off the list (the row expires by itself): {e}");
         }
         self.lazy.stop();
     }
