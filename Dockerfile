@@ -27,6 +27,10 @@ COPY personas /etc/turn-manager/personas
 USER turn-manager
 WORKDIR /var/lib/turn-manager
 VOLUME ["/var/lib/turn-manager/state"]
+# The metrics on the container's loopback, for the HEALTHCHECK: healthy while every gateway shard is connected. Set
+# TM_METRICS=0.0.0.0:9184 (and publish the port) to scrape them from outside; `health` reads the same variable.
+ENV TM_METRICS=127.0.0.1:9184
+HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 CMD ["turn-manager", "health"]
 # SIGTERM (docker stop) is a graceful shutdown: what is in hand is finished and saved within a few seconds, up to some
 # 30 s with sessions in a Postgres that does not answer (`docker stop -t 35`; the compose file sets it).
 STOPSIGNAL SIGTERM

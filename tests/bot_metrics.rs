@@ -108,3 +108,36 @@ async fn a_process_serves_its_metrics_on_one_address() {
     assert!(refused.to_string().contains(&format!("serves its metrics on {} already", metrics_addr())), "{refused}");
     assert!(scrape().await.text.contains("# HELP turn_manager_lease_takeovers_total"), "served");
 }
+
+/// `turn-manager health` (a container's HEALTHCHECK) says healthy, exit 0, once the bot serving the metrics has its
+/// shard connected; with nothing serving at the address it says why not, exit 1.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_health_command_reads_the_shards_from_the_metrics() {
+    let health = |addr: SocketAddr| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_turn-manager"))
+            .args(["health", "--metrics", &addr.to_string()])
+            .env_remove("TM_METRICS")
+            .output()
+            .expect("the binary runs");
+        (out.status.code(), String::from_utf8_lossy(&out.stdout).trim().to_owned())
+    };
+    let (code, said) = health(free_addr());
+    assert_eq!(code, Some(1), "{said}");
+    assert!(said.starts_with("unhealthy: no answer from http://127.0.0.1:") && said.contains("--metrics"), "{said}");
+
+    let stage = Stage::new(&common::personas([60, 60, 60])).await.expect("local server");
+    let state = tempfile::tempdir().expect("state folder");
+    let bot = stage.start_bot_with_metrics(Config::default(), state.path(), Some(metrics_addr())).await.expect("bot");
+    // Another test's bot of this binary may have left the shared gauge at 0 as it stopped: this bot's connection
+    // watch sets it again within 100 ms.
+    let deadline = std::time::Instant::now() + PATIENCE;
+    let (code, said) = loop {
+        let (code, said) = tokio::task::spawn_blocking(move || health(metrics_addr())).await.unwrap();
+        if code == Some(0) || std::time::Instant::now() > deadline {
+            break (code, said);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!((code, said.as_str()), (Some(0), "healthy: gateway shard 0 connected"));
+    bot.shutdown().await;
+}

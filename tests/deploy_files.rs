@@ -49,6 +49,10 @@ fn the_image_is_built_in_two_stages_and_runs_unprivileged_with_its_state_as_a_vo
         DOCKERFILE.contains("--state\", \"/var/lib/turn-manager/state\""),
         "the volume is where sessions are saved"
     );
+    // A HEALTHCHECK reading the metrics the bot serves on the container's loopback.
+    assert!(DOCKERFILE.contains("ENV TM_METRICS=127.0.0.1:9184"), "the bot serves its metrics inside the container");
+    let check = DOCKERFILE.lines().find(|l| l.starts_with("HEALTHCHECK ")).expect("a HEALTHCHECK line");
+    assert!(check.ends_with("CMD [\"turn-manager\", \"health\"]"), "{check}");
     let ignored = include_str!("../.dockerignore");
     assert!(
         ignored.lines().any(|l| l == "target/") && ignored.lines().any(|l| l == "state/"),

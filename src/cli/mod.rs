@@ -4,6 +4,7 @@ mod bench;
 mod check;
 mod convert;
 mod demo;
+mod health;
 mod invite;
 mod run;
 mod sandbox;
@@ -68,6 +69,17 @@ pub enum CliCommand {
     Bench(bench::BenchArgs),
     /// Copy every session and its whole history from one store to another (a state folder or a postgres:// URL).
     Convert(convert::ConvertArgs),
+    /// Whether the bot serving its metrics at --metrics has every gateway shard connected: exit 0 if so, 1 if not
+    /// (a container's HEALTHCHECK, a liveness probe).
+    Health(HealthArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct HealthArgs {
+    /// Where the bot serves its metrics (its `run --metrics`); one listening on every interface (0.0.0.0) is asked
+    /// on the loopback
+    #[arg(long, value_name = "ADDR", env = "TM_METRICS", default_value = "127.0.0.1:9184")]
+    pub metrics: std::net::SocketAddr,
 }
 
 #[derive(Debug, clap::Args)]
@@ -174,6 +186,7 @@ pub fn run(cli: Cli) -> ExitCode {
         CliCommand::Soak(args) => soak::run(&args),
         CliCommand::Bench(args) => bench::run(&args),
         CliCommand::Convert(args) => convert::run(&args),
+        CliCommand::Health(args) => health::run(&args),
     }
 }
 
