@@ -114,13 +114,14 @@ pub type Texts = Vec<(String, String)>;
 /// Every `*.json` file of a folder as (path, text), sorted by name, and a problem for each one that cannot be read:
 /// a folder, a broken link or anything else named `*.json` too, which would otherwise leave a persona out unsaid.
 /// Hidden names are not persona files (an editor's lock, `.#pm.json`, is a broken link). The error is the folder's.
+/// The extension is read in any case (`PM.JSON`, as some systems save it): before, such a file was passed over unsaid.
 pub fn read_persona_files(dir: &Path) -> Result<(Texts, Vec<Problem>), Problem> {
     let entries = std::fs::read_dir(dir).map_err(|e| file_problem(dir, format!("cannot be read as a folder: {e}")))?;
     let (mut paths, mut unreadable) = (Vec::new(), Vec::new());
     for entry in entries {
         match entry {
             Ok(entry)
-                if entry.path().extension().is_some_and(|ext| ext == "json")
+                if entry.path().extension().is_some_and(|ext| ext.eq_ignore_ascii_case("json"))
                     && !entry.file_name().to_string_lossy().starts_with('.') =>
             {
                 paths.push(entry.path())
@@ -271,6 +272,18 @@ mod tests {
             problems.contains("c.json") && problems.contains("discordUserId"),
             "the others are checked too: {problems}"
         );
+    }
+
+    #[test]
+    fn a_persona_file_named_in_capitals_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), "PM.JSON", r#"{"id": "pm", "discordUserId": "1"}"#);
+        write(dir.path(), "dev.Json", r#"{"id": "dev", "discordUserId": "2"}"#);
+        write(dir.path(), "notes.txt", "not a persona");
+        let (files, problems) = read_persona_files(dir.path()).unwrap();
+        let names: Vec<&str> = files.iter().map(|(path, _)| path.rsplit('/').next().unwrap()).collect();
+        assert_eq!(names, ["PM.JSON", "dev.Json"]);
+        assert!(problems.is_empty());
     }
 
     #[cfg(unix)]
