@@ -474,8 +474,10 @@ async fn a_webhook_whose_token_is_refused_is_found_again_and_relays_once() {
 async fn a_take_back_refused_for_the_webhooks_token_deletes_with_the_bots_own_and_finds_the_webhook_again() {
     let scene = Scene::started().await;
     let (server, channel) = (&scene.stage.server, scene.stage.channel);
-    scene.say("pm", "Through the webhook. TURN_COMPLETE");
+    let pms = scene.say("pm", "Through the webhook. TURN_COMPLETE");
     scene.until("dev's floor", |v| v.iter().any(|m| is_floor(m, "dev")).then_some(())).await;
+    // pm's original deleted first, beside dev's announcement: the fault below is for dev's (found by a review).
+    scene.until_gone(pms).await;
     // The relay's deletion of dev's message takes 2 s: meanwhile a moderator deletes it, and the webhook's token
     // changes, so the repost is taken back with a token Discord refuses.
     let original_deleted = format!("/channels/{channel}/messages/");

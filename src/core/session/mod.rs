@@ -14,6 +14,7 @@ mod pauses;
 mod recent;
 mod recovery;
 mod signals;
+mod streamed;
 mod turns;
 
 #[cfg(test)]
@@ -106,23 +107,6 @@ pub struct ProgressMark {
     pub agent: PersonaId,
     pub percent: u8,
     pub at: DateTime<Utc>,
-}
-
-/// The holder's message whose text, as it was last edited, has a line that looks like a signal and is none (an
-/// unknown signal or a near miss of one): answered once the message has been left alone for
-/// [`recovery::SIGNAL_LIKE_QUIET`], as a streaming agent's edits pass through such states on their way to the signal.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct SignalLike {
-    pub message: MessageId,
-    pub persona: PersonaId,
-    pub line: String,
-    /// Its last edit that left the line there (or when it was answered).
-    pub edited_at: DateTime<Utc>,
-    /// Answered already (as its message came, or once quiet): an edit that leaves the same line is not answered
-    /// again.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub answered: bool,
 }
 
 /// The same message coming again and again (spec 4.2, loops): what was said last, as a digest (a session keeps
@@ -301,9 +285,10 @@ pub struct Session {
     pub turn_progress_extended: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repeats: Option<Box<Repeats>>,
-    /// Boxed, as few sessions ever have one: see `editable_after_signal`.
+    /// The holder's messages this turn whose edits are followed for a line that looks like a signal (streamed.rs).
+    /// Boxed, and `None` when there are none: see `editable_after_signal`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub signal_like: Option<Box<SignalLike>>,
+    pub signal_like: Option<Box<Vec<streamed::SignalLike>>>,
     pub history: VecDeque<HistoryEvent>,
 }
 

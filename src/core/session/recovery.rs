@@ -1,17 +1,10 @@
 //! The recovery rules (spec 4.2): unknown signals, strikes and the bench, loops, silence, and pausing by itself.
 
 use super::history::EventKind;
-use super::{Context, IncomingMessage, Repeats, Session, SessionStatus, SignalLike, Transition};
+use super::{Context, IncomingMessage, Repeats, Session, SessionStatus, Transition};
 use crate::core::ids::{MessageId, PersonaId};
 use crate::core::templates::Template;
-use chrono::{DateTime, TimeDelta, Utc};
-
-/// How long the holder's message whose last edit left a line that looks like a signal (and is none) must stay
-/// unedited before that line is answered. A streaming agent's edits pass through such states on their way to the
-/// signal (`**TURN_COMPLETE*`, one character short of `**TURN_COMPLETE**`, itself a near miss on its way to
-/// `**TURN_COMPLETE**\n\nTURN_COMPLETE`); five seconds outlasts the pauses between its edits (Discord lets a bot edit
-/// five times in five seconds in a channel) at little cost to a turn that lasts minutes.
-pub const SIGNAL_LIKE_QUIET: TimeDelta = TimeDelta::seconds(5);
+use chrono::{DateTime, Utc};
 
 impl Session {
     /// A line that looks like a signal but matches no rule (seed 000): a reply naming the valid signals, and at the
@@ -46,8 +39,7 @@ impl Session {
             let author = ctx.personas.get(persona).map(|p| p.discord_user_id);
             self.post(t, now, text, author, Some(message), false);
             self.remember_editable(message);
-            let persona = persona.clone();
-            self.signal_like = Some(Box::new(SignalLike { message, persona, line, edited_at: now, answered: true }));
+            self.answered_signal_like(message, line);
             return;
         }
         self.agents.entry(persona.clone()).or_default().unknown_signals = 0;
@@ -60,60 +52,6 @@ impl Session {
         // Ended by one of its messages: what it wrote before that one, handled later, is still of this turn.
         self.end_turn(turn_ends);
         self.advance(now, ctx, t);
-    }
-
-    /// The holder's edit, in its turn, of a message it ends nothing with: a line in it that looks like a signal (and
-    /// is none) waits to be answered until the message has been left alone for [`SIGNAL_LIKE_QUIET`]; the same line
-    /// answered already is not answered again, and an edit that takes the line away answers nothing.
-    pub(super) fn edited_signal_like(
-        &mut self,
-        message: &IncomingMessage,
-        persona: &PersonaId,
-        written: DateTime<Utc>,
-        ctx: Context,
-        t: &mut Transition,
-    ) {
-        let signals = &ctx.config.signals;
-        let line = (signals.recovery.unknown_limit > 0)
-            .then(|| signals.unknown_signal(&message.text).or_else(|| signals.near_miss(&message.text, persona)))
-            .flatten();
-        let known = self.signal_like.as_deref().filter(|known| known.message == message.id);
-        let now_known = match (line, known) {
-            (Some(line), Some(known)) if known.line == line && known.answered => return,
-            (Some(line), _) => {
-                let persona = persona.clone();
-                Some(Box::new(SignalLike { message: message.id, persona, line, edited_at: written, answered: false }))
-            }
-            (None, Some(_)) => None,
-            (None, None) => return,
-        };
-        // Edits come in the order they were made (one message's, by one author): a late copy changes nothing.
-        if self.signal_like.as_ref().is_some_and(|known| known.message == message.id && known.edited_at > written) {
-            return;
-        }
-        self.signal_like = now_known;
-        t.changed = true;
-    }
-
-    /// When the edited line that looks like a signal is to be answered, if one waits and the session runs.
-    pub(crate) fn signal_like_due(&self) -> Option<DateTime<Utc>> {
-        let waiting = self.signal_like.as_deref().filter(|known| !known.answered)?;
-        (self.status == SessionStatus::Running).then(|| waiting.edited_at + SIGNAL_LIKE_QUIET)
-    }
-
-    /// Answers the edited line that looks like a signal if its message has been left alone long enough, as a new
-    /// message's is answered (the turn ends at the `unknownLimit`-th in a row, now).
-    pub(super) fn answer_signal_like(&mut self, now: DateTime<Utc>, ctx: Context, t: &mut Transition) {
-        if self.signal_like_due().is_none_or(|due| due > now) {
-            return;
-        }
-        let Some(known) = self.signal_like.take() else { return };
-        let SignalLike { message, persona, line, .. } = *known;
-        t.changed = true;
-        let limit = ctx.config.signals.recovery.unknown_limit;
-        if self.active_agent.as_ref() == Some(&persona) && limit > 0 {
-            self.unknown_signal(message, MessageId::first_at(now), &persona, line, limit, now, ctx, t);
-        }
     }
 
     /// A turn lost by the holder (a timeout, or too many unknown signals): its next message is a late reply, and

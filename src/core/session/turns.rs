@@ -70,9 +70,9 @@ impl Session {
                     }
                 }
                 // A line that looks like a signal, added by the holder's edit in its turn, is answered once the
-                // message is left alone: before, only a new message's was (a streaming agent's never).
-                let running = self.status == SessionStatus::Running;
-                if let Some(holder) = author.filter(|a| running && Some(*a) == self.active_agent.as_ref()) {
+                // message is left alone: before, only a new message's was (a streaming agent's never). Followed
+                // during a pause too, answered once the session runs (found by a review: such an edit was lost).
+                if let Some(holder) = author.filter(|a| Some(*a) == self.active_agent.as_ref()) {
                     if self.turn_started_at.is_none_or(|started| written > started) {
                         self.edited_signal_like(message, holder, written, ctx, &mut t);
                     }
@@ -239,7 +239,7 @@ impl Session {
         if let Some(due) = self.signal_like_due().filter(|due| *due <= now) {
             // A turn that timed out (or fell silent) before the edited line was quiet ends there, unanswered.
             self.expire_if_due(due, now, ctx, &mut t);
-            self.answer_signal_like(now, ctx, &mut t);
+            self.answer_signal_likes(now, ctx, &mut t);
         }
         self.expire_if_due(now, now, ctx, &mut t);
         self.finish(t, ctx)

@@ -29,7 +29,7 @@ use crate::core::config::{Config, DisplayModeSetting};
 use crate::core::ids::{ChannelId, GuildId, MessageId, UserId};
 use crate::core::persona::PersonaCatalog;
 use crate::core::session::effects::Effect;
-use crate::core::session::history::HistoryEvent;
+use crate::core::session::history::{EventKind, HistoryEvent};
 use crate::core::session::lost::Unreachable;
 use crate::core::session::{Command, Context, DisplayMode, IncomingMessage, Refusal, Session};
 use crate::core::shards::Shard;
@@ -808,7 +808,11 @@ impl Actor {
         let Some(deadline) = self.session.wake_at(self.env.context()) else { return };
         let now = self.env.clock.now();
         let t = self.session.tick(now, self.env.context());
-        if !t.events.is_empty() {
+        // A tick may also answer a line an edit left (no turn ended): only a turn ended by its clock is a timeout
+        // (found by a review: the answer was counted as one, with a lateness).
+        let by_the_clock =
+            |e: &HistoryEvent| matches!(e.kind, EventKind::TurnTimeout { .. } | EventKind::TurnSilent { .. });
+        if t.events.iter().any(by_the_clock) {
             let lateness_ms = (now - deadline).num_milliseconds();
             self.env.stats.timeout(lateness_ms);
             crate::metrics::deadline_handled(lateness_ms);

@@ -75,13 +75,16 @@ struct Bucket {
     /// The call out to learn the size of the bucket, refilled since it was spent (see [`Buckets::take`]), by its
     /// number: only its own end frees the next probe.
     probe: Option<u64>,
+    /// Which answer told of it: a place taken before a later answer is not given back to that answer's count.
+    told_by: u64,
 }
 
 /// What [`Buckets::take`] gave a call that may go.
 #[derive(Debug, PartialEq, Eq)]
 enum Taken {
-    /// One of the calls the bucket has left, or a route not known yet.
-    Spent,
+    /// One of the calls the bucket has left (by the answer that told of it, see [`Buckets::give_back`]), or a route
+    /// not known yet (`None`).
+    Spent(Option<u64>),
     /// The call that learns the refilled bucket's size, with its number: the others wait for its answer
     /// ([`Buckets::settle`]).
     Probe(u64),
@@ -92,8 +95,9 @@ enum Taken {
 pub struct Buckets {
     routes: Mutex<HashMap<String, Bucket>>,
     global_until: Mutex<Option<Instant>>,
-    /// Numbers the probes, so that an older probe ending late never frees a newer one's route.
-    probes: std::sync::atomic::AtomicU64,
+    /// Numbers the probes, so that an older probe ending late never frees a newer one's route, and the answers
+    /// that tell of a bucket.
+    numbers: std::sync::atomic::AtomicU64,
 }
 
 impl Buckets {
@@ -116,7 +120,8 @@ impl Buckets {
         let (Some(remaining), Some(reset_after)) = (remaining, reset_after) else { return };
         let Some(reset_after) = seconds_said(reset_after) else { return };
         let reset_at = now + reset_after;
-        let bucket = Bucket { remaining, reset_at, probe: None };
+        let told_by = self.numbers.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let bucket = Bucket { remaining, reset_at, probe: None, told_by };
         self.routes.lock().expect("buckets lock").insert(route.to_owned(), bucket);
     }
 
@@ -137,12 +142,12 @@ impl Buckets {
             return Err(wait);
         }
         let mut routes = self.routes.lock().expect("buckets lock");
-        let Some(bucket) = routes.get_mut(route) else { return Ok(Taken::Spent) };
+        let Some(bucket) = routes.get_mut(route) else { return Ok(Taken::Spent(None)) };
         if bucket.remaining > 0 {
             bucket.remaining -= 1;
-            Ok(Taken::Spent)
+            Ok(Taken::Spent(Some(bucket.told_by)))
         } else if bucket.reset_at <= now && bucket.probe.is_none() {
-            let probe = self.probes.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let probe = self.numbers.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             bucket.probe = Some(probe);
             Ok(Taken::Probe(probe))
         } else if bucket.probe.is_some() {
@@ -152,9 +157,12 @@ impl Buckets {
         }
     }
 
-    /// A call that took its place in `route`'s bucket was not made after all.
-    fn give_back(&self, route: &str) {
-        if let Some(bucket) = self.routes.lock().expect("buckets lock").get_mut(route) {
+    /// A call that took its place in `route`'s bucket, as answer `told_by` told of it, was not made after all. A
+    /// bucket told of by a later answer since counted without the call already: nothing is given back to it (found by
+    /// a review: the bucket then said one call more than Discord did, and one went into a 429).
+    fn give_back(&self, route: &str, told_by: u64) {
+        let mut routes = self.routes.lock().expect("buckets lock");
+        if let Some(bucket) = routes.get_mut(route).filter(|bucket| bucket.told_by == told_by) {
             bucket.remaining += 1;
         }
     }
@@ -186,8 +194,8 @@ impl Drop for Place<'_> {
     fn drop(&mut self) {
         match self.taken {
             Taken::Probe(probe) => self.buckets.settle(self.route, probe),
-            Taken::Spent if !self.made => self.buckets.give_back(self.route),
-            Taken::Spent => {}
+            Taken::Spent(Some(told_by)) if !self.made => self.buckets.give_back(self.route, told_by),
+            Taken::Spent(_) => {}
         }
     }
 }
@@ -817,7 +825,7 @@ pub(super) mod tests {
         let buckets = Buckets::default();
         let now = Instant::now();
         buckets.learn("r", now, Some(1), Some(1.0));
-        assert_eq!(buckets.take("r", now), Ok(Taken::Spent));
+        assert!(matches!(buckets.take("r", now), Ok(Taken::Spent(Some(_)))));
         assert_eq!(buckets.wait_before("r", now), Duration::from_secs(1));
         assert_eq!(buckets.take("r", now), Err(Duration::from_secs(1)), "spent: the next waits");
     }
@@ -839,8 +847,8 @@ pub(super) mod tests {
         assert_eq!(buckets.take("r", after(5_000)), Err(RATE_LIMIT_RECHECK));
         buckets.learn("r", after(5_050), Some(4), Some(5.0));
         buckets.settle("r", probe); // the probe's end, once its answer was read
-        assert_eq!(buckets.take("r", after(5_060)), Ok(Taken::Spent), "told: 4 left");
-        assert_eq!(buckets.take("unknown", now), Ok(Taken::Spent), "an unknown route goes");
+        assert!(matches!(buckets.take("r", after(5_060)), Ok(Taken::Spent(Some(_)))), "told: 4 left");
+        assert_eq!(buckets.take("unknown", now), Ok(Taken::Spent(None)), "an unknown route goes");
 
         // A probe that ends without telling (a time-out, an answer without the headers): the next call probes at once
         // (found by a review).
@@ -869,6 +877,32 @@ pub(super) mod tests {
         assert!(matches!(buckets.take("r", at(1_700)), Ok(Taken::Probe(_))), "its end lets the next go");
     }
 
+    /// Found by a review: a place given back after a later answer had told of the bucket (Discord's count, which never
+    /// included the call not made) counted that call twice, and the bucket let a call go into a 429. The same for a
+    /// route not known when the call took its place.
+    #[test]
+    fn a_place_is_given_back_only_to_the_count_it_was_taken_from() {
+        let buckets = Buckets::default();
+        let now = Instant::now();
+        buckets.learn("r", now, Some(1), Some(30.0));
+        let taken = buckets.take("r", now).unwrap();
+        let place = Place { buckets: &buckets, route: "r", taken, made: false };
+        buckets.learn("r", now, Some(0), Some(30.0)); // another call's answer: nothing left
+        drop(place); // cancelled while it waited for the global budget
+        assert!(buckets.take("r", now).is_err(), "Discord said 0 left");
+
+        let taken = buckets.take("u", now).unwrap();
+        let place = Place { buckets: &buckets, route: "u", taken, made: false };
+        buckets.learn("u", now, Some(0), Some(30.0));
+        drop(place);
+        assert!(buckets.take("u", now).is_err(), "Discord said 0 left");
+
+        buckets.learn("s", now, Some(1), Some(30.0));
+        let taken = buckets.take("s", now).unwrap();
+        drop(Place { buckets: &buckets, route: "s", taken, made: false });
+        assert!(buckets.take("s", now).is_ok(), "told of by no answer since: its place is back");
+    }
+
     /// Found reading the diff: a call cancelled while it waited for the global budget (its sender stopped) kept its place
     /// in the route's bucket, so a later call waited for a refill the bucket did not need.
     #[tokio::test(start_paused = true)]
@@ -880,7 +914,7 @@ pub(super) mod tests {
         budget.take().await; // the second's one call is spent: the next waits a second for the budget
         let cancelled = tokio::time::timeout(Duration::from_millis(100), http.delete_message(1, 2)).await;
         assert!(cancelled.is_err(), "cancelled while it waited");
-        assert_eq!(http.buckets.take(route, Instant::now()), Ok(Taken::Spent), "its place is still there");
+        assert!(matches!(http.buckets.take(route, Instant::now()), Ok(Taken::Spent(_))), "its place is still there");
     }
 
     /// A call refused before it is made (its process no longer acts for the channel) while it was a bucket's probe
@@ -900,7 +934,7 @@ pub(super) mod tests {
         http.buckets.learn(route, Instant::now(), Some(1), Some(5.0));
         let refused = super::super::MAY_SEND.scope(never, http.delete_message(1, 2)).await;
         assert!(matches!(refused, Err(RestError::Unavailable(_))), "{refused:?}");
-        assert_eq!(http.buckets.take(route, Instant::now()), Ok(Taken::Spent), "its place is still there");
+        assert!(matches!(http.buckets.take(route, Instant::now()), Ok(Taken::Spent(_))), "its place is still there");
     }
 
     #[test]

@@ -1,7 +1,6 @@
 //! The signal grammar in the engine (spec 4.2): every action and every recovery rule, on explicit instants.
 
 use super::*;
-use crate::core::session::recovery::SIGNAL_LIKE_QUIET;
 use crate::core::templates::Template;
 
 /// A configuration of `signals` (JSON), parsed as a user's file would be.
@@ -361,96 +360,6 @@ fn a_bold_keyword_is_answered_within_the_turn_and_the_keyword_written_plain_ends
     assert_eq!(f.active(), "pm", "the turn goes on");
     f.say(PM, "TURN_COMPLETE", 2_000);
     assert_eq!(f.active(), "dev");
-}
-
-/// A streaming agent's edits pass through near misses on their way to its last text: a line that looks like a
-/// signal, added by an edit, is answered once the message has been left alone for five seconds, as a new message's is
-/// at once; before, it was never answered and the turn timed out. The same line is not answered twice.
-#[test]
-fn a_near_miss_left_by_a_streaming_agents_edits_is_answered_once_the_message_is_quiet() {
-    let mut f = Fixture::new();
-    f.say(PM, "Here is the", 1_000);
-    let streamed = f.last_id;
-    let quiet = |ms: i64| Fixture::at(ms) + SIGNAL_LIKE_QUIET;
-    let t = f.deliver(&Fixture::edit(streamed, PM, "Here is the plan.\n\n**TURN_COMPLETE*", 2_000), 2_000);
-    assert!(t.effects.is_empty() && t.events.is_empty(), "a moment of the stream is not answered");
-    assert!(t.changed, "what waits to be answered is saved");
-    f.deliver(&Fixture::edit(streamed, PM, "Here is the plan.\n\n**TURN_COMPLETE**", 3_000), 3_000);
-    let ctx = |f: &Fixture| (f.personas.clone(), f.config.clone());
-    let (personas, config) = ctx(&f);
-    let woken = f.session.wake_at(Context { personas: &personas, config: &config });
-    assert_eq!(woken, Some(quiet(3_000)), "the actor wakes when the last edit has been quiet long enough");
-    let early = f.tick(7_999);
-    assert!(early.effects.is_empty() && early.events.is_empty(), "{:?}", event_names(&early));
-
-    let t = f.tick(8_000);
-    let reply = announcements(&t)[0];
-    assert_eq!((reply.reply_to, reply.mention), (Some(streamed), Some(PM)));
-    assert!(reply.text.starts_with("⚠️ `**TURN_COMPLETE**` is not a signal here (1 of 3)."), "{}", reply.text);
-    assert!(matches!(only_event(&t, "unknown_signal"), EventKind::UnknownSignal { count: 1, .. }));
-    assert_eq!(f.active(), "pm", "the turn goes on");
-
-    // Edited again with the same line: answered already. With another: answered once quiet again.
-    let same = f.deliver(&Fixture::edit(streamed, PM, "Here is the whole plan.\n\n**TURN_COMPLETE**", 9_000), 9_000);
-    assert!(same.effects.is_empty() && same.events.is_empty());
-    assert!(f.tick(20_000).events.is_empty(), "not answered twice");
-    f.deliver(&Fixture::edit(streamed, PM, "Here is the whole plan.\n\nTURN_COMPLETE.", 21_000), 21_000);
-    let t = f.tick(26_000);
-    assert!(matches!(only_event(&t, "unknown_signal"), EventKind::UnknownSignal { count: 2, .. }));
-
-    // The keyword written as the signal, by an edit, ends the turn.
-    let t = f.deliver(&Fixture::edit(streamed, PM, "Here is the whole plan.\n\nTURN_COMPLETE", 27_000), 27_000);
-    assert_eq!(f.active(), "dev", "{:?}", event_names(&t));
-}
-
-/// The signal written by the stream's last edit before the message is quiet: nothing is answered. A near miss the
-/// agent takes away again, or one whose turn times out first, is not answered either.
-#[test]
-fn a_near_miss_the_stream_goes_past_or_the_turn_outlives_is_never_answered() {
-    let mut f = Fixture::new();
-    f.say(PM, "Plan", 1_000);
-    let streamed = f.last_id;
-    f.deliver(&Fixture::edit(streamed, PM, "Plan.\n\n**TURN_COMPLETE**", 2_000), 2_000);
-    f.deliver(&Fixture::edit(streamed, PM, "Plan.\n\n**TURN_COMPLETE**\n\nTURN_COMPLETE", 3_000), 3_000);
-    assert_eq!(f.active(), "dev");
-    assert!(f.tick(10_000).events.is_empty(), "nothing left to answer");
-
-    f.say(DEV, "Code", 11_000);
-    let dev_streamed = f.last_id;
-    f.deliver(&Fixture::edit(dev_streamed, DEV, "Code.\n\n`TURN_COMPLETE`", 12_000), 12_000);
-    f.deliver(&Fixture::edit(dev_streamed, DEV, "Code, and its tests.", 13_000), 13_000);
-    assert!(f.tick(20_000).events.is_empty(), "the line was taken away");
-
-    // dev's turn (120 s from 3 s) times out before its near miss has been quiet for five seconds, though the tick
-    // that ends it comes after both.
-    f.deliver(&Fixture::edit(dev_streamed, DEV, "Code.\n\n`TURN_COMPLETE`", 122_000), 122_000);
-    let t = f.tick(128_000);
-    assert_eq!(event_names(&t), ["turn_timeout"], "the turn ended first");
-    assert!(f.tick(130_000).events.is_empty(), "nothing answered in critic's turn");
-    assert_eq!(f.active(), "critic");
-}
-
-/// A near miss answered as its message came is not answered again when the agent edits the message and leaves it;
-/// one edited in while the session is paused waits, as the turn's clock does, and is answered after `resume`.
-#[test]
-fn a_near_miss_answered_already_or_edited_in_during_a_pause_is_answered_once() {
-    let mut f = Fixture::new();
-    let t = f.say(PM, "Plan.\n\n**TURN_COMPLETE**", 1_000);
-    assert!(matches!(only_event(&t, "unknown_signal"), EventKind::UnknownSignal { count: 1, .. }));
-    let answered = f.last_id;
-    f.deliver(&Fixture::edit(answered, PM, "Plan, with its risks.\n\n**TURN_COMPLETE**", 2_000), 2_000);
-    assert!(f.tick(10_000).events.is_empty(), "answered as it came");
-
-    f.command(Command::Pause, 11_000).unwrap();
-    f.say(PM, "Notes", 11_500);
-    let paused = f.last_id;
-    f.deliver(&Fixture::edit(paused, PM, "Notes.\n\n`TURN_COMPLETE`", 12_000), 12_000);
-    assert!(f.tick(30_000).events.is_empty(), "nothing is answered while paused");
-    f.command(Command::Resume, 31_000).unwrap();
-    f.deliver(&Fixture::edit(paused, PM, "More notes.\n\n`TURN_COMPLETE`", 32_000), 32_000);
-    assert!(f.tick(36_999).events.is_empty());
-    let t = f.tick(37_000);
-    assert!(matches!(only_event(&t, "unknown_signal"), EventKind::UnknownSignal { count: 2, .. }));
 }
 
 #[test]

@@ -8,6 +8,7 @@ mod overtaken;
 mod paused;
 mod properties;
 mod reordered;
+mod streamed;
 mod timing;
 
 use super::effects::{Announcement, Effect};

@@ -582,6 +582,34 @@ async fn a_signal_is_saved_before_it_is_relayed_and_the_next_persona_announced()
     assert_eq!(h.holder(A).await.as_deref(), Some("dev"));
 }
 
+/// The actor wakes for a near miss left by the holder's edit once the message has been quiet, and answers it; that
+/// is no timeout (found by a review: the answer was counted as one, with a lateness).
+#[tokio::test(start_paused = true)]
+async fn a_near_miss_left_by_an_edit_is_answered_on_its_own_wake_and_is_no_timeout() {
+    let h = Harness::new();
+    h.start(A).await;
+    h.settle(A).await;
+    tokio::time::advance(Duration::from_secs(1)).await;
+    let streamed = h.written(PM, "Here is the", h.now_ms());
+    h.deliver(A, &streamed);
+    h.settle(A).await;
+    tokio::time::advance(Duration::from_secs(1)).await;
+    let edit = IncomingMessage {
+        text: "Here is the plan.\n\n**TURN_COMPLETE**".into(),
+        edited: true,
+        written_at: h.clock.now(),
+        ..streamed.clone()
+    };
+    h.deliver(A, &edit);
+    h.settle(A).await;
+    assert_eq!(h.events(A, "unknown_signal"), 0, "not while the message may still change");
+    tokio::time::advance(Duration::from_secs(5)).await;
+    h.settle(A).await;
+    assert_eq!(h.events(A, "unknown_signal"), 1, "{:#?}", h.journal.of(A));
+    assert_eq!(h.stats.snapshot().timeouts, 0, "no turn timed out");
+    assert_eq!(h.holder(A).await.as_deref(), Some("pm"));
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_signal_handled_before_an_older_message_of_its_author_leaves_the_older_one_in_turn() {
     let h = Harness::new();
