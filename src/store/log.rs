@@ -202,7 +202,19 @@ impl Store {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
             Err(e) => return Err(io("read the history log", &path)(e)),
         };
-        Ok(text.lines().filter_map(|line| serde_json::from_str(line).ok()).collect())
+        // A torn last line (no newline after it) is a crash mid-append, not a line to warn of.
+        let torn = !text.is_empty() && !text.ends_with('\n');
+        let lines = text.lines().count();
+        let (mut events, mut unread) = (Vec::new(), 0);
+        for (i, line) in text.lines().enumerate() {
+            match serde_json::from_str(line) {
+                Ok(event) => events.push(event),
+                Err(_) if torn && i + 1 == lines => {}
+                Err(_) => unread += 1,
+            }
+        }
+        unread_lines(channel, &path, unread);
+        Ok(events)
     }
 
     /// The last `n` events recorded for a channel, oldest first, read from the end of the log. A torn last line
@@ -224,7 +236,23 @@ impl Store {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
             Err(e) => return Err(io("read the history log", &path)(e)),
         };
-        read_tail(&mut file, n, block).map_err(io("read the history log", &path))
+        let (events, unread) = read_tail(&mut file, n, block).map_err(io("read the history log", &path))?;
+        unread_lines(channel, &path, unread);
+        Ok(events)
+    }
+}
+
+/// Lines of the log that are no event this build reads (edited by hand and broken, or written by a newer build) are
+/// left out of what is read, with a warning saying how many: before, they were left out unsaid, and `history` showed
+/// fewer events than were recorded.
+fn unread_lines(channel: ChannelId, path: &Path, count: usize) {
+    if count > 0 {
+        tracing::warn!(
+            %channel,
+            "{count} line(s) of {} are no history event this build reads (edited and broken, or written by a newer \
+             build): left out of what was read",
+            path.display()
+        );
     }
 }
 
@@ -277,18 +305,21 @@ fn last_logged(file: &mut File) -> std::io::Result<LastLogged> {
     Ok(last)
 }
 
-fn read_tail(file: &mut File, n: usize, block: usize) -> std::io::Result<Vec<HistoryEvent>> {
+/// The last `n` events of the log, oldest first, and how many lines passed on the way were no event.
+fn read_tail(file: &mut File, n: usize, block: usize) -> std::io::Result<(Vec<HistoryEvent>, usize)> {
     let mut newest_first = Vec::new();
+    let mut unread = 0;
     if n > 0 {
         lines_backwards(file, block, |line| {
-            if let Ok(event) = serde_json::from_slice(line) {
-                newest_first.push(event);
+            match serde_json::from_slice(line) {
+                Ok(event) => newest_first.push(event),
+                Err(_) => unread += 1,
             }
             newest_first.len() < n
         })?;
     }
     newest_first.reverse();
-    Ok(newest_first)
+    Ok((newest_first, unread))
 }
 
 /// Cuts the file back to its last newline when it does not end with one: a crash mid-append left a torn line.

@@ -218,6 +218,47 @@ fn read_log_tail_returns_the_last_events_in_order_across_block_boundaries() {
     assert_eq!(store.read_log_tail(ChannelId(5), 3).unwrap(), [], "a channel without a log has no events");
 }
 
+/// What `work` logs, as text.
+fn logged(work: impl FnOnce()) -> String {
+    #[derive(Clone, Default)]
+    struct Buffer(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+    impl std::io::Write for Buffer {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let buffer = Buffer::default();
+    let writer = buffer.clone();
+    let subscriber = tracing_subscriber::fmt().with_writer(move || writer.clone()).with_ansi(false).finish();
+    tracing::subscriber::with_default(subscriber, work);
+    String::from_utf8(buffer.0.lock().unwrap().clone()).unwrap()
+}
+
+/// Found by a review: lines of the log that are no event (a hand edit gone wrong, a newer build's event) were left
+/// out unsaid, and `history` showed fewer events than were recorded. A torn last line is a crash's, not one of them.
+#[test]
+fn lines_of_the_log_that_are_no_event_are_left_out_with_a_warning_saying_how_many() {
+    let (dir, store) = open_store();
+    let (session, events) = started();
+    store.save(&session, &events).unwrap();
+    let log = dir.path().join("channels/42.history.jsonl");
+    let text = std::fs::read_to_string(&log).unwrap();
+    std::fs::write(&log, format!("not an event\n{text}{{\"at\": 1}}\n{{\"at\":\"20")).unwrap();
+    let said = logged(|| {
+        assert_eq!(store.read_log(CHANNEL).unwrap(), events);
+        assert_eq!(store.read_log_tail(CHANNEL, 100).unwrap(), events);
+    });
+    assert_eq!(said.matches("2 line(s) of").count(), 2, "{said}");
+    assert!(said.contains("42.history.jsonl are no history event this build reads"), "{said}");
+    // Read from the end, the last event is found past the last bad line only.
+    let said = logged(|| assert_eq!(store.read_log_tail(CHANNEL, 1).unwrap(), events[events.len() - 1..]));
+    assert!(said.contains("1 line(s) of"), "{said}");
+}
+
 #[test]
 fn saving_keeps_the_previous_version_beside_the_current_one() {
     let (dir, store) = open_store();
