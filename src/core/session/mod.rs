@@ -518,9 +518,15 @@ impl Session {
     /// of the silence that auto-detection waits for, or the instant an edited line that looks like a signal is
     /// answered, whichever comes first.
     pub fn wake_at(&self, ctx: Context) -> Option<DateTime<Utc>> {
+        [self.turn_ends_at(ctx), self.signal_like_due()].into_iter().flatten().min()
+    }
+
+    /// When the running turn ends by the clock unless something comes first: its deadline plus its grace, or the
+    /// end of the silence that auto-detection waits for, whichever comes first.
+    pub fn turn_ends_at(&self, ctx: Context) -> Option<DateTime<Utc>> {
         let grace = seconds(u64::from(ctx.config.signals.recovery.grace_seconds));
         let timeout = self.next_deadline().map(|d| d + grace);
-        [timeout, self.silence_deadline(ctx), self.signal_like_due()].into_iter().flatten().min()
+        [timeout, self.silence_deadline(ctx)].into_iter().flatten().min()
     }
 
     /// When the holder's silence ends its turn (auto-detection), if it is on and the holder has spoken this turn.

@@ -39,7 +39,7 @@ impl Session {
             let author = ctx.personas.get(persona).map(|p| p.discord_user_id);
             self.post(t, now, text, author, Some(message), false);
             self.remember_editable(message);
-            self.answered_signal_like(message, line);
+            self.answered_signal_like(message, &line);
             return;
         }
         self.agents.entry(persona.clone()).or_default().unknown_signals = 0;

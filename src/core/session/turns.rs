@@ -81,6 +81,7 @@ impl Session {
             }
             self.editable_messages.remove(position);
             self.forget_editable_after_signal(message.id);
+            self.signal_like_taken_up(message.id, written);
         } else {
             if !self.recent_ids.claim(message.id, self.last_message_id) {
                 return t;
@@ -236,11 +237,7 @@ impl Session {
     pub fn tick(&mut self, now: DateTime<Utc>, ctx: Context) -> Transition {
         let now = whole_millis(now);
         let mut t = Transition::default();
-        if let Some(due) = self.signal_like_due().filter(|due| *due <= now) {
-            // A turn that timed out (or fell silent) before the edited line was quiet ends there, unanswered.
-            self.expire_if_due(due, now, ctx, &mut t);
-            self.answer_signal_likes(now, ctx, &mut t);
-        }
+        self.answer_signal_likes(now, ctx, &mut t);
         self.expire_if_due(now, now, ctx, &mut t);
         self.finish(t, ctx)
     }
@@ -402,6 +399,7 @@ impl Session {
         self.editable_messages.clear();
         self.editable_after_signal = None;
         self.out_of_turn_lately.clear();
+        self.signal_like = None;
     }
 
     /// Gives `persona` the floor now. In a paused session the turn waits, unannounced, for `resume`.

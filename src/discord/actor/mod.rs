@@ -805,7 +805,10 @@ impl Actor {
     }
 
     async fn on_deadline(&mut self) {
-        let Some(deadline) = self.session.wake_at(self.env.context()) else { return };
+        let Some(woken_for) = self.session.wake_at(self.env.context()) else { return };
+        // The lateness of a turn's end is from the turn's own deadline, not from a line's answer that woke the actor
+        // first (found by a review).
+        let deadline = self.session.turn_ends_at(self.env.context()).unwrap_or(woken_for);
         let now = self.env.clock.now();
         let t = self.session.tick(now, self.env.context());
         // A tick may also answer a line an edit left (no turn ended): only a turn ended by its clock is a timeout

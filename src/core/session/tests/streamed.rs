@@ -181,3 +181,57 @@ fn a_line_a_rule_reads_left_by_an_edit_is_never_answered_as_unknown() {
     }
     assert_eq!(f.active(), "pm");
 }
+
+/// Found by a review: a line an earlier edit left waiting was answered 5 s after a later edit gave the message a
+/// signal that was acted on (a progress), though the message no longer had the line.
+#[test]
+fn a_line_left_waiting_is_dropped_when_a_later_edit_gives_the_message_a_signal() {
+    let mut f = with_progress();
+    f.set_display_mode(DisplayMode::Observe);
+    f.say(PM, "Working", 1_000);
+    let m = f.last_id;
+    f.deliver(&Fixture::edit(m, PM, "Working\n\n**TURN_COMPLETE**", 2_000), 2_000); // waits until 7 s
+    let t = f.deliver(&Fixture::edit(m, PM, "Working\nPROGRESS: 40", 3_000), 3_000);
+    assert_eq!(event_names(&t), ["progress"]);
+    let t = f.tick(8_000);
+    assert!(unknown_counts(&t).is_empty(), "{:?}", event_names(&t));
+}
+
+/// Found by a review: a tick that came late (the deadlines held by a catch-up) answered every line due by then,
+/// those that fell due after the turn's deadline too, and only then timed the turn out.
+#[test]
+fn a_late_tick_answers_no_line_that_fell_due_after_the_turn_ended() {
+    let mut f = Fixture::new(); // pm: 90 s from 0
+    f.say(PM, "One", 1_000);
+    let one = f.last_id;
+    f.say(PM, "Two", 1_100);
+    let two = f.last_id;
+    f.deliver(&Fixture::edit(one, PM, "One.\n\n**TURN_COMPLETE**", 80_000), 80_000); // due at 85 s
+    f.deliver(&Fixture::edit(two, PM, "Two.\n\n`TURN_COMPLETE`", 88_000), 88_000); // due at 93 s, past 90 s
+    let t = f.tick(120_000);
+    assert_eq!(unknown_counts(&t), [1], "{:?}", event_names(&t));
+    assert_eq!(event_names(&t), ["unknown_signal", "turn_timeout"]);
+    assert_eq!(f.active(), "dev");
+}
+
+/// A session that stops keeps no line to answer: nothing of it in its file.
+#[test]
+fn a_stopped_session_follows_nothing() {
+    let mut f = Fixture::new();
+    f.say(PM, "Plan", 1_000);
+    let plan = f.last_id;
+    f.deliver(&Fixture::edit(plan, PM, "Plan.\n\n**TURN_COMPLETE**", 2_000), 2_000);
+    assert!(f.session.signal_like.is_some());
+    f.command(Command::Stop, 3_000).unwrap();
+    assert!(f.session.signal_like.is_none());
+}
+
+/// A streaming agent's edits with no such line follow nothing: the session's file carries no entry for them.
+#[test]
+fn edits_with_no_line_that_looks_like_a_signal_follow_nothing() {
+    let mut f = Fixture::new();
+    f.say(PM, "Plan", 1_000);
+    let plan = f.last_id;
+    f.deliver(&Fixture::edit(plan, PM, "Plan, longer.", 2_000), 2_000);
+    assert!(f.session.signal_like.is_none(), "{:?}", f.session.signal_like);
+}
