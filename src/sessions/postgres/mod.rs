@@ -12,7 +12,8 @@
 //! - `lazy`: activity-only saves, batched into one statement per [`LAZY_SAVE_DELAY`].
 //! - `rows`: a session or an event as a row, and back.
 //! - `unreadable`: rows this build could not decode, passed over by the orphan watch until they change.
-//! - `processes`: the shard layout each process runs, so that a total differing between processes is warned about.
+//! - `processes`: the shard layout each process runs (in its connections' names), so that a total differing
+//!   between processes is warned about.
 //! - [`copy`]: every session and history at once, for `convert`.
 //!
 //! [`LAZY_SAVE_DELAY`]: crate::store::writer::LAZY_SAVE_DELAY
@@ -598,11 +599,13 @@ impl SessionStore for PgSessions {
         if let Some(last) = decoding {
             self.keep(decoded(last).await, &mut report);
         }
-        let mut connection = self.connection("say which shards this process runs").await?;
-        let answered = tokio::time::timeout(self.patience(), self.say_layout(&mut connection, shards)).await;
-        let others = closed_if_late(&mut connection, answered).unwrap_or_default();
-        let mine = shards.unwrap_or(ShardRange::whole(1));
-        report.problems.extend(others.iter().map(|other| processes::mismatch(mine, other)));
+        // Only a warning: a connection the pool cannot give now does not stop the start (found by a review).
+        if let Ok(mut connection) = self.connection("compare shard layouts with the other processes").await {
+            let answered = tokio::time::timeout(self.patience(), self.say_layout(&mut connection, shards)).await;
+            let others = closed_if_late(&mut connection, answered).unwrap_or_default();
+            let mine = shards.unwrap_or(ShardRange::whole(1));
+            report.problems.extend(others.iter().map(|other| processes::mismatch(mine, other)));
+        }
         if held_elsewhere > 0 {
             tracing::info!(
                 "{held_elsewhere} saved session(s) of these shards are held by another live process: left to it, and \
@@ -623,8 +626,17 @@ impl SessionStore for PgSessions {
         })
         .await
         .map_err(self.failed("read a channel's history"))?;
-        // Newest first from the index; an event this build cannot read is skipped, as the file log does.
-        Ok(rows.into_iter().rev().filter_map(|(json,)| decode_event(&json)).collect())
+        // Newest first from the index; an event this build cannot read is left out with a warning, as the file log's.
+        let read = rows.len();
+        let events: Vec<HistoryEvent> = rows.into_iter().rev().filter_map(|(json,)| decode_event(&json)).collect();
+        if events.len() < read {
+            tracing::warn!(
+                %channel,
+                "{} history event(s) are none this build reads (written by a newer build): left out of what was read",
+                read - events.len()
+            );
+        }
+        Ok(events)
     }
 
     async fn history(&self, channel: ChannelId) -> Result<Vec<HistoryEvent>, SessionStoreError> {
@@ -648,8 +660,10 @@ impl SessionStore for PgSessions {
         let mut connection = self.connection("renew this process's leases").await?;
         let round = async {
             self.renew(&mut connection).await?;
+            let orphans = self.orphans(&mut connection, shards).await;
+            // After what the round is for; it takes no lock, and its failure is only logged.
             self.say_layout(&mut connection, shards).await;
-            self.orphans(&mut connection, shards).await
+            orphans
         };
         let patience = self.patience();
         let answered = tokio::time::timeout(patience, round).await;
@@ -664,9 +678,7 @@ impl SessionStore for PgSessions {
         if let Err(e) = self.release_all().await {
             tracing::warn!("could not release this process's leases (they expire by themselves): {e}");
         }
-        if let Err(e) = self.unsay_layout().await {
-            tracing::debug!("could not take this process's shards off the list (the row expires by itself): {e}");
-        }
+
         self.lazy.stop();
     }
 
