@@ -398,8 +398,10 @@ async fn watch_connection(shard_manager: Arc<discord::ShardManager>, router: Arc
             .filter(|(_, r)| r.stage == discord::ConnectionStage::Connected)
             .map(|(id, _)| id.0)
             .collect();
-        shard_gauges
-            .observe(runners.iter().map(|(id, r)| (id.0, r.stage == discord::ConnectionStage::Connected, r.latency)));
+        shard_gauges.observe(shard_states(shards.ids(), |id| {
+            let runner = runners.get(&discord::ShardId(id))?;
+            Some((runner.stage == discord::ConnectionStage::Connected, runner.latency))
+        }));
         drop(runners);
         for (id, seen) in shards.ids().zip(changes) {
             let shard = Some(shards.shard(id));
@@ -414,6 +416,20 @@ async fn watch_connection(shard_manager: Arc<discord::ShardManager>, router: Arc
         }
         router.env().stats.connection_checked();
     }
+}
+
+/// Each shard of the process, `(id, connected, latency)`: one without a runner (waiting its turn to connect, 5 s
+/// after the one before, or being restarted) is not connected. Before, only the shards with a runner had a gauge, so
+/// `health` called a process healthy while a shard still waited (found by a review).
+fn shard_states(
+    ids: impl Iterator<Item = u32>,
+    runner: impl Fn(u32) -> Option<(bool, Option<std::time::Duration>)>,
+) -> Vec<(u32, bool, Option<std::time::Duration>)> {
+    ids.map(|id| match runner(id) {
+        Some((connected, latency)) => (id, connected, latency),
+        None => (id, false, None),
+    })
+    .collect()
 }
 
 /// The saved sessions this process keeps: those of servers on its shards, and those whose server is not known yet
@@ -539,6 +555,13 @@ pub fn permissions_used() -> discord::Permissions {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_shard_of_the_process_without_a_runner_yet_is_not_connected() {
+        let latency = Some(std::time::Duration::from_millis(40));
+        let states = super::shard_states(2..=4, |id| (id == 2).then_some((true, latency)));
+        assert_eq!(states, [(2, true, latency), (3, false, None), (4, false, None)]);
+    }
+
     /// Found by a review: an unreachable --api-base was reported as "Error while sending HTTP request." only.
     #[tokio::test]
     async fn an_unreachable_api_base_is_reported_with_why() {
