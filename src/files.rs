@@ -120,16 +120,25 @@ pub fn read_persona_files(dir: &Path) -> Result<(Texts, Vec<Problem>), Problem> 
     let (mut paths, mut unreadable) = (Vec::new(), Vec::new());
     for entry in entries {
         match entry {
-            Ok(entry)
-                if entry.path().extension().is_some_and(|ext| ext.eq_ignore_ascii_case("json"))
-                    && !entry.file_name().to_string_lossy().starts_with('.') =>
-            {
-                paths.push(entry.path())
-            }
+            Ok(entry) if is_persona_file_name(&entry.file_name().to_string_lossy()) => paths.push(entry.path()),
             Ok(_) => {}
             Err(e) => unreadable.push(file_problem(dir, format!("an entry of this folder cannot be read: {e}"))),
         }
     }
+    read_listed(paths, unreadable)
+}
+
+/// Whether a file of a persona folder is read as a persona: `*.json` in any case, not hidden.
+pub fn is_persona_file_name(name: &str) -> bool {
+    let json = name.len() > ".json".len() && name[name.len() - ".json".len()..].eq_ignore_ascii_case(".json");
+    json && !name.starts_with('.')
+}
+
+/// The persona files listed, read, with a problem for each that cannot be (and those of the listing).
+fn read_listed(
+    mut paths: Vec<std::path::PathBuf>,
+    mut unreadable: Vec<Problem>,
+) -> Result<(Texts, Vec<Problem>), Problem> {
     paths.sort();
     let mut files = Vec::new();
     for path in paths {

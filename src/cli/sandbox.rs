@@ -122,13 +122,17 @@ impl Sandbox {
             );
         }
         let earlier_copy = |id: &PersonaId| earlier.contains(id);
-        if let Some((persona, _)) =
-            self.agents.iter().find(|(p, _)| !earlier_copy(&p.id) && dir.join(format!("{}.json", p.id)).exists())
-        {
+        // In any case: a person's `CRITIC.JSON` is read as a persona too (found by a review: only `critic.json` was
+        // looked for, and the bot then found critic twice).
+        let there: Vec<String> = std::fs::read_dir(dir)
+            .map(|entries| entries.filter_map(|entry| entry.ok()?.file_name().into_string().ok()).collect())
+            .unwrap_or_default();
+        let file_of = |id: &PersonaId| there.iter().find(|name| name.eq_ignore_ascii_case(&format!("{id}.json")));
+        if let Some(name) = self.agents.iter().filter(|(p, _)| !earlier_copy(&p.id)).find_map(|(p, _)| file_of(&p.id)) {
             anyhow::bail!(
                 "{} is there already and no earlier sandbox wrote it (its sandbox.json does not list it): the \
                  sandbox's copy would overwrite it; give another --dir, or remove that folder if it is an old copy",
-                dir.join(format!("{}.json", persona.id)).display()
+                dir.join(name).display()
             );
         }
         let ids: Vec<&PersonaId> = self.agents.iter().map(|(persona, _)| &persona.id).collect();
@@ -171,7 +175,7 @@ impl Sandbox {
         let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
         let mut names: Vec<String> = entries
             .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
-            .filter(|name| name.ends_with(".json") && !name.starts_with('.') && !ours.contains(name))
+            .filter(|name| crate::files::is_persona_file_name(name) && !ours.contains(name))
             .collect();
         names.sort();
         names
@@ -385,5 +389,13 @@ mod tests {
         let refused = sandbox.write_personas(theirs.path(), &[]).unwrap_err().to_string();
         assert!(refused.contains("no earlier sandbox wrote it"), "{refused}");
         assert!(std::fs::read_to_string(theirs.path().join("critic.json")).unwrap().contains("\"77\""));
+
+        // Named in capitals, which the bot reads as a persona file too (found by a review).
+        let shouting = tempfile::tempdir().unwrap();
+        std::fs::write(shouting.path().join("CRITIC.JSON"), "{\"id\": \"critic\", \"discordUserId\": \"77\"}").unwrap();
+        let refused = sandbox.write_personas(shouting.path(), &[]).unwrap_err().to_string();
+        assert!(refused.contains("CRITIC.JSON is there already"), "{refused}");
+        std::fs::write(copies.path().join("QA.JSON"), "{}").unwrap();
+        assert_eq!(sandbox.strangers_in(copies.path()), ["QA.JSON", "notes.json"]);
     }
 }
