@@ -139,10 +139,28 @@ fn convert_refuses_a_folder_that_is_no_state_folder_or_inside_the_source_and_fai
     assert_eq!(copied.status.code(), Some(1), "{}", stderr(&copied));
     assert!(String::from_utf8_lossy(&copied.stdout).contains("Copied 1 session(s)"));
     assert!(stderr(&copied).contains("1 channel(s) of the state folder"), "{}", stderr(&copied));
-    assert!(stderr(&copied).contains("had no readable session and were not copied"), "{}", stderr(&copied));
+    assert!(stderr(&copied).contains("had no readable session, or history lines"), "{}", stderr(&copied));
     // Run again (the unreadable file was moved aside by the first): still left behind, still a failure.
     assert!(channels.join("4.history.jsonl").exists(), "its history log stays");
     let again = run(&["convert", "--from", from, "--to", work.path().join("copy2").to_str().unwrap()], &[]);
     assert_eq!(again.status.code(), Some(1), "{}", stderr(&again));
     assert!(stderr(&again).contains("channel 4: a history log but no readable session"), "{}", stderr(&again));
+
+    // A history line this build reads as no event (found by a review: left out unsaid, exit 0).
+    let clean = work.path().join("clean");
+    let store = Store::open(&clean).unwrap();
+    let started = stopped_event();
+    store.save(&Session::new(ChannelId(5)), &[started]).unwrap();
+    drop(store);
+    let log = clean.join("channels/5.history.jsonl");
+    let text = std::fs::read_to_string(&log).unwrap();
+    std::fs::write(&log, format!("{text}{{\"not\": \"an event\"}}\n")).unwrap();
+    let copied =
+        run(&["convert", "--from", clean.to_str().unwrap(), "--to", work.path().join("copy3").to_str().unwrap()], &[]);
+    assert_eq!(copied.status.code(), Some(1), "{}", stderr(&copied));
+    assert!(stderr(&copied).contains("channel 5: 1 line(s) of its history log are no event"), "{}", stderr(&copied));
+}
+
+fn stopped_event() -> HistoryEvent {
+    HistoryEvent { at: chrono::Utc::now(), round: 1, agent_id: None, kind: EventKind::SessionStopped {} }
 }

@@ -55,7 +55,8 @@ pub fn run(args: &ConvertArgs) -> ExitCode {
         // Not a success for a script that goes on to delete the source (found by a review: it exited 0).
         if converted.left_behind > 0 {
             anyhow::bail!(
-                "{} channel(s) of {from} had no readable session and were not copied (see the warnings above)",
+                "{} channel(s) of {from} had no readable session, or history lines this build cannot read, and were \
+                 not copied whole (see the warnings above)",
                 converted.left_behind
             );
         }

@@ -193,13 +193,21 @@ impl Store {
         !commits.to_look.is_empty()
     }
 
-    /// Every event ever recorded for a channel, oldest first. A torn last line (a crash mid-append) is skipped.
+    /// Every event ever recorded for a channel, oldest first. A torn last line (a crash mid-append) is skipped; lines
+    /// that are no event are left out with a warning.
     pub fn read_log(&self, channel: ChannelId) -> Result<Vec<HistoryEvent>, StoreError> {
+        let (events, unread) = self.read_log_counted(channel)?;
+        unread_lines(channel, &self.log_path(channel), unread);
+        Ok(events)
+    }
+
+    /// [`Store::read_log`], and how many lines (neither blank nor the torn last one) were no event, unsaid.
+    pub fn read_log_counted(&self, channel: ChannelId) -> Result<(Vec<HistoryEvent>, usize), StoreError> {
         let _settled = self.settled_for(channel);
         let path = self.log_path(channel);
         let text = match std::fs::read_to_string(&path) {
             Ok(text) => text,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((Vec::new(), 0)),
             Err(e) => return Err(io("read the history log", &path)(e)),
         };
         // A torn last line (no newline after it) is a crash mid-append, not a line to warn of.
@@ -209,12 +217,11 @@ impl Store {
         for (i, line) in text.lines().enumerate() {
             match serde_json::from_str(line) {
                 Ok(event) => events.push(event),
-                Err(_) if torn && i + 1 == lines => {}
+                Err(_) if (torn && i + 1 == lines) || line.trim().is_empty() => {}
                 Err(_) => unread += 1,
             }
         }
-        unread_lines(channel, &path, unread);
-        Ok(events)
+        Ok((events, unread))
     }
 
     /// The last `n` events recorded for a channel, oldest first, read from the end of the log. A torn last line
@@ -313,6 +320,7 @@ fn read_tail(file: &mut File, n: usize, block: usize) -> std::io::Result<(Vec<Hi
         lines_backwards(file, block, |line| {
             match serde_json::from_slice(line) {
                 Ok(event) => newest_first.push(event),
+                Err(_) if line.trim_ascii().is_empty() => {}
                 Err(_) => unread += 1,
             }
             newest_first.len() < n
