@@ -411,14 +411,19 @@ impl Session {
     /// or an escalation). The turn keeps the time it was given on top (an `extend` while paused was confirmed; a
     /// progress's, not given twice), and stays the same turn: what the holder wrote in it before, handled after, is
     /// still in turn (not out of turn), and a `skip` or `extend` given in it still applies to it.
-    /// Its row of keeps goes on too: a `resume` is no way past `maxKeeps` (found by a review).
+    /// Its row of keeps goes on too: a `resume` is no way past `maxKeeps` (found by a review), and so do the lines that
+    /// look like a signal its edits left (streamed.rs).
     pub(super) fn ask_again(&mut self, holder: PersonaId, now: DateTime<Utc>, ctx: Context, t: &mut Transition) {
         let (extended, progress_extended) = (self.turn_extended_seconds, self.turn_progress_extended);
         let (began_after, keeps_in_row) = (self.turn_began_after, self.keeps_in_row);
+        // Its messages followed for a line that looks like a signal too: a line answered is not answered again
+        // (found by a property test: a `resume` asking again made it forget what it had answered).
+        let followed = self.signal_like.take();
         self.begin_turn_as(holder, Template::TurnStart, &[], extended, now, ctx, t);
         self.turn_progress_extended = progress_extended;
         self.turn_began_after = began_after;
         self.keeps_in_row = keeps_in_row;
+        self.signal_like = followed;
     }
 
     /// Gives `persona` the floor now, announced with `template` (the turn start, or a kept turn), its persona's

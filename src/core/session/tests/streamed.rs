@@ -235,3 +235,119 @@ fn edits_with_no_line_that_looks_like_a_signal_follow_nothing() {
     f.deliver(&Fixture::edit(plan, PM, "Plan, longer.", 2_000), 2_000);
     assert!(f.session.signal_like.is_none(), "{:?}", f.session.signal_like);
 }
+
+/// A step of a random stream of the holder's messages and edits (for the property below).
+#[derive(Clone, Debug)]
+enum Streamed {
+    /// A new message of the holder, with text `text` of [`STREAMED_TEXTS`].
+    Say {
+        text: usize,
+    },
+    /// An edit of the holder's message said `back` messages ago this turn, to text `text`.
+    Edit {
+        back: usize,
+        text: usize,
+    },
+    Wait {
+        ms: i64,
+    },
+    Pause,
+    Resume,
+}
+
+/// Texts a streaming agent passes through: plain, near misses, an unknown signal line, and the signal.
+const STREAMED_TEXTS: &[&str] = &[
+    "Working on it",
+    "Done.\n\n**TURN_COMPLETE*",
+    "Done.\n\n**TURN_COMPLETE**",
+    "Done.\n\n`TURN_COMPLETE`",
+    "Done.\n\nTURN_COMPLETE.",
+    "ALMOST: there",
+    "Done, with tests.\n\n**TURN_COMPLETE**",
+    "Done.\n\nTURN_COMPLETE",
+];
+
+fn streamed_step() -> impl proptest::strategy::Strategy<Value = Streamed> {
+    use proptest::prelude::*;
+    let text = 0..STREAMED_TEXTS.len();
+    prop_oneof![
+        3 => text.clone().prop_map(|text| Streamed::Say { text }),
+        6 => (0usize..4, text).prop_map(|(back, text)| Streamed::Edit { back, text }),
+        4 => (0i64..12_000).prop_map(|ms| Streamed::Wait { ms }),
+        1 => Just(Streamed::Pause),
+        1 => Just(Streamed::Resume),
+    ]
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+
+    /// Whatever the holders stream: a line answered by a tick is one the newest edit of its message still shows,
+    /// quiet for [`SIGNAL_LIKE_QUIET`] since, and not answered before for that message; at most
+    /// `EDITABLE_MESSAGES_KEPT` messages are followed.
+    #[test]
+    fn a_line_answered_for_an_edit_is_the_newest_one_quiet_and_answered_once(
+        steps in proptest::collection::vec(streamed_step(), 1..80)
+    ) {
+        use std::collections::{HashMap, HashSet};
+        let mut f = Fixture::new();
+        let (config, personas) = (f.config.clone(), f.personas.clone());
+        let signals = &config.signals;
+        let mut now = 1_000i64;
+        // This turn's messages of the holder, newest last; each message's newest text and when it was set; the lines
+        // answered for each message (as it came, or by a tick).
+        let (mut turn_messages, mut holder): (Vec<MessageId>, String) = (Vec::new(), f.active().to_owned());
+        let mut newest: HashMap<MessageId, (String, i64)> = HashMap::new();
+        let mut answered: HashSet<(MessageId, String)> = HashSet::new();
+        let unknowns = |t: &Transition| -> Vec<(MessageId, String)> {
+            t.events.iter().filter_map(|e| match &e.kind {
+                EventKind::UnknownSignal { message_id, line, .. } => Some((*message_id, line.clone())),
+                _ => None,
+            }).collect()
+        };
+        for step in steps {
+            now += 1;
+            let user = personas.get(&id(&holder)).map(|p| p.discord_user_id).unwrap_or(PM);
+            let t = match step {
+                Streamed::Say { text } => {
+                    let t = f.say(user, STREAMED_TEXTS[text], now);
+                    turn_messages.push(f.last_id);
+                    newest.insert(f.last_id, (STREAMED_TEXTS[text].to_owned(), now));
+                    answered.extend(unknowns(&t));
+                    t
+                }
+                Streamed::Edit { back, text } => {
+                    let Some(&message) = turn_messages.iter().rev().nth(back) else { continue };
+                    let t = f.deliver(&Fixture::edit(message, user, STREAMED_TEXTS[text], now), now);
+                    newest.insert(message, (STREAMED_TEXTS[text].to_owned(), now));
+                    proptest::prop_assert!(unknowns(&t).is_empty(), "an edit is never answered at once");
+                    t
+                }
+                Streamed::Wait { ms } => {
+                    now += ms;
+                    let t = f.tick(now);
+                    for (message, line) in unknowns(&t) {
+                        let (text, at) = newest.get(&message).cloned().expect("a message of the run");
+                        let persona = id(&holder);
+                        let still = signals.unknown_signal(&text).or_else(|| signals.near_miss(&text, &persona));
+                        proptest::prop_assert_eq!(still.as_deref(), Some(line.as_str()), "the newest edit shows it");
+                        proptest::prop_assert!(
+                            Fixture::at(at) + SIGNAL_LIKE_QUIET <= Fixture::at(now),
+                            "quiet long enough"
+                        );
+                        proptest::prop_assert!(answered.insert((message, line)), "answered once for its message");
+                    }
+                    t
+                }
+                Streamed::Pause => f.command(Command::Pause, now).unwrap_or_default(),
+                Streamed::Resume => f.command(Command::Resume, now).unwrap_or_default(),
+            };
+            let _ = t;
+            let followed = f.session.signal_like.as_ref().map_or(0, |followed| followed.len());
+            proptest::prop_assert!(followed <= super::super::EDITABLE_MESSAGES_KEPT);
+            if f.active() != holder {
+                (holder, turn_messages) = (f.active().to_owned(), Vec::new());
+            }
+        }
+    }
+}
