@@ -130,7 +130,9 @@ pub fn read_persona_files(dir: &Path) -> Result<(Texts, Vec<Problem>), Problem> 
 
 /// Whether a file of a persona folder is read as a persona: `*.json` in any case, not hidden.
 pub fn is_persona_file_name(name: &str) -> bool {
-    let json = name.len() > ".json".len() && name[name.len() - ".json".len()..].eq_ignore_ascii_case(".json");
+    // By bytes: a cut inside a character of another name (`café.txt`) would panic (found by a review).
+    let bytes = name.as_bytes();
+    let json = bytes.len() > b".json".len() && bytes[bytes.len() - b".json".len()..].eq_ignore_ascii_case(b".json");
     json && !name.starts_with('.')
 }
 
@@ -289,6 +291,8 @@ mod tests {
         write(dir.path(), "PM.JSON", r#"{"id": "pm", "discordUserId": "1"}"#);
         write(dir.path(), "dev.Json", r#"{"id": "dev", "discordUserId": "2"}"#);
         write(dir.path(), "notes.txt", "not a persona");
+        write(dir.path(), "café.txt", "not a persona either, and a name to cut inside a character");
+        write(dir.path(), "日本.md", "");
         let (files, problems) = read_persona_files(dir.path()).unwrap();
         let names: Vec<&str> = files.iter().map(|(path, _)| path.rsplit('/').next().unwrap()).collect();
         assert_eq!(names, ["PM.JSON", "dev.Json"]);

@@ -590,6 +590,9 @@ impl Session {
         self.agents.shrink_to_fit();
         self.editable_messages.shrink_to_fit();
         self.out_of_turn_lately.shrink_to_fit();
+        if let Some(followed) = &mut self.signal_like {
+            followed.shrink_to_fit();
+        }
         self.outbox.shrink_to_fit();
         self.history.shrink_to_fit();
     }

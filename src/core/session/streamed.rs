@@ -37,7 +37,7 @@ pub struct SignalLike {
     pub waiting: Option<String>,
     /// Digests ([`Repeats::digest_of`]) of the lines answered already, as the message came or once it was quiet:
     /// not answered again, even when a catch-up after a restart reads the message again as an edit.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty", rename = "answeredDigests")]
     pub answered: Vec<u64>,
 }
 
@@ -123,9 +123,16 @@ impl Session {
         followed.last_mut().expect("pushed")
     }
 
-    /// When the first line left by an edit is to be answered, if one waits and the session runs.
+    /// Whether `message`'s edits are followed this turn (entries go with the turn that made them).
+    pub(super) fn follows(&self, message: MessageId) -> bool {
+        self.signal_like.as_deref().is_some_and(|followed| followed.iter().any(|k| k.message == message))
+    }
+
+    /// When the first line left by an edit is to be answered, if one waits, the session runs and the holder has been
+    /// told it has the floor (as for its deadline: found by a review, lines could be answered, and the turn ended
+    /// at the limit, before Discord accepted the announcement asking it again).
     pub(crate) fn signal_like_due(&self) -> Option<DateTime<Utc>> {
-        if self.status != SessionStatus::Running {
+        if self.status != SessionStatus::Running || self.awaiting_floor_announcement() {
             return None;
         }
         let followed = self.signal_like.as_deref()?;

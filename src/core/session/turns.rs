@@ -73,7 +73,10 @@ impl Session {
                 // message is left alone: before, only a new message's was (a streaming agent's never). Followed
                 // during a pause too, answered once the session runs (found by a review: such an edit was lost).
                 if let Some(holder) = author.filter(|a| Some(*a) == self.active_agent.as_ref()) {
-                    if self.turn_started_at.is_none_or(|started| written > started) {
+                    // A message followed already is of this turn (its entries go with the turn), whenever its edit is
+                    // handled: one made during a pause and handled after a `resume` asking again, which sets the
+                    // turn's start anew, still takes a line away (found by a review).
+                    if self.turn_started_at.is_none_or(|started| written > started) || self.follows(message.id) {
                         self.edited_signal_like(message, holder, written, ctx, &mut t);
                     }
                 }

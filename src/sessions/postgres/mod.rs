@@ -112,6 +112,21 @@ pub struct PgSessions {
     layout_failed: std::sync::atomic::AtomicBool,
 }
 
+/// The events of `rows` this build reads; the others (written by a newer build) are left out with a warning saying
+/// how many, as the file log's are (before, unsaid).
+fn readable_events(channel: ChannelId, rows: impl ExactSizeIterator<Item = (String,)>) -> Vec<HistoryEvent> {
+    let read = rows.len();
+    let events: Vec<HistoryEvent> = rows.filter_map(|(json,)| decode_event(&json)).collect();
+    if events.len() < read {
+        tracing::warn!(
+            %channel,
+            "{} history event(s) are none this build reads (written by a newer build): left out of what was read",
+            read - events.len()
+        );
+    }
+    events
+}
+
 /// A durable save whose outcome is unknown (see [`PgSessions::unsure`]).
 #[derive(Clone, Copy, Debug)]
 struct Unsure {
@@ -626,17 +641,8 @@ impl SessionStore for PgSessions {
         })
         .await
         .map_err(self.failed("read a channel's history"))?;
-        // Newest first from the index; an event this build cannot read is left out with a warning, as the file log's.
-        let read = rows.len();
-        let events: Vec<HistoryEvent> = rows.into_iter().rev().filter_map(|(json,)| decode_event(&json)).collect();
-        if events.len() < read {
-            tracing::warn!(
-                %channel,
-                "{} history event(s) are none this build reads (written by a newer build): left out of what was read",
-                read - events.len()
-            );
-        }
-        Ok(events)
+        // Newest first from the index.
+        Ok(readable_events(channel, rows.into_iter().rev()))
     }
 
     async fn history(&self, channel: ChannelId) -> Result<Vec<HistoryEvent>, SessionStoreError> {
@@ -645,7 +651,7 @@ impl SessionStore for PgSessions {
             .fetch_all(&self.pool)
             .await
             .map_err(self.failed("read a channel's history"))?;
-        Ok(rows.into_iter().filter_map(|(json,)| decode_event(&json)).collect())
+        Ok(readable_events(channel, rows.into_iter()))
     }
 
     fn lost_channels(&self) -> Vec<ChannelId> {
