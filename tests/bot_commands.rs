@@ -147,14 +147,17 @@ async fn refusals_and_bad_arguments_say_what_is_wrong() {
     assert!(bad.content.contains("`soon`: that is not a whole number."), "{}", bad.content);
     let again = command(&scene, op, "start", starts("A session is already running here")).await;
     assert!(again.content.contains("pm has the floor"));
+    // A negative count is answered with the range, as 0 is (before: "an argument is extra").
+    let negative = command(&scene, op, "history -1", |m| m.content.starts_with("`history` shows")).await;
+    assert_eq!(negative.content, "`history` shows 1 to 50 events; `!turn history` shows the last 10.");
     // poise leaves out an optional argument it cannot read, then finds it extra.
-    let negative = command(&scene, op, "history -1", |m| m.content.starts_with("I couldn't read")).await;
+    let words = command(&scene, op, "history lots", |m| m.content.starts_with("I couldn't read")).await;
     assert!(
-        negative.content.contains("not of the kind the command takes")
-            && negative.content.contains("Usage: `!turn history [n]`")
-            && !negative.content.contains("Too many"),
+        words.content.contains("not of the kind the command takes")
+            && words.content.contains("Usage: `!turn history [n]`")
+            && !words.content.contains("Too many"),
         "{}",
-        negative.content
+        words.content
     );
     let which =
         command(&scene, op, "frobnicate", starts("`frobnicate` is not a `turn` command. Usage: `!turn <")).await;

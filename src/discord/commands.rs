@@ -298,13 +298,15 @@ fn history_text(events: &[crate::core::session::history::HistoryEvent]) -> Strin
 
 /// The last n events of this channel's session.
 #[poise::command(prefix_command, slash_command, guild_only)]
-async fn history(ctx: Ctx<'_>, #[description = "how many events (default 10)"] n: Option<u32>) -> Result<(), Error> {
+async fn history(ctx: Ctx<'_>, #[description = "how many events (default 10)"] n: Option<i64>) -> Result<(), Error> {
     let_go(ctx); // It changes nothing: what the channel got after it need not wait.
     let text = in_time(ctx, false, async {
         if let Err(reason) = authorize(ctx, false).await {
             return Ok(reason);
         }
-        let n = n.map_or(HISTORY_DEFAULT, |n| n as usize);
+        // Read as any whole number, so that a negative one is answered with the range too (before, poise could not
+        // read `-1` as the optional count and answered that an argument was extra).
+        let n = n.map_or(Some(HISTORY_DEFAULT), |n| usize::try_from(n).ok()).unwrap_or(0);
         if !(1..=HISTORY_MAX).contains(&n) {
             // Found by a review: 0 showed one event, without a word.
             return Ok(format!(
