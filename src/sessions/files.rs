@@ -97,9 +97,24 @@ pub struct FileSessions {
 }
 
 impl FileSessions {
-    /// Locks and opens (creating) the state folder, and starts its writer thread.
+    /// Locks and opens (creating) the state folder, and starts its writer thread. A folder that is a file, or that
+    /// cannot be made for want of rights or because a file is in its path, is a setup error (exit status 2): a
+    /// start cannot succeed until a person changes something, so systemd must not start it again every 5 s (found by
+    /// a review: it exited 1). A folder another process holds is no such error: the holder may be a process
+    /// stopping while its successor starts.
     pub fn open(dir: &Path) -> anyhow::Result<Self> {
-        let lock = FolderLock::take(dir)?;
+        let lock = FolderLock::take(dir).map_err(|e| {
+            use std::io::ErrorKind::{NotADirectory, PermissionDenied, ReadOnlyFilesystem};
+            match &e {
+                LockError::NotAFolder { .. } => crate::errors::SetupError(e.to_string()).into(),
+                LockError::Create { source, .. }
+                    if matches!(source.kind(), PermissionDenied | NotADirectory | ReadOnlyFilesystem) =>
+                {
+                    crate::errors::SetupError(crate::errors::with_causes(&e)).into()
+                }
+                _ => anyhow::Error::from(e),
+            }
+        })?;
         let store = Store::open(dir)?;
         Ok(Self { writer: Writer::spawn(store.clone()), store, dir: dir.to_owned(), lock: Mutex::new(Some(lock)) })
     }
@@ -214,6 +229,23 @@ mod tests {
         assert_eq!(lock.synced, [above.clone(), above.join("bot")], "each new folder's parent");
         drop(lock);
         assert!(FolderLock::take(&state).unwrap().synced.is_empty(), "nothing made, nothing synced");
+    }
+
+    /// A state folder no start can use until a person changes something is a setup error (exit status 2, which
+    /// systemd does not restart); one another process holds is not.
+    #[tokio::test]
+    async fn a_state_folder_no_start_can_use_is_a_setup_error_and_one_held_is_not() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("file"), "").unwrap();
+        let status = |path: &std::path::Path| match FileSessions::open(path) {
+            Err(e) => crate::errors::exit_status_of(&e),
+            Ok(_) => 0,
+        };
+        assert_eq!(status(&dir.path().join("file")), crate::errors::EXIT_SETUP, "a file");
+        assert_eq!(status(&dir.path().join("file/state")), crate::errors::EXIT_SETUP, "a file in its path");
+        let held = FileSessions::open(&dir.path().join("state")).unwrap();
+        assert_eq!(status(&dir.path().join("state")), 1, "held by another process: it may be stopping");
+        held.close().await;
     }
 
     #[test]
