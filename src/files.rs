@@ -125,22 +125,6 @@ pub fn read_persona_files(dir: &Path) -> Result<(Texts, Vec<Problem>), Problem> 
             Err(e) => unreadable.push(file_problem(dir, format!("an entry of this folder cannot be read: {e}"))),
         }
     }
-    read_listed(paths, unreadable)
-}
-
-/// Whether a file of a persona folder is read as a persona: `*.json` in any case, not hidden.
-pub fn is_persona_file_name(name: &str) -> bool {
-    // By bytes: a cut inside a character of another name (`café.txt`) would panic (found by a review).
-    let bytes = name.as_bytes();
-    let json = bytes.len() > b".json".len() && bytes[bytes.len() - b".json".len()..].eq_ignore_ascii_case(b".json");
-    json && !name.starts_with('.')
-}
-
-/// The persona files listed, read, with a problem for each that cannot be (and those of the listing).
-fn read_listed(
-    mut paths: Vec<std::path::PathBuf>,
-    mut unreadable: Vec<Problem>,
-) -> Result<(Texts, Vec<Problem>), Problem> {
     paths.sort();
     let mut files = Vec::new();
     for path in paths {
@@ -163,6 +147,14 @@ fn read_listed(
         }
     }
     Ok((files, unreadable))
+}
+
+/// Whether a file of a persona folder is read as a persona: `*.json` in any case, not hidden.
+pub fn is_persona_file_name(name: &str) -> bool {
+    // By bytes: a cut inside a character of another name (`café.txt`) would panic (found by a review).
+    let bytes = name.as_bytes();
+    let json = bytes.len() > b".json".len() && bytes[bytes.len() - b".json".len()..].eq_ignore_ascii_case(b".json");
+    json && !name.starts_with('.')
 }
 
 /// A file's bytes without the UTF-8 byte-order mark some editors (Notepad) put first: JSON has none, and a file a

@@ -306,15 +306,15 @@ async fn history(ctx: Ctx<'_>, #[description = "how many events (default 10)"] n
         }
         // Read as any whole number, so that a negative one is answered with the range too (before, poise could not
         // read `-1` as the optional count and answered that an argument was extra).
-        let n = n.map_or(Some(HISTORY_DEFAULT), |n| usize::try_from(n).ok()).unwrap_or(0);
-        if !(1..=HISTORY_MAX).contains(&n) {
+        let n = n.unwrap_or(HISTORY_DEFAULT as i64);
+        if !(1..=HISTORY_MAX as i64).contains(&n) {
             // Found by a review: 0 showed one event, without a word.
             return Ok(format!(
                 "`history` shows 1 to {HISTORY_MAX} events; `{PREFIX}turn history` shows the last {HISTORY_DEFAULT}."
             ));
         }
         // The full history, not only the short tail the session keeps.
-        let events = ctx.data().store.history_tail(ChannelId(ctx.channel_id().get()), n).await?;
+        let events = ctx.data().store.history_tail(ChannelId(ctx.channel_id().get()), n as usize).await?;
         Ok::<_, Error>(history_text(&events))
     })
     .await??;

@@ -425,9 +425,9 @@ fn shard_states(
     ids: impl Iterator<Item = u32>,
     runner: impl Fn(u32) -> Option<(bool, Option<std::time::Duration>)>,
 ) -> Vec<(u32, bool, Option<std::time::Duration>)> {
-    ids.map(|id| match runner(id) {
-        Some((connected, latency)) => (id, connected, latency),
-        None => (id, false, None),
+    ids.map(|id| {
+        let (connected, latency) = runner(id).unwrap_or((false, None));
+        (id, connected, latency)
     })
     .collect()
 }

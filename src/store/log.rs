@@ -210,14 +210,12 @@ impl Store {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((Vec::new(), 0)),
             Err(e) => return Err(io("read the history log", &path)(e)),
         };
-        // A torn last line (no newline after it) is a crash mid-append, not a line to warn of.
-        let torn = !text.is_empty() && !text.ends_with('\n');
-        let lines = text.lines().count();
         let (mut events, mut unread) = (Vec::new(), 0);
-        for (i, line) in text.lines().enumerate() {
+        for line in text.split_inclusive('\n') {
             match serde_json::from_str(line) {
                 Ok(event) => events.push(event),
-                Err(_) if (torn && i + 1 == lines) || line.trim().is_empty() => {}
+                // A torn last line (no newline after it) is a crash mid-append, not a line to warn of.
+                Err(_) if !line.ends_with('\n') || line.trim().is_empty() => {}
                 Err(_) => unread += 1,
             }
         }

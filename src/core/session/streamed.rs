@@ -98,10 +98,8 @@ impl Session {
 
     /// A line of `message` was answered (as it came, or once quiet): it is not answered again.
     pub(super) fn answered_signal_like(&mut self, message: MessageId, line: &str) {
+        // Its waiting line, if it was one, was taken by `answer_signal_likes` before it was answered.
         let known = self.followed(message, message.created_at());
-        if known.waiting.as_deref().is_some_and(|waiting| line.starts_with(waiting)) {
-            known.waiting = None;
-        }
         known.answered.push(Repeats::digest_of(&kept(line.to_owned())));
         if known.answered.len() > ANSWERED_KEPT {
             known.answered.remove(0);
