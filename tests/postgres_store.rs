@@ -535,6 +535,38 @@ async fn processes_running_different_totals_of_shards_are_told_of_each_other() {
     assert_eq!(first.other_layouts().len(), 1, "one shard of one is another total");
 }
 
+/// Found by a review: the look at the other processes' layouts ran inside the lease round's time limit, so a slow
+/// answer to it failed a renewal that had worked (the leases retried, then lost, over a look that only warns).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_look_at_the_other_processes_that_gets_no_answer_never_fails_the_renewal_before_it() {
+    let Some(db) = TestDatabase::create("postgres_store::slow_layouts").await else { return };
+    let relay = db.commit_cutter().await;
+    let ttl = Duration::from_secs(3);
+    let store = db.open_through(&relay, ttl, "node-a").await;
+    let channel = ChannelId(44);
+    store.claim(channel).await.unwrap();
+    let expires = || async {
+        sqlx::query_scalar::<_, f64>("SELECT extract(epoch FROM expires_at)::float8 FROM leases WHERE channel_id = $1")
+            .bind(channel.0 as i64)
+            .fetch_one(store.pool())
+            .await
+            .unwrap()
+    };
+    let before = expires().await;
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    // The look's read of pg_stat_activity never reaches the server.
+    relay.hold_next_containing("pg_stat_activity");
+    let started = std::time::Instant::now();
+    let renewed = store.tend_leases(None).await;
+    assert!(relay.holding(), "the look was made, and held");
+    assert!(renewed.is_ok(), "the renewal worked: {renewed:?}");
+    assert!(expires().await > before, "the lease was renewed");
+    assert!(started.elapsed() < ttl, "given up within the store's patience: {:?}", started.elapsed());
+    relay.release_held();
+    // The next round looks again, on a connection of its own.
+    store.tend_leases(None).await.unwrap();
+}
+
 /// Takes `turnTimeoutAt` out of a running session's row: a row this build refuses to use.
 async fn spoil(store: &turn_manager::sessions::postgres::PgSessions, channel: u64) {
     sqlx::query("UPDATE sessions SET session = session - 'turnTimeoutAt' WHERE channel_id = $1")

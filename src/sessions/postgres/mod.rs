@@ -615,9 +615,8 @@ impl SessionStore for PgSessions {
             self.keep(decoded(last).await, &mut report);
         }
         // Only a warning: a connection the pool cannot give now does not stop the start (found by a review).
-        if let Ok(mut connection) = self.connection("compare shard layouts with the other processes").await {
-            let answered = tokio::time::timeout(self.patience(), self.say_layout(&mut connection, shards)).await;
-            let others = closed_if_late(&mut connection, answered).unwrap_or_default();
+        if let Ok(mut connection) = self.connection(processes::LOOK).await {
+            let others = self.say_layout(&mut connection, shards).await;
             let mine = shards.unwrap_or(ShardRange::whole(1));
             report.problems.extend(others.iter().map(|other| processes::mismatch(mine, other)));
         }
@@ -666,15 +665,15 @@ impl SessionStore for PgSessions {
         let mut connection = self.connection("renew this process's leases").await?;
         let round = async {
             self.renew(&mut connection).await?;
-            let orphans = self.orphans(&mut connection, shards).await;
-            // After what the round is for; it takes no lock, and its failure is only logged.
-            self.say_layout(&mut connection, shards).await;
-            orphans
+            self.orphans(&mut connection, shards).await
         };
         let patience = self.patience();
         let answered = tokio::time::timeout(patience, round).await;
         let orphans = closed_if_late(&mut connection, answered)
             .unwrap_or_else(|| Err(self.failed("renew this process's leases")(timed_out(patience))))?;
+        // After the round and outside its time limit: the look only warns, so a slow one must not make a renewal
+        // that worked count as failed (found by a review).
+        self.say_layout(&mut connection, shards).await;
         let held = self.held();
         Ok(orphans.into_iter().filter(|channel| !held.contains_key(channel)).collect())
     }

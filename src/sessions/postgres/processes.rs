@@ -3,9 +3,14 @@
 //! Each process names its layout in its connections' `application_name`, which `pg_stat_activity` shows to every
 //! role: no table, nothing to grant or migrate, and a process that ends takes its name away with its connections.
 
-use super::PgSessions;
+use super::{PgSessions, closed_if_late, timed_out};
 use crate::core::shards::ShardRange;
 use crate::sessions::SessionStoreError;
+use sqlx::Postgres;
+use sqlx::pool::PoolConnection;
+
+/// What the look at the other processes is, in what a failure says.
+pub(super) const LOOK: &str = "compare shard layouts with the other processes";
 
 /// What every name given here starts with (the pool's own connections are named `turn-manager` alone).
 const PREFIX: &str = "turn-manager shards ";
@@ -52,15 +57,20 @@ fn read_name(name: &str) -> Option<OtherLayout> {
 
 impl PgSessions {
     /// Names this process's layout on `connection` (`None`: shard 0 of 1, as the gateway then connects), and answers
-    /// the live processes that run with another total; each is warned about once. Only a warning: a failure here
-    /// never stops the bot nor its renewals; it is logged once and answers nothing.
+    /// the live processes that run with another total; each is warned about once. Only a warning: a failure here,
+    /// or no answer within the store's patience (the connection is then closed), never stops the bot nor fails its
+    /// renewals; it is logged once and answers nothing.
     pub(super) async fn say_layout(
         &self,
-        connection: &mut sqlx::PgConnection,
+        connection: &mut PoolConnection<Postgres>,
         shards: Option<ShardRange>,
     ) -> Vec<OtherLayout> {
         let mine = shards.unwrap_or(ShardRange::whole(1));
-        let others = match self.layouts_on(connection, mine).await {
+        let patience = self.patience();
+        let answered = tokio::time::timeout(patience, self.layouts_on(connection, mine)).await;
+        let looked =
+            closed_if_late(connection, answered).unwrap_or_else(|| Err(self.failed(LOOK)(timed_out(patience))));
+        let others = match looked {
             Ok(others) => {
                 self.layout_failed.store(false, std::sync::atomic::Ordering::Relaxed); // a later failure is said too
                 others
@@ -85,7 +95,7 @@ impl PgSessions {
         connection: &mut sqlx::PgConnection,
         mine: ShardRange,
     ) -> Result<Vec<OtherLayout>, SessionStoreError> {
-        let failed = || self.failed("compare shard layouts with the other processes");
+        let failed = || self.failed(LOOK);
         let name = name_of(&self.owner, mine);
         // Kept by the connection for its life, whichever round uses it next.
         sqlx::query("SELECT set_config('application_name', $1, false)")
