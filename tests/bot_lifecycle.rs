@@ -515,6 +515,34 @@ fn the_demo_runs_one_round_and_shows_every_case() {
     }
 }
 
+/// Found by a newcomer: with two personas the late answer came in its author's own next turn, was taken as its
+/// answer, and the demo failed for want of a late signal (exit status 1).
+#[test]
+fn the_demo_with_two_personas_shows_every_case_too() {
+    let personas = tempfile::tempdir().unwrap();
+    for id in ["pm", "dev"] {
+        let from = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("personas").join(format!("{id}.json"));
+        std::fs::copy(from, personas.path().join(format!("{id}.json"))).unwrap();
+    }
+    let out = Command::new(BINARY)
+        .args(["demo", "--rounds", "1", "--personas"])
+        .arg(personas.path())
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    for expected in [
+        "✂ PM's message was removed: \"pm: may I add something? TURN_COMPLETE\"",
+        "turn-manager: ⏱️ dev turn timed out after 3s",
+        "Developer (relayed): dev: sorry, I was slow.",
+        "turn-manager: ⏹️ Turn management stopped in round 2.",
+        "1 late signal(s) shown without advancing, 1 out-of-turn message(s) removed.",
+    ] {
+        assert!(stdout.contains(expected), "missing {expected:?} in:\n{stdout}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_outage_ends_nothing_but_being_removed_from_the_server_ends_its_sessions_silently() {
     let scene = Scene::started().await;

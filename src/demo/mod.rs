@@ -28,7 +28,7 @@ use crate::core::signals::{Action, DEFAULT_KEYWORD};
 use anyhow::bail;
 use local_discord::agents::Behavior;
 use preset::Preset;
-use show::Show;
+use show::{Part, Show, THINKING};
 use std::path::Path;
 use std::time::Duration;
 pub use workflow::TaskOutcome;
@@ -121,11 +121,11 @@ async fn run_rounds(
         personas.into_iter().map(|p| Persona { timeout_seconds: Some(DEMO_TIMEOUT_SECONDS), ..p }).collect();
     let cast: Vec<String> = personas
         .iter()
-        .zip(behaviors(personas.len()))
-        .map(|(persona, behavior)| format!("{} ({})", persona.id, describe(&behavior)))
+        .zip(parts(personas.len()))
+        .map(|(persona, part)| format!("{} ({})", persona.id, describe(&part.behavior)))
         .collect();
     let intro = format!("{title}Agents: {}. Every turn lasts {DEMO_TIMEOUT_SECONDS}s.", cast.join(", "));
-    let show = Show::open(&personas, behaviors(personas.len()), &intro, config, state_dir).await?;
+    let show = Show::open(&personas, parts(personas.len()), &intro, config, state_dir).await?;
     // Done when the rounds are over and no late reply is still on its way.
     let done = show
         .until(DEMO_LIMIT, |s| {
@@ -182,13 +182,21 @@ pub fn summarize(outcome: &Outcome) -> anyhow::Result<()> {
 }
 
 /// The first agent finishes and also speaks out of turn once; the middle ones stream their answer by editing it;
-/// the last one always answers after its timeout (a timeout, then a late signal).
-fn behaviors(count: usize) -> Vec<Behavior> {
+/// the last one always answers a second after its timeout (a timeout, then a late signal).
+fn parts(count: usize) -> Vec<Part> {
+    let timeout = Duration::from_secs(u64::from(DEMO_TIMEOUT_SECONDS));
+    let late_by = Duration::from_secs(1);
     (0..count)
         .map(|i| match i {
-            0 => Behavior::OutOfTurn,
-            i if i + 1 == count => Behavior::FinishLate(Duration::from_secs(u64::from(DEMO_TIMEOUT_SECONDS) + 1)),
-            _ => Behavior::StreamByEditing(3),
+            // A late signal is one that comes in another persona's turn. With two, the next turn after the last
+            // one's is the first one's, which ended at once, so the late answer came in its author's own next turn
+            // and was taken as its answer: the demo failed for want of a late signal (found by a newcomer). The first
+            // one thinks for 2 s: the late answer comes 1.5 s into its turn (the last one's own thinking, then the
+            // second past its timeout), half a second before the first one answers, a second before its timeout.
+            0 if count == 2 => Part { behavior: Behavior::OutOfTurn, thinking: THINKING + late_by + THINKING },
+            0 => Behavior::OutOfTurn.into(),
+            i if i + 1 == count => Behavior::FinishLate(timeout + late_by).into(),
+            _ => Behavior::StreamByEditing(3).into(),
         })
         .collect()
 }

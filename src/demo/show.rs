@@ -17,10 +17,22 @@ use std::time::Duration;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-/// How long an agent "thinks" before answering.
-const THINKING: Duration = Duration::from_millis(500);
+/// How long an agent "thinks" before answering, unless its part says otherwise.
+pub(super) const THINKING: Duration = Duration::from_millis(500);
 /// How often the session is looked at while waiting.
 const POLL: Duration = Duration::from_millis(50);
+
+/// What one scripted agent does when called, and how long it thinks first.
+pub(super) struct Part {
+    pub behavior: Behavior,
+    pub thinking: Duration,
+}
+
+impl From<Behavior> for Part {
+    fn from(behavior: Behavior) -> Self {
+        Self { behavior, thinking: THINKING }
+    }
+}
 
 pub(super) struct Show {
     stage: Stage,
@@ -43,10 +55,10 @@ pub(super) struct Closed {
 
 impl Show {
     /// Starts the server; prints where it is, then `intro` (which may name the cast); starts the bot, the printer
-    /// and one agent per persona with its behaviour (in the personas' order); and has the operator start a session.
+    /// and one agent per persona with its part (in the personas' order); and has the operator start a session.
     pub async fn open(
         personas: &[Persona],
-        behaviors: Vec<Behavior>,
+        parts: Vec<Part>,
         intro: &str,
         config: Config,
         state_dir: &Path,
@@ -59,15 +71,15 @@ impl Show {
         let agents = stage
             .personas
             .iter()
-            .zip(behaviors)
-            .map(|(persona, behavior)| {
+            .zip(parts)
+            .map(|(persona, Part { behavior, thinking })| {
                 agents::spawn(
                     stage.server.clone(),
                     ScriptedAgent {
                         user: persona.discord_user_id.0,
                         name: persona.id.to_string(),
                         channel: stage.channel,
-                        delay: THINKING,
+                        delay: thinking,
                         behavior,
                         signal: "TURN_COMPLETE".into(),
                     },

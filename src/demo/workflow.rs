@@ -3,7 +3,7 @@
 //! `finishTask` signal). The turns are read back from the history log: every event that ends a turn.
 
 use super::script::Script;
-use super::show::Show;
+use super::show::{Part, Show};
 use crate::core::config::Config;
 use crate::core::persona::Persona;
 use crate::core::session::history::{EventKind, HistoryEvent};
@@ -129,7 +129,8 @@ pub async fn run(
         config.default_timeout_seconds,
         script.task
     );
-    let show = Show::open(&personas, behaviors, &intro, config, state_dir).await?;
+    let parts = behaviors.into_iter().map(Part::from).collect();
+    let show = Show::open(&personas, parts, &intro, config, state_dir).await?;
     let started = Instant::now();
     let mut stage = None;
     show.until(TASK_LIMIT, |s| {
