@@ -123,3 +123,23 @@ fn a_sandbox_in_the_persona_folder_itself_is_refused_and_writes_nothing() {
     assert!(stderr.contains("a persona folder, where it would be read as a persona file"), "{stderr}");
     assert!(!personas.path().join("sandbox.json").exists());
 }
+
+/// Found by a newcomer: a bad persona file stopped the sandbox with "the bot will not start until they are fixed".
+#[test]
+fn a_bad_persona_file_stops_the_sandbox_saying_so() {
+    let personas = tempfile::tempdir().unwrap();
+    std::fs::write(personas.path().join("pm.json"), r#"{"id": "pm"}"#).unwrap();
+    let sandbox = tempfile::tempdir().unwrap();
+    let out = Command::new(BINARY)
+        .args(["sandbox", "--port", "0", "--personas"])
+        .arg(personas.path())
+        .arg("--dir")
+        .arg(sandbox.path().join("s"))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(stderr.contains("pm.json") && stderr.contains("discordUserId"), "names the file and field: {stderr}");
+    assert!(stderr.contains("1 error found; the sandbox will not start until they are fixed."), "{stderr}");
+}

@@ -26,7 +26,7 @@ pub fn run(args: &SourceArgs) -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(problems) => {
-            super::print_problems(&problems);
+            super::print_problems(&problems, "the bot");
             ExitCode::FAILURE
         }
     }

@@ -30,7 +30,7 @@ async fn until_interrupted<T>(demo: impl std::future::Future<Output = anyhow::Re
 fn play(args: &DemoArgs, state_dir: &Path) -> ExitCode {
     let rounds = args.rounds;
     let Some(name) = &args.preset else {
-        let Some(personas) = super::personas_of(&args.personas) else { return ExitCode::FAILURE };
+        let Some(personas) = super::personas_of(&args.personas, "the demo") else { return ExitCode::FAILURE };
         return super::run_async(async move {
             crate::demo::summarize(&until_interrupted(crate::demo::run(rounds, personas, state_dir)).await?)
         });
@@ -39,7 +39,7 @@ fn play(args: &DemoArgs, state_dir: &Path) -> ExitCode {
         Ok(preset) => preset,
         Err(PresetError::Invalid { name, problems }) => {
             eprintln!("The preset \"{name}\" cannot be played:");
-            super::print_problems(&problems);
+            super::print_problems(&problems, "the demo");
             return ExitCode::FAILURE;
         }
         Err(unknown) => {

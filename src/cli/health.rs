@@ -1,5 +1,6 @@
 //! `turn-manager health`: whether the bot serving its metrics at an address has every gateway shard connected, for a
-//! container's HEALTHCHECK or a liveness probe. Exit 0 when it has, 1 otherwise, with one line saying why.
+//! container's HEALTHCHECK or a readiness probe (not a liveness one: a restart cannot end a Discord outage, and each
+//! spends an IDENTIFY of the day's budget). Exit 0 when it has, 1 otherwise, with one line saying why.
 
 use super::HealthArgs;
 use crate::metrics::SHARD_CONNECTED;

@@ -70,7 +70,7 @@ pub enum CliCommand {
     /// Copy every session and its whole history from one store to another (a state folder or a postgres:// URL).
     Convert(convert::ConvertArgs),
     /// Whether the bot serving its metrics at --metrics has every gateway shard connected: exit 0 if so, 1 if not
-    /// (a container's HEALTHCHECK, a liveness probe).
+    /// (a container's HEALTHCHECK, a readiness probe; not a liveness one: a restart cannot end a Discord outage).
     Health(HealthArgs),
 }
 
@@ -190,26 +190,26 @@ pub fn run(cli: Cli) -> ExitCode {
     }
 }
 
-/// Prints every problem found in the set-up, then how many errors stop the bot.
-/// The personas of a folder (with the default configuration), for the commands that bring their own server; every
-/// problem is printed and `None` returned when a file is bad.
-fn personas_of(dir: &std::path::Path) -> Option<Vec<crate::core::persona::Persona>> {
+/// The personas of a folder (with the default configuration), for `command`s that bring their own server (the demo,
+/// the sandbox); every problem is printed and `None` returned when a file is bad.
+fn personas_of(dir: &std::path::Path, command: &str) -> Option<Vec<crate::core::persona::Persona>> {
     let sources = crate::files::Sources { personas_dir: Some(dir.to_owned()), ..crate::files::Sources::default() };
     match crate::files::load_setup(&sources) {
         Ok(setup) => Some(setup.personas.all().to_vec()),
         Err(problems) => {
-            print_problems(&problems);
+            print_problems(&problems, command);
             None
         }
     }
 }
 
-fn print_problems(problems: &crate::core::problems::Problems) {
+/// Prints every problem found in the set-up, then how many errors stop `what` (the bot, the demo, the sandbox).
+fn print_problems(problems: &crate::core::problems::Problems, what: &str) {
     for problem in &problems.0 {
         eprintln!("{problem}");
     }
     let errors = problems.errors().count();
-    eprintln!("\n{errors} error{} found; the bot will not start until they are fixed.", check::plural(errors));
+    eprintln!("\n{errors} error{} found; {what} will not start until they are fixed.", check::plural(errors));
 }
 
 /// Runs an async subcommand on a new runtime; an error is printed with its causes and fails the process (exit status

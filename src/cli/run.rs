@@ -53,7 +53,7 @@ pub fn run(args: &RunArgs) -> ExitCode {
     let setup = match load_setup(&args.sources.sources()) {
         Ok(setup) => setup,
         Err(problems) => {
-            super::print_problems(&problems);
+            super::print_problems(&problems, "the bot");
             return ExitCode::from(crate::errors::EXIT_SETUP);
         }
     };

@@ -52,7 +52,7 @@ pub struct Sandbox {
 }
 
 pub fn run(args: &SandboxArgs) -> ExitCode {
-    let Some(personas) = super::personas_of(&args.personas) else { return ExitCode::FAILURE };
+    let Some(personas) = super::personas_of(&args.personas, "the sandbox") else { return ExitCode::FAILURE };
     let (port, dir) = (args.port, args.dir.clone());
     super::run_async(async move { serve(port, personas, &dir).await })
 }
@@ -352,7 +352,7 @@ mod tests {
         let write = |name: &str, bytes: &[u8]| std::fs::write(sources.path().join(name), bytes).unwrap();
         write("pm.json", br#"{"id": "pm", "discordUserId": "1"}"#);
         write("dev.json", br#"{"id": "dev", "discordUserId": "2"}"#);
-        let first = super::super::personas_of(sources.path()).unwrap();
+        let first = super::super::personas_of(sources.path(), "the sandbox").unwrap();
         Sandbox::start(0, &first).await.unwrap().write_personas(copies.path(), &[]).unwrap();
         std::fs::write(copies.path().join("notes.json"), "{}").unwrap(); // a person's own file, kept
 
@@ -363,7 +363,7 @@ mod tests {
             "critic.json",
             b"\xEF\xBB\xBF{\"id\": \"critic\", \"discordUserId\": \"3\", \"avatarUrl\": \"https://a/c.png\"}",
         );
-        let second = super::super::personas_of(sources.path()).unwrap();
+        let second = super::super::personas_of(sources.path(), "the sandbox").unwrap();
         let sandbox = Sandbox::start(0, &second).await.unwrap();
         let earlier = [PersonaId::parse("pm").unwrap(), PersonaId::parse("dev").unwrap()];
         sandbox.write_personas(copies.path(), &earlier).unwrap();

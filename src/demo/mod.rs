@@ -64,11 +64,12 @@ pub async fn run_preset(preset: Preset, rounds: u32, state_dir: &Path) -> anyhow
     }
     let script = script::for_preset(&preset.name);
     if script.is_none() && !ends_turns_with_the_default_keyword(&preset) {
+        let root = preset.dir.parent().unwrap_or(Path::new("."));
         bail!(
             "the preset \"{}\" has no demo script, and under its rules the default agents' {DEFAULT_KEYWORD} does not \
-             end a turn; the presets with a script are: {}",
+             end a turn; the presets the demo plays are: {}",
             preset.name,
-            script::SCRIPTED.join(", ")
+            playable(root).join(", ")
         );
     }
     let (config, personas) = preset::for_demo(preset.config, preset.personas, DEMO_TIMEOUT_SECONDS, state_dir);
@@ -81,6 +82,18 @@ pub async fn run_preset(preset: Preset, rounds: u32, state_dir: &Path) -> anyhow
 
 /// Whether a message ending with `TURN_COMPLETE` completes a turn under the preset's rules, for every persona: what
 /// the default agents need to play it.
+/// The presets of `root` the demo plays: those with a script, and those whose rules let the default agents' keyword
+/// end a turn (found by a newcomer: only the scripted ones were named, though round-robin plays as well).
+fn playable(root: &Path) -> Vec<String> {
+    preset::available(root)
+        .into_iter()
+        .filter(|name| {
+            script::for_preset(name).is_some()
+                || preset::load(root, name).is_ok_and(|preset| ends_turns_with_the_default_keyword(&preset))
+        })
+        .collect()
+}
+
 fn ends_turns_with_the_default_keyword(preset: &Preset) -> bool {
     let text = format!("my answer\n\n{DEFAULT_KEYWORD}");
     preset
@@ -225,6 +238,11 @@ mod tests {
         std::fs::write(dir.join("turn-manager.json"), config).unwrap();
         std::fs::write(dir.join("personas/a.json"), r#"{"id": "a", "discordUserId": "1"}"#).unwrap();
         preset::load(root.path(), "p").unwrap()
+    }
+
+    #[test]
+    fn the_presets_named_as_playable_are_the_scripted_ones_and_those_turn_complete_ends() {
+        assert_eq!(playable(Path::new(preset::PRESETS_DIR)), ["review-workflow", "round-robin"]);
     }
 
     #[test]

@@ -497,8 +497,8 @@ async fn check_api_base(http: &discord::Http, base: &str, budget: &RestBudget) -
                 if refused || attempt == TRIES {
                     let text = format!(
                         "the API base {shown} did not give the gateway's address (GET /api/v10/gateway: {why}); check \
-                         --api-base (DISCORD_API_BASE): it is the server's address, such as http://127.0.0.1:3710, \
-                         without /api/v10"
+                         --api-base (DISCORD_API_BASE): it is the server's address, such as http://127.0.0.1:3710 \
+                         (with or without /api/v10), and no other path"
                     );
                     return Err(if refused { SetupError(text).into() } else { anyhow::anyhow!(text) });
                 }
