@@ -725,9 +725,26 @@ async fn an_unreachable_database_or_a_bad_url_is_explained_without_the_password(
     let error = open("postgres://tm:s3cret@127.0.0.1:1/tm").await;
     assert!(error.contains("could not connect to the session database postgres://tm:***@127.0.0.1:1/tm"), "{error}");
     assert!(error.contains("check that Postgres runs") && !error.contains("s3cret"), "{error}");
+    // Found by a newcomer: the pool's "pool timed out while waiting for an open connection" hid why.
+    assert!(error.contains("Connection refused") && !error.contains("pool timed out"), "says why: {error}");
     let error = open("postgres://tm:s3cret@db:port/tm").await;
     assert!(error.contains("is not a valid Postgres URL"), "{error}");
     assert!(!error.contains("s3cret"), "{error}");
+}
+
+/// A server that answers, with a reason to refuse, is not tried again for the connection time: its reason is said at
+/// once.
+#[tokio::test]
+async fn a_database_that_does_not_exist_is_said_at_once() {
+    use turn_manager::sessions::location::PostgresUrl;
+    use turn_manager::sessions::postgres::PgSessions;
+    let Some(db) = TestDatabase::create("postgres_store::no_such_database").await else { return };
+    let url = db.url.replacen("/tm_test_", "/no_such_", 1);
+    assert_ne!(url, db.url, "the test database's name is known: {}", db.url);
+    let started = std::time::Instant::now();
+    let error = format!("{:#}", PgSessions::open(&PostgresUrl::new(&url), Default::default()).await.err().unwrap());
+    assert!(error.contains("does not exist") && !error.contains("pool timed out"), "{error}");
+    assert!(started.elapsed() < Duration::from_secs(5), "said at once: {:?}", started.elapsed());
 }
 
 /// Writes a state folder with two channels, one of them stopped, each with its log.

@@ -410,17 +410,19 @@ pub async fn connect(url: &PostgresUrl, idle_in_transaction: Duration) -> anyhow
             // A space separates options unless escaped (sqlx writes the value as given).
             ("default_transaction_isolation", r"read\ committed"),
         ]);
+    let could_not = |e: sqlx::Error| {
+        anyhow::anyhow!(
+            "could not connect to the session database {url}: {e}; check that Postgres runs and is reachable there, \
+             that the database exists, and the user name and password (in the URL or PGPASSWORD)"
+        )
+    };
+    first_connection(&options).await.map_err(could_not)?;
     let pool = PgPoolOptions::new()
         .max_connections(POOL_SIZE)
         .acquire_timeout(CONNECT_TIMEOUT)
         .connect_with(options)
         .await
-        .map_err(|e| {
-            anyhow::anyhow!(
-                "could not connect to the session database {url}: {e}; check that Postgres runs and is reachable \
-                 there, that the database exists, and the user name and password (in the URL or PGPASSWORD)"
-            )
-        })?;
+        .map_err(could_not)?;
     if !all_migrations_applied(&pool).await {
         MIGRATOR
             .run(&pool)
@@ -429,6 +431,30 @@ pub async fn connect(url: &PostgresUrl, idle_in_transaction: Duration) -> anyhow
     }
     Ok(pool)
 }
+
+/// One connection made and closed, tried again for [`CONNECT_TIMEOUT`] while the server cannot be reached (a
+/// Postgres still starting beside the bot), so that a failure says why: the pool's own says only that it timed out
+/// (found by a newcomer: "pool timed out while waiting for an open connection" for a server that refused). An answer
+/// from the server (a wrong password, no such database) is final at once.
+async fn first_connection(options: &PgConnectOptions) -> Result<(), sqlx::Error> {
+    let deadline = tokio::time::Instant::now() + CONNECT_TIMEOUT;
+    loop {
+        let tried = tokio::time::timeout_at(deadline, sqlx::PgConnection::connect_with(options)).await;
+        match tried {
+            Ok(Ok(connection)) => {
+                let _ = sqlx::Connection::close(connection).await;
+                return Ok(());
+            }
+            Ok(Err(e @ sqlx::Error::Database(_))) => return Err(e),
+            Ok(Err(e)) if tokio::time::Instant::now() + FIRST_CONNECTION_RETRY >= deadline => return Err(e),
+            Ok(Err(_)) => tokio::time::sleep(FIRST_CONNECTION_RETRY).await,
+            Err(_) => return Err(timed_out(CONNECT_TIMEOUT)),
+        }
+    }
+}
+
+/// How soon a first connection the server did not take is tried again.
+const FIRST_CONNECTION_RETRY: Duration = Duration::from_millis(250);
 
 /// Whether every migration of this build is applied already, as it was written: then nothing is run, so a role
 /// without CREATE on the schema (Postgres 15 gives ordinary roles none on `public`) may start once the tables are
