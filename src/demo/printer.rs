@@ -71,13 +71,40 @@ fn names(w: &World) -> BTreeMap<u64, String> {
     w.users.values().map(|u| (u.id, u.name.clone())).collect()
 }
 
-/// Mentions as a person sees them: `<@123>` becomes `@PM`.
+/// Mentions and times as a person sees them: `<@123>` becomes `@PM`, `<t:1795861267:T>` the time in the local zone.
 fn readable(text: &str, names: &BTreeMap<u64, String>) -> String {
     let mut out = text.to_owned();
     for (id, name) in names {
         out = out.replace(&format!("<@{id}>"), &format!("@{name}")).replace(&format!("<@!{id}>"), &format!("@{name}"));
     }
-    out
+    local_times(&out, &chrono::Local)
+}
+
+/// Discord's timestamp markup (`<t:seconds>` or `<t:seconds:style>`), which a Discord client shows in its reader's
+/// zone, written out in `zone` (found by a newcomer: the sandbox printed `!turn history` as raw `<t:…:T>`). The
+/// relative style (`R`) is shown as the time, which stays true however late the line is read.
+fn local_times<Z: chrono::TimeZone>(text: &str, zone: &Z) -> String
+where
+    Z::Offset: std::fmt::Display,
+{
+    static MARKUP: std::sync::LazyLock<regex::Regex> =
+        std::sync::LazyLock::new(|| regex::Regex::new(r"<t:(-?\d{1,12})(?::([tTdDfFR]))?>").expect("a valid pattern"));
+    MARKUP
+        .replace_all(text, |found: &regex::Captures| {
+            let Some(at) = found[1].parse().ok().and_then(|s| chrono::DateTime::from_timestamp(s, 0)) else {
+                return found[0].to_owned();
+            };
+            let format = match found.get(2).map_or("f", |style| style.as_str()) {
+                "t" => "%H:%M",
+                "T" | "R" => "%H:%M:%S",
+                "d" => "%Y-%m-%d",
+                "D" => "%-d %B %Y",
+                "F" => "%A %-d %B %Y %H:%M",
+                _ => "%-d %B %Y %H:%M",
+            };
+            at.with_timezone(zone).format(format).to_string()
+        })
+        .into_owned()
 }
 
 fn one_line(text: &str, names: &BTreeMap<u64, String>) -> String {
@@ -139,6 +166,19 @@ mod tests {
         assert!(lines[1].ends_with("dev edited: part one, two"));
         assert!(lines[2].ends_with("✅ on dev's message"));
         assert!(lines[3].ends_with("turn-manager: 🎙️ @PM (pm) has the floor"));
+    }
+
+    #[test]
+    fn discord_times_are_written_out_as_a_client_shows_them() {
+        let utc = chrono::Utc;
+        assert_eq!(local_times("<t:1795861267:T> turn_complete", &utc), "10:21:07 turn_complete");
+        assert_eq!(local_times("at <t:1795861267:t>, <t:1795861267:d>", &utc), "at 10:21, 2026-11-28");
+        assert_eq!(local_times("<t:1795861267>", &utc), "28 November 2026 10:21");
+        assert_eq!(local_times("<t:1795861267:R>", &utc), "10:21:07");
+        assert_eq!(local_times("<t:nope:T> <t:1795861267:X>", &utc), "<t:nope:T> <t:1795861267:X>", "not markup");
+        let names = BTreeMap::from([(42, "PM".to_owned())]);
+        assert!(readable("<t:1795861267:T> <@42>", &names).ends_with(" @PM"));
+        assert!(!readable("<t:1795861267:T> <@42>", &names).contains("<t:"));
     }
 
     #[test]
