@@ -126,8 +126,8 @@ impl<'a> Checker<'a> {
                 None
             }
             Err(e) => {
-                let line = (e.line() > 0).then_some(e.line());
-                self.push(Severity::Error, &[], format!("is not valid JSON: {e}"), line);
+                let (line, message) = syntax_error(self.text, &e);
+                self.push(Severity::Error, &[], message, line);
                 None
             }
         }
@@ -287,6 +287,56 @@ impl<'a> Checker<'a> {
             }
         }
     }
+}
+
+/// A syntax error said in a person's words where the character serde_json stopped at tells what it is: a comma left
+/// before a closing bracket (at the comma's line: serde_json gives the bracket's, a line below), a comment, single
+/// quotes; any other in serde_json's words, at its line.
+fn syntax_error(text: &str, e: &serde_json::Error) -> (Option<usize>, String) {
+    let line = (e.line() > 0).then_some(e.line());
+    let in_its_words = || (line, format!("is not valid JSON: {e}"));
+    // serde_json tells the kind of an error only in its message. These kinds stop at the character that was not
+    // expected; others do not (a line break inside a string is reported on the next line).
+    let said = e.to_string();
+    let stops_at_it = ["trailing comma", "key must be a string", "expected"].iter().any(|kind| said.starts_with(kind));
+    let Some(at) = byte_stopped_at(text, e.line(), e.column()).filter(|_| stops_at_it) else {
+        return in_its_words();
+    };
+    match text.as_bytes()[at] {
+        closing @ (b'}' | b']') => match text[..at].trim_end().strip_suffix(',') {
+            Some(before_comma) => (
+                Some(line_of(text, before_comma.len())),
+                format!(
+                    "a comma is left before the closing {} (JSON allows none after the last item)",
+                    closing as char
+                ),
+            ),
+            None => in_its_words(),
+        },
+        b'/' => (line, "a comment starts here (JSON allows no comments: remove it)".into()),
+        b'\'' => (
+            line,
+            "a single quote starts a string or key here (JSON strings and keys take double quotes: \"id\", not 'id')"
+                .into(),
+        ),
+        _ => in_its_words(),
+    }
+}
+
+/// The byte serde_json stopped at: its line and column count bytes, the column those read on that line so far.
+fn byte_stopped_at(text: &str, line: usize, column: usize) -> Option<usize> {
+    let line_start = match line {
+        0 => return None,
+        1 => 0,
+        _ => text.match_indices('\n').nth(line - 2)?.0 + 1,
+    };
+    let at = line_start + column.checked_sub(1)?;
+    (at < text.len() && text.is_char_boundary(at)).then_some(at)
+}
+
+/// The 1-based line of the byte at `at`.
+fn line_of(text: &str, at: usize) -> usize {
+    text[..at].matches('\n').count() + 1
 }
 
 fn join<'p>(prefix: &[&'p str], key: &'p str) -> Vec<&'p str> {
@@ -535,6 +585,51 @@ mod tests {
         assert!(checker.parse_object().is_none());
         let said = checker.problems[0].to_string();
         assert!(said.starts_with("error: p.json:3: ends before its JSON does"), "{said}");
+    }
+
+    /// Found by a newcomer: serde_json says where it noticed a trailing comma, the closing brace a line below it
+    /// (`trailing comma at line 4 column 1`).
+    #[test]
+    fn a_trailing_comma_is_reported_at_its_own_line() {
+        let text = "{\"id\": \"alice\",\n \"displayName\": \"A\",\n \"discordUserId\": \"1312000000000000021\",\n}";
+        let mut checker = Checker::new("alice.json", text);
+        assert!(checker.parse_object().is_none());
+        let said = checker.problems[0].to_string();
+        assert_eq!(
+            said,
+            "error: alice.json:3: a comma is left before the closing } (JSON allows none after the last item)"
+        );
+        let mut checker = Checker::new("c.json", "{\"controlRoles\": [\"a\",\n\n  ]}");
+        assert!(checker.parse_object().is_none());
+        let said = checker.problems[0].to_string();
+        assert_eq!(
+            said,
+            "error: c.json:1: a comma is left before the closing ] (JSON allows none after the last item)"
+        );
+    }
+
+    /// Found by a newcomer: a comment and single quotes were both `key must be a string at line 2 column 3`.
+    #[test]
+    fn a_comment_or_single_quotes_are_said_to_be_no_json() {
+        let comments = "JSON allows no comments";
+        let quotes = "JSON strings and keys take double quotes";
+        for (text, line, says) in [
+            ("{\n  // a comment\n  \"id\": \"pm\"\n}", 2, comments),
+            ("{\"id\": \"pm\",\n  /* a note */ \"order\": 1}", 2, comments),
+            ("{\n  \"id\": \"pm\" // after a value\n}", 2, comments),
+            ("{\n  'id': \"pm\"\n}", 2, quotes),
+            ("{\n  \"id\": 'pm'\n}", 2, quotes),
+        ] {
+            let mut checker = Checker::new("p.json", text);
+            assert!(checker.parse_object().is_none(), "{text}");
+            let said = checker.problems[0].to_string();
+            assert!(said.starts_with(&format!("error: p.json:{line}: ")) && said.contains(says), "{text}: {said}");
+        }
+        // A quote or a slash serde_json did not stop at is no reason to say so: a line break inside a string.
+        let mut checker = Checker::new("p.json", "{\"id\": \"it'\ns\"}");
+        assert!(checker.parse_object().is_none());
+        let said = checker.problems[0].to_string();
+        assert!(said.contains("is not valid JSON: control character"), "{said}");
     }
 
     #[test]
