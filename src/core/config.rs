@@ -126,8 +126,8 @@ impl Config {
         for secret in SECRET_FIELDS.iter().filter(|k| object.contains_key(**k)) {
             c.error(&[secret], "must not be here: put the bot token in the DISCORD_TOKEN environment variable");
         }
-        let known_and_secret: Vec<&str> = KNOWN_FIELDS.iter().chain(SECRET_FIELDS).copied().collect();
-        c.unknown_fields(&object, &[], &known_and_secret, true);
+        // Refused above, so neither unknown nor a key to offer.
+        c.unknown_fields_except(&object, &[], KNOWN_FIELDS, SECRET_FIELDS, true);
 
         config.signals = super::signals::config::read(&mut c, &object);
         if let Some(n) = c.integer(&object, &[], "defaultTimeoutSeconds", TIMEOUT_SECONDS_MIN, TIMEOUT_SECONDS_MAX) {
@@ -445,6 +445,22 @@ mod tests {
         assert!(lines.iter().any(|l| l.contains(":3:") && l.contains("use one of \"auto\", \"relay\", \"observe\"")));
         assert!(lines.iter().any(|l| l.contains(":4:") && l.contains("between 1 and 100000")));
         assert!(lines.iter().any(|l| l.contains(":5:") && l.contains("{who}")));
+    }
+
+    /// Found by a newcomer: `defaultTimeout` got no suggestion, and the known keys offered were listed with the
+    /// token keys the file refuses.
+    #[test]
+    fn a_setting_written_short_is_completed_and_refused_keys_are_not_offered() {
+        let problems = Config::parse("c.json", "{\n  \"defaultTimeout\": 60\n}").unwrap_err().to_string();
+        let said =
+            "error: c.json:2: field \"defaultTimeout\" is not a known setting; did you mean \"defaultTimeoutSeconds\"?";
+        assert_eq!(problems, said);
+        for unknown in ["colour", "discordTokn"] {
+            let problems = Config::parse("c.json", &format!(r#"{{"{unknown}": "x"}}"#)).unwrap_err().to_string();
+            assert!(problems.contains("known: signal, signals, defaultTimeoutSeconds"), "{problems}");
+            assert!(!problems.to_lowercase().contains("token\""), "{unknown}: {problems}");
+            assert!(!problems.to_lowercase().contains("token,"), "{unknown}: {problems}");
+        }
     }
 
     #[test]

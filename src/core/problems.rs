@@ -187,7 +187,20 @@ impl<'a> Checker<'a> {
     /// Reports fields of `object` that are not in `known`. Unknown fields are errors when `strict`; otherwise only
     /// the ones that look like typos of a known field are reported, as warnings.
     pub fn unknown_fields(&mut self, object: &Map<String, Value>, prefix: &[&str], known: &[&str], strict: bool) {
-        for key in object.keys().filter(|k| !known.contains(&k.as_str())) {
+        self.unknown_fields_except(object, prefix, known, &[], strict);
+    }
+
+    /// [`Checker::unknown_fields`], passing over the keys in `said`: reported by a check of their own (a token the
+    /// configuration refuses), so neither unknown nor offered as what another key may mean.
+    pub fn unknown_fields_except(
+        &mut self,
+        object: &Map<String, Value>,
+        prefix: &[&str],
+        known: &[&str],
+        said: &[&str],
+        strict: bool,
+    ) {
+        for key in object.keys().filter(|k| !known.contains(&k.as_str()) && !said.contains(&k.as_str())) {
             let path = join(prefix, key);
             match (closest(key, known), strict) {
                 (_, true) => self.error(&path, not_a_setting(key, known)),
@@ -502,7 +515,7 @@ fn list_items(text: &str, open: usize) -> Vec<(usize, usize)> {
 
 /// What is said of a key that is no setting among `known`: the one it likely misspells, or the known ones.
 pub fn not_a_setting(key: &str, known: &[&str]) -> String {
-    match closest(key, known) {
+    match closest(key, known).or_else(|| completed(key, known)) {
         Some(guess) => format!("is not a known setting; did you mean \"{guess}\"?"),
         None => format!("is not a known setting; known: {}", known.join(", ")),
     }
@@ -521,6 +534,20 @@ pub fn closest<'k>(unknown: &str, known: &[&'k str]) -> Option<&'k str> {
         .filter(|(d, _)| *d <= limit)
         .min_by_key(|(d, _)| *d)
         .map(|(_, k)| k)
+}
+
+/// The one known name that starts with `unknown`, in any case: a setting written short (`defaultTimeout` for
+/// `defaultTimeoutSeconds`) is too many edits away for [`closest`]. Offered only where an unknown key is an error
+/// anyway: in a persona file it would warn about an agent runtime's own keys (a `discord` of its own settings).
+fn completed<'k>(unknown: &str, known: &[&'k str]) -> Option<&'k str> {
+    // Shorter, it tells too little of what was meant.
+    const SHORTEST: usize = 4;
+    let lower = unknown.to_lowercase();
+    let mut starting = known.iter().filter(|k| k.to_lowercase().starts_with(&lower));
+    match (starting.next(), starting.next()) {
+        (Some(one), None) if unknown.chars().count() >= SHORTEST => Some(one),
+        _ => None,
+    }
 }
 
 fn edit_distance(a: &str, b: &str) -> usize {
@@ -665,6 +692,17 @@ mod tests {
         assert_eq!(closest("systemPrompt", &known), None);
         assert_eq!(closest("ix", &known), Some("id"));
         assert_eq!(closest("xy", &known), None, "short names allow one edit only");
+    }
+
+    #[test]
+    fn a_setting_written_short_is_completed_when_one_known_name_starts_so() {
+        let known = ["defaultTimeoutSeconds", "displayMode", "stateDir"];
+        let completed = not_a_setting("defaultTimeout", &known);
+        assert_eq!(completed, "is not a known setting; did you mean \"defaultTimeoutSeconds\"?");
+        assert!(not_a_setting("DefaultTime", &known).contains("\"defaultTimeoutSeconds\""), "in any case");
+        assert!(not_a_setting("d", &known).contains("known: "), "too short to tell");
+        let known = ["defaultTimeoutSeconds", "defaultTimeoutAnnounced"];
+        assert!(not_a_setting("defaultTimeout", &known).contains("known: "), "two start so: neither is offered");
     }
 
     #[test]
