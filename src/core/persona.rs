@@ -3,7 +3,7 @@
 //! This module does no I/O: it is given each file's name and text. `crate::files` reads the folder.
 
 use super::ids::{PersonaId, UserId, parse_snowflake};
-use super::problems::{Checker, Problem, Problems, Severity};
+use super::problems::{Checker, Problem, Problems, Severity, locate_line};
 use std::collections::BTreeMap;
 
 /// Turn lengths allowed for a persona, in seconds (one second to one day).
@@ -16,6 +16,8 @@ pub const DISPLAY_NAME_MAX: usize = 80;
 /// for the known personas.
 pub const TYPED_ECHO_MAX: usize = 64;
 const KNOWN_FIELDS: &[&str] = &["id", "displayName", "discordUserId", "avatarUrl", "turnBehavior", "order"];
+/// The fields a persona must have (spec 3).
+const REQUIRED_FIELDS: &[&str] = &["id", "discordUserId"];
 /// The fields a persona may leave out (spec 3).
 const OPTIONAL_FIELDS: &[&str] = &["displayName", "avatarUrl", "turnBehavior", "order"];
 const KNOWN_TURN_BEHAVIOR_FIELDS: &[&str] = &["timeoutSeconds"];
@@ -44,7 +46,10 @@ pub fn parse_persona(file: &str, text: &str) -> (Option<Persona>, Vec<Problem>) 
         KNOWN_FIELDS.contains(&field)
             || field.strip_prefix("turnBehavior.").is_some_and(|key| KNOWN_TURN_BEHAVIOR_FIELDS.contains(&key))
     });
-    c.unknown_fields(&object, &[], KNOWN_FIELDS, false);
+    // Said with the field's absence, where the fix is, so not warned about again.
+    let misspelled = misspelled_required(&object);
+    let misspellings: Vec<&str> = misspelled.iter().map(|(_, key)| key.as_str()).collect();
+    c.unknown_fields_except(&object, &[], KNOWN_FIELDS, &misspellings, false);
     // An optional field written as null is one left out (agent runtimes that share the file write them so; found by
     // a review: `"avatarUrl": null` stopped the bot).
     object.retain(|key, value| !(value.is_null() && OPTIONAL_FIELDS.contains(&key.as_str())));
@@ -54,7 +59,7 @@ pub fn parse_persona(file: &str, text: &str) -> (Option<Persona>, Vec<Problem>) 
 
     let id = match object.get("id") {
         None => {
-            c.error(&[], "has no \"id\" field; add one, e.g. \"id\": \"pm\"");
+            say_missing(&mut c, text, &misspelled, "id", "; add one, e.g. \"id\": \"pm\"");
             None
         }
         Some(_) => c
@@ -64,7 +69,8 @@ pub fn parse_persona(file: &str, text: &str) -> (Option<Persona>, Vec<Problem>) 
 
     let discord_user_id = match object.get("discordUserId") {
         None => {
-            c.error(&[], "has no \"discordUserId\" field: the Discord user id of the account that speaks for it");
+            let why = ": the Discord user id of the account that speaks for it";
+            say_missing(&mut c, text, &misspelled, "discordUserId", why);
             None
         }
         Some(serde_json::Value::Number(n)) => {
@@ -141,6 +147,30 @@ pub fn parse_persona(file: &str, text: &str) -> (Option<Persona>, Vec<Problem>) 
         _ => None,
     };
     (persona, c.problems)
+}
+
+/// Each required field the file lacks and the key of the file that misspells it (`discordUserID`), if one does.
+fn misspelled_required(object: &serde_json::Map<String, serde_json::Value>) -> Vec<(&'static str, String)> {
+    let misspelling = |field: &str| {
+        object.keys().find(|key| crate::core::problems::closest(key, KNOWN_FIELDS) == Some(field)).cloned()
+    };
+    REQUIRED_FIELDS
+        .iter()
+        .filter(|field| !object.contains_key(**field))
+        .filter_map(|field| misspelling(field).map(|key| (*field, key)))
+        .collect()
+}
+
+/// That required `field` is absent: at the line of the key that misspells it, if one does (found by a newcomer: the
+/// absence had no line, and the near miss was a warning further down); else with `why` it is needed.
+fn say_missing(c: &mut Checker, text: &str, misspelled: &[(&str, String)], field: &str, why: &str) {
+    let Some((_, key)) = misspelled.iter().find(|(missing, _)| *missing == field) else {
+        c.error(&[], format!("has no \"{field}\" field{why}"));
+        return;
+    };
+    let line = locate_line(text, &[key]);
+    let place = line.map_or_else(|| "the file".to_owned(), |n| format!("line {n}"));
+    c.error_at("", line, format!("has no \"{field}\" field ({place} has \"{key}\": did you mean \"{field}\"?)"));
 }
 
 /// The known `turnBehavior` field a key is a near miss of (already warned about by `unknown_fields`).
@@ -469,6 +499,23 @@ mod tests {
         assert_eq!(problems.len(), 2);
         assert!(problems[0].message.contains("no \"id\""));
         assert!(problems[1].message.contains("no \"discordUserId\""));
+    }
+
+    /// Found by a newcomer: the missing field was said without a line, and the near miss only in a warning further
+    /// down.
+    #[test]
+    fn a_missing_field_written_in_another_case_is_said_at_that_key_once() {
+        let text =
+            "{\n  \"id\": \"alice\",\n  \"displayName\": \"A\",\n  \"discordUserID\": \"1312000000000000021\"\n}";
+        let (persona, problems) = parse_persona("alice.json", text);
+        assert!(persona.is_none());
+        let said: Vec<String> = problems.iter().map(ToString::to_string).collect();
+        let expected = "error: alice.json:4: has no \"discordUserId\" field (line 4 has \"discordUserID\": did you mean \
+                        \"discordUserId\"?)";
+        assert_eq!(said, [expected]);
+        let (_, problems) = parse_persona("p.json", r#"{"Id": "pm", "discordUserId": "1"}"#);
+        let said: Vec<String> = problems.iter().map(ToString::to_string).collect();
+        assert_eq!(said, ["error: p.json:1: has no \"id\" field (line 1 has \"Id\": did you mean \"id\"?)"]);
     }
 
     #[test]
