@@ -60,7 +60,7 @@ pub fn load_setup(sources: &Sources) -> Result<Setup, Problems> {
     let personas_dir = config.personas_dir.clone();
     let (mut catalog, mut partly) = (None, None);
     match read_persona_files(&personas_dir) {
-        Err(problem) => problems.push(problem),
+        Err(problem) => problems.push(said_where_looked_for(problem, &personas_dir)),
         Ok((files, unreadable)) if files.is_empty() && !unreadable.is_empty() => problems.extend(unreadable),
         Ok((files, _)) if files.is_empty() => problems.push(file_problem(
             &personas_dir,
@@ -94,6 +94,17 @@ pub fn load_setup(sources: &Sources) -> Result<Setup, Problems> {
         }
         _ => Err(problems),
     }
+}
+
+/// The default persona folder is looked for in the working folder: where it is missing, the command was likely run
+/// from elsewhere (found by a newcomer: only "cannot be read as a folder" was said). A folder named by a flag or the
+/// configuration is looked for where it says.
+fn said_where_looked_for(mut problem: Problem, personas_dir: &Path) -> Problem {
+    if personas_dir == Config::default().personas_dir && !personas_dir.exists() {
+        let folder = personas_dir.display();
+        problem.message.push_str(&format!("; run it from the folder holding {folder}/, or pass --personas DIR"));
+    }
+    problem
 }
 
 /// Folders the configuration file names are relative to the file, as a reader of the file takes them (the

@@ -55,6 +55,21 @@ fn a_folder_with_two_bad_files_names_both_and_fails() {
     assert!(out.stdout.is_empty(), "nothing is reported as fine");
 }
 
+/// Found by a newcomer: `check` run elsewhere than the folder holding `personas/` said only that it cannot be read.
+#[test]
+fn a_missing_default_persona_folder_says_where_it_is_looked_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = check(dir.path(), &[]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "stderr: {stderr}");
+    assert!(stderr.contains("error: personas: cannot be read as a folder: "), "{stderr}");
+    assert!(stderr.contains("run it from the folder holding personas/, or pass --personas DIR"), "{stderr}");
+    // A folder named on the command line is looked for where it says: no such hint.
+    let out = check(dir.path(), &["--personas", "agents"]);
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("agents: cannot be read as a folder") && !stderr.contains("--personas"), "{stderr}");
+}
+
 #[test]
 fn warnings_do_not_fail_the_check_but_are_shown() {
     let dir = tempfile::tempdir().unwrap();
