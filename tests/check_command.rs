@@ -112,6 +112,29 @@ fn a_bad_rule_and_a_rule_naming_an_unknown_persona_are_reported_together() {
     assert!(stderr.contains("2 errors found"), "{stderr}");
 }
 
+/// Found by a newcomer: with `unknownPattern` null or empty, which turn unknown-signal detection off, the report
+/// still said that 3 in a row end the turn.
+#[test]
+fn unknown_signals_turned_off_are_reported_off() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("personas")).unwrap();
+    std::fs::write(dir.path().join("personas/pm.json"), r#"{"id": "pm", "discordUserId": "1"}"#).unwrap();
+    let report = |signals: &str| {
+        std::fs::write(dir.path().join("turn-manager.json"), format!(r#"{{"signals": {signals}}}"#)).unwrap();
+        let out = check(dir.path(), &[]);
+        assert!(out.status.success(), "{signals}: {}", text(&out.stderr));
+        text(&out.stdout)
+    };
+    for off in [r#"{"unknownPattern": null}"#, r#"{"unknownPattern": ""}"#] {
+        let stdout = report(off);
+        assert!(stdout.contains("unknown signals: off (unknownPattern"), "{off}: {stdout}");
+        assert!(!stdout.contains("in a row"), "{off}: {stdout}");
+    }
+    let stdout = report(r#"{"unknownLimit": 0}"#);
+    assert!(stdout.contains("unknown signals: off (unknownLimit is 0);"), "{stdout}");
+    assert!(report("{}").contains("unknown signals: 3 in a row end the turn;"));
+}
+
 #[test]
 fn a_route_back_to_a_persona_that_may_send_it_is_a_warning_and_one_limited_by_from_is_not() {
     let dir = tempfile::tempdir().unwrap();

@@ -137,6 +137,16 @@ pub(super) fn plural(n: usize) -> &'static str {
     if n == 1 { "" } else { "s" }
 }
 
+/// What becomes of unknown signals. Either setting turns them off (neither answered nor counted): an `unknownPattern`
+/// null or empty too, whatever `unknownLimit` says (found by a newcomer: "3 in a row end the turn" was said then).
+fn describe_unknown(signals: &crate::core::signals::SignalRules) -> String {
+    match signals.recovery.unknown_limit {
+        _ if !signals.detects_unknown() => "off (unknownPattern is null or empty)".to_owned(),
+        0 => "off (unknownLimit is 0)".to_owned(),
+        limit => format!("{limit} in a row end the turn"),
+    }
+}
+
 /// One line per rule (`name: action at end, from dev`), then the recovery settings.
 fn describe_signals(signals: &crate::core::signals::SignalRules) -> String {
     let mut lines: Vec<String> = signals
@@ -161,8 +171,8 @@ fn describe_signals(signals: &crate::core::signals::SignalRules) -> String {
     let r = &signals.recovery;
     let off = |n: u32| if n == 0 { "off".to_owned() } else { n.to_string() };
     let mut recovery = format!(
-        "unknown signals: {} in a row end the turn; bench after {} timeouts; loop after {}",
-        off(r.unknown_limit),
+        "unknown signals: {}; bench after {} timeouts; loop after {}",
+        describe_unknown(signals),
         off(r.bench_after),
         off(r.loop_after)
     );

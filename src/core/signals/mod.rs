@@ -126,6 +126,12 @@ impl SignalRules {
         &self.rules
     }
 
+    /// Whether lines that look like a signal but match no rule are looked for: not when `unknownPattern` is null or
+    /// empty.
+    pub fn detects_unknown(&self) -> bool {
+        self.unknown.is_some()
+    }
+
     /// The signal `text` carries for `author`, if any: the highest priority among the rules that match.
     pub fn detect(&self, text: &str, author: &PersonaId) -> Option<Detected<'_>> {
         self.detect_among(text, author, false)
