@@ -148,6 +148,8 @@ impl Config {
             config.out_of_turn = if policy == "allow" { OutOfTurnPolicy::Allow } else { OutOfTurnPolicy::Remove };
         }
         if let Some(roles) = c.string_list(&object, &[], "controlRoles") {
+            let roles: Vec<String> =
+                roles.into_iter().map(|r| role_mention_id(&r).map(str::to_owned).unwrap_or(r)).collect();
             if roles.iter().any(|r| r.trim().is_empty()) {
                 c.error(&["controlRoles"], "has an empty role name; give role names or role ids");
             }
@@ -286,6 +288,13 @@ fn read_templates(c: &mut Checker, object: &Map<String, Value>, config: &mut Con
             config.templates.set(template, text);
         }
     }
+}
+
+/// The role id of a role mention pasted from Discord (`<@&123>`, what its client copies): it was taken for a role
+/// name, which no role has, so nobody could steer (found by a newcomer).
+fn role_mention_id(role: &str) -> Option<&str> {
+    let id = role.trim().strip_prefix("<@&")?.strip_suffix('>')?;
+    super::ids::parse_snowflake(id).is_ok().then_some(id)
 }
 
 fn read_channels(c: &mut Checker, object: &Map<String, Value>, config: &mut Config) {
@@ -461,6 +470,16 @@ mod tests {
             assert!(!problems.to_lowercase().contains("token\""), "{unknown}: {problems}");
             assert!(!problems.to_lowercase().contains("token,"), "{unknown}: {problems}");
         }
+    }
+
+    #[test]
+    fn a_role_mention_pasted_from_discord_is_taken_as_its_role_id() {
+        let config = Config::parse("c.json", r#"{"controlRoles": ["<@&1400000000000000005>", "Moderators", "<@&x>"]}"#)
+            .unwrap_or_else(|p| panic!("{p}"));
+        assert_eq!(config.control_roles, ["1400000000000000005", "Moderators", "<@&x>"]);
+        let (_, problems) =
+            Config::parse_partly("c.json", r#"{"controlRoles": ["<@&1400000000000000005>", "1400000000000000005"]}"#);
+        assert!(problems.iter().any(|p| p.to_string().contains("twice")), "the same role twice: {problems:?}");
     }
 
     #[test]
