@@ -516,6 +516,37 @@ fn turns_that_time_out_after_a_signal_that_leaves_them_going_count_toward_the_be
     assert!(!f.session.agents[&id("dev")].benched, "not two in a row");
 }
 
+/// Found by a review: a turn a manager's command ended (`skip`, `give`) did not break the row of timeouts, so
+/// timeout, skipped, timeout benched a persona at `benchAfter` 2. Only timeouts in a row bench (spec 4.2, strikes).
+#[test]
+fn a_turn_a_command_ended_breaks_the_row_of_timeouts() {
+    for command in [Command::Skip, Command::Give { persona: "critic".into() }] {
+        let mut f = Fixture::with_config(config(r#"{"benchAfter": 2}"#));
+        let mut now = 0;
+        for ends_dev_turn in [None, Some(command.clone()), None] {
+            now += 1_000;
+            f.say(PM, "a TURN_COMPLETE", now);
+            assert_eq!(f.active(), "dev");
+            match ends_dev_turn {
+                Some(command) => {
+                    now += 1_000;
+                    f.command(command, now).unwrap();
+                }
+                None => {
+                    now += 120_000;
+                    assert!(event_names(&f.tick(now)).contains(&"turn_timeout"));
+                }
+            }
+            assert_eq!(f.active(), "critic");
+            now += 1_000;
+            f.say(CRITIC, "b TURN_COMPLETE", now);
+        }
+        let dev = &f.session.agents[&id("dev")];
+        assert!(!dev.benched, "timed out, {command:?}, timed out: not two in a row");
+        assert_eq!(dev.consecutive_timeouts, 1, "{command:?}");
+    }
+}
+
 #[test]
 fn add_brings_a_benched_persona_back() {
     let mut f = Fixture::with_config(config(r#"{"benchAfter": 1}"#));
