@@ -1,5 +1,5 @@
-//! What the floor holder's message does (spec 4.2): the winning rule's action, or, without a signal, auto-detection
-//! and unknown-signal recovery.
+//! What the floor holder's message does (spec 4.2): the winning rule's action, or, without a signal, auto-detection;
+//! and unknown-signal recovery, without a signal or beside one that leaves the turn going.
 
 use super::history::{EventKind, Kept, Routed, TaskFinished};
 use super::{Context, IncomingMessage, ProgressMark, Session, SessionStatus, TASKS_KEPT, TaskState, Transition};
@@ -54,6 +54,24 @@ impl Session {
             return;
         };
         self.agents.entry(persona.clone()).or_default().unknown_signals = 0;
+        let started = self.turn_started_at;
+        self.act_on_signal(message, persona, d, now, ctx, t);
+        // An edit is not answered at once: a streaming agent's passes through such lines on its way to the signal.
+        if !message.edited && self.turn_goes_on(persona, started) {
+            self.answer_a_mistyped_line_beside_the_signal(message, persona, now, ctx, t);
+        }
+    }
+
+    /// The winning rule's action (spec 4.2's table).
+    fn act_on_signal(
+        &mut self,
+        message: &IncomingMessage,
+        persona: &PersonaId,
+        d: Detected,
+        now: DateTime<Utc>,
+        ctx: Context,
+        t: &mut Transition,
+    ) {
         let signal = d.rule.name.clone();
         let task = d.task.clone().or_else(|| d.payload.clone());
         match d.rule.action.clone() {
@@ -226,6 +244,35 @@ impl Session {
         }
     }
 
+    /// Whether `persona`'s turn that began at `started` still runs: its signal left it going (a record, a progress,
+    /// a refused handoff), rather than ending or keeping it, or pausing the session (an escalation).
+    fn turn_goes_on(&self, persona: &PersonaId, started: Option<DateTime<Utc>>) -> bool {
+        self.status == SessionStatus::Running
+            && self.active_agent.as_ref() == Some(persona)
+            && self.turn_started_at == started
+    }
+
+    /// A line beside the signal just acted on that looks like a signal and is none (`CHECKPOINT: step-1` then
+    /// `READY_FOR_REVEIW: task-1`) gets the unknown-signal reply (spec 4.2), as in a message with no signal: the
+    /// turn goes on, and without it the agent would wait for the timeout (found by a review). It does not count
+    /// toward `unknownLimit` (the reply says the row as it stands, broken by the signal): the message did something
+    /// useful, so it is no failure to signal and never ends the turn. A line beside a signal that ended the turn is
+    /// not answered: the reply would mention the agent while another persona holds the floor.
+    fn answer_a_mistyped_line_beside_the_signal(
+        &mut self,
+        message: &IncomingMessage,
+        persona: &PersonaId,
+        now: DateTime<Utc>,
+        ctx: Context,
+        t: &mut Transition,
+    ) {
+        let signals = &ctx.config.signals;
+        let limit = signals.recovery.unknown_limit;
+        let Some(line) = signals.signal_like(&message.text, persona).filter(|_| limit > 0) else { return };
+        let count = self.agents.get(persona).map_or(0, |agent| agent.unknown_signals);
+        self.answer_unknown_signal(message.id, persona, line, count, limit, now, ctx, t);
+    }
+
     /// Whether a message handled while a manager's pause holds ends the turn all the same: it was written before the
     /// pause was given (spec 5.7: judged by when it was written) and its signal (or completion phrase) ends the turn.
     /// The floor then moves, and the next turn waits, unannounced, for `resume`. What would go on within the turn
@@ -310,8 +357,7 @@ impl Session {
             return self.complete(message, persona, phrase.to_owned(), None, false, now, ctx, t);
         }
         let limit = signals.recovery.unknown_limit;
-        let unknown = signals.unknown_signal(&message.text).or_else(|| signals.near_miss(&message.text, persona));
-        match unknown.filter(|_| limit > 0) {
+        match signals.signal_like(&message.text, persona).filter(|_| limit > 0) {
             Some(line) => self.unknown_signal(message.id, message.id, persona, line, limit, now, ctx, t),
             None => {
                 // A message with no line that looks like a signal breaks the row of unknown ones.

@@ -69,7 +69,7 @@ impl Session {
         // that is no unknown signal (found by a review: `PROGRESS: 40` was answered as one).
         let line = match signals.detect_among(&message.text, persona, false) {
             Some(_) => None,
-            None => signals.unknown_signal(&message.text).or_else(|| signals.near_miss(&message.text, persona)),
+            None => signals.signal_like(&message.text, persona),
         };
         let known = self.signal_like.as_deref().and_then(|followed| followed.iter().find(|k| k.message == message.id));
         match (known, &line) {

@@ -189,10 +189,21 @@ impl SignalRules {
         self.rules.iter().filter(|r| r.strip && r.allows(author)).flat_map(|r| r.spans(copy)).collect()
     }
 
-    /// The first line of `text` that looks like a signal (by `unknownPattern`) when no rule matched it.
-    pub fn unknown_signal(&self, text: &str) -> Option<String> {
+    /// Every match of every rule `author` may use, stripping or not.
+    fn match_spans(&self, copy: &str, author: &PersonaId) -> Vec<(usize, usize)> {
+        self.rules.iter().filter(|r| r.allows(author)).flat_map(|r| r.spans(copy)).collect()
+    }
+
+    /// The first line of `text` that looks like a signal (by `unknownPattern`) and that no rule `author` may use
+    /// matched: beside a signal a rule acted on (`CHECKPOINT: step-1`, itself an upper-case word and a colon), a
+    /// mistyped one is still found (spec 4.2; before, such a line was only looked for in a message with no signal).
+    pub fn unknown_signal(&self, text: &str, author: &PersonaId) -> Option<String> {
         let copy = text::normalized(text);
-        let found = self.unknown.as_ref()?.find(&copy)?;
+        let mut looks_like = self.unknown.as_ref()?.find_iter(&copy).peekable();
+        looks_like.peek()?; // most messages have no such line: the rules are not run again for them
+        let matched = self.match_spans(&copy, author);
+        let a_rule_matched = |m: &regex::Match| matched.iter().any(|&(start, end)| start < m.end() && m.start() < end);
+        let found = looks_like.find(|m| !a_rule_matched(m))?;
         let line_end = copy[found.start()..].find(['\n', '\r']).map_or(copy.len(), |i| found.start() + i);
         Some(text::trim_blank(&copy[found.start()..line_end]).to_owned())
     }
@@ -221,6 +232,13 @@ impl SignalRules {
         let opening = &before[before.trim_end_matches(marks).len()..];
         let wrapped = !opening.is_empty() && text::trim_blank(after) == opening.chars().rev().collect::<String>();
         (alone || wrapped).then(|| text::trim_blank(&written[start..]).to_owned())
+    }
+
+    /// What of `text` gets the unknown-signal reply: its first line that looks like a signal and is none
+    /// ([`SignalRules::unknown_signal`]), or else its near miss of a signal ending the turn
+    /// ([`SignalRules::near_miss`]).
+    pub fn signal_like(&self, text: &str, author: &PersonaId) -> Option<String> {
+        self.unknown_signal(text, author).or_else(|| self.near_miss(text, author))
     }
 
     /// The names of the signals `author` may use, for the reply to an unknown one.

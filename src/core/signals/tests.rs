@@ -76,7 +76,7 @@ fn a_keyword_with_markdown_or_punctuation_after_it_is_answered_as_an_unknown_sig
         ("Done.\n```\nTURN_COMPLETE\n```", "TURN_COMPLETE\n```"),
     ] {
         assert!(rules.detect(text, &id("pm")).is_none(), "{text:?} is no signal");
-        assert_eq!(rules.unknown_signal(text), None, "no line of it looks like one to `unknownPattern`");
+        assert_eq!(rules.unknown_signal(text, &id("pm")), None, "no line of it looks like one to `unknownPattern`");
         assert_eq!(rules.near_miss(text, &id("pm")).as_deref(), Some(line), "{text:?}");
     }
     // Prose that names the keyword, a question, and a keyword run into a word are not (found by a review: three such
@@ -141,7 +141,7 @@ fn review_ready_for_review_routes_to_the_critic_with_its_task_and_keeps_the_body
     assert_eq!(task.as_deref(), Some("task-42"));
     let body = READY_FOR_REVIEW.split_once("\n\n").unwrap().1;
     assert_eq!(display.as_deref(), Some(body), "the signal line goes, the body stays as written");
-    assert_eq!(review().unknown_signal(body), None, "no line of the body looks like a signal");
+    assert_eq!(review().unknown_signal(body, &id("developer")), None, "no line of the body looks like a signal");
 }
 
 #[test]
@@ -168,7 +168,7 @@ Developer: Please address all issues above and signal READY_FOR_REVIEW when comp
     let display = display.unwrap();
     assert!(display.starts_with("Files Reviewed:\n- src/auth/login.rs\n\nIssues Found:"), "{display}");
     assert!(display.ends_with("signal READY_FOR_REVIEW when complete."), "{display}");
-    assert!(rules.unknown_signal("Priority: HIGH").is_none(), "a capitalised word is not a signal");
+    assert!(rules.unknown_signal("Priority: HIGH", &id("critic")).is_none(), "a capitalised word is not a signal");
 }
 
 #[test]
@@ -237,7 +237,7 @@ fn review_a_signal_without_its_task_id_takes_no_word_of_the_next_line_and_is_ans
     let rules = review();
     let text = "READY_FOR_REVIEW:\nThe login form is done.";
     assert!(rules.detect(text, &id("developer")).is_none(), "no task id, no route");
-    assert_eq!(rules.unknown_signal(text).as_deref(), Some("READY_FOR_REVIEW:"));
+    assert_eq!(rules.unknown_signal(text, &id("developer")).as_deref(), Some("READY_FOR_REVIEW:"));
     let (_, _, _, task, _) = detect(&rules, "developer", "READY_FOR_REVIEW: \t task-9\nDone.");
     assert_eq!(task.as_deref(), Some("task-9"), "spaces and tabs before the id are fine");
 }
@@ -247,9 +247,22 @@ fn review_unknown_signal_line_is_found_and_named_signals_listed() {
     let rules = review();
     let text = "Finished the login form.\nREVIEW_DONE: t1\n";
     assert!(rules.detect(text, &id("developer")).is_none());
-    assert_eq!(rules.unknown_signal(text).as_deref(), Some("REVIEW_DONE: t1"));
+    assert_eq!(rules.unknown_signal(text, &id("developer")).as_deref(), Some("REVIEW_DONE: t1"));
     let names = rules.names_for(&id("developer"));
     assert!(names.contains(&"READY_FOR_REVIEW") && !names.contains(&"REVIEW_PASSED"), "{names:?}");
+}
+
+/// Found by a review: beside a signal a rule reads (`CHECKPOINT: step-1`, itself an upper-case word and a colon),
+/// the mistyped line is the one found, and a line only a rule the author may not use reads is one too.
+#[test]
+fn review_unknown_signal_skips_the_lines_a_rule_matched() {
+    let rules = review();
+    let text = "CHECKPOINT: step-1\nREADY_FOR_REVEIW: task-1";
+    assert_eq!(rules.detect(text, &id("developer")).map(|d| d.rule.name.as_str()), Some("CHECKPOINT"));
+    assert_eq!(rules.unknown_signal(text, &id("developer")).as_deref(), Some("READY_FOR_REVEIW: task-1"));
+    assert_eq!(rules.unknown_signal("CHECKPOINT: step-1\nDone.", &id("developer")), None, "its line is a signal");
+    let critic_says = "CHECKPOINT: step-1\nREADY_FOR_REVIEW: task-1";
+    assert_eq!(rules.unknown_signal(critic_says, &id("critic")).as_deref(), Some("READY_FOR_REVIEW: task-1"));
 }
 
 // Seed 002, through the chorus preset: its test list.
@@ -350,8 +363,8 @@ fn chorus_unknown_tag_is_an_unknown_signal() {
     let rules = chorus();
     let text = "Finished.\nI think <chorus>DONE</chorus>";
     assert!(rules.detect(text, &id("coder")).is_none());
-    assert_eq!(rules.unknown_signal(text).as_deref(), Some("I think <chorus>DONE</chorus>"));
-    assert_eq!(rules.unknown_signal("No tags here: plain prose."), None);
+    assert_eq!(rules.unknown_signal(text, &id("coder")).as_deref(), Some("I think <chorus>DONE</chorus>"));
+    assert_eq!(rules.unknown_signal("No tags here: plain prose.", &id("coder")), None);
 }
 
 // Seed 003, through the xml-signals preset.
@@ -434,7 +447,10 @@ fn xml_unknown_type_is_an_unknown_signal() {
     let rules = xml();
     let text = "Here.\n<signal type=\"done\"><reason>r</reason></signal>";
     assert!(rules.detect(text, &id("oracle")).is_none());
-    assert_eq!(rules.unknown_signal(text).as_deref(), Some("<signal type=\"done\"><reason>r</reason></signal>"));
+    assert_eq!(
+        rules.unknown_signal(text, &id("oracle")).as_deref(),
+        Some("<signal type=\"done\"><reason>r</reason></signal>")
+    );
 }
 
 // Invisible characters (spec 4.1) around signals.

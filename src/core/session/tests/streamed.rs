@@ -379,7 +379,7 @@ proptest::proptest! {
                     for (message, line) in unknowns(&t) {
                         let (text, at) = newest.get(&message).cloned().expect("a message of the run");
                         let persona = id(&holder);
-                        let still = signals.unknown_signal(&text).or_else(|| signals.near_miss(&text, &persona));
+                        let still = signals.signal_like(&text, &persona);
                         proptest::prop_assert_eq!(still.as_deref(), Some(line.as_str()), "the newest edit shows it");
                         proptest::prop_assert!(
                             Fixture::at(at) + SIGNAL_LIKE_QUIET <= Fixture::at(now),
