@@ -25,8 +25,21 @@ impl Session {
         agent.unknown_signals += 1;
         let count = agent.unknown_signals;
         if count < limit {
-            self.answer_unknown_signal(message, persona, line, count, limit, now, ctx, t);
+            let kind = EventKind::UnknownSignal { message_id: message, line: line.clone(), count };
+            t.events.push(self.event(now, Some(persona), kind));
+            let mut values = self.common_values(ctx, persona);
+            let names = ctx.config.signals.names_for(persona).join(", ");
+            values.extend([
+                ("line", crate::core::templates::quotable(&line)),
+                ("signals", names),
+                ("count", count.to_string()),
+                ("limit", limit.to_string()),
+            ]);
+            let text = ctx.config.templates.render(Template::UnknownSignal, &values);
+            let author = ctx.personas.get(persona).map(|p| p.discord_user_id);
+            self.post(t, now, text, author, Some(message), false);
             self.remember_editable(message);
+            self.answered_signal_like(message, &line);
             return;
         }
         self.agents.entry(persona.clone()).or_default().unknown_signals = 0;
@@ -39,36 +52,6 @@ impl Session {
         // Ended by one of its messages: what it wrote before that one, handled later, is still of this turn.
         self.end_turn(turn_ends);
         self.advance(now, ctx, t);
-    }
-
-    /// The reply to a line that looks like a signal and is none, naming the valid signals, `count` being the row as
-    /// it stands: recorded (`unknown_signal`), and the line not answered again for its message.
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn answer_unknown_signal(
-        &mut self,
-        message: MessageId,
-        persona: &PersonaId,
-        line: String,
-        count: u32,
-        limit: u32,
-        now: DateTime<Utc>,
-        ctx: Context,
-        t: &mut Transition,
-    ) {
-        let kind = EventKind::UnknownSignal { message_id: message, line: line.clone(), count };
-        t.events.push(self.event(now, Some(persona), kind));
-        let mut values = self.common_values(ctx, persona);
-        let names = ctx.config.signals.names_for(persona).join(", ");
-        values.extend([
-            ("line", crate::core::templates::quotable(&line)),
-            ("signals", names),
-            ("count", count.to_string()),
-            ("limit", limit.to_string()),
-        ]);
-        let text = ctx.config.templates.render(Template::UnknownSignal, &values);
-        let author = ctx.personas.get(persona).map(|p| p.discord_user_id);
-        self.post(t, now, text, author, Some(message), false);
-        self.answered_signal_like(message, &line);
     }
 
     /// A turn lost by the holder (a timeout, or too many unknown signals): its next message is a late reply, and

@@ -253,11 +253,10 @@ impl Session {
     }
 
     /// A line beside the signal just acted on that looks like a signal and is none (`CHECKPOINT: step-1` then
-    /// `READY_FOR_REVEIW: task-1`) gets the unknown-signal reply (spec 4.2), as in a message with no signal: the
-    /// turn goes on, and without it the agent would wait for the timeout (found by a review). It does not count
-    /// toward `unknownLimit` (the reply says the row as it stands, broken by the signal): the message did something
-    /// useful, so it is no failure to signal and never ends the turn. A line beside a signal that ended the turn is
-    /// not answered: the reply would mention the agent while another persona holds the floor.
+    /// `READY_FOR_REVEIW: task-1`) is an unknown signal as in a message with no signal (spec 4.2): answered, and
+    /// counted toward `unknownLimit` from the row the signal broke, so the reply says "1 of 3" (found by a review: it
+    /// went unanswered and the turn timed out). A line beside a signal that ended the turn is not answered: the reply
+    /// would mention the agent while another persona holds the floor.
     fn answer_a_mistyped_line_beside_the_signal(
         &mut self,
         message: &IncomingMessage,
@@ -269,8 +268,7 @@ impl Session {
         let signals = &ctx.config.signals;
         let limit = signals.recovery.unknown_limit;
         let Some(line) = signals.signal_like(&message.text, persona).filter(|_| limit > 0) else { return };
-        let count = self.agents.get(persona).map_or(0, |agent| agent.unknown_signals);
-        self.answer_unknown_signal(message.id, persona, line, count, limit, now, ctx, t);
+        self.unknown_signal(message.id, message.id, persona, line, limit, now, ctx, t);
     }
 
     /// Whether a message handled while a manager's pause holds ends the turn all the same: it was written before the

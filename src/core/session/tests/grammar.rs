@@ -371,27 +371,34 @@ fn a_recognised_signal_resets_the_unknown_count() {
 }
 
 /// Found by a review: a mistyped line beside a signal that leaves the turn going (a record here; a progress or a
-/// refused handoff alike) was ignored, and the turn ran to its timeout. It is answered, and does not count toward
-/// `unknownLimit`: the message's own signal did something, and broke the row.
+/// refused handoff alike) was ignored, and the turn ran to its timeout. It is answered, and counts toward
+/// `unknownLimit` in the row the message's own signal started again.
 #[test]
-fn a_mistyped_line_beside_a_signal_that_leaves_the_turn_going_is_answered_without_counting() {
+fn a_mistyped_line_beside_a_signal_that_leaves_the_turn_going_is_answered_and_counted() {
     let mut f = grammar();
     f.say(PM, "REDY: t1", 1_000);
     let t = f.say(PM, "CHECKPOINT: step-1\nREADY_FOR_REVEIW: task-1", 2_000);
     assert_eq!(event_names(&t), ["recorded", "unknown_signal"]);
     let reply = announcements(&t)[0];
     assert_eq!((reply.reply_to, reply.mention), (Some(f.last_id), Some(PM)));
-    assert!(reply.text.starts_with("⚠️ `READY_FOR_REVEIW: task-1` is not a signal here (0 of 3)."), "{}", reply.text);
-    // Two mistyped lines alone after it are not the third in a row.
-    f.say(PM, "REDY: t1", 3_000);
-    let t = f.say(PM, "REDY: t1", 4_000);
+    // The checkpoint broke the row of the first mistyped line: this one is the first of a new row.
+    assert!(reply.text.starts_with("⚠️ `READY_FOR_REVEIW: task-1` is not a signal here (1 of 3)."), "{}", reply.text);
+    let t = f.say(PM, "REDY: t1", 3_000);
     assert!(matches!(only_event(&t, "unknown_signal"), EventKind::UnknownSignal { count: 2, .. }));
     assert_eq!(f.active(), "pm");
     // A progress beside one alike; the signal's own line is not taken for one.
     let t = f.say(PM, "PROGRESS: 40\nCHEKPOINT: c1", 5_000);
     assert_eq!(event_names(&t), ["progress", "unknown_signal"]);
-    assert!(texts(&t).iter().any(|s| s.starts_with("⚠️ `CHEKPOINT: c1` is not a signal here (0 of 3).")));
+    assert!(texts(&t).iter().any(|s| s.starts_with("⚠️ `CHEKPOINT: c1` is not a signal here (1 of 3).")));
     assert_eq!(event_names(&f.say(PM, "CHECKPOINT: step-2", 6_000)), ["recorded"], "nothing mistyped");
+    // Counted as any other: the third in a row ends the turn.
+    f.say(PM, "CHECKPOINT: step-3\nREDY: t3", 7_000);
+    f.say(PM, "REDY: t4", 8_000);
+    let t = f.say(PM, "CHECKPOINT: step-4\nREDY: t5", 9_000);
+    assert_eq!(f.active(), "pm", "the checkpoint broke the row: {:?}", event_names(&t));
+    f.say(PM, "REDY: t6", 10_000);
+    let t = f.say(PM, "REDY: t7", 11_000);
+    assert_eq!(f.active(), "dev", "three in a row: {:?}", event_names(&t));
 }
 
 /// A mistyped line beside a signal that ends the turn is not answered: the reply would mention the agent (and call
