@@ -112,11 +112,12 @@ impl Session {
         let in_turn = holds_floor && self.turn_began_after.is_none_or(|after| when > after);
         let agent = self.agents.entry(persona.clone()).or_default();
         let in_past_turn = !in_turn && agent.last_turn.is_some_and(|span| span.contains(when));
-        // A late signal is only the first message (or edit adding a signal) after a turn that timed out (spec 5, step
-        // 4): a streaming agent whose turn timed out while it was still editing has its edit shown as one. Any other
-        // edit made outside its author's turns is out of turn, as a new message would be (before, every such edit was
-        // a late signal, even after a turn its own signal had ended: found by a review).
-        let late = !in_turn && !in_past_turn && agent.awaiting_late_reply;
+        // An edit adding a signal outside its author's turns is shown as a late signal whatever ended the turn (spec 5
+        // step 4 would take it for out of turn after a turn its own signal or a command ended): only messages first
+        // seen in their author's turn are edited here, so its text was written in turn and everyone has seen it;
+        // removed as out of turn, a streamed answer would vanish when its last edit came after a `skip` (a review
+        // weighed both).
+        let late = !in_turn && !in_past_turn && (agent.awaiting_late_reply || message.edited);
         if !in_past_turn {
             // A message from an older turn is not the reply to a turn that timed out since.
             agent.awaiting_late_reply = false;
