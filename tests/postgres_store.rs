@@ -732,6 +732,18 @@ async fn an_unreachable_database_or_a_bad_url_is_explained_without_the_password(
     assert!(!error.contains("s3cret"), "{error}");
 }
 
+/// Found by a review: a Postgres still starting up (its answer 57P03) was taken for a final refusal, where the pool
+/// before had waited for it.
+#[tokio::test]
+async fn a_database_still_starting_up_is_waited_for() {
+    let Some(db) = TestDatabase::create("postgres_store::starting_up").await else { return };
+    let relay = db.commit_cutter().await;
+    relay.starting_up_for(3);
+    let store = db.open_through(&relay, LONG, "node-a").await;
+    assert_eq!(relay.still_starting(), 0, "it was tried while starting");
+    store.claim(ChannelId(9)).await.unwrap();
+}
+
 /// A server that answers, with a reason to refuse, is not tried again for the connection time: its reason is said at
 /// once.
 #[tokio::test]

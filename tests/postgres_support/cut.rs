@@ -36,6 +36,8 @@ pub struct CommitCutter {
     frozen: Arc<std::sync::atomic::AtomicBool>,
     /// See [`CommitCutter::hold_next_containing`].
     hold: Arc<Hold>,
+    /// How many of the next connections are answered as a Postgres still starting up would answer them.
+    starting: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 /// A statement to hold: the text to look for in a client's message, whether one was held, and its release.
@@ -54,14 +56,31 @@ impl CommitCutter {
         let next = Arc::new(AtomicU8::new(NextCommit::Relayed as u8));
         let frozen = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let hold = Arc::new(Hold::default());
-        let (shared, cold, holding) = (next.clone(), frozen.clone(), hold.clone());
+        let starting = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let (shared, cold, holding, still_starting) = (next.clone(), frozen.clone(), hold.clone(), starting.clone());
         tokio::spawn(async move {
             while let Ok((client, _)) = listener.accept().await {
+                let one_less = |n: usize| n.checked_sub(1);
+                if still_starting.fetch_update(Ordering::SeqCst, Ordering::SeqCst, one_less).is_ok() {
+                    tokio::spawn(answer_starting_up(client));
+                    continue;
+                }
                 let server = TcpStream::connect(&upstream).await.expect("the relay reaches Postgres");
                 tokio::spawn(relay(client, server, shared.clone(), cold.clone(), holding.clone()));
             }
         });
-        CommitCutter { addr, next, frozen, hold }
+        CommitCutter { addr, next, frozen, hold, starting }
+    }
+
+    /// The next `n` connections are refused as a Postgres still starting up refuses them (its error 57P03 in answer to
+    /// the start-up message); the ones after are relayed.
+    pub fn starting_up_for(&self, n: usize) {
+        self.starting.store(n, Ordering::SeqCst);
+    }
+
+    /// How many connections are still to be refused as starting up.
+    pub fn still_starting(&self) -> usize {
+        self.starting.load(Ordering::SeqCst)
     }
 
     /// The next client message holding `text` (a statement's SQL, sent when it is first prepared on a connection)
@@ -93,6 +112,28 @@ impl CommitCutter {
     pub fn cut_done(&self) -> bool {
         self.next.load(Ordering::SeqCst) == NextCommit::Relayed as u8
     }
+}
+
+/// Reads the client's start-up message and answers it with Postgres's "the database system is starting up".
+async fn answer_starting_up(client: TcpStream) {
+    let (mut from_client, mut to_client) = client.into_split();
+    if read_message(&mut from_client, false).await.is_err() {
+        return;
+    }
+    let mut fields = Vec::new();
+    for (kind, value) in
+        [(b'S', "FATAL"), (b'V', "FATAL"), (b'C', "57P03"), (b'M', "the database system is starting up")]
+    {
+        fields.push(kind);
+        fields.extend_from_slice(value.as_bytes());
+        fields.push(0);
+    }
+    fields.push(0);
+    let mut message = vec![b'E'];
+    message.extend_from_slice(&(fields.len() as u32 + 4).to_be_bytes());
+    message.extend_from_slice(&fields);
+    let _ = to_client.write_all(&message).await;
+    let _ = to_client.shutdown().await;
 }
 
 async fn relay(

@@ -432,10 +432,9 @@ pub async fn connect(url: &PostgresUrl, idle_in_transaction: Duration) -> anyhow
     Ok(pool)
 }
 
-/// One connection made and closed, tried again for [`CONNECT_TIMEOUT`] while the server cannot be reached (a
-/// Postgres still starting beside the bot), so that a failure says why: the pool's own says only that it timed out
-/// (found by a newcomer: "pool timed out while waiting for an open connection" for a server that refused). An answer
-/// from the server (a wrong password, no such database) is final at once.
+/// One connection made and closed, tried again for [`CONNECT_TIMEOUT`] while the failure may pass (see [`may_pass`]),
+/// so that a failure says why: the pool's own says only that it timed out (found by a newcomer: "pool timed out
+/// while waiting for an open connection" for a server that refused). Any other failure is final at once.
 async fn first_connection(options: &PgConnectOptions) -> Result<(), sqlx::Error> {
     let deadline = tokio::time::Instant::now() + CONNECT_TIMEOUT;
     loop {
@@ -445,11 +444,24 @@ async fn first_connection(options: &PgConnectOptions) -> Result<(), sqlx::Error>
                 let _ = sqlx::Connection::close(connection).await;
                 return Ok(());
             }
-            Ok(Err(e @ sqlx::Error::Database(_))) => return Err(e),
-            Ok(Err(e)) if tokio::time::Instant::now() + FIRST_CONNECTION_RETRY >= deadline => return Err(e),
+            Ok(Err(e)) if !may_pass(&e) || tokio::time::Instant::now() + FIRST_CONNECTION_RETRY >= deadline => {
+                return Err(e);
+            }
             Ok(Err(_)) => tokio::time::sleep(FIRST_CONNECTION_RETRY).await,
             Err(_) => return Err(timed_out(CONNECT_TIMEOUT)),
         }
+    }
+}
+
+/// Whether a first connection's failure may pass by itself: the server not reachable yet (a Postgres still starting
+/// beside the bot, in a compose file), or answering that it is starting up or full, as sqlx's pool tries again too
+/// (found by a review: 57P03 was taken for final). A refusal (a password, no such database), TLS or a setting is not.
+fn may_pass(e: &sqlx::Error) -> bool {
+    match e {
+        sqlx::Error::Io(_) => true,
+        // cannot_connect_now (starting up), too_many_connections.
+        sqlx::Error::Database(answer) => matches!(answer.code().as_deref(), Some("57P03" | "53300")),
+        _ => false,
     }
 }
 
