@@ -316,16 +316,20 @@ fn syntax_error(text: &str, e: &serde_json::Error) -> (Option<usize>, String) {
         return in_its_words();
     };
     match text.as_bytes()[at] {
-        closing @ (b'}' | b']') => match text[..at].trim_end().strip_suffix(',') {
-            Some(before_comma) => (
-                Some(line_of(text, before_comma.len())),
-                format!(
-                    "a comma is left before the closing {} (JSON allows none after the last item)",
-                    closing as char
+        // Only where serde_json says so: a comma before a bracket that closes nothing open (`["a",\n}`) is a
+        // bracket left out, not a comma too many (found by a review).
+        closing @ (b'}' | b']') if said.starts_with("trailing comma") => {
+            match text[..at].trim_end().strip_suffix(',') {
+                Some(before_comma) => (
+                    Some(line_of(text, before_comma.len())),
+                    format!(
+                        "a comma is left before the closing {} (JSON allows none after the last item)",
+                        closing as char
+                    ),
                 ),
-            ),
-            None => in_its_words(),
-        },
+                None => in_its_words(),
+            }
+        }
         b'/' => (line, "a comment starts here (JSON allows no comments: remove it)".into()),
         b'\'' => (
             line,
@@ -652,6 +656,11 @@ mod tests {
             let said = checker.problems[0].to_string();
             assert!(said.starts_with(&format!("error: p.json:{line}: ")) && said.contains(says), "{text}: {said}");
         }
+        // A bracket left out after a comma is not said to be a comma too many.
+        let mut checker = Checker::new("c.json", "{\"controlRoles\": [\"a\",\n}");
+        assert!(checker.parse_object().is_none());
+        let said = checker.problems[0].to_string();
+        assert!(said.starts_with("error: c.json:2: is not valid JSON") && !said.contains("comma is left"), "{said}");
         // A quote or a slash serde_json did not stop at is no reason to say so: a line break inside a string.
         let mut checker = Checker::new("p.json", "{\"id\": \"it'\ns\"}");
         assert!(checker.parse_object().is_none());

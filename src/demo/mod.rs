@@ -80,8 +80,6 @@ pub async fn run_preset(preset: Preset, rounds: u32, state_dir: &Path) -> anyhow
     }
 }
 
-/// Whether a message ending with `TURN_COMPLETE` completes a turn under the preset's rules, for every persona: what
-/// the default agents need to play it.
 /// The presets of `root` the demo plays: those with a script, and those whose rules let the default agents' keyword
 /// end a turn (found by a newcomer: only the scripted ones were named, though round-robin plays as well).
 fn playable(root: &Path) -> Vec<String> {
@@ -94,6 +92,8 @@ fn playable(root: &Path) -> Vec<String> {
         .collect()
 }
 
+/// Whether a message ending with `TURN_COMPLETE` completes a turn under the preset's rules, for every persona: what
+/// the default agents need to play it.
 fn ends_turns_with_the_default_keyword(preset: &Preset) -> bool {
     let text = format!("my answer\n\n{DEFAULT_KEYWORD}");
     preset

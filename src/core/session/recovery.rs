@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 
 impl Session {
     /// A line that looks like a signal but matches no rule (seed 000): a reply naming the valid signals, and at the
-    /// `limit`-th in a row the turn ends as a timeout would.
+    /// `limit`-th in a row the turn ends as a timeout would. Whether the turn goes on (only answered).
     #[allow(clippy::too_many_arguments)]
     pub(super) fn unknown_signal(
         &mut self,
@@ -20,7 +20,7 @@ impl Session {
         now: DateTime<Utc>,
         ctx: Context,
         t: &mut Transition,
-    ) {
+    ) -> bool {
         let agent = self.agents.entry(persona.clone()).or_default();
         agent.unknown_signals += 1;
         let count = agent.unknown_signals;
@@ -38,9 +38,8 @@ impl Session {
             let text = ctx.config.templates.render(Template::UnknownSignal, &values);
             let author = ctx.personas.get(persona).map(|p| p.discord_user_id);
             self.post(t, now, text, author, Some(message), false);
-            self.remember_editable(message);
             self.answered_signal_like(message, &line);
-            return;
+            return true;
         }
         self.agents.entry(persona.clone()).or_default().unknown_signals = 0;
         let extra = [("count", count.to_string())];
@@ -52,6 +51,7 @@ impl Session {
         // Ended by one of its messages: what it wrote before that one, handled later, is still of this turn.
         self.end_turn(turn_ends);
         self.advance(now, ctx, t);
+        false
     }
 
     /// A turn lost by the holder (a timeout, or too many unknown signals): its next message is a late reply, and

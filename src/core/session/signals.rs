@@ -268,6 +268,7 @@ impl Session {
         let signals = &ctx.config.signals;
         let limit = signals.recovery.unknown_limit;
         let Some(line) = signals.signal_like(&message.text, persona).filter(|_| limit > 0) else { return };
+        // Not remembered as editable: the signal acted on decided that already (a relayed one's message is gone).
         self.unknown_signal(message.id, message.id, persona, line, limit, now, ctx, t);
     }
 
@@ -356,7 +357,11 @@ impl Session {
         }
         let limit = signals.recovery.unknown_limit;
         match signals.signal_like(&message.text, persona).filter(|_| limit > 0) {
-            Some(line) => self.unknown_signal(message.id, message.id, persona, line, limit, now, ctx, t),
+            Some(line) => {
+                if self.unknown_signal(message.id, message.id, persona, line, limit, now, ctx, t) {
+                    self.remember_editable(message.id);
+                }
+            }
             None => {
                 // A message with no line that looks like a signal breaks the row of unknown ones.
                 if let Some(agent) = self.agents.get_mut(persona) {

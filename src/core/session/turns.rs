@@ -188,7 +188,10 @@ impl Session {
         // turn may still time out (found by a review: an agent that recorded a checkpoint every turn and never
         // finished one was never benched).
         let turn_over = self.active_agent.as_ref() != Some(persona) || self.turn_started_at != started_before;
-        if signalled && turn_over {
+        // Not a turn that a mistyped line beside the signal ended, at `unknownLimit`: that counts as a timeout (its
+        // strike awaits a late reply; found by a review: the strike was undone here).
+        let struck = self.agents.get(persona).is_some_and(|agent| agent.awaiting_late_reply);
+        if signalled && turn_over && !struck {
             self.agents.entry(persona.clone()).or_default().consecutive_timeouts = 0;
         }
         if !message.edited {

@@ -383,6 +383,11 @@ fn a_mistyped_line_beside_a_signal_that_leaves_the_turn_going_is_answered_and_co
     assert_eq!((reply.reply_to, reply.mention), (Some(f.last_id), Some(PM)));
     // The checkpoint broke the row of the first mistyped line: this one is the first of a new row.
     assert!(reply.text.starts_with("⚠️ `READY_FOR_REVEIW: task-1` is not a signal here (1 of 3)."), "{}", reply.text);
+    // Relayed for its record (deleted, reposted without it): an edit is of a message gone, and acts on nothing again
+    // (found by a review: answering the line made the message editable, and the edit recorded the checkpoint twice).
+    let edit = Fixture::edit(f.last_id, PM, "CHECKPOINT: step-1\nREADY_FOR_REVIEW: task-1", 2_500);
+    assert_eq!(event_names(&f.deliver(&edit, 2_500)), Vec::<&str>::new());
+    assert_eq!(f.active(), "pm");
     let t = f.say(PM, "REDY: t1", 3_000);
     assert!(matches!(only_event(&t, "unknown_signal"), EventKind::UnknownSignal { count: 2, .. }));
     assert_eq!(f.active(), "pm");
@@ -399,6 +404,17 @@ fn a_mistyped_line_beside_a_signal_that_leaves_the_turn_going_is_answered_and_co
     f.say(PM, "REDY: t6", 10_000);
     let t = f.say(PM, "REDY: t7", 11_000);
     assert_eq!(f.active(), "dev", "three in a row: {:?}", event_names(&t));
+}
+
+/// Found by a review: at `unknownLimit`, a mistyped line beside a checkpoint ends the turn as a timeout would, and
+/// counts toward `benchAfter` as one (its signal did not end the turn).
+#[test]
+fn a_turn_a_mistyped_line_beside_a_signal_ended_counts_as_a_timeout() {
+    let mut f = Fixture::with_config(config(&RULES.replacen('{', r#"{"unknownLimit": 1, "#, 1)));
+    let t = f.say(PM, "CHECKPOINT: step-1\nREDY: t1", 1_000);
+    assert_eq!(event_names(&t), ["recorded", "agent_signal_failure"]);
+    assert_eq!(f.active(), "dev");
+    assert_eq!(f.session.agents[&id("pm")].consecutive_timeouts, 1);
 }
 
 /// A mistyped line beside a signal that ends the turn is not answered: the reply would mention the agent (and call
