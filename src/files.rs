@@ -162,10 +162,7 @@ pub fn read_persona_files(dir: &Path) -> Result<(Texts, Vec<Problem>), Problem> 
 
 /// Whether a file of a persona folder is read as a persona: `*.json` in any case, not hidden.
 pub fn is_persona_file_name(name: &str) -> bool {
-    // By bytes: a cut inside a character of another name (`café.txt`) would panic (found by a review).
-    let bytes = name.as_bytes();
-    let json = bytes.len() > b".json".len() && bytes[bytes.len() - b".json".len()..].eq_ignore_ascii_case(b".json");
-    json && !name.starts_with('.')
+    Path::new(name).extension().is_some_and(|ext| ext.eq_ignore_ascii_case("json")) && !name.starts_with('.')
 }
 
 /// A file's bytes without the UTF-8 byte-order mark some editors (Notepad) put first: JSON has none, and a file a

@@ -493,12 +493,17 @@ fn a_demo_stopped_by_ctrl_c_leaves_no_state_folder_behind() {
     assert!(!state.exists(), "{} is left behind", state.display());
 }
 
+/// Runs the demo with `args` from the project's folder; what it printed, once it exited 0.
+fn demo_output<S: AsRef<std::ffi::OsStr>>(args: impl IntoIterator<Item = S>) -> String {
+    let out = Command::new(BINARY).arg("demo").args(args).current_dir(env!("CARGO_MANIFEST_DIR")).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    stdout
+}
+
 #[test]
 fn the_demo_runs_one_round_and_shows_every_case() {
-    let out =
-        Command::new(BINARY).args(["demo", "--rounds", "1"]).current_dir(env!("CARGO_MANIFEST_DIR")).output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    let stdout = demo_output(["--rounds", "1"]);
     for expected in [
         "operator: !turn start",
         "turn-manager: ▶️ Turn management started. Roster: pm, dev, critic.",
@@ -524,14 +529,7 @@ fn the_demo_with_two_personas_shows_every_case_too() {
         let from = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("personas").join(format!("{id}.json"));
         std::fs::copy(from, personas.path().join(format!("{id}.json"))).unwrap();
     }
-    let out = Command::new(BINARY)
-        .args(["demo", "--rounds", "1", "--personas"])
-        .arg(personas.path())
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    let stdout = demo_output(["--rounds", "1", "--personas", personas.path().to_str().unwrap()]);
     for expected in [
         "✂ PM's message was removed: \"pm: may I add something? TURN_COMPLETE\"",
         "turn-manager: ⏱️ dev turn timed out after 3s",

@@ -721,7 +721,6 @@ impl SessionStore for PgSessions {
         if let Err(e) = self.release_all().await {
             tracing::warn!("could not release this process's leases (they expire by themselves): {e}");
         }
-
         self.lazy.stop();
     }
 
