@@ -125,6 +125,9 @@ pub fn framework(data: Arc<Commands>) -> CommandGate {
                 Ok(data)
             })
         })
+        // The builder's own setting wins over the options': left on, poise asks Discord for the application's
+        // owners at every start (GET /oauth2/applications/@me), a call no command uses.
+        .initialize_owners(false)
         .build();
     CommandGate(framework)
 }

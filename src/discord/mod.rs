@@ -299,6 +299,7 @@ pub async fn start(options: BotOptions) -> anyhow::Result<RunningBot> {
     if let Some(base) = &options.api_base {
         check_api_base(&http, base, &budget).await?;
     }
+    check_token(&http, &budget).await?;
     // Building the client asks for the gateway's address (GET /gateway), once: that call spends from the budget
     // too. Reconnections use the address it got.
     budget.take().await;
@@ -509,6 +510,21 @@ async fn check_api_base(http: &discord::Http, base: &str, budget: &RestBudget) -
     }
 }
 
+/// Asks Discord who the token is (GET /users/@me) before the gateway is opened with it: a refused token is said in
+/// one line, rather than after serenity's own errors for the identify Discord closes (4004). Any other failure is
+/// left to the gateway, which says its own.
+async fn check_token(http: &discord::Http, budget: &RestBudget) -> anyhow::Result<()> {
+    budget.take().await;
+    match http.get_current_user().await {
+        Err(e) if refusal_of(&e) == Some(401) => Err(refused_token()),
+        Err(e) => {
+            tracing::debug!("could not ask Discord who the token is ({e}); the gateway will tell");
+            Ok(())
+        }
+        Ok(_) => Ok(()),
+    }
+}
+
 /// The status of an answer that is an error, if `e` is one.
 fn refusal_of(e: &discord::Error) -> Option<u16> {
     match e {
@@ -533,12 +549,14 @@ fn explain_gateway_error(e: discord::Error) -> anyhow::Error {
                 .into(),
         )
         .into(),
-        discord::Error::Gateway(GatewayError::InvalidAuthentication) => SetupError(
-            "Discord refused the token (DISCORD_TOKEN): reset it on the Bot page of the developer portal".into(),
-        )
-        .into(),
+        discord::Error::Gateway(GatewayError::InvalidAuthentication) => refused_token(),
         _ => anyhow::anyhow!("the gateway connection ended: {e}"),
     }
+}
+
+fn refused_token() -> anyhow::Error {
+    SetupError("Discord refused the token (DISCORD_TOKEN): reset it on the Bot page of the developer portal".into())
+        .into()
 }
 
 /// Exactly the permissions the bot uses: read and post in channels and threads, read history (to catch up after a
