@@ -204,7 +204,7 @@ mod tests {
     #[test]
     fn missing_default_config_uses_defaults_but_a_named_one_must_exist() {
         let dir = tempfile::tempdir().unwrap();
-        write(dir.path(), "pm.json", r#"{"id": "pm", "discordUserId": "1"}"#);
+        write(dir.path(), "pm.json", r#"{"id": "pm", "discordUserId": "1312000000000000001"}"#);
         let mut sources = Sources { personas_dir: Some(dir.path().into()), ..Sources::default() };
         let setup = load_setup(&sources).unwrap();
         assert_eq!(setup.personas.all().len(), 1);
@@ -241,7 +241,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let etc = dir.path().join("etc");
         std::fs::create_dir_all(etc.join("agents")).unwrap();
-        write(&etc.join("agents"), "pm.json", r#"{"id": "pm", "discordUserId": "1"}"#);
+        write(&etc.join("agents"), "pm.json", r#"{"id": "pm", "discordUserId": "1312000000000000001"}"#);
         write(&etc, "c.json", r#"{"personasDir": "agents", "stateDir": "sessions"}"#);
         let sources = Sources { config_file: Some(etc.join("c.json")), ..Sources::default() };
         let setup = load_setup(&sources).unwrap_or_else(|p| panic!("{p}"));
@@ -272,7 +272,11 @@ mod tests {
     #[test]
     fn a_file_with_a_byte_order_mark_is_read_and_one_not_utf8_is_reported_beside_every_other_problem() {
         let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("a.json"), b"\xEF\xBB\xBF{\"id\": \"pm\", \"discordUserId\": \"1\"}").unwrap();
+        std::fs::write(
+            dir.path().join("a.json"),
+            b"\xEF\xBB\xBF{\"id\": \"pm\", \"discordUserId\": \"1312000000000000001\"}",
+        )
+        .unwrap();
         std::fs::write(dir.path().join("b.json"), b"{\"id\": \"dev\",\n \"displayName\": \"D\xE9v\"}").unwrap();
         write(dir.path(), "c.json", r#"{"id": "critic"}"#);
         let sources = Sources { personas_dir: Some(dir.path().into()), ..Sources::default() };
@@ -288,8 +292,8 @@ mod tests {
     #[test]
     fn a_persona_file_named_in_capitals_is_read() {
         let dir = tempfile::tempdir().unwrap();
-        write(dir.path(), "PM.JSON", r#"{"id": "pm", "discordUserId": "1"}"#);
-        write(dir.path(), "dev.Json", r#"{"id": "dev", "discordUserId": "2"}"#);
+        write(dir.path(), "PM.JSON", r#"{"id": "pm", "discordUserId": "1312000000000000001"}"#);
+        write(dir.path(), "dev.Json", r#"{"id": "dev", "discordUserId": "1312000000000000002"}"#);
         write(dir.path(), "notes.txt", "not a persona");
         write(dir.path(), "café.txt", "not a persona either, and a name to cut inside a character");
         write(dir.path(), "日本.md", "");
@@ -303,7 +307,7 @@ mod tests {
     #[test]
     fn a_broken_link_or_a_folder_named_as_a_persona_file_is_reported_not_left_out_unsaid() {
         let dir = tempfile::tempdir().unwrap();
-        write(dir.path(), "pm.json", r#"{"id": "pm", "discordUserId": "1"}"#);
+        write(dir.path(), "pm.json", r#"{"id": "pm", "discordUserId": "1312000000000000001"}"#);
         std::os::unix::fs::symlink("/nonexistent/dev.json", dir.path().join("dev.json")).unwrap();
         std::fs::create_dir(dir.path().join("critic.json")).unwrap();
         std::fs::create_dir(dir.path().join("drafts")).unwrap();
@@ -329,7 +333,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let personas = dir.path().join("personas");
         std::fs::create_dir(&personas).unwrap();
-        write(&personas, "pm.json", r#"{"id": "pm", "discordUserId": "1"}"#);
+        write(&personas, "pm.json", r#"{"id": "pm", "discordUserId": "1312000000000000001"}"#);
         write(dir.path(), "c.json", r#"{"channels": [{"channelId": "9", "roster": ["pm", "qa"]}]}"#);
         let sources = Sources {
             config_file: Some(dir.path().join("c.json")),
@@ -348,9 +352,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let personas = dir.path().join("personas");
         std::fs::create_dir(&personas).unwrap();
-        write(&personas, "pm.json", r#"{"id": "pm", "discordUserId": "1"}"#);
-        write(&personas, "dev.json", r#"{"id": "dev", "discordUserId": "2", "turnBehavior": {"timeoutSeconds": 0}}"#);
-        write(&personas, "dev2.json", r#"{"id": "dev", "discordUserId": "3"}"#);
+        write(&personas, "pm.json", r#"{"id": "pm", "discordUserId": "1312000000000000001"}"#);
+        write(
+            &personas,
+            "dev.json",
+            r#"{"id": "dev", "discordUserId": "1312000000000000002", "turnBehavior": {"timeoutSeconds": 0}}"#,
+        );
+        write(&personas, "dev2.json", r#"{"id": "dev", "discordUserId": "1312000000000000003"}"#);
         write(dir.path(), "c.json", r#"{"channels": [{"channelId": "9", "roster": ["pm", "dev", "qa"]}]}"#);
         let sources = Sources {
             config_file: Some(dir.path().join("c.json")),

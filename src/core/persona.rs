@@ -18,6 +18,9 @@ pub const TYPED_ECHO_MAX: usize = 64;
 const KNOWN_FIELDS: &[&str] = &["id", "displayName", "discordUserId", "avatarUrl", "turnBehavior", "order"];
 /// The fields a persona must have (spec 3).
 const REQUIRED_FIELDS: &[&str] = &["id", "discordUserId"];
+/// Discord's first accounts (2015) have 17-digit ids: a shorter one is a placeholder or a slip, and nobody answers
+/// the turns that mention it.
+const SHORTEST_ACCOUNT_ID: u64 = 10_000_000_000_000_000;
 /// The fields a persona may leave out (spec 3).
 const OPTIONAL_FIELDS: &[&str] = &["displayName", "avatarUrl", "turnBehavior", "order"];
 const KNOWN_TURN_BEHAVIOR_FIELDS: &[&str] = &["timeoutSeconds"];
@@ -83,6 +86,15 @@ pub fn parse_persona(file: &str, text: &str) -> (Option<Persona>, Vec<Problem>) 
         Some(_) => c
             .string(&object, &[], "discordUserId")
             .and_then(|raw| parse_snowflake(&raw).map_err(|why| c.error(&["discordUserId"], why)).ok())
+            .inspect(|&id| {
+                if id < SHORTEST_ACCOUNT_ID {
+                    let why = format!(
+                        "is {id}, shorter than any Discord account's id (17 to 20 digits): copy the agent's bot user \
+                         id (Developer Mode, then right-click the account, Copy User ID)"
+                    );
+                    c.warning(&["discordUserId"], why);
+                }
+            })
             .map(UserId),
     };
 
@@ -433,7 +445,7 @@ mod tests {
 
     #[test]
     fn optional_fields_default_to_id_and_no_avatar() {
-        let (persona, problems) = parse_persona("x.json", r#"{"id": "dev", "discordUserId": "42"}"#);
+        let (persona, problems) = parse_persona("x.json", r#"{"id": "dev", "discordUserId": "1312000000000000042"}"#);
         assert!(problems.is_empty());
         let persona = persona.unwrap();
         assert_eq!(persona.display_name, "dev");
@@ -442,7 +454,7 @@ mod tests {
 
     #[test]
     fn a_display_name_is_kept_as_discord_shows_it() {
-        let text = r#"{"id": "pm", "discordUserId": "1", "displayName": "  Product  Manager "}"#;
+        let text = r#"{"id": "pm", "discordUserId": "1312000000000000001", "displayName": "  Product  Manager "}"#;
         let (persona, problems) = parse_persona("p.json", text);
         assert!(problems.is_empty(), "{problems:?}");
         assert_eq!(persona.unwrap().display_name, "Product Manager");
@@ -450,7 +462,7 @@ mod tests {
 
     #[test]
     fn a_field_given_twice_is_an_error_where_the_bot_reads_it_and_a_warning_elsewhere() {
-        let text = "{\n  \"id\": \"pm\",\n  \"discordUserId\": \"1\",\n  \"turnBehavior\": {\"timeoutSeconds\": 30, \"timeoutSeconds\": 90},\n  \"model\": \"a\", \"model\": \"b\"\n}";
+        let text = "{\n  \"id\": \"pm\",\n  \"discordUserId\": \"1312000000000000001\",\n  \"turnBehavior\": {\"timeoutSeconds\": 30, \"timeoutSeconds\": 90},\n  \"model\": \"a\", \"model\": \"b\"\n}";
         let (persona, problems) = parse_persona("pm.json", text);
         assert!(persona.is_none(), "a field the bot reads, given twice: which was meant is unclear");
         let said: Vec<String> = problems.iter().map(ToString::to_string).collect();
@@ -458,24 +470,26 @@ mod tests {
         assert!(said.iter().any(|p| p.starts_with(error)), "{said:?}");
         let warning = "warning: pm.json:5: field \"model\" is given again (first on line 5); not read by turn-manager";
         assert!(said.iter().any(|p| p.starts_with(warning)), "{said:?}");
-        let (persona, problems) = parse_persona("pm.json", r#"{"id": "pm", "discordUserId": "1", "m": 1, "m": 2}"#);
+        let (persona, problems) =
+            parse_persona("pm.json", r#"{"id": "pm", "discordUserId": "1312000000000000001", "m": 1, "m": 2}"#);
         assert!(persona.is_some() && problems.len() == 1, "the agent runtime's field alone does not stop the bot");
     }
 
     /// Found by a review: agent runtimes sharing the file write optional fields as null, which stopped the bot.
     #[test]
     fn optional_fields_written_as_null_are_left_out() {
-        let text = r#"{"id": "dev", "discordUserId": "42", "displayName": null, "avatarUrl": null,
+        let text = r#"{"id": "dev", "discordUserId": "1312000000000000042", "displayName": null, "avatarUrl": null,
                        "turnBehavior": null, "order": null}"#;
         let (persona, problems) = parse_persona("x.json", text);
         assert!(problems.is_empty(), "{problems:?}");
-        let nested = r#"{"id": "dev", "discordUserId": "42", "turnBehavior": {"timeoutSeconds": null}}"#;
+        let nested =
+            r#"{"id": "dev", "discordUserId": "1312000000000000042", "turnBehavior": {"timeoutSeconds": null}}"#;
         let (found, problems) = parse_persona("x.json", nested);
         assert!(problems.is_empty(), "{problems:?}");
         assert_eq!(found.unwrap().timeout_seconds, None);
         let persona = persona.unwrap();
         assert_eq!((persona.display_name.as_str(), persona.avatar_url, persona.order), ("dev", None, None));
-        let (persona, problems) = parse_persona("x.json", r#"{"id": null, "discordUserId": "42"}"#);
+        let (persona, problems) = parse_persona("x.json", r#"{"id": null, "discordUserId": "1312000000000000042"}"#);
         assert!(persona.is_none() && !problems.is_empty(), "a required field is not optional");
     }
 
@@ -513,7 +527,7 @@ mod tests {
         let expected = "error: alice.json:4: has no \"discordUserId\" field (line 4 has \"discordUserID\": did you mean \
                         \"discordUserId\"?)";
         assert_eq!(said, [expected]);
-        let (_, problems) = parse_persona("p.json", r#"{"Id": "pm", "discordUserId": "1"}"#);
+        let (_, problems) = parse_persona("p.json", r#"{"Id": "pm", "discordUserId": "1312000000000000001"}"#);
         let said: Vec<String> = problems.iter().map(ToString::to_string).collect();
         assert_eq!(said, ["error: p.json:1: has no \"id\" field (line 1 has \"Id\": did you mean \"id\"?)"]);
     }
@@ -526,17 +540,21 @@ mod tests {
 
     #[test]
     fn timeout_above_a_day_and_fractional_timeouts_are_refused() {
-        let (_, problems) =
-            parse_persona("p.json", r#"{"id": "pm", "discordUserId": "1", "turnBehavior": {"timeoutSeconds": 86401}}"#);
+        let (_, problems) = parse_persona(
+            "p.json",
+            r#"{"id": "pm", "discordUserId": "1312000000000000001", "turnBehavior": {"timeoutSeconds": 86401}}"#,
+        );
         assert!(problems[0].message.contains("found 86401"));
-        let (_, problems) =
-            parse_persona("p.json", r#"{"id": "pm", "discordUserId": "1", "turnBehavior": {"timeoutSeconds": 1.5}}"#);
+        let (_, problems) = parse_persona(
+            "p.json",
+            r#"{"id": "pm", "discordUserId": "1312000000000000001", "turnBehavior": {"timeoutSeconds": 1.5}}"#,
+        );
         assert!(problems[0].message.contains("whole number"));
     }
 
     #[test]
     fn typo_of_a_known_field_is_a_warning_and_other_fields_are_allowed() {
-        let text = r#"{"id": "pm", "discordUserId": "1", "systemPrompt": "be nice",
+        let text = r#"{"id": "pm", "discordUserId": "1312000000000000001", "systemPrompt": "be nice",
                        "turnBehavior": {"timeoutSecond": 30}, "displayname": "PM"}"#;
         let (persona, problems) = parse_persona("p.json", text);
         assert!(persona.is_some(), "warnings do not reject the file");
@@ -550,11 +568,11 @@ mod tests {
     #[test]
     fn a_turn_length_written_where_it_is_not_read_is_a_warning() {
         for text in [
-            r#"{"id": "b", "discordUserId": "2", "timeoutSeconds": 5}"#,
-            r#"{"id": "b", "discordUserId": "2", "turnBehavior": {"timeout": 5}}"#,
+            r#"{"id": "b", "discordUserId": "1312000000000000002", "timeoutSeconds": 5}"#,
+            r#"{"id": "b", "discordUserId": "1312000000000000002", "turnBehavior": {"timeout": 5}}"#,
             // Found by a review: a near miss of it at the top level was passed over in silence.
-            r#"{"id": "b", "discordUserId": "2", "timeoutSecond": 5}"#,
-            r#"{"id": "b", "discordUserId": "2", "timeout_seconds": 5}"#,
+            r#"{"id": "b", "discordUserId": "1312000000000000002", "timeoutSecond": 5}"#,
+            r#"{"id": "b", "discordUserId": "1312000000000000002", "timeout_seconds": 5}"#,
         ] {
             let (persona, problems) = parse_persona("p.json", text);
             assert_eq!(persona.unwrap().timeout_seconds, None, "{text}");
@@ -567,7 +585,7 @@ mod tests {
     #[test]
     fn display_names_discord_refuses_are_errors() {
         for name in ["", "Discord Bot", "clyde", &"n".repeat(81)] {
-            let text = format!(r#"{{"id": "pm", "discordUserId": "1", "displayName": {name:?}}}"#);
+            let text = format!(r#"{{"id": "pm", "discordUserId": "1312000000000000001", "displayName": {name:?}}}"#);
             let (persona, problems) = parse_persona("p.json", &text);
             assert!(persona.is_none(), "{name:?} should be refused");
             assert_eq!(problems[0].field, "displayName");
@@ -576,8 +594,10 @@ mod tests {
 
     #[test]
     fn a_display_name_on_two_lines_is_refused() {
-        let (persona, problems) =
-            parse_persona("p.json", r#"{"id": "pm", "discordUserId": "1", "displayName": "Product\nManager"}"#);
+        let (persona, problems) = parse_persona(
+            "p.json",
+            r#"{"id": "pm", "discordUserId": "1312000000000000001", "displayName": "Product\nManager"}"#,
+        );
         assert!(persona.is_none());
         assert!(problems[0].field == "displayName" && problems[0].message.contains("line break"), "{problems:?}");
     }
@@ -588,7 +608,7 @@ mod tests {
     fn a_display_name_another_persona_has_as_its_name_or_id_is_warned_about() {
         let file = |id: &str, user: u64, name: Option<&str>| {
             let name = name.map(|n| format!(r#", "displayName": "{n}""#)).unwrap_or_default();
-            (format!("{id}.json"), format!(r#"{{"id": "{id}", "discordUserId": "{user}"{name}}}"#))
+            (format!("{id}.json"), format!(r#"{{"id": "{id}", "discordUserId": "131200000000000000{user}"{name}}}"#))
         };
         let warned = |files: &[(String, String)]| {
             let (_, warnings) = PersonaCatalog::from_files(files).unwrap_or_else(|(p, _)| panic!("{p}"));
@@ -608,29 +628,46 @@ mod tests {
         assert!(warned(&[file("pm", 1, Some("PM")), file("dev", 2, Some("Developer"))]).is_empty());
     }
 
+    /// Found by a newcomer: a placeholder id ("1") passed `check` in silence, and every turn then mentioned nobody.
+    #[test]
+    fn a_discord_user_id_shorter_than_any_account_s_is_a_warning() {
+        for short in ["1", "42", "9999999999999999"] {
+            let (persona, problems) =
+                parse_persona("p.json", &format!(r#"{{"id": "pm", "discordUserId": "{short}"}}"#));
+            assert!(persona.is_some(), "only a warning: {problems:?}");
+            assert_eq!(problems.len(), 1, "{problems:?}");
+            assert_eq!((problems[0].severity, problems[0].field.as_str()), (Severity::Warning, "discordUserId"));
+            assert!(problems[0].message.contains("17 to 20 digits"), "{problems:?}");
+        }
+        let (_, problems) = parse_persona("p.json", r#"{"id": "pm", "discordUserId": "10000000000000000"}"#);
+        assert!(problems.is_empty(), "17 digits: {problems:?}");
+    }
+
     #[test]
     fn an_id_shown_as_the_name_follows_the_display_name_rule() {
         for id in ["discord-bot", "clyde", "everyone"] {
-            let (persona, problems) = parse_persona("p.json", &format!(r#"{{"id": "{id}", "discordUserId": "1"}}"#));
+            let (persona, problems) =
+                parse_persona("p.json", &format!(r#"{{"id": "{id}", "discordUserId": "1312000000000000001"}}"#));
             assert!(persona.is_none(), "{id} should be refused");
             assert!(problems[0].field == "id" && problems[0].message.contains("displayName"), "{problems:?}");
-            let named = format!(r#"{{"id": "{id}", "discordUserId": "1", "displayName": "Helper"}}"#);
+            let named = format!(r#"{{"id": "{id}", "discordUserId": "1312000000000000001", "displayName": "Helper"}}"#);
             assert!(parse_persona("p.json", &named).0.is_some(), "{id} with a display name of its own");
         }
     }
 
     #[test]
     fn avatar_must_be_a_web_address() {
-        let (_, problems) = parse_persona("p.json", r#"{"id": "pm", "discordUserId": "1", "avatarUrl": "pm.png"}"#);
+        let (_, problems) =
+            parse_persona("p.json", r#"{"id": "pm", "discordUserId": "1312000000000000001", "avatarUrl": "pm.png"}"#);
         assert_eq!(problems[0].field, "avatarUrl");
     }
 
     #[test]
     fn duplicate_ids_and_discord_users_across_files_are_errors_naming_both_files() {
         let files = [
-            file("personas/a.json", r#"{"id": "pm", "discordUserId": "1"}"#),
-            file("personas/b.json", r#"{"id": "pm", "discordUserId": "2"}"#),
-            file("personas/c.json", r#"{"id": "dev", "discordUserId": "1"}"#),
+            file("personas/a.json", r#"{"id": "pm", "discordUserId": "1312000000000000001"}"#),
+            file("personas/b.json", r#"{"id": "pm", "discordUserId": "1312000000000000002"}"#),
+            file("personas/c.json", r#"{"id": "dev", "discordUserId": "1312000000000000001"}"#),
         ];
         let (problems, _) = PersonaCatalog::from_files(&files).unwrap_err();
         let lines: Vec<String> = problems.0.iter().map(ToString::to_string).collect();
@@ -640,8 +677,11 @@ mod tests {
         // Found by a review: a file with a problem of its own had its account given twice said only once that
         // problem was mended. Both at once now (spec 3).
         let files = [
-            file("personas/a.json", r#"{"id": "pm", "discordUserId": "1"}"#),
-            file("personas/b.json", r#"{"id": "dev", "discordUserId": "1", "turnBehavior": {"timeoutSeconds": 0}}"#),
+            file("personas/a.json", r#"{"id": "pm", "discordUserId": "1312000000000000001"}"#),
+            file(
+                "personas/b.json",
+                r#"{"id": "dev", "discordUserId": "1312000000000000001", "turnBehavior": {"timeoutSeconds": 0}}"#,
+            ),
         ];
         let (problems, _) = PersonaCatalog::from_files(&files).unwrap_err();
         let fields: Vec<(&str, &str)> = problems.0.iter().map(|p| (p.file.as_str(), p.field.as_str())).collect();
@@ -663,10 +703,10 @@ mod tests {
     #[test]
     fn default_order_uses_order_then_id() {
         let files = [
-            file("a.json", r#"{"id": "zed", "discordUserId": "1"}"#),
-            file("b.json", r#"{"id": "critic", "discordUserId": "2", "order": 2}"#),
-            file("c.json", r#"{"id": "pm", "discordUserId": "3", "order": 1}"#),
-            file("d.json", r#"{"id": "alpha", "discordUserId": "4"}"#),
+            file("a.json", r#"{"id": "zed", "discordUserId": "1312000000000000001"}"#),
+            file("b.json", r#"{"id": "critic", "discordUserId": "1312000000000000002", "order": 2}"#),
+            file("c.json", r#"{"id": "pm", "discordUserId": "1312000000000000003", "order": 1}"#),
+            file("d.json", r#"{"id": "alpha", "discordUserId": "1312000000000000004"}"#),
         ];
         let (catalog, _) = PersonaCatalog::from_files(&files).unwrap();
         let ids: Vec<_> = catalog.default_roster().iter().map(|p| p.to_string()).collect();
