@@ -324,9 +324,21 @@ async fn a_handoff_to_an_unknown_persona_gets_a_reply_and_one_to_a_real_persona_
     assert_eq!(events.len(), 1);
     assert!(matches!(&events[0].kind, EventKind::HandoffRefused { target, .. } if target == "ghost"));
 
+    // A mistyped line beside a refused handoff: one reply says both, pinging the agent once (there were two).
+    let both = scene.say("pm", "HANDOF: critic\nHANDOFF: ghost");
+    let reply = bot_says(&scene, "the reply to both", both, |s| s.starts_with("⚠️")).await;
+    assert_eq!(
+        reply.content,
+        "⚠️ There is no ghost in this session (roster: pm, dev, critic); pm keeps the floor.\n⚠️ `HANDOF: critic` is \
+         not a signal here (1 of 3). Valid signals: HANDOFF, TURN_COMPLETE."
+    );
+    assert_eq!(reply.pinged, vec![pm]);
+
     let handoff = scene.say("pm", "The critic knows this best.\nHANDOFF: critic");
     scene.until("critic's floor", |v| v.iter().any(|m| is_floor(m, "critic")).then_some(())).await;
     let view = scene.until_gone(handoff).await;
+    let replies_to_both = view.iter().filter(|m| record(&scene, m.id).reply_to == Some(both)).count();
+    assert_eq!(replies_to_both, 1, "{}", render(&view));
     assert_eq!(floors(&view), ["pm", "critic"], "dev is passed over");
     let announcement = view.iter().find(|m| is_floor(m, "critic")).unwrap();
     assert!(announcement.content.starts_with(&format!("🎙️ <@{critic}> (critic) has the floor: 60s.")));

@@ -1,5 +1,6 @@
 //! The recovery rules (spec 4.2): unknown signals, strikes and the bench, loops, silence, and pausing by itself.
 
+use super::effects::Effect;
 use super::history::EventKind;
 use super::{Context, IncomingMessage, Repeats, Session, SessionStatus, Transition};
 use crate::core::ids::{MessageId, PersonaId};
@@ -36,12 +37,14 @@ impl Session {
                 ("limit", limit.to_string()),
             ]);
             let text = ctx.config.templates.render(Template::UnknownSignal, &values);
-            let author = ctx.personas.get(persona).map(|p| p.discord_user_id);
-            self.post(t, now, text, author, Some(message), false);
+            self.reply(t, now, text, persona, message, ctx);
             self.answered_signal_like(message, &line);
             return true;
         }
         self.agents.entry(persona.clone()).or_default().unknown_signals = 0;
+        // A reply this transition made to the message already (a refused handoff beside the line) is taken back: it
+        // would tell the agent that it keeps the floor, and ping it, as its turn ends and the next persona is called.
+        t.effects.retain(|effect| !matches!(effect, Effect::Announce(a) if a.reply_to == Some(message)));
         let extra = [("count", count.to_string())];
         self.announce_about(t, ctx, Template::SignalFailure, persona, now, &extra);
         let at = t.events.len();

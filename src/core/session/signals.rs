@@ -255,8 +255,9 @@ impl Session {
     /// A line beside the signal just acted on that looks like a signal and is none (`CHECKPOINT: step-1` then
     /// `READY_FOR_REVEIW: task-1`) is an unknown signal as in a message with no signal (spec 4.2): answered, and
     /// counted toward `unknownLimit` from the row the signal broke, so the reply says "1 of 3" (found by a review: it
-    /// went unanswered and the turn timed out). A line beside a signal that ended the turn is not answered: the reply
-    /// would mention the agent while another persona holds the floor.
+    /// went unanswered and the turn timed out). Beside a refused handoff it is said in the refusal's reply, so that
+    /// the agent is pinged once. A line beside a signal that ended the turn is not answered: the reply would mention
+    /// the agent while another persona holds the floor.
     fn answer_a_mistyped_line_beside_the_signal(
         &mut self,
         message: &IncomingMessage,
@@ -391,8 +392,7 @@ impl Session {
         let mut values = self.common_values(ctx, persona);
         values.push(("target", if target.is_empty() { "persona named".into() } else { target }));
         let text = ctx.config.templates.render(template, &values);
-        let author = ctx.personas.get(persona).map(|p| p.discord_user_id);
-        self.post(t, now, text, author, Some(message.id), false);
+        self.reply(t, now, text, persona, message.id, ctx);
     }
 
     /// Hands the floor straight to `target` (a handoff or a route): a new round when it comes before the holder in

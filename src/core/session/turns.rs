@@ -573,6 +573,32 @@ impl Session {
         t.effects.push(Effect::Announce(Announcement { text, mention, nonce, reply_to, ping_managers }));
     }
 
+    /// A Discord reply to `persona`'s `message`, which pings it: added to the reply this transition makes to that
+    /// message already, if any, so that the agent hears everything at once and is pinged once (found by a review: a
+    /// refused handoff beside a mistyped line got two replies, each pinging the agent).
+    pub(super) fn reply(
+        &mut self,
+        t: &mut Transition,
+        now: DateTime<Utc>,
+        text: String,
+        persona: &PersonaId,
+        message: MessageId,
+        ctx: Context,
+    ) {
+        let made = t.effects.iter_mut().find_map(|effect| match effect {
+            Effect::Announce(announcement) if announcement.reply_to == Some(message) => Some(announcement),
+            _ => None,
+        });
+        match made {
+            Some(made) if !text.trim().is_empty() => made.text = fit_message(format!("{}\n{text}", made.text)),
+            Some(_) => {}
+            None => {
+                let author = ctx.personas.get(persona).map(|p| p.discord_user_id);
+                self.post(t, now, text, author, Some(message), false);
+            }
+        }
+    }
+
     pub(super) fn event(&self, now: DateTime<Utc>, agent: Option<&PersonaId>, kind: EventKind) -> HistoryEvent {
         HistoryEvent { at: now, round: self.round, agent_id: agent.cloned(), kind }
     }

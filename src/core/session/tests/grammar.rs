@@ -417,6 +417,40 @@ fn a_turn_a_mistyped_line_beside_a_signal_ended_counts_as_a_timeout() {
     assert_eq!(f.session.agents[&id("pm")].consecutive_timeouts, 1);
 }
 
+/// Found by a review: a refused handoff beside a mistyped line got two replies, each pinging the agent. It gets one
+/// reply saying both, and the line counts toward `unknownLimit` as beside any signal that leaves the turn going; a
+/// handoff to oneself alike.
+#[test]
+fn a_refused_handoff_beside_a_mistyped_line_gets_one_reply_saying_both() {
+    let mut f = grammar();
+    let t = f.say(PM, "REDY: t1\nHANDOFF: ghost", 1_000);
+    assert_eq!(event_names(&t), ["handoff_refused", "unknown_signal"]);
+    let replies = announcements(&t);
+    assert_eq!(replies.len(), 1, "{:?}", texts(&t));
+    assert_eq!((replies[0].reply_to, replies[0].mention), (Some(f.last_id), Some(PM)));
+    let text = &replies[0].text;
+    assert!(text.starts_with("⚠️ There is no ghost in this session"), "{text}");
+    assert!(text.contains("\n⚠️ `REDY: t1` is not a signal here (1 of 3)."), "{text}");
+    assert_eq!(f.active(), "pm");
+    let t = f.say(PM, "REDY: t2\nHANDOFF: pm", 2_000);
+    assert_eq!(event_names(&t), ["handoff_refused", "unknown_signal"]);
+    let text = &announcements(&t)[0].text;
+    assert_eq!(texts(&t).len(), 1, "{:?}", texts(&t));
+    assert!(text.starts_with("⚠️ pm already has the floor") && text.contains("`REDY: t2`"), "{text}");
+    assert_eq!((f.active(), f.session.agents[&id("pm")].unknown_signals), ("pm", 1));
+}
+
+/// At `unknownLimit`, the mistyped line beside a refused handoff ends the turn: no reply tells the agent it keeps
+/// the floor (and pings it) while the next persona is called.
+#[test]
+fn a_refused_handoff_beside_the_mistyped_line_that_ends_the_turn_gets_no_reply() {
+    let mut f = Fixture::with_config(config(&RULES.replacen('{', r#"{"unknownLimit": 1, "#, 1)));
+    let t = f.say(PM, "REDY: t1\nHANDOFF: ghost", 1_000);
+    assert_eq!(event_names(&t), ["handoff_refused", "agent_signal_failure"]);
+    assert_eq!(f.active(), "dev");
+    assert!(announcements(&t).iter().all(|a| a.reply_to.is_none() && a.mention != Some(PM)), "{:?}", texts(&t));
+}
+
 /// A mistyped line beside a signal that ends the turn is not answered: the reply would mention the agent (and call
 /// it to write) while the next persona holds the floor.
 #[test]
