@@ -9,13 +9,14 @@ use crate::core::templates::Template;
 use chrono::{DateTime, Utc};
 
 impl Session {
-    /// A message written by the floor holder during its turn.
+    /// A message written by the floor holder during its turn (`written`, on Discord's clock: an edit's own time).
     #[allow(clippy::too_many_arguments)]
     pub(super) fn turn_message(
         &mut self,
         message: &IncomingMessage,
         persona: &PersonaId,
         detected: Option<Detected>,
+        written: DateTime<Utc>,
         now: DateTime<Utc>,
         ctx: Context,
         t: &mut Transition,
@@ -56,8 +57,17 @@ impl Session {
         self.agents.entry(persona.clone()).or_default().unknown_signals = 0;
         let started = self.turn_started_at;
         self.act_on_signal(message, persona, d, now, ctx, t);
-        // An edit is not answered at once: a streaming agent's passes through such lines on its way to the signal.
-        if !message.edited && self.turn_goes_on(persona, started) {
+        if !self.turn_goes_on(persona, started) {
+            return;
+        }
+        if message.edited && self.editable_messages.contains(&message.id) {
+            // Its edits are still followed (it stays as written): a streaming agent's edits pass through such lines
+            // on their way to the next signal, so the line waits until the message is quiet, as any line an edit
+            // leaves.
+            self.edited_signal_like(message, persona, written, ctx, t);
+        } else {
+            // A new message, or an edit that leaves nothing to follow (relayed, or its handoff refused): no later
+            // edit can take the line away.
             self.answer_a_mistyped_line_beside_the_signal(message, persona, now, ctx, t);
         }
     }

@@ -49,10 +49,11 @@ fn kept(line: String) -> String {
 }
 
 impl Session {
-    /// The holder's edit, in its turn, of a message it ends nothing with: a line in it that looks like a signal (and
-    /// is none, nor a line a rule acts on) waits until the message has been left alone for [`SIGNAL_LIKE_QUIET`];
-    /// a line answered already for the message waits for nothing, and an edit that takes the line away answers
-    /// nothing. Followed during a pause too (answered once the session runs).
+    /// The holder's edit, in its turn, of a message it ends nothing with (or beside whose signal, acted on without
+    /// ending the turn, the message stays as written): a line in it that looks like a signal (and is none, nor a line
+    /// a rule reads) waits until the message has been left alone for [`SIGNAL_LIKE_QUIET`]; a line answered already
+    /// for the message waits for nothing, and an edit that takes the line away answers nothing. Followed during a
+    /// pause too (answered once the session runs).
     pub(super) fn edited_signal_like(
         &mut self,
         message: &IncomingMessage,
@@ -65,12 +66,9 @@ impl Session {
         if signals.recovery.unknown_limit == 0 {
             return;
         }
-        // A message whose progress or record was acted on (and stays in the channel) holds a line a rule reads:
-        // that is no unknown signal (found by a review: `PROGRESS: 40` was answered as one).
-        let line = match signals.detect_among(&message.text, persona, false) {
-            Some(_) => None,
-            None => signals.signal_like(&message.text, persona),
-        };
+        // Never a line a rule reads, such as the progress or record line of a message kept in the channel (found by
+        // a review: `PROGRESS: 40` was answered as one); a mistyped line beside it is answered.
+        let line = signals.signal_like(&message.text, persona);
         let known = self.signal_like.as_deref().and_then(|followed| followed.iter().find(|k| k.message == message.id));
         match (known, &line) {
             // Edits of one message are made in order: an older one, late or delivered again, changes nothing.

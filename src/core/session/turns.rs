@@ -182,7 +182,7 @@ impl Session {
         agent.last_activity = agent.last_activity.max(Some(written));
         let signalled = detected.is_some();
         let started_before = self.turn_started_at;
-        self.turn_message(message, persona, detected, now, ctx, t);
+        self.turn_message(message, persona, detected, written, now, ctx, t);
         // A turn the holder's signal ended (or kept) did not time out: the row of timeouts is broken. A signal that
         // leaves the turn going (a record, a progress, a refused handoff, one held by a pause) breaks nothing: the
         // turn may still time out (found by a review: an agent that recorded a checkpoint every turn and never

@@ -451,6 +451,59 @@ fn a_refused_handoff_beside_the_mistyped_line_that_ends_the_turn_gets_no_reply()
     assert!(announcements(&t).iter().all(|a| a.reply_to.is_none() && a.mention != Some(PM)), "{:?}", texts(&t));
 }
 
+/// Found by a review: a mistyped line beside a signal that an edit adds was not answered (the edit path answered no
+/// line beside a signal), and the turn ran to its timeout. Relayed for its record, the message is gone and no later
+/// edit can take the line away: answered at once, as in a new message, and counted once however often the edit is
+/// delivered.
+#[test]
+fn a_mistyped_line_beside_a_signal_an_edit_adds_is_answered_and_counted_once() {
+    let mut f = grammar();
+    f.say(PM, "Working", 1_000);
+    let m = f.last_id;
+    let edit = Fixture::edit(m, PM, "Working\nCHECKPOINT: step-1\nREDY: t1", 2_000);
+    let t = f.deliver(&edit, 2_000);
+    assert_eq!(event_names(&t), ["recorded", "unknown_signal"]);
+    let reply = announcements(&t)[0];
+    assert_eq!((reply.reply_to, reply.mention), (Some(m), Some(PM)));
+    assert!(reply.text.starts_with("⚠️ `REDY: t1` is not a signal here (1 of 3)."), "{}", reply.text);
+    assert!(f.deliver(&edit, 2_500).events.is_empty(), "the same edit again (a reconnect)");
+    assert!(f.tick(10_000).events.is_empty());
+    assert_eq!(f.session.agents[&id("pm")].unknown_signals, 1);
+    assert_eq!(f.active(), "pm");
+    // Nor after a handoff an edit adds that is refused: the line is said in the refusal's reply, pinging once.
+    f.say(PM, "More", 11_000);
+    let m = f.last_id;
+    let t = f.deliver(&Fixture::edit(m, PM, "More\nREDY: t2\nHANDOFF: ghost", 12_000), 12_000);
+    assert_eq!(event_names(&t), ["handoff_refused", "unknown_signal"]);
+    assert_eq!(announcements(&t).len(), 1, "{:?}", texts(&t));
+    assert_eq!((announcements(&t)[0].reply_to, announcements(&t)[0].mention), (Some(m), Some(PM)));
+    assert!(texts(&t)[0].contains("\n⚠️ `REDY: t2` is not a signal here (1 of 3)."), "{:?}", texts(&t));
+    assert!(f.tick(20_000).events.is_empty());
+}
+
+/// In observe mode the message stays, and its edits are still followed: the line beside the signal an edit added is
+/// answered once the message is quiet, as any line an edit leaves (a streaming agent passes through such lines), and
+/// counted once however often the edit is delivered, before or after the answer; a later edit still ends the turn.
+#[test]
+fn a_mistyped_line_beside_a_signal_an_edit_adds_to_a_message_that_stays_is_answered_once_quiet() {
+    let mut f = grammar();
+    f.set_display_mode(DisplayMode::Observe);
+    f.say(PM, "Working", 1_000);
+    let m = f.last_id;
+    let edit = Fixture::edit(m, PM, "Working\nCHECKPOINT: step-1\nREDY: t1", 2_000);
+    assert_eq!(event_names(&f.deliver(&edit, 2_000)), ["recorded"]);
+    assert!(f.deliver(&edit, 3_000).events.is_empty(), "the same edit again");
+    let t = f.tick(7_000);
+    assert!(matches!(only_event(&t, "unknown_signal"), EventKind::UnknownSignal { count: 1, .. }));
+    assert_eq!(announcements(&t)[0].reply_to, Some(m));
+    assert!(f.deliver(&edit, 8_000).events.is_empty(), "and again after the answer");
+    assert!(f.tick(14_000).events.is_empty());
+    assert_eq!(f.session.agents[&id("pm")].unknown_signals, 1);
+    let done = Fixture::edit(m, PM, "Working\nCHECKPOINT: step-1\nDone. TURN_COMPLETE", 15_000);
+    assert_eq!(event_names(&f.deliver(&done, 15_000)), ["turn_complete"]);
+    assert_eq!(f.active(), "dev");
+}
+
 /// A mistyped line beside a signal that ends the turn is not answered: the reply would mention the agent (and call
 /// it to write) while the next persona holds the floor.
 #[test]
