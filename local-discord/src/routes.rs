@@ -134,6 +134,10 @@ fn guild_routes(w: &World, guild: u64, rest: &[&str]) -> Reply {
         ["members"] => Ok((200, Value::Array(g.members.keys().map(|u| w.member_json(g, *u)).collect()))),
         ["members", user] => {
             let user = id(user)?;
+            // As Discord: an id that is no account at all is told from an account that is not in the guild.
+            if !w.users.contains_key(&user) {
+                return Err(ApiError::not_found("User", 10013));
+            }
             if !g.members.contains_key(&user) {
                 return Err(ApiError::not_found("Member", 10007));
             }

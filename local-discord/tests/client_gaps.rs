@@ -564,3 +564,24 @@ async fn pinning_bulk_deleting_and_editing_channels_need_their_permissions() {
     assert_eq!(status_of(edit.unwrap_err()), 403);
     assert_eq!(f.server.view(f.channel).len(), 2);
 }
+
+/// A member is found; an account outside the guild is Unknown Member (10007), an id that is no account Unknown User
+/// (10013), as Discord answers: a bot tells a persona not invited yet from a wrong id by them.
+#[tokio::test]
+async fn a_member_lookup_tells_an_account_outside_the_guild_from_no_account() {
+    let f = Fixture::full().await;
+    let guild = GuildId::new(f.guild);
+    let member = guild.member(&f.http, UserId::new(f.person)).await.unwrap();
+    assert_eq!(member.user.id.get(), f.person);
+    let outsider = f.server.create_user("outsider");
+    let code = |e: serenity::Error| match e {
+        serenity::Error::Http(serenity::all::HttpError::UnsuccessfulRequest(r)) => {
+            (r.status_code.as_u16(), r.error.code)
+        }
+        other => panic!("not a refusal: {other:?}"),
+    };
+    let outside = guild.member(&f.http, UserId::new(outsider)).await.unwrap_err();
+    assert_eq!(code(outside), (404, 10007));
+    let nobody = guild.member(&f.http, UserId::new(outsider + 1_000)).await.unwrap_err();
+    assert_eq!(code(nobody), (404, 10013));
+}
