@@ -518,3 +518,72 @@ async fn a_thread_is_read_over_rest_once_not_at_every_command() {
         .count();
     assert_eq!(reads, 1, "the thread read at each command");
 }
+
+/// The start's warning about personas whose accounts are no members of the server, if it came.
+fn absent_warnings(view: &[SeenMessage]) -> Vec<SeenMessage> {
+    let warns = |m: &&SeenMessage| m.author == "turn-manager" && m.content.contains(" of this server, so ");
+    view.iter().filter(warns).cloned().collect()
+}
+
+/// A scene whose personas named `absent` have accounts that are not members of the server (bots not invited yet).
+async fn with_absent_personas(absent: &[&str]) -> Scene {
+    Scene::build([60, 60, 60], |stage| {
+        for persona in absent {
+            stage.server.remove_member(stage.guild, stage.user_of(persona));
+        }
+        Config::default()
+    })
+    .await
+}
+
+/// A persona whose account is no member of the server (a bot not invited yet, a wrong `discordUserId`) never
+/// answers, and each of its turns would time out with nothing saying why: the start names it, its file and what to
+/// do, pinging nobody, and the session goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_start_names_the_personas_whose_accounts_are_not_members_of_the_server() {
+    let scene = with_absent_personas(&["critic"]).await;
+    scene.start_session().await;
+    let warning = scene.until("the warning", |v| absent_warnings(v).pop()).await;
+    assert!(
+        warning.content.starts_with("⚠️ **Critic** (critic) isn't a member of this server")
+            && warning.content.contains("Invite its bot account")
+            && warning.content.contains("`discordUserId` in personas/critic.json"),
+        "{}",
+        warning.content
+    );
+    assert!(!warning.content.contains("(pm)") && !warning.content.contains("(dev)"), "{}", warning.content);
+    assert!(warning.pinged.is_empty(), "{warning:?}");
+    assert_eq!(active(&scene.session().await).as_deref(), Some("pm"), "the session goes on");
+}
+
+/// A persona whose look fails (a 500) is not named: only Discord's word that the account is no member counts, and
+/// the start waits for none of it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_persona_whose_membership_cannot_be_read_is_not_named() {
+    let scene = with_absent_personas(&["dev", "critic"]).await;
+    let dev_lookup = format!("/guilds/{}/members/{}", scene.stage.guild, scene.user("dev"));
+    scene.stage.server.faults(|f| f.on_route(Some("GET"), &dev_lookup, RouteAction::ServerError(500), 1));
+    scene.start_session().await;
+    let warning = scene.until("the warning", |v| absent_warnings(v).pop()).await;
+    assert!(warning.content.contains("**Critic** (critic) isn't a member"), "{}", warning.content);
+    assert!(!warning.content.contains("(dev)"), "{}", warning.content);
+}
+
+/// Once the missing persona's bot is invited, a new start says nothing more; the first start's warning shows the
+/// look was made.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn once_every_persona_is_a_member_a_new_start_warns_no_more() {
+    let scene = with_absent_personas(&["critic"]).await;
+    let op = scene.stage.operator;
+    scene.start_session().await;
+    scene.until("the first start's warning", |v| absent_warnings(v).pop()).await;
+    scene.stage.server.add_member(scene.stage.guild, scene.user("critic"), &[]);
+    command(&scene, op, "stop", starts("⏹️ Turn management stopped")).await;
+    let started = command(&scene, op, "start", starts("▶️ Turn management started")).await;
+    scene.until("pm's second floor", |v| (count_floor(v, "pm") == 2).then_some(())).await;
+    command(&scene, op, "status", starts("pm has the floor")).await;
+    scene.bot().settle(turn_manager::core::ids::ChannelId(scene.stage.channel)).await;
+    let view = scene.view();
+    let after_restart = absent_warnings(&view).into_iter().filter(|m| m.id > started.id).count();
+    assert_eq!(after_restart, 0, "{}", common::render(&view));
+}

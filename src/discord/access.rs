@@ -3,9 +3,10 @@
 
 use super::identity::Identity;
 use super::rest::budget::RestBudget;
-use super::rest::serenity::call;
+use super::rest::serenity::{call, is_member};
 use super::rest::{RestError, WebhookLimit};
 use crate::core::ids::{ChannelId, GuildId, UserId};
+use crate::core::persona::Persona;
 use serenity::all as discord;
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
@@ -168,6 +169,28 @@ impl Access {
         Ok(names)
     }
 
+    /// Of `users`, those Discord says are no members of `channel`'s server (see [`is_member`]): their personas can
+    /// never answer there. A member the gateway's cache holds is not asked about (the cache holds few members
+    /// without the privileged Server Members intent, which the bot does not ask for, so most are asked over REST);
+    /// one whose look fails is left out: only Discord's own word counts.
+    pub async fn not_members(&self, channel: ChannelId, users: &[UserId]) -> Result<Vec<UserId>, RestError> {
+        let guild = self.home_channel(channel).await?.0.guild_id;
+        let mut absent = Vec::new();
+        for user in users {
+            let id = discord::UserId::new(user.0);
+            let cached = self.cache.get().and_then(|c| c.guild(guild).map(|g| g.members.contains_key(&id)));
+            if cached == Some(true) {
+                continue;
+            }
+            match is_member(&self.budget, self.http()?, guild, id).await {
+                Ok(true) => {}
+                Ok(false) => absent.push(*user),
+                Err(e) => tracing::debug!(%channel, %user, "could not look whether a persona is a member here: {e}"),
+            }
+        }
+        Ok(absent)
+    }
+
     /// A member's permissions in a channel (a thread counts as its parent) and its roles (id, name).
     /// A server not in the cache yet is read over REST when `guild_from_rest`, else `Unavailable`.
     async fn standing(
@@ -298,6 +321,24 @@ pub fn unpingable_roles_notice(names: &[String]) -> String {
         "⚠️ I can't ping {roles} here: {it} {is} mentionable, and I lack **Mention @everyone, @here, and All Roles**. \
          When an agent escalates or the session loops I'll name {it} without notifying anyone. Make {it} mentionable \
          (Server Settings → Roles → Allow anyone to @mention this role) or grant me that permission."
+    )
+}
+
+/// What the bot says when a session starts with personas whose accounts are not members of the server: they can
+/// never answer, and each of their turns would time out with nothing saying why.
+pub fn absent_personas_notice(personas: &[&Persona]) -> String {
+    let named: Vec<String> = personas.iter().map(|p| format!("**{}** ({})", p.display_name, p.id)).collect();
+    let files: Vec<&str> = personas.iter().map(|p| p.source.as_str()).collect();
+    let (is_not, their, agents, accounts, turns) = match personas {
+        [_] => ("isn't a member", "its", "agent", "account", "its turns"),
+        _ => ("aren't members", "their", "agents", "accounts", "each of their turns"),
+    };
+    format!(
+        "⚠️ {} {is_not} of this server, so {their} {agents} can't answer here: {turns} will time out. Invite {their} bot \
+         {accounts} to the server, or, if the id is wrong, fix `discordUserId` in {} and restart me. The session goes \
+         on meanwhile.",
+        named.join(", "),
+        files.join(", ")
     )
 }
 

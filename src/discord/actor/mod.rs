@@ -15,8 +15,8 @@ mod saving;
 mod tests;
 
 use super::access::{
-    READ_HISTORY, fallback_notice, lost_permission_notice, missing_for_relay, read_history_notice,
-    unpingable_roles_notice, webhooks_full_notice,
+    READ_HISTORY, absent_personas_notice, fallback_notice, lost_permission_notice, missing_for_relay,
+    read_history_notice, unpingable_roles_notice, webhooks_full_notice,
 };
 use super::clock::Clock;
 use super::commands::{self, Typed};
@@ -35,6 +35,7 @@ use crate::core::session::{Command, Context, DisplayMode, IncomingMessage, Refus
 use crate::core::shards::Shard;
 pub use backlog::{Backlog, INBOX_MESSAGES_MAX};
 use catch_up::Awaiting;
+use chrono::{DateTime, Utc};
 use inbox::{Inbox, InboxSender};
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -112,6 +113,9 @@ pub enum Input {
     CheckDisplayMode,
     /// The channel's sender carried out (or gave up) an effect of the outbox.
     Sent(Box<Report>),
+    /// Personas of a session's roster whose accounts are no members of the channel's server, as Discord says (see
+    /// [`Actor::look_for_absent_personas`]).
+    Absent(Box<AbsentPersonas>),
     /// A message read back from the history that may carry a command typed while the bot was away, held in its
     /// place behind a command given during the catch-up (see [`Actor::typed_while_away`]).
     ReadBack(Box<IncomingMessage>),
@@ -152,6 +156,15 @@ pub struct MissedPage {
     /// Told once the page is handled: the catch-up reads its next page only then, so a long catch-up never piles
     /// pages up in the inbox.
     pub handled: Option<oneshot::Sender<()>>,
+}
+
+/// The answer to [`Actor::look_for_absent_personas`].
+#[derive(Debug)]
+pub struct AbsentPersonas {
+    /// When the session that asked started: an answer that comes after another start says nothing (that start
+    /// asked again).
+    pub started: Option<DateTime<Utc>>,
+    pub users: Vec<UserId>,
 }
 
 /// A command for an actor; `origin` is its message's or interaction's snowflake (when it was given).
@@ -755,6 +768,7 @@ impl Actor {
                 self.on_sent(*report).await
             }
             Input::Deleted(message) => self.forget_queued_relay_of(message),
+            Input::Absent(absent) => self.tell_absent_personas(*absent),
             Input::Unreachable(why) => self.on_unreachable(why).await,
             Input::LeftServer(guild) => {
                 if self.session.guild_id == Some(guild) {
@@ -966,7 +980,8 @@ impl Actor {
             self.remember_command(id);
         }
         let (mut history_missing, mut unpingable) = (false, Vec::new());
-        if matches!(command, Command::Start { .. }) && !self.session.is_active() {
+        let starting = matches!(command, Command::Start { .. }) && !self.session.is_active();
+        if starting {
             // A start that will be refused (a name typed wrong, no personas) changes nothing, not even the display
             // mode, and says nothing but its refusal: it is tried on a copy first.
             self.session.clone().handle_command(command, origin, self.env.clock.now(), self.env.context())?;
@@ -983,6 +998,9 @@ impl Actor {
         }
         let t = self.session.handle_command(command, origin, self.env.clock.now(), self.env.context())?;
         let saved = self.commit(t).await;
+        if starting {
+            self.look_for_absent_personas();
+        }
         if history_missing {
             self.tell_history_missing(saved);
         }
@@ -1090,6 +1108,49 @@ impl Actor {
         // Given only on the switch.
         if let Some(notice) = notice.filter(|_| switched) {
             self.say_once_saved(notice, saved);
+        }
+    }
+
+    /// Asks Discord, beside the session, whether the roster's accounts are members of the channel's server: a
+    /// persona whose account is not (not invited yet, or a wrong `discordUserId`) never answers, and each of its
+    /// turns would time out with nothing saying why. The look runs on a task of its own, so the first turn waits for
+    /// none of its calls; its answer comes back as [`Input::Absent`]. A look that fails says nothing.
+    fn look_for_absent_personas(&self) {
+        let users: Vec<UserId> =
+            self.session.roster.iter().filter_map(|p| self.env.personas.get(p)).map(|p| p.discord_user_id).collect();
+        let (rest, channel, inbox) = (self.env.rest.clone(), self.channel, self.myself.clone());
+        let started = last_start(&self.session);
+        tokio::spawn(async move {
+            match rest.not_members(channel, &users).await {
+                Ok(users) if !users.is_empty() => {
+                    drop(inbox.send(Input::Absent(Box::new(AbsentPersonas { started, users }))))
+                }
+                Ok(_) => {}
+                Err(e) => tracing::debug!(%channel, "could not look whether the personas are members here: {e}"),
+            }
+        });
+    }
+
+    /// Names the personas of the running session whose accounts are no members of the server (see
+    /// [`Actor::look_for_absent_personas`]), with what to do about it.
+    fn tell_absent_personas(&mut self, absent: AbsentPersonas) {
+        if !self.session.is_active() || absent.started != last_start(&self.session) {
+            return;
+        }
+        let personas = self.env.personas.clone();
+        let named: Vec<_> = self
+            .session
+            .roster
+            .iter()
+            .filter_map(|p| personas.get(p))
+            .filter(|p| absent.users.contains(&p.discord_user_id))
+            .collect();
+        if !named.is_empty() {
+            let ids: Vec<&str> = named.iter().map(|p| p.id.as_str()).collect();
+            tracing::warn!(channel = %self.channel, "personas whose accounts are no members of this server: {}", ids.join(", "));
+            // Behind the start's announcement, held with it while saves fail.
+            let saved = self.save_retry.is_none();
+            self.say_once_saved(absent_personas_notice(&named), saved);
         }
     }
 
@@ -1284,6 +1345,11 @@ fn task(
         }
         actor.run().await;
     }
+}
+
+/// When the channel's session last started, as its recent history says.
+fn last_start(session: &Session) -> Option<DateTime<Utc>> {
+    session.history.iter().rev().find(|e| matches!(e.kind, EventKind::SessionStarted { .. })).map(|e| e.at)
 }
 
 /// Live inputs that may end a turn: a message (written after the deadline, it would time the turn out), and every

@@ -185,6 +185,10 @@ impl Rest for DiscordRest {
         self.access.control_roles_unpingable(channel).await
     }
 
+    async fn not_members(&self, channel: ChannelId, users: &[UserId]) -> Result<Vec<UserId>, RestError> {
+        self.access.not_members(channel, users).await
+    }
+
     async fn guild_of(&self, channel: ChannelId) -> Result<Option<GuildId>, RestError> {
         self.access.guild_of(channel).await.map(Some)
     }

@@ -25,6 +25,35 @@ pub async fn call<T>(
     result
 }
 
+/// Discord's JSON error codes for a member that is not there: Unknown Member (the user is in no such server) and
+/// Unknown User (no such account at all).
+const UNKNOWN_MEMBER: isize = 10007;
+const UNKNOWN_USER: isize = 10013;
+
+/// Whether `user` is a member of `guild`, asked of Discord as [`call`] asks: `Ok(false)` only when Discord answers
+/// 404 with Unknown Member or Unknown User; any other failure is an error, which says nothing either way. (The
+/// metrics count that 404 as a success: it answered the question.)
+pub async fn is_member(
+    budget: &RestBudget,
+    http: &discord::Http,
+    guild: discord::GuildId,
+    user: discord::UserId,
+) -> Result<bool, RestError> {
+    let asked = async {
+        match http.get_member(guild, user).await {
+            Ok(_) => Ok(true),
+            Err(serenity::Error::Http(discord::HttpError::UnsuccessfulRequest(response)))
+                if response.status_code.as_u16() == 404
+                    && matches!(response.error.code, UNKNOWN_MEMBER | UNKNOWN_USER) =>
+            {
+                Ok(false)
+            }
+            Err(e) => Err(e),
+        }
+    };
+    call(budget, "GET /guilds/{id}/members/{id}", asked).await
+}
+
 fn rest_error(error: &serenity::Error) -> RestError {
     match error {
         // Only making a webhook answers these codes ("Maximum number of webhooks reached", in the channel or the server).
@@ -74,6 +103,28 @@ mod tests {
             let refused = found.await.unwrap_err();
             assert_eq!(matches!(refused, RestError::NetworkRefused(_)), from_the_network, "{body}: {refused:?}");
             assert_eq!(refused.status(), (!from_the_network).then_some(403), "{body}");
+        }
+    }
+
+    /// Only Discord's word that the member is not there counts as no member: another 404 (the server unknown) or a
+    /// failure says nothing either way.
+    #[tokio::test]
+    async fn only_unknown_member_or_unknown_user_is_no_member() {
+        const MEMBER: &str = r#"{"user": {"id": "2", "username": "dev", "discriminator": "0", "avatar": null},
+            "roles": [], "joined_at": "2026-01-01T00:00:00Z", "deaf": false, "mute": false, "flags": 0}"#;
+        let json = "Content-Type: application/json\r\n";
+        let cases = [
+            ("404 Not Found", r#"{"message": "Unknown Member", "code": 10007}"#, Some(false)),
+            ("404 Not Found", r#"{"message": "Unknown User", "code": 10013}"#, Some(false)),
+            ("404 Not Found", r#"{"message": "Unknown Guild", "code": 10004}"#, None),
+            ("500 Internal Server Error", r#"{"message": "oops", "code": 0}"#, None),
+            ("200 OK", MEMBER, Some(true)),
+        ];
+        for (status, body, member) in cases {
+            let (base, _) = answering(status, json, body).await;
+            let http = discord::HttpBuilder::new("t").proxy(base).ratelimiter_disabled(true).build();
+            let asked = is_member(&RestBudget::new(0), &http, discord::GuildId::new(1), discord::UserId::new(2)).await;
+            assert_eq!(asked.ok(), member, "{status} {body}");
         }
     }
 }

@@ -477,3 +477,40 @@ async fn an_unreadable_command_read_back_from_an_author_in_no_server_is_not_answ
     let restarted = restarted_after(&h, written, Refused::default()).await;
     assert!(notices(&restarted).iter().any(|n| n.contains("Usage")), "{:#?}", notices(&restarted));
 }
+
+// --- personas whose accounts are no members of the server ---------------------------------------------------------
+
+/// The look runs beside the start: its answer comes once the tasks have run.
+async fn settle_after_the_look(h: &Harness) {
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    h.settle(A).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_start_names_the_roster_personas_whose_accounts_are_no_members_after_its_announcements() {
+    let h = Harness::new();
+    h.rest.not_members.lock().unwrap().push(DEV);
+    h.start(A).await;
+    settle_after_the_look(&h).await;
+    let lines = h.journal.of(A);
+    let warned = lines.iter().position(|l| l.starts_with("notice") && l.contains("of this server")).expect("warned");
+    let floor = lines.iter().position(|l| l.contains("(pm) has the floor")).expect("pm's floor");
+    assert!(floor < warned, "the turn waits for no look: {lines:#?}");
+    assert!(lines[warned].contains("**DEV** (dev) isn't a member") && lines[warned].contains("dev.json"));
+    assert!(!lines[warned].contains("(pm)") && !lines[warned].contains("(critic)"), "{}", lines[warned]);
+    assert_eq!(h.holder(A).await.as_deref(), Some("pm"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_membership_look_that_fails_says_nothing_and_an_answer_for_an_earlier_start_is_not_given() {
+    let h = Harness::new();
+    h.rest.not_members.lock().unwrap().push(DEV);
+    h.rest.fail(A, "members", vec![status(500)]);
+    h.start(A).await;
+    settle_after_the_look(&h).await;
+    assert!(notices(&h).is_empty(), "{:#?}", notices(&h));
+    let earlier = Some(t0() - TimeDelta::hours(1));
+    h.router.deliver(A, Input::Absent(Box::new(super::super::AbsentPersonas { started: earlier, users: vec![DEV] })));
+    h.settle(A).await;
+    assert!(notices(&h).is_empty(), "{:#?}", notices(&h));
+}

@@ -232,6 +232,11 @@ impl Rest for FakeRest {
         Ok(self.missing.lock().unwrap().clone())
     }
 
+    async fn not_members(&self, channel: ChannelId, users: &[UserId]) -> Result<Vec<UserId>, RestError> {
+        self.call(channel, "members", format!("members? {channel} {users:?}")).await?;
+        Ok(users.iter().copied().filter(|user| self.not_members.lock().unwrap().contains(user)).collect())
+    }
+
     async fn guild_of(&self, _channel: ChannelId) -> Result<Option<GuildId>, RestError> {
         Ok(*self.guild.lock().unwrap())
     }
