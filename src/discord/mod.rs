@@ -511,12 +511,11 @@ async fn check_api_base(http: &discord::Http, base: &str, budget: &RestBudget) -
 }
 
 /// Asks Discord who the token is (GET /users/@me) before the gateway is opened with it: a refused token is said in
-/// one line, rather than after serenity's own errors for the identify Discord closes (4004). Any other failure is
-/// left to the gateway, which says its own.
+/// one line, rather than after serenity's own errors for the identify Discord closes (4004). Any other failure, or
+/// no answer within the REST time limit, is left to the gateway, which says its own.
 async fn check_token(http: &discord::Http, budget: &RestBudget) -> anyhow::Result<()> {
-    budget.take().await;
-    match http.get_current_user().await {
-        Err(e) if refusal_of(&e) == Some(401) => Err(refused_token()),
+    match rest::serenity::call(budget, "GET /users/@me", http.get_current_user()).await {
+        Err(e) if e.status() == Some(401) => Err(refused_token()),
         Err(e) => {
             tracing::debug!("could not ask Discord who the token is ({e}); the gateway will tell");
             Ok(())
