@@ -431,6 +431,35 @@ async fn an_unknown_signal_from_the_holder_gets_a_reply_naming_the_valid_signals
     assert_eq!(scene.session().await.agents[&PersonaId::parse("pm").unwrap()].unknown_signals, 0);
 }
 
+/// Found by a review: the reply to a mistyped line beside a record was a Discord reply to the message the relay
+/// deletes, and Discord drops a deleted message's reference with its ping: whether the agent heard of it depended on
+/// how the deletion raced the reply (one run in three missed it here). It mentions the agent instead, in a new
+/// message and in an edit that adds the record alike.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_answer_to_a_mistyped_line_beside_a_relayed_record_always_pings_the_agent() {
+    let config = parse(
+        r#"{"signals": {"rules": [
+            {"name": "CHECKPOINT", "pattern": "CHECKPOINT:\\s*(?P<payload>\\S+)", "at": "line", "action": "record"},
+            {"name": "TURN_COMPLETE", "pattern": "TURN_COMPLETE", "action": "complete"}]}}"#,
+    );
+    let scene = Scene::with(config, [60, 60, 60]).await;
+    scene.start_session().await;
+    let pm = scene.user("pm");
+    let answered = |line: &'static str| {
+        move |v: &[SeenMessage]| v.iter().find(|m| m.author == "turn-manager" && m.content.contains(line)).cloned()
+    };
+    scene.say("pm", "Working\nCHECKPOINT: step-1\nREDY: t1");
+    let reply = scene.until("the answer to the new message", answered("REDY: t1")).await;
+    assert!(reply.content.starts_with(&format!("<@{pm}> ⚠️ `REDY: t1` is not a signal here (1 of 3).")), "{reply:?}");
+    assert_eq!(reply.pinged, vec![pm], "{}", render(&scene.view()));
+    let placeholder = scene.say("pm", "Thinking");
+    scene.handled(placeholder).await;
+    scene.stage.server.edit(placeholder, "Thinking\nCHECKPOINT: step-2\nREDY: t2");
+    let reply = scene.until("the answer to the edit", answered("REDY: t2")).await;
+    assert_eq!(reply.pinged, vec![pm], "{}", render(&scene.view()));
+    assert_eq!(holder(&scene.session().await), Some("pm"), "the turn goes on");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn invisible_characters_around_the_signal_still_end_the_turn_and_the_repost_is_clean() {
     let scene = Scene::with(parse("{}"), [60, 60, 60]).await;

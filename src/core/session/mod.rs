@@ -327,6 +327,13 @@ pub struct IncomingMessage {
 }
 
 impl IncomingMessage {
+    /// Where a turn this message ends, ends: at the message, or at an edit's own instant, so that what the holder
+    /// wrote between the message and the edit, handled after it, is still of that turn (found by a review: it was
+    /// taken for late, or out of turn and removed).
+    pub fn turn_ends_at(&self) -> MessageId {
+        if self.edited { self.id.max(MessageId::first_at(self.written_at)) } else { self.id }
+    }
+
     /// The message with Discord's message `flags`, of which a repost keeps some.
     pub fn with_flags(self, flags: u64) -> Self {
         Self { flags: effects::KeptFlags::of(flags), ..self }

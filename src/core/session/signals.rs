@@ -92,7 +92,7 @@ impl Session {
                 let kind = EventKind::Passed { message_id: message.id, signal: signal.into(), next_agent: next };
                 t.events.push(self.event(now, Some(persona), kind));
                 self.announce_about(t, ctx, Template::Passed, persona, now, &[]);
-                self.end_turn(message.id);
+                self.end_turn(message.turn_ends_at());
                 self.advance(now, ctx, t);
             }
             Action::Handoff { to } => {
@@ -122,7 +122,7 @@ impl Session {
                 t.events.push(self.event(now, Some(persona), kind));
                 let extra = [("target", target.to_string())];
                 self.announce_about(t, ctx, Template::HandedOff, persona, now, &extra);
-                self.end_turn(message.id);
+                self.end_turn(message.turn_ends_at());
                 self.transfer(persona, target, now, ctx, t);
             }
             Action::Route { to, stage } => {
@@ -146,7 +146,7 @@ impl Session {
                 let extra =
                     [("task", task.unwrap_or_else(|| "?".into())), ("stage", stage), ("target", to.to_string())];
                 self.announce_about(t, ctx, Template::Routed, persona, now, &extra);
-                self.end_turn(message.id);
+                self.end_turn(message.turn_ends_at());
                 self.transfer(persona, to, now, ctx, t);
             }
             Action::FinishTask { to } => {
@@ -164,7 +164,7 @@ impl Session {
                 t.events.push(self.event(now, Some(persona), kind));
                 let extra = [("task", task), ("target", next.to_string())];
                 self.announce_about(t, ctx, Template::TaskFinished, persona, now, &extra);
-                self.end_turn(message.id);
+                self.end_turn(message.turn_ends_at());
                 match target {
                     Some(target) => self.transfer(persona, target, now, ctx, t),
                     None => self.advance(now, ctx, t),
@@ -186,7 +186,7 @@ impl Session {
                     count,
                 }));
                 t.events.push(self.event(now, Some(persona), kind));
-                self.end_turn(message.id);
+                self.end_turn(message.turn_ends_at());
                 let extra = [
                     ("count", count.to_string()),
                     ("maxKeeps", max_keeps.to_string()),
@@ -247,7 +247,7 @@ impl Session {
                 t.events.push(self.event(now, Some(persona), kind));
                 let extra = [("signal", signal)];
                 self.announce_about(t, ctx, Template::SessionEnded, persona, now, &extra);
-                self.end_turn(message.id);
+                self.end_turn(message.turn_ends_at());
                 self.close();
                 self.ended_on_purpose = true;
             }
@@ -279,8 +279,13 @@ impl Session {
         let signals = &ctx.config.signals;
         let limit = signals.recovery.unknown_limit;
         let Some(line) = signals.signal_like(&message.text, persona).filter(|_| limit > 0) else { return };
+        // An edit that adds the signal keeps a line answered for the message before: not answered, nor counted,
+        // again (found by a review).
+        if self.answered_already(message.id, &line) {
+            return;
+        }
         // Not remembered as editable: the signal acted on decided that already (a relayed one's message is gone).
-        self.unknown_signal(message.id, message.id, persona, line, limit, now, ctx, t);
+        self.unknown_signal(message.id, message.turn_ends_at(), persona, line, limit, now, ctx, t);
     }
 
     /// Whether a message handled while a manager's pause holds ends the turn all the same: it was written before the
@@ -347,7 +352,7 @@ impl Session {
         let next = self.following(persona);
         let kind = EventKind::TurnComplete { message_id: message.id, keyword, next_agent: next };
         t.events.push(self.event(now, Some(persona), kind));
-        self.end_turn(message.id);
+        self.end_turn(message.turn_ends_at());
         self.advance(now, ctx, t);
     }
 

@@ -94,6 +94,13 @@ impl Session {
         }
     }
 
+    /// Whether `line` was answered for `message` already (as it came, or once quiet).
+    pub(super) fn answered_already(&self, message: MessageId, line: &str) -> bool {
+        let digest = Repeats::digest_of(&kept(line.to_owned()));
+        let mut followed = self.signal_like.as_deref().into_iter().flatten();
+        followed.any(|known| known.message == message && known.answered.contains(&digest))
+    }
+
     /// A line of `message` was answered (as it came, or once quiet): it is not answered again.
     pub(super) fn answered_signal_like(&mut self, message: MessageId, line: &str) {
         // Its waiting line, if it was one, was taken by `answer_signal_likes` before it was answered.

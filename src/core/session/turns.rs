@@ -575,7 +575,10 @@ impl Session {
 
     /// A Discord reply to `persona`'s `message`, which pings it: added to the reply this transition makes to that
     /// message already, if any, so that the agent hears everything at once and is pinged once (found by a review: a
-    /// refused handoff beside a mistyped line got two replies, each pinging the agent).
+    /// refused handoff beside a mistyped line got two replies, each pinging the agent), unless both would not fit in
+    /// one message. A message this transition deletes (relayed for its signal) is not replied to: Discord drops the
+    /// reference to a deleted message, and its ping with it, so the reply would reach the agent or not by how the
+    /// deletion raced it (found by a review); the agent is mentioned instead.
     pub(super) fn reply(
         &mut self,
         t: &mut Transition,
@@ -585,17 +588,33 @@ impl Session {
         message: MessageId,
         ctx: Context,
     ) {
+        if text.trim().is_empty() {
+            return;
+        }
+        let author = ctx.personas.get(persona).map(|p| p.discord_user_id);
+        let deleted = t.effects.iter().any(|effect| match effect {
+            Effect::Relay { message_id, .. } | Effect::Delete { message_id } => *message_id == message,
+            _ => false,
+        });
+        if deleted {
+            let text = match author {
+                Some(author) => format!("<@{author}> {text}"),
+                None => text,
+            };
+            return self.post(t, now, text, author, None, false);
+        }
+        let fits = |made: &Announcement| {
+            made.text.chars().count() + 1 + text.chars().count() <= super::effects::MESSAGE_CONTENT_LENGTH_MAX
+        };
         let made = t.effects.iter_mut().find_map(|effect| match effect {
-            Effect::Announce(announcement) if announcement.reply_to == Some(message) => Some(announcement),
+            Effect::Announce(announcement) if announcement.reply_to == Some(message) && fits(announcement) => {
+                Some(announcement)
+            }
             _ => None,
         });
         match made {
-            Some(made) if !text.trim().is_empty() => made.text = fit_message(format!("{}\n{text}", made.text)),
-            Some(_) => {}
-            None => {
-                let author = ctx.personas.get(persona).map(|p| p.discord_user_id);
-                self.post(t, now, text, author, Some(message), false);
-            }
+            Some(made) => made.text = format!("{}\n{text}", made.text),
+            None => self.post(t, now, text, author, Some(message), false),
         }
     }
 

@@ -380,9 +380,12 @@ fn a_mistyped_line_beside_a_signal_that_leaves_the_turn_going_is_answered_and_co
     let t = f.say(PM, "CHECKPOINT: step-1\nREADY_FOR_REVEIW: task-1", 2_000);
     assert_eq!(event_names(&t), ["recorded", "unknown_signal"]);
     let reply = announcements(&t)[0];
-    assert_eq!((reply.reply_to, reply.mention), (Some(f.last_id), Some(PM)));
+    // Not a Discord reply: the message is relayed (deleted), and a reply to a deleted message pings nobody (found by
+    // a review). The agent is mentioned instead.
+    assert_eq!((reply.reply_to, reply.mention), (None, Some(PM)));
     // The checkpoint broke the row of the first mistyped line: this one is the first of a new row.
-    assert!(reply.text.starts_with("⚠️ `READY_FOR_REVEIW: task-1` is not a signal here (1 of 3)."), "{}", reply.text);
+    let said = format!("<@{PM}> ⚠️ `READY_FOR_REVEIW: task-1` is not a signal here (1 of 3).");
+    assert!(reply.text.starts_with(&said), "{}", reply.text);
     // Relayed for its record (deleted, reposted without it): an edit is of a message gone, and acts on nothing again
     // (found by a review: answering the line made the message editable, and the edit recorded the checkpoint twice).
     let edit = Fixture::edit(f.last_id, PM, "CHECKPOINT: step-1\nREADY_FOR_REVIEW: task-1", 2_500);
@@ -394,7 +397,8 @@ fn a_mistyped_line_beside_a_signal_that_leaves_the_turn_going_is_answered_and_co
     // A progress beside one alike; the signal's own line is not taken for one.
     let t = f.say(PM, "PROGRESS: 40\nCHEKPOINT: c1", 5_000);
     assert_eq!(event_names(&t), ["progress", "unknown_signal"]);
-    assert!(texts(&t).iter().any(|s| s.starts_with("⚠️ `CHEKPOINT: c1` is not a signal here (1 of 3).")));
+    let said = format!("<@{PM}> ⚠️ `CHEKPOINT: c1` is not a signal here (1 of 3).");
+    assert!(texts(&t).iter().any(|s| s.starts_with(&said)), "{:?}", texts(&t));
     assert_eq!(event_names(&f.say(PM, "CHECKPOINT: step-2", 6_000)), ["recorded"], "nothing mistyped");
     // Counted as any other: the third in a row ends the turn.
     f.say(PM, "CHECKPOINT: step-3\nREDY: t3", 7_000);
@@ -464,8 +468,8 @@ fn a_mistyped_line_beside_a_signal_an_edit_adds_is_answered_and_counted_once() {
     let t = f.deliver(&edit, 2_000);
     assert_eq!(event_names(&t), ["recorded", "unknown_signal"]);
     let reply = announcements(&t)[0];
-    assert_eq!((reply.reply_to, reply.mention), (Some(m), Some(PM)));
-    assert!(reply.text.starts_with("⚠️ `REDY: t1` is not a signal here (1 of 3)."), "{}", reply.text);
+    assert_eq!((reply.reply_to, reply.mention), (None, Some(PM)), "the message is relayed: mentioned, not replied to");
+    assert!(reply.text.starts_with(&format!("<@{PM}> ⚠️ `REDY: t1` is not a signal here (1 of 3).")), "{}", reply.text);
     assert!(f.deliver(&edit, 2_500).events.is_empty(), "the same edit again (a reconnect)");
     assert!(f.tick(10_000).events.is_empty());
     assert_eq!(f.session.agents[&id("pm")].unknown_signals, 1);
@@ -479,6 +483,62 @@ fn a_mistyped_line_beside_a_signal_an_edit_adds_is_answered_and_counted_once() {
     assert_eq!((announcements(&t)[0].reply_to, announcements(&t)[0].mention), (Some(m), Some(PM)));
     assert!(texts(&t)[0].contains("\n⚠️ `REDY: t2` is not a signal here (1 of 3)."), "{:?}", texts(&t));
     assert!(f.tick(20_000).events.is_empty());
+}
+
+/// Found by a review: a line answered for a message as it came was answered, and counted, again when an edit added a
+/// signal to the message (relayed for a record, or a refused handoff once the line was answered quiet in observe
+/// mode): with `unknownLimit` 2 the agent's next mistyped message then ended its turn.
+#[test]
+fn a_line_answered_for_a_message_is_not_answered_again_when_an_edit_adds_a_signal() {
+    let mut f = Fixture::with_config(config(&RULES.replacen('{', r#"{"unknownLimit": 2, "#, 1)));
+    let t = f.say(PM, "Working\nREDY: t1", 1_000);
+    assert!(matches!(only_event(&t, "unknown_signal"), EventKind::UnknownSignal { count: 1, .. }));
+    let m = f.last_id;
+    let t = f.deliver(&Fixture::edit(m, PM, "Working\nREDY: t1\nCHECKPOINT: s1", 2_000), 2_000);
+    assert_eq!(event_names(&t), ["recorded"], "{:?}", texts(&t));
+    assert_eq!(f.session.agents[&id("pm")].unknown_signals, 0, "the checkpoint started the row again");
+    let t = f.say(PM, "OOPS: x", 3_000);
+    assert!(matches!(only_event(&t, "unknown_signal"), EventKind::UnknownSignal { count: 1, .. }));
+    assert_eq!(f.active(), "pm");
+
+    let mut f = grammar();
+    f.set_display_mode(DisplayMode::Observe);
+    f.say(PM, "Working", 1_000);
+    let m = f.last_id;
+    f.deliver(&Fixture::edit(m, PM, "Working\nCHECKPOINT: s1\nREDY: t1", 2_000), 2_000);
+    assert_eq!(event_names(&f.tick(7_000)), ["unknown_signal"]);
+    let t = f.deliver(&Fixture::edit(m, PM, "Working\nCHECKPOINT: s1\nREDY: t1\nHANDOFF: ghost", 8_000), 8_000);
+    assert_eq!(event_names(&t), ["handoff_refused"]);
+    assert!(texts(&t).iter().all(|text| !text.contains("REDY")), "{:?}", texts(&t));
+}
+
+/// Found by a review: a turn an edit ended (its mistyped line the `unknownLimit`-th) ended at the message's own
+/// instant, so what the holder wrote between the message and the edit, handled after it, was taken for late.
+#[test]
+fn a_turn_an_edit_ends_ends_at_the_edit_not_at_its_message() {
+    let mut f = Fixture::with_config(config(&RULES.replacen('{', r#"{"unknownLimit": 1, "#, 1)));
+    f.say(PM, "Working", 1_000);
+    let m = f.last_id;
+    let between = f.message(PM, "More of my answer", 2_000);
+    let t = f.deliver(&Fixture::edit(m, PM, "Working\nCHECKPOINT: s1\nREDY: t1", 3_000), 3_000);
+    assert_eq!(event_names(&t), ["recorded", "agent_signal_failure"]);
+    assert_eq!(f.active(), "dev");
+    let t = f.deliver(&between, 3_100);
+    assert!(!event_names(&t).iter().any(|e| *e == "late_signal" || *e == "out_of_turn"), "{:?}", event_names(&t));
+}
+
+/// A refusal and a mistyped line that would not fit in one message together are said in two replies: joined and
+/// cut, the line would go unsaid though counted (found by a review).
+#[test]
+fn a_refusal_too_long_to_share_its_reply_leaves_the_mistyped_line_its_own() {
+    let long = "x".repeat(1_990);
+    let text = format!(r#"{{"signals": {RULES}, "templates": {{"handoffRefused": "{long}"}}}}"#);
+    let mut f = Fixture::with_config(Config::parse("c.json", &text).unwrap_or_else(|p| panic!("{p}")));
+    let t = f.say(PM, "REDY: t1\nHANDOFF: ghost", 1_000);
+    assert_eq!(event_names(&t), ["handoff_refused", "unknown_signal"]);
+    let texts = texts(&t);
+    assert_eq!(texts.len(), 2, "{texts:?}");
+    assert!(texts[1].starts_with("⚠️ `REDY: t1` is not a signal here"), "{texts:?}");
 }
 
 /// In observe mode the message stays, and its edits are still followed: the line beside the signal an edit added is
