@@ -24,12 +24,36 @@ pub struct Access {
     /// by id, and a thread's parent never changes, so each thread is read over REST once, not at every command given
     /// in it (while the channel's messages wait for the command: found by a review) nor at every repost.
     parents: std::sync::Mutex<HashMap<ChannelId, Option<discord::ChannelId>>>,
+    /// The accounts Discord said lately are members of a server. Held across a look, so that looks run one at a time:
+    /// every configured channel of a server starts at once at boot, and each would otherwise ask for the same
+    /// accounts, its calls queued in the global budget ahead of every channel's announcements (found by a review).
+    members: tokio::sync::Mutex<KnownMembers>,
+}
+
+/// How long an account Discord said is a member of a server is taken for one without asking again.
+const MEMBER_KNOWN_FOR: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// Accounts known to be members of a server, and since when. One said not to be is not kept: it may be invited
+/// before the next start.
+#[derive(Default)]
+struct KnownMembers(HashMap<(discord::GuildId, discord::UserId), tokio::time::Instant>);
+
+impl KnownMembers {
+    /// Whether `user` was said to be a member of `guild` less than [`MEMBER_KNOWN_FOR`] ago; older answers go.
+    fn knows(&mut self, guild: discord::GuildId, user: discord::UserId) -> bool {
+        self.0.retain(|_, said| said.elapsed() < MEMBER_KNOWN_FOR);
+        self.0.contains_key(&(guild, user))
+    }
+
+    fn remember(&mut self, guild: discord::GuildId, user: discord::UserId) {
+        self.0.insert((guild, user), tokio::time::Instant::now());
+    }
 }
 
 impl Access {
     pub fn new(identity: Arc<Identity>, control_roles: Vec<String>, budget: Arc<RestBudget>) -> Self {
-        let parents = std::sync::Mutex::default();
-        Self { http: OnceLock::new(), cache: OnceLock::new(), identity, control_roles, budget, parents }
+        let (parents, members) = (std::sync::Mutex::default(), tokio::sync::Mutex::default());
+        Self { http: OnceLock::new(), cache: OnceLock::new(), identity, control_roles, budget, parents, members }
     }
 
     pub fn budget(&self) -> &RestBudget {
@@ -172,18 +196,20 @@ impl Access {
     /// Of `users`, those Discord says are no members of `channel`'s server (see [`is_member`]): their personas can
     /// never answer there. A member the gateway's cache holds is not asked about (the cache holds few members
     /// without the privileged Server Members intent, which the bot does not ask for, so most are asked over REST);
-    /// one whose look fails is left out: only Discord's own word counts.
+    /// one whose look fails is left out: only Discord's own word counts. Nor is one Discord said is a member lately
+    /// ([`KnownMembers`]); looks run one at a time.
     pub async fn not_members(&self, channel: ChannelId, users: &[UserId]) -> Result<Vec<UserId>, RestError> {
         let guild = self.home_channel(channel).await?.0.guild_id;
+        let mut known = self.members.lock().await;
         let mut absent = Vec::new();
         for user in users {
             let id = discord::UserId::new(user.0);
             let cached = self.cache.get().and_then(|c| c.guild(guild).map(|g| g.members.contains_key(&id)));
-            if cached == Some(true) {
+            if cached == Some(true) || known.knows(guild, id) {
                 continue;
             }
             match is_member(&self.budget, self.http()?, guild, id).await {
-                Ok(true) => {}
+                Ok(true) => known.remember(guild, id),
                 Ok(false) => absent.push(*user),
                 Err(e) => tracing::debug!(%channel, %user, "could not look whether a persona is a member here: {e}"),
             }
@@ -384,7 +410,20 @@ pub fn lost_permission_notice(missing: &[&str]) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::holds_control_role;
+    use super::{KnownMembers, MEMBER_KNOWN_FOR, discord, holds_control_role};
+
+    #[tokio::test(start_paused = true)]
+    async fn an_account_said_to_be_a_member_is_not_asked_about_again_for_ten_minutes() {
+        let (guild, user) = (discord::GuildId::new(1), discord::UserId::new(2));
+        let mut known = KnownMembers::default();
+        assert!(!known.knows(guild, user));
+        known.remember(guild, user);
+        assert!(known.knows(guild, user));
+        assert!(!known.knows(discord::GuildId::new(3), user), "a member of one server only");
+        tokio::time::advance(MEMBER_KNOWN_FOR).await;
+        assert!(!known.knows(guild, user), "asked again once the answer is old");
+        assert!(known.0.is_empty(), "old answers go");
+    }
 
     #[test]
     fn control_roles_match_by_id_or_by_name_and_an_id_never_matches_a_name() {

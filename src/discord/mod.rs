@@ -481,7 +481,13 @@ async fn check_api_base(http: &discord::Http, base: &str, budget: &RestBudget) -
     loop {
         attempt += 1;
         budget.take().await;
-        match http.get_gateway().await {
+        // serenity's client has no time limit: a proxy that takes the connection and never answers held the start
+        // for good, without a word (found by a review). No answer is tried again, as a server failing is.
+        let asked = match tokio::time::timeout(rest::http::REST_TIMEOUT, http.get_gateway()).await {
+            Ok(answer) => answer,
+            Err(_) => Err(discord::Error::Other("no answer within the REST time limit")),
+        };
+        match asked {
             Ok(_) => return Ok(()),
             Err(e) => {
                 let status = refusal_of(&e);
@@ -586,6 +592,27 @@ mod tests {
         let error = reqwest::get(format!("http://127.0.0.1:{port}/api/v10/gateway")).await.unwrap_err();
         let said = crate::errors::with_causes(&serenity::Error::Http(serenity::all::HttpError::Request(error)));
         assert!(said.starts_with("Error while sending HTTP request.") && said.contains("refused"), "{said}");
+    }
+
+    /// Found by a review: an API base that takes the connection and never answers held the start for good, without a
+    /// word. Each look gets the REST time limit, and the last one's failure says what to check.
+    #[tokio::test(start_paused = true)]
+    async fn an_api_base_that_never_answers_fails_the_start_after_its_tries() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let silent = tokio::spawn(async move {
+            let mut held = Vec::new();
+            while let Ok((socket, _)) = listener.accept().await {
+                held.push(socket);
+            }
+        });
+        let http = serenity::all::HttpBuilder::new("a.b.c").proxy(base.clone()).ratelimiter_disabled(true).build();
+        let budget = super::RestBudget::new(0);
+        let checked =
+            tokio::time::timeout(std::time::Duration::from_secs(600), super::check_api_base(&http, &base, &budget));
+        let error = checked.await.expect("the start is not held for good").unwrap_err();
+        assert!(error.to_string().contains("no answer within the REST time limit"), "{error}");
+        silent.abort();
     }
 
     #[tokio::test(start_paused = true)]
