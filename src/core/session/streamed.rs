@@ -48,6 +48,11 @@ fn kept(line: String) -> String {
     }
 }
 
+/// What is remembered of a line answered for a message ([`SignalLike::answered`]).
+fn answered_digest(line: &str) -> u64 {
+    Repeats::digest_of(&kept(line.to_owned()))
+}
+
 impl Session {
     /// The holder's edit, in its turn, of a message it ends nothing with (or beside whose signal, acted on without
     /// ending the turn, the message stays as written): a line in it that looks like a signal (and is none, nor a line
@@ -78,7 +83,7 @@ impl Session {
             _ => {}
         }
         let known = self.followed(message.id, written);
-        let waiting = line.map(kept).filter(|line| !known.answered.contains(&Repeats::digest_of(line)));
+        let waiting = line.map(kept).filter(|line| !known.answered.contains(&answered_digest(line)));
         if (known.edited_at, &known.waiting) != (written, &waiting) {
             (known.edited_at, known.waiting) = (written, waiting);
             t.changed = true;
@@ -96,7 +101,7 @@ impl Session {
 
     /// Whether `line` was answered for `message` already (as it came, or once quiet).
     pub(super) fn answered_already(&self, message: MessageId, line: &str) -> bool {
-        let digest = Repeats::digest_of(&kept(line.to_owned()));
+        let digest = answered_digest(line);
         let mut followed = self.signal_like.as_deref().into_iter().flatten();
         followed.any(|known| known.message == message && known.answered.contains(&digest))
     }
@@ -105,7 +110,7 @@ impl Session {
     pub(super) fn answered_signal_like(&mut self, message: MessageId, line: &str) {
         // Its waiting line, if it was one, was taken by `answer_signal_likes` before it was answered.
         let known = self.followed(message, message.created_at());
-        known.answered.push(Repeats::digest_of(&kept(line.to_owned())));
+        known.answered.push(answered_digest(line));
         if known.answered.len() > ANSWERED_KEPT {
             known.answered.remove(0);
         }
