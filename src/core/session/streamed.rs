@@ -90,8 +90,8 @@ impl Session {
         }
     }
 
-    /// The holder's edit gave `message` a signal that was acted on: a line an earlier edit left is no longer there to
-    /// answer (found by a review: it was answered 5 s later, for a message already reposted).
+    /// The holder's edit gave `message` a signal that was acted on, or made a loop: a line an earlier edit left is no
+    /// longer there to answer (found by a review: it was answered 5 s later, for a message already reposted).
     pub(super) fn signal_like_taken_up(&mut self, message: MessageId, written: DateTime<Utc>) {
         let mut followed = self.signal_like.as_deref_mut().into_iter().flatten();
         if let Some(known) = followed.find(|k| k.message == message && k.edited_at <= written) {

@@ -46,6 +46,9 @@ impl Session {
                     let row = self.repeats.clone();
                     let said = trim_blank(&message.text).to_owned();
                     if self.repeated(said, persona, message, now, ctx, &mut t) {
+                        // The line an earlier edit left is gone from the message; the loop's own is not answered, as
+                        // a new message's making a loop is not (found by a property: it was answered after `resume`).
+                        self.signal_like_taken_up(message.id, written);
                         return self.finish(t, ctx);
                     }
                     // The same edit delivered again changes nothing.

@@ -401,3 +401,22 @@ proptest::proptest! {
         }
     }
 }
+
+/// Found by the property below (in CI): an edit that made a loop paused the session and left the line an earlier edit
+/// of its message had left waiting, so it was answered after the resume though the message no longer showed it. The
+/// edit takes the line away; its own is not answered, as a new message making a loop is not.
+#[test]
+fn an_edit_that_makes_a_loop_takes_away_the_line_its_message_showed_before() {
+    let mut f = Fixture::new();
+    f.say(PM, "ALMOST: there", 1_000);
+    f.say(PM, "ALMOST: there", 1_100);
+    f.say(PM, "Working on it", 1_200);
+    let streamed = f.last_id;
+    f.deliver(&Fixture::edit(streamed, PM, "Done.\n\n**TURN_COMPLETE*", 1_300), 1_300);
+    let t = f.deliver(&Fixture::edit(streamed, PM, "ALMOST: there", 1_400), 1_400);
+    assert_eq!(event_names(&t), ["loop_detected"], "the third in a row");
+    f.command(Command::Resume, 1_500).unwrap();
+    f.accept(1_600);
+    let t = f.tick(20_000);
+    assert!(unknown_counts(&t).is_empty(), "the line is gone from the message: {:?}", t.events);
+}
