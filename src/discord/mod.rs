@@ -233,6 +233,15 @@ pub async fn start(options: BotOptions) -> anyhow::Result<RunningBot> {
         http = http.proxy(base.trim_end_matches('/')).ratelimiter_disabled(true);
     }
     let http = http.build();
+    // Every REST call the bot makes spends from one budget: the effects, the lookups, the command replies.
+    let budget = Arc::new(RestBudget::new(options.config.rest_requests_per_second));
+    // Asked before the saved sessions are read: with a wrong token or address their leases were claimed and their
+    // announcements tried, each refused with a 401 that counts toward Discord's limit on invalid requests (a
+    // restarting service spent them at every start), before the bot exited (found by a review).
+    if let Some(base) = &options.api_base {
+        check_api_base(&http, base, &budget).await?;
+    }
+    check_token(&http, &budget).await?;
 
     let store = options.store;
     let report = store
@@ -241,8 +250,6 @@ pub async fn start(options: BotOptions) -> anyhow::Result<RunningBot> {
         .with_context(|| format!("reading the saved sessions from {}", store.describe()))?;
     // Each problem of `report` was logged where it was met (found by a review: logging them here said each twice).
     let identity = Arc::new(Identity::default());
-    // Every REST call the bot makes spends from one budget: the effects, the lookups, the command replies.
-    let budget = Arc::new(RestBudget::new(options.config.rest_requests_per_second));
     let access = Arc::new(Access::new(identity.clone(), options.config.control_roles.clone(), budget.clone()));
     let stats = Arc::new(Stats::default());
     let env = Arc::new(Env {
@@ -274,8 +281,8 @@ pub async fn start(options: BotOptions) -> anyhow::Result<RunningBot> {
         );
     }
     router.resume(sessions);
-    // Renewed from here on: the leases `load_all` claimed run while the API base is checked and the client built,
-    // network calls that may take a while (found by a review: the first renewal came only after them).
+    // Renewed from here on: the leases `load_all` claimed run while the client is built, a network call that may take
+    // a while (found by a review: the first renewal came only after it).
     // Stopped if the start fails before the running bot takes it.
     let lease_watch = store.lease_period().map(|period| {
         tokio_util::task::AbortOnDropHandle::new(tokio::spawn(tend_leases(
@@ -296,10 +303,6 @@ pub async fn start(options: BotOptions) -> anyhow::Result<RunningBot> {
         store: store.clone(),
         registers,
     });
-    if let Some(base) = &options.api_base {
-        check_api_base(&http, base, &budget).await?;
-    }
-    check_token(&http, &budget).await?;
     // Building the client asks for the gateway's address (GET /gateway), once: that call spends from the budget
     // too. Reconnections use the address it got.
     budget.take().await;
