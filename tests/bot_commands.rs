@@ -569,6 +569,22 @@ async fn a_persona_whose_membership_cannot_be_read_is_not_named() {
     assert!(!warning.content.contains("(dev)"), "{}", warning.content);
 }
 
+/// Found by a review: only a start looked, so a persona an `add` (or an `order`) brought into the roster whose
+/// account is no member of the server timed out in each of its turns with nothing saying why. The personas already
+/// in the roster are not named again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_persona_added_to_the_roster_whose_account_is_not_a_member_is_named() {
+    let scene = with_absent_personas(&["critic"]).await;
+    let op = scene.stage.operator;
+    command(&scene, op, "start pm dev", starts("▶️ Turn management started")).await;
+    let added =
+        command(&scene, op, "add critic", |m| m.content.contains("critic") && !m.content.starts_with("⚠️")).await;
+    let warning = scene.until("the warning", |v| absent_warnings(v).into_iter().find(|m| m.id > added.id)).await;
+    assert!(warning.content.starts_with("⚠️ **Critic** (critic) isn't a member of this server"), "{}", warning.content);
+    assert!(!warning.content.contains("(pm)") && !warning.content.contains("(dev)"), "{}", warning.content);
+    assert_eq!(absent_warnings(&scene.view()).len(), 1, "the start, all members, said nothing");
+}
+
 /// Once the missing persona's bot is invited, a new start says nothing more; the first start's warning shows the
 /// look was made.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
