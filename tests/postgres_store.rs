@@ -381,6 +381,24 @@ async fn a_renewed_lease_is_never_taken_and_a_released_one_is_taken_at_once() {
     assert!(holder.save_durable(running(5, None, 2), vec![]).await.unwrap_err().is_fenced());
 }
 
+/// Found by a review: the leases a start claims were sure only from when the store was opened, and the token's check
+/// now comes between the two (up to 10 s, more while Discord fails): once it took most of a lease time, every resumed
+/// channel's sender took its lease for lost until the first renewal. They are sure from their claim.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_leases_a_start_claims_are_sure_from_the_claim_not_from_when_the_store_opened() {
+    let Some(db) = TestDatabase::create("postgres_store::start_claims").await else { return };
+    let earlier = db.open(LONG, "earlier").await;
+    let channel = ChannelId(21);
+    assert_eq!(earlier.claim(channel).await.unwrap(), Claim::Held);
+    earlier.save_durable(running(21, None, 1), vec![event(1, 1)]).await.unwrap();
+    earlier.close().await;
+
+    let starter = db.open(SHORT, "starter").await;
+    tokio::time::sleep(SHORT * 2 / 3 + Duration::from_millis(100)).await; // the checks at start
+    assert_eq!(starter.load_all(None).await.unwrap().sessions.len(), 1);
+    assert!(starter.surely_held(channel), "just claimed");
+}
+
 /// A claim that waited for its row, locked by another process's transaction, while a renewal of this process ran:
 /// that renewal did not extend the lease, so the process is sure of it from when its claim was sent, not from the
 /// renewal's time (which left a call started near the lease's end without its margin).

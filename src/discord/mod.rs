@@ -235,9 +235,10 @@ pub async fn start(options: BotOptions) -> anyhow::Result<RunningBot> {
     let http = http.build();
     // Every REST call the bot makes spends from one budget: the effects, the lookups, the command replies.
     let budget = Arc::new(RestBudget::new(options.config.rest_requests_per_second));
-    // Asked before the saved sessions are read: with a wrong token or address their leases were claimed and their
-    // announcements tried, each refused with a 401 that counts toward Discord's limit on invalid requests (a
-    // restarting service spent them at every start), before the bot exited (found by a review).
+    // Asked before the saved sessions are read: with a wrong token their leases were claimed and their announcements
+    // tried, each refused with a 401 that counts toward Discord's limit on invalid requests (a restarting service
+    // spent them at every start), before the bot exited (found by a review). A wrong API base stops the start before
+    // anything is read, too.
     if let Some(base) = &options.api_base {
         check_api_base(&http, base, &budget).await?;
     }

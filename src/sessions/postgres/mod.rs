@@ -290,10 +290,15 @@ impl PgSessions {
     /// Holds the channels of a decoded page under their epochs, and reports those that cannot be used: left in
     /// the database as they are, the channels not resumed, their leases let go at once (a process of a build that
     /// can read them, in a mixed-version rollout, takes them without waiting for the lease to expire) and their
-    /// rows passed over by the orphan watch until they change.
-    fn keep(&self, page: DecodedPage, report: &mut LoadReport) {
+    /// rows passed over by the orphan watch until they change. Each lease is sure from when its page's claim was
+    /// `sent`, as a claim of one channel is ([`Saver::claim`]): not from when the store was opened, which the
+    /// token's check at start may precede by many seconds (found by a review: every resumed channel's sender then
+    /// took its lease for lost until the first renewal).
+    fn keep(&self, page: DecodedPage, sent: std::time::Instant, report: &mut LoadReport) {
         for Decoded { channel, epoch, version, session } in page {
             self.unreadable.read(channel, &version, session.is_ok());
+            // Noted first, as in `claim`: a renewal that sees the channel held then extends it from its own time.
+            self.unrenewed().insert(channel, sent);
             self.held().insert(channel, epoch);
             match session {
                 Ok(session) => report.sessions.push(session),
@@ -638,19 +643,21 @@ impl SessionStore for PgSessions {
         let mut after = -1;
         let mut decoding = None;
         loop {
+            let sent = std::time::Instant::now();
             let page = self.claim_page(shards, after).await?;
             held_elsewhere += page.held_elsewhere;
             let rows = self.read_claimed(&page.claimed).await?;
-            if let Some(previous) = decoding.replace(tokio::task::spawn_blocking(move || decode_page(rows))) {
-                self.keep(decoded(previous).await, &mut report);
+            let decoding_page = tokio::task::spawn_blocking(move || decode_page(rows));
+            if let Some((previous, sent)) = decoding.replace((decoding_page, sent)) {
+                self.keep(decoded(previous).await, sent, &mut report);
             }
             match page.next {
                 Some(next) => after = next,
                 None => break,
             }
         }
-        if let Some(last) = decoding {
-            self.keep(decoded(last).await, &mut report);
+        if let Some((last, sent)) = decoding {
+            self.keep(decoded(last).await, sent, &mut report);
         }
         // Only a warning: a connection the pool cannot give now does not stop the start (found by a review).
         if let Ok(mut connection) = self.connection(processes::LOOK).await {
