@@ -981,10 +981,13 @@ impl Actor {
             self.remember_command(id);
         }
         let (mut history_missing, mut unpingable) = (false, Vec::new());
-        let starting = matches!(command, Command::Start { .. }) && !self.session.is_active();
+        let starting = matches!(command, Command::Start { .. });
         if starting {
-            // A start that will be refused (a name typed wrong, no personas) changes nothing, not even the display
-            // mode, and says nothing but its refusal: it is tried on a copy first.
+            // A start that will be refused (a name typed wrong, no personas, a session running) changes nothing, not
+            // even the display mode, and says nothing but its refusal: it is tried on a copy first. One accepted may
+            // find the session still running: its last round ran out before the start was given, and the start came
+            // in before the deadline's tick (found by a review: the display mode, the permissions and the membership
+            // of the roster went unchecked then).
             self.session.clone().handle_command(command, origin, self.env.clock.now(), self.env.context())?;
             self.learn_guild().await;
             let missing = self.permissions_missing().await;

@@ -514,3 +514,31 @@ async fn a_membership_look_that_fails_says_nothing_and_an_answer_for_an_earlier_
     h.settle(A).await;
     assert!(notices(&h).is_empty(), "{:#?}", notices(&h));
 }
+
+/// Found by a review: a `start` that finds the session still running, its last round run out before the start was
+/// given (the start handled before the deadline's tick), is accepted, but the actor took it for no start: neither the
+/// bot's permissions nor the roster's membership were looked at. Both are, as at any start.
+#[tokio::test(start_paused = true)]
+async fn a_start_given_after_the_last_round_ran_out_and_handled_before_its_tick_is_checked_as_any_start() {
+    let config = Config::parse("c.json", r#"{"signals": {"maxRounds": 1}}"#).unwrap();
+    let h = Harness::with_config(config);
+    h.command(A, Command::Start { roster: vec!["pm".to_owned()] }).await;
+    settle_after_the_look(&h).await;
+    assert!(!h.session(A).await.awaiting_floor_announcement(), "precondition: pm's turn runs");
+    h.rest.not_members.lock().unwrap().push(DEV);
+    h.rest.missing.lock().unwrap().push("Manage Webhooks");
+
+    // Given 90 s in, after pm's one turn ran out (60 s); in the actor's inbox when it wakes for that deadline.
+    let origin = h.id_at(t0() + TimeDelta::seconds(90));
+    let (reply, answer) = tokio::sync::oneshot::channel();
+    h.router.deliver(A, Input::command(Command::Start { roster: vec![] }, Some(origin), Some(reply)));
+    tokio::time::advance(Duration::from_secs(100)).await;
+    assert!(answer.await.unwrap().is_ok(), "the start is taken: {:#?}", h.journal.of(A));
+    settle_after_the_look(&h).await;
+
+    let session = h.session(A).await;
+    assert_eq!(session.roster.len(), 3, "{:#?}", h.journal.of(A));
+    assert_eq!(session.display_mode, crate::core::session::DisplayMode::Observe, "{:#?}", h.journal.of(A));
+    let named = notices(&h).into_iter().filter(|n| n.contains("**DEV** (dev) isn't a member")).count();
+    assert_eq!(named, 1, "{:#?}", h.journal.of(A));
+}
