@@ -162,10 +162,21 @@ pub struct MissedPage {
 /// The answer to [`Actor::look_for_absent_personas`].
 #[derive(Debug)]
 pub struct AbsentPersonas {
-    /// When the session that asked started: an answer that comes after another start says nothing (that start
-    /// asked again).
-    pub started: Option<DateTime<Utc>>,
+    /// Of which of the actor's starts ([`StartLooks::starts_run`]) the session that asked is: an answer that comes after
+    /// another start says nothing (that start asked again). Not the start's event in the history: the session file
+    /// keeps only the last `historyLimit` events, and a look that took a while found it gone, its answer dropped.
+    pub start: u32,
     pub users: Vec<UserId>,
+}
+
+/// What an actor remembers of its starts' membership looks.
+#[derive(Debug, Default)]
+struct StartLooks {
+    /// How many starts this actor ran: a look's answer is for the session as the start it counts left it.
+    starts_run: u32,
+    /// The accounts named as no members since the last start: two looks in flight at once (an `add` after a
+    /// `remove` of the same persona) name each once.
+    named_absent: Vec<UserId>,
 }
 
 /// A command for an actor; `origin` is its message's or interaction's snowflake (when it was given).
@@ -277,6 +288,9 @@ pub struct Actor {
     /// The bot was found to lack Read Message History here and said so (at a start, or at a relay it refused):
     /// said once.
     told_history_missing: bool,
+    /// The membership looks of this actor's starts (see [`Actor::look_for_absent_personas`]); boxed, as an idle
+    /// channel's task keeps every field resident, and most actors (a restored session's) run no start.
+    looks: Option<Box<StartLooks>>,
     /// The handoff being timed, for the metrics.
     handoff: crate::metrics::Handoff,
     /// How a stopped channel's actor leaves the router.
@@ -1002,6 +1016,11 @@ impl Actor {
         }
         let roster_before = if starting { Vec::new() } else { self.session.roster.clone() };
         let t = self.session.handle_command(command, origin, self.env.clock.now(), self.env.context())?;
+        if starting {
+            let looks = self.looks.get_or_insert_default();
+            looks.starts_run += 1;
+            looks.named_absent.clear();
+        }
         let saved = self.commit(t).await;
         // The personas a start, an `add` or an `order` brought into the roster (found by a review: one added whose
         // account was no member timed out in each turn with nothing saying why, as at a start before).
@@ -1129,11 +1148,11 @@ impl Actor {
         let users: Vec<UserId> =
             personas.iter().filter_map(|p| self.env.personas.get(p)).map(|p| p.discord_user_id).collect();
         let (rest, channel, inbox) = (self.env.rest.clone(), self.channel, self.myself.clone());
-        let started = last_start(&self.session);
+        let start = self.looks.as_ref().map_or(0, |looks| looks.starts_run);
         tokio::spawn(async move {
             match rest.not_members(channel, &users).await {
                 Ok(users) if !users.is_empty() => {
-                    drop(inbox.send(Input::Absent(Box::new(AbsentPersonas { started, users }))))
+                    drop(inbox.send(Input::Absent(Box::new(AbsentPersonas { start, users }))))
                 }
                 Ok(_) => {}
                 Err(e) => tracing::debug!(%channel, "could not look whether the personas are members here: {e}"),
@@ -1144,7 +1163,8 @@ impl Actor {
     /// Names the personas of the running session whose accounts are no members of the server (see
     /// [`Actor::look_for_absent_personas`]), with what to do about it.
     fn tell_absent_personas(&mut self, absent: AbsentPersonas) {
-        if !self.session.is_active() || absent.started != last_start(&self.session) {
+        let Some(looks) = self.looks.as_deref_mut().filter(|looks| looks.starts_run == absent.start) else { return };
+        if !self.session.is_active() {
             return;
         }
         let personas = self.env.personas.clone();
@@ -1153,8 +1173,9 @@ impl Actor {
             .roster
             .iter()
             .filter_map(|p| personas.get(p))
-            .filter(|p| absent.users.contains(&p.discord_user_id))
+            .filter(|p| absent.users.contains(&p.discord_user_id) && !looks.named_absent.contains(&p.discord_user_id))
             .collect();
+        looks.named_absent.extend(named.iter().map(|p| p.discord_user_id));
         if !named.is_empty() {
             let ids: Vec<&str> = named.iter().map(|p| p.id.as_str()).collect();
             tracing::warn!(channel = %self.channel, "personas whose accounts are no members of this server: {}", ids.join(", "));
@@ -1324,6 +1345,7 @@ fn task(
         left_from: None,
         awaited: awaited::Awaited::default(),
         told_history_missing: false,
+        looks: None,
         handoff: crate::metrics::Handoff::default(),
         retire,
     };

@@ -75,6 +75,8 @@ struct FakeRest {
     announce_delay: Mutex<Duration>,
     /// How long a page of history takes to read.
     read_delay: Mutex<Duration>,
+    /// How long a look at the server's members takes to answer.
+    members_delay: Mutex<Duration>,
     /// Announcements posted: a repeated nonce answers the first message, as Discord does for a few minutes.
     posted: Arc<Mutex<Posted>>,
     /// Announcements to post and then answer with a time-out, per channel, before the injected failures.
@@ -233,6 +235,8 @@ impl Rest for FakeRest {
     }
 
     async fn not_members(&self, channel: ChannelId, users: &[UserId]) -> Result<Vec<UserId>, RestError> {
+        let delay = *self.members_delay.lock().unwrap();
+        tokio::time::sleep(delay).await;
         self.call(channel, "members", format!("members? {channel} {users:?}")).await?;
         Ok(users.iter().copied().filter(|user| self.not_members.lock().unwrap().contains(user)).collect())
     }
@@ -437,6 +441,7 @@ impl Harness {
             failures: Mutex::default(),
             announce_delay: Mutex::new(Duration::ZERO),
             read_delay: Mutex::new(Duration::ZERO),
+            members_delay: Mutex::new(Duration::ZERO),
             posted,
             answers_lost: Mutex::default(),
             missing: Mutex::default(),
@@ -563,13 +568,15 @@ async fn an_actors_task_stays_small_since_every_managed_channel_keeps_one_idle_o
     // paid for by two short lists becoming `Vec`s; the `start` that began the session, by two strings becoming
     // `Box<str>`s; the recent pauses, and some more, by the progress mark becoming a `Box`; when the holder was
     // called on, 16 bytes, in the same cell. The task is spawned as it is, on no tracker whose wrapper would add to
-    // it.)
+    // it.) 1,176 bytes is the most that cell holds, measured with a counting allocator on 2026-11-28 (tokio 1.54):
+    // futures of 1,168 and 1,176 bytes took 1,280-byte cells, one of 1,184 a 1,408-byte cell. The membership looks of
+    // an actor's starts, 8 bytes (a `Box`, as most actors run no start), took the task from 1,160 to 1,168 bytes.
     let h = Harness::new();
     let (myself, inbox) = super::inbox::inbox();
     let env = h.router.env().clone();
     let task = super::task(A, super::Origin::Load, env, (inbox, Arc::default()), myself, Box::new(|_| true));
     let size = std::mem::size_of_val(&task);
-    assert!(size <= 1_160, "the task's future is {size} bytes");
+    assert!(size <= 1_176, "the task's future is {size} bytes");
 }
 
 #[tokio::test(start_paused = true)]
