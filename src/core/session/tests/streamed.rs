@@ -303,6 +303,8 @@ enum Streamed {
     },
     Pause,
     Resume,
+    /// A `skip`: the floor moves on, and the skipped holder's edits come after its turn.
+    Skip,
 }
 
 /// Texts a streaming agent passes through: plain, near misses, an unknown signal line, and the signal.
@@ -326,6 +328,7 @@ fn streamed_step() -> impl proptest::strategy::Strategy<Value = Streamed> {
         4 => (0i64..12_000).prop_map(|ms| Streamed::Wait { ms }),
         1 => Just(Streamed::Pause),
         1 => Just(Streamed::Resume),
+        1 => Just(Streamed::Skip),
     ]
 }
 
@@ -391,6 +394,7 @@ proptest::proptest! {
                 }
                 Streamed::Pause => f.command(Command::Pause, now).unwrap_or_default(),
                 Streamed::Resume => f.command(Command::Resume, now).unwrap_or_default(),
+                Streamed::Skip => f.command(Command::Skip, now).unwrap_or_default(),
             };
             let _ = t;
             let followed = f.session.signal_like.as_ref().map_or(0, |followed| followed.len());
