@@ -393,8 +393,9 @@ async fn the_leases_a_start_claims_are_sure_from_the_claim_not_from_when_the_sto
     earlier.save_durable(running(21, None, 1), vec![event(1, 1)]).await.unwrap();
     earlier.close().await;
 
-    let starter = db.open(SHORT, "starter").await;
-    tokio::time::sleep(SHORT * 2 / 3 + Duration::from_millis(100)).await; // the checks at start
+    let ttl = Duration::from_secs(3); // sure for 2 s from the claim: time for `load_all` on a busy machine
+    let starter = db.open(ttl, "starter").await;
+    tokio::time::sleep(ttl * 2 / 3 + Duration::from_millis(100)).await; // the checks at start
     assert_eq!(starter.load_all(None).await.unwrap().sessions.len(), 1);
     assert!(starter.surely_held(channel), "just claimed");
 }

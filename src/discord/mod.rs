@@ -368,8 +368,8 @@ const RENEWAL_RETRY: Duration = Duration::from_secs(1);
 
 /// Runs `round` at once, then a `period` after the start of the last one that worked (the time a round takes is not
 /// added to the wait), and [`RENEWAL_RETRY`] after one that failed, forever. At once: the leases loaded at start-up
-/// have run since the store opened, and a slow start (thousands of sessions) could otherwise let them expire before
-/// the first renewal (found by a review).
+/// have run since their page was claimed, and a slow start (thousands of sessions) could otherwise let them expire
+/// before the first renewal (found by a review).
 async fn every_period<F, Fut>(period: Duration, mut round: F)
 where
     F: FnMut() -> Fut,

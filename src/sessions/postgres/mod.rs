@@ -97,9 +97,9 @@ pub struct PgSessions {
     /// When the last renewal that worked was sent (or the store opened, before any claim): every lease held then
     /// lasts at least a lease time from it, and those claimed since, longer.
     renewed: Mutex<std::time::Instant>,
-    /// Channels claimed one by one that no renewal has extended yet, with when each claim was sent: a renewal sent
-    /// after the claim but before its answer (a claim waiting for a locked row) did not extend it, so its lease is
-    /// sure from the claim's time, not the renewal's.
+    /// Channels claimed (one by one, or by the pages of `load_all` at start) that no renewal has extended yet, with
+    /// when each claim was sent: a renewal sent after the claim but before its answer (a claim waiting for a locked
+    /// row) did not extend it, so its lease is sure from the claim's time, not the renewal's.
     unrenewed: Mutex<HashMap<ChannelId, std::time::Instant>>,
     /// Channels renewals found taken, for [`SessionStore::lost_channels`].
     lost: Mutex<Vec<ChannelId>>,

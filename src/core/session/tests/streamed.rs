@@ -303,7 +303,7 @@ enum Streamed {
     },
     Pause,
     Resume,
-    /// A `skip`: the floor moves on, and the skipped holder's edits come after its turn.
+    /// A `skip`: the floor moves on (the next holder's messages are the ones edited from then on).
     Skip,
 }
 
