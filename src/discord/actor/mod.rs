@@ -114,8 +114,7 @@ pub enum Input {
     /// The channel's sender carried out (or gave up) an effect of the outbox.
     Sent(Box<Report>),
     /// Personas a start, an `add` or an `order` brought into the roster whose accounts are no members of the channel's
-    /// server, as Discord says (see
-    /// [`Actor::look_for_absent_personas`]).
+    /// server, as Discord says (see [`Actor::look_for_absent_personas`]).
     Absent(Box<AbsentPersonas>),
     /// A message read back from the history that may carry a command typed while the bot was away, held in its
     /// place behind a command given during the catch-up (see [`Actor::typed_while_away`]).
