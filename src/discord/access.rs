@@ -193,13 +193,21 @@ impl Access {
         Ok(names)
     }
 
-    /// Of `users`, those Discord says are no members of `channel`'s server (see [`is_member`]): their personas can
-    /// never answer there. A member the gateway's cache holds is not asked about (the cache holds few members
-    /// without the privileged Server Members intent, which the bot does not ask for, so most are asked over REST);
-    /// one whose look fails is left out: only Discord's own word counts. Nor is one Discord said is a member lately
-    /// ([`KnownMembers`]); looks run one at a time.
-    pub async fn not_members(&self, channel: ChannelId, users: &[UserId]) -> Result<Vec<UserId>, RestError> {
-        let guild = self.home_channel(channel).await?.0.guild_id;
+    /// Of `users`, those Discord says are no members of `channel`'s server (`guild`, when known: a channel deleted
+    /// since need not be read; see [`is_member`]): their personas can never answer there. A member the gateway's
+    /// cache holds is not asked about (the cache holds few members without the privileged Server Members intent,
+    /// which the bot does not ask for, so most are asked over REST); one whose look fails is left out: only Discord's
+    /// own word counts. Nor is one Discord said is a member lately ([`KnownMembers`]); looks run one at a time.
+    pub async fn not_members(
+        &self,
+        channel: ChannelId,
+        guild: Option<GuildId>,
+        users: &[UserId],
+    ) -> Result<Vec<UserId>, RestError> {
+        let guild = match guild {
+            Some(guild) => discord::GuildId::new(guild.0),
+            None => self.home_channel(channel).await?.0.guild_id,
+        };
         let mut known = self.members.lock().await;
         let mut absent = Vec::new();
         for user in users {
@@ -410,7 +418,28 @@ pub fn lost_permission_notice(missing: &[&str]) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{KnownMembers, MEMBER_KNOWN_FOR, discord, holds_control_role};
+    use super::{Access, KnownMembers, MEMBER_KNOWN_FOR, discord, holds_control_role};
+    use crate::core::ids::{ChannelId, GuildId, UserId};
+    use std::sync::Arc;
+
+    /// Found by a flaky test: the look read the channel to find its server, and a channel deleted just after its
+    /// start was read after it was gone (a 404, and no look). The server the session knows is asked about directly.
+    #[tokio::test]
+    async fn a_look_with_the_server_known_asks_only_for_the_members() {
+        let json = "Content-Type: application/json\r\n";
+        let unknown_member = r#"{"message": "Unknown Member", "code": 10007}"#;
+        let (base, mut asked) =
+            crate::discord::rest::http::tests::answering("404 Not Found", json, unknown_member).await;
+        let budget = Arc::new(crate::discord::rest::budget::RestBudget::new(0));
+        let access = Access::new(Arc::default(), Vec::new(), budget);
+        let http = discord::HttpBuilder::new("t").proxy(base).ratelimiter_disabled(true).build();
+        access.connect(Arc::new(http), Arc::new(discord::Cache::new()));
+        let absent = access.not_members(ChannelId(5), Some(GuildId(1)), &[UserId(2)]).await;
+        assert_eq!(absent.unwrap(), [UserId(2)]);
+        let first = asked.recv().await.unwrap();
+        assert!(first.starts_with("get /api/v10/guilds/1/members/2 "), "{first}");
+        assert!(asked.try_recv().is_err(), "one call");
+    }
 
     #[tokio::test(start_paused = true)]
     async fn an_account_said_to_be_a_member_is_not_asked_about_again_for_ten_minutes() {

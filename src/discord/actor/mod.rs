@@ -1148,8 +1148,11 @@ impl Actor {
             personas.iter().filter_map(|p| self.env.personas.get(p)).map(|p| p.discord_user_id).collect();
         let (rest, channel, inbox) = (self.env.rest.clone(), self.channel, self.myself.clone());
         let start = self.looks.as_ref().map_or(0, |looks| looks.starts_run);
+        // The server the start learned: the look needs no read of the channel, which may be gone by the time the
+        // look runs (found by a flaky test: a channel deleted just after its start was read for the look, a 404).
+        let guild = self.session.guild_id;
         tokio::spawn(async move {
-            match rest.not_members(channel, &users).await {
+            match rest.not_members(channel, guild, &users).await {
                 Ok(users) if !users.is_empty() => {
                     drop(inbox.send(Input::Absent(Box::new(AbsentPersonas { start, users }))))
                 }

@@ -185,8 +185,13 @@ impl Rest for DiscordRest {
         self.access.control_roles_unpingable(channel).await
     }
 
-    async fn not_members(&self, channel: ChannelId, users: &[UserId]) -> Result<Vec<UserId>, RestError> {
-        self.access.not_members(channel, users).await
+    async fn not_members(
+        &self,
+        channel: ChannelId,
+        guild: Option<GuildId>,
+        users: &[UserId],
+    ) -> Result<Vec<UserId>, RestError> {
+        self.access.not_members(channel, guild, users).await
     }
 
     async fn guild_of(&self, channel: ChannelId) -> Result<Option<GuildId>, RestError> {

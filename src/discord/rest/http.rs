@@ -569,7 +569,7 @@ fn percent_encode(segment: &str) -> String {
 }
 
 #[cfg(test)]
-pub(super) mod tests {
+pub(crate) mod tests {
     use super::*;
     use std::sync::atomic::Ordering::Relaxed;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -601,7 +601,7 @@ pub(super) mod tests {
 
     /// A server that answers every request with `status`, `headers` and `body`, and closes the connection; each
     /// request's head (lowercase) is sent on the channel.
-    pub(in crate::discord::rest) async fn answering(
+    pub(crate) async fn answering(
         status: &str,
         headers: &str,
         body: &'static str,

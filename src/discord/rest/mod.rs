@@ -127,8 +127,14 @@ pub trait Rest: Send + Sync + 'static {
     async fn control_roles_unpingable(&self, _channel: ChannelId) -> Result<Vec<String>, RestError> {
         Ok(Vec::new())
     }
-    /// Of `users`, those Discord says are no members of `channel`'s server (see `Access::not_members`).
-    async fn not_members(&self, _channel: ChannelId, _users: &[UserId]) -> Result<Vec<UserId>, RestError> {
+    /// Of `users`, those Discord says are no members of `channel`'s server, `guild` when the session knows it (see
+    /// `Access::not_members`).
+    async fn not_members(
+        &self,
+        _channel: ChannelId,
+        _guild: Option<GuildId>,
+        _users: &[UserId],
+    ) -> Result<Vec<UserId>, RestError> {
         Ok(Vec::new())
     }
     /// The server `channel` is in (from the gateway's cache, else REST); `None` where it cannot be known.

@@ -234,7 +234,12 @@ impl Rest for FakeRest {
         Ok(self.missing.lock().unwrap().clone())
     }
 
-    async fn not_members(&self, channel: ChannelId, users: &[UserId]) -> Result<Vec<UserId>, RestError> {
+    async fn not_members(
+        &self,
+        channel: ChannelId,
+        _guild: Option<GuildId>,
+        users: &[UserId],
+    ) -> Result<Vec<UserId>, RestError> {
         let delay = *self.members_delay.lock().unwrap();
         tokio::time::sleep(delay).await;
         self.call(channel, "members", format!("members? {channel} {users:?}")).await?;
