@@ -13,6 +13,7 @@
 use super::inbox::InboxSender;
 use super::{Env, Input, MissedPage};
 use crate::core::ids::{ChannelId, MessageId};
+use crate::core::session::history::EventKind;
 use crate::core::session::lost::Unreachable;
 use crate::core::session::{IncomingMessage, Session};
 use crate::discord::rest::{Page, RestError};
@@ -45,7 +46,8 @@ const READ_AGAIN_AFTER: Duration = Duration::from_secs(60);
 /// that one overtaken just before a crash or a disconnection is read too), or (none handled yet) from the session's
 /// start.
 pub(super) fn read_from(session: &Session) -> Option<MessageId> {
-    let started = super::last_start(session).or(session.turn_started_at);
+    let last_start = session.history.iter().rev().find(|e| matches!(e.kind, EventKind::SessionStarted { .. }));
+    let started = last_start.map(|e| e.at).or(session.turn_started_at);
     session.settled_through().or(started.map(MessageId::first_at))
 }
 

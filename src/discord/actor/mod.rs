@@ -35,7 +35,6 @@ use crate::core::session::{Command, Context, DisplayMode, IncomingMessage, Refus
 use crate::core::shards::Shard;
 pub use backlog::{Backlog, INBOX_MESSAGES_MAX};
 use catch_up::Awaiting;
-use chrono::{DateTime, Utc};
 use inbox::{Inbox, InboxSender};
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -1379,11 +1378,6 @@ fn task(
         }
         actor.run().await;
     }
-}
-
-/// When the channel's session last started, as its recent history says.
-fn last_start(session: &Session) -> Option<DateTime<Utc>> {
-    session.history.iter().rev().find(|e| matches!(e.kind, EventKind::SessionStarted { .. })).map(|e| e.at)
 }
 
 /// Live inputs that may end a turn: a message (written after the deadline, it would time the turn out), and every

@@ -515,6 +515,11 @@ async fn a_membership_look_that_fails_says_nothing_and_an_answer_for_an_earlier_
     assert!(notices(&h).is_empty(), "{:#?}", notices(&h));
 }
 
+/// How many notices named dev as no member of the server.
+fn dev_named(h: &Harness) -> usize {
+    notices(h).into_iter().filter(|n| n.contains("**DEV** (dev) isn't a member")).count()
+}
+
 /// Found by a review: a look's answer was matched to its start by the start's event in the session's history, which
 /// keeps only the last `historyLimit` events; a look that took a while (one call at a time, 10 s each while Discord
 /// fails) found it gone and its answer was dropped without a word.
@@ -536,7 +541,7 @@ async fn a_slow_look_names_the_absent_personas_however_many_events_came_since_th
     );
     tokio::time::sleep(Duration::from_secs(10)).await;
     h.settle(A).await;
-    let named = notices(&h).into_iter().filter(|n| n.contains("**DEV** (dev) isn't a member")).count();
+    let named = dev_named(&h);
     assert_eq!(named, 1, "{:#?}", h.journal.of(A));
 }
 
@@ -552,14 +557,14 @@ async fn a_persona_is_named_once_per_start_however_many_looks_find_it_absent() {
     h.command(A, Command::Add { persona: "dev".into() }).await;
     tokio::time::sleep(Duration::from_secs(20)).await;
     h.settle(A).await;
-    let named = notices(&h).into_iter().filter(|n| n.contains("**DEV** (dev) isn't a member")).count();
+    let named = dev_named(&h);
     assert_eq!(named, 1, "{:#?}", h.journal.of(A));
 
     h.command(A, Command::Stop).await;
     h.start(A).await;
     tokio::time::sleep(Duration::from_secs(10)).await;
     h.settle(A).await;
-    let named = notices(&h).into_iter().filter(|n| n.contains("**DEV** (dev) isn't a member")).count();
+    let named = dev_named(&h);
     assert_eq!(named, 2, "a new start names it again: {:#?}", h.journal.of(A));
 }
 
@@ -587,6 +592,6 @@ async fn a_start_given_after_the_last_round_ran_out_and_handled_before_its_tick_
     let session = h.session(A).await;
     assert_eq!(session.roster.len(), 3, "{:#?}", h.journal.of(A));
     assert_eq!(session.display_mode, crate::core::session::DisplayMode::Observe, "{:#?}", h.journal.of(A));
-    let named = notices(&h).into_iter().filter(|n| n.contains("**DEV** (dev) isn't a member")).count();
+    let named = dev_named(&h);
     assert_eq!(named, 1, "{:#?}", h.journal.of(A));
 }
