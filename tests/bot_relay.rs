@@ -201,6 +201,39 @@ async fn without_read_message_history_text_still_relays_and_a_message_with_files
     assert_eq!(scene.session().await.display_mode, turn_manager::core::session::DisplayMode::Relay);
 }
 
+/// Found by a review: Discord refuses a reply from a bot without Read Message History (403, code 160002), and the bot
+/// took that refusal of its answer to an agent's mistyped signal for "I may not post here" and paused the session
+/// without a word. Now the answer is posted as a plain message that mentions the agent, and the turns go on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_read_message_history_an_answer_to_an_agent_mentions_it_instead_of_replying() {
+    use local_discord::permissions::Permissions;
+    use local_discord::world::OverwriteTarget;
+    let scene = Scene::new().await;
+    let (channel, role) = (scene.stage.channel, scene.stage.bot_role);
+    let deny = Permissions::READ_MESSAGE_HISTORY;
+    scene.stage.server.set_overwrite(channel, OverwriteTarget::Role(role), Permissions::empty(), deny);
+    scene.start_session().await;
+    scene.until("pm's floor", |v| v.iter().any(|m| common::is_floor(m, "pm")).then_some(())).await;
+
+    let typo = scene.say("pm", "NOTE: checking the logs first");
+    scene.handled(typo).await;
+    let is_answer = |m: &local_discord::world::SeenMessage| m.content.contains("is not a signal here");
+    let answer = scene.until("the answer to pm", |v| v.iter().find(|m| is_answer(m)).cloned()).await;
+    let pm = scene.user("pm");
+    assert!(
+        answer.content.starts_with(&format!("<@{pm}> ⚠️ `NOTE: checking the logs first` is not a signal here")),
+        "{answer:?}"
+    );
+    assert_eq!(answer.pinged, vec![pm], "it calls on pm alone");
+    let session = scene.session().await;
+    assert_eq!(session.status, turn_manager::core::session::SessionStatus::Running, "{:?}", session.pause_reason);
+
+    let done = scene.say("pm", "Checked. TURN_COMPLETE");
+    scene.until("dev's floor", |v| v.iter().any(|m| common::is_floor(m, "dev")).then_some(())).await;
+    scene.until_gone(done).await;
+    assert!(scene.events("posting_refused").is_empty());
+}
+
 /// The parts the bot's webhooks use, its REST client connected (as after the gateway's READY, bar its own id).
 fn connected_parts(stage: &Stage) -> (Arc<DiscordHttp>, Arc<Access>, Arc<Identity>) {
     use serenity::all as discord;

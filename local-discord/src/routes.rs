@@ -228,6 +228,12 @@ fn message_routes(w: &mut World, me: u64, channel: u64, call: &Call<'_>) -> Repl
             if !call.files.is_empty() {
                 require(w, me, channel, Permissions::ATTACH_FILES)?;
             }
+            // Discord: "When creating a message as a reply to another message, the current user must have the
+            // READ_MESSAGE_HISTORY permission."
+            let replying = snowflake_of(&body["message_reference"]["message_id"]).is_some();
+            if replying && !w.permissions_in(me, channel).contains(Permissions::READ_MESSAGE_HISTORY) {
+                return Err(ApiError::new(403, 160002, "Cannot reply without permission to read message history"));
+            }
             let draft = draft_from(w, body, call.files)?;
             let message = w.create_message(channel, Author::User(me), draft)?;
             Ok((200, w.message_json(&w.messages[&message])))

@@ -182,7 +182,8 @@ pub fn decided_at(nonce: &str) -> Option<DateTime<Utc>> {
 }
 
 /// Whether a message's `content` is announcement `text` as the bot posts it: behind the control roles' mentions an
-/// escalation puts first, cut to Discord's limit, without the whitespace around it that Discord drops.
+/// escalation puts first, or the agent's mention an answer to it puts first where it cannot be a Discord reply (no
+/// Read Message History), cut to Discord's limit, without the whitespace around it that Discord drops.
 pub fn shows_announcement(content: &str, text: &str) -> bool {
     let text = text.trim();
     // Only a message of exactly the limit can be one cut by [`fit_message`].
@@ -193,8 +194,9 @@ pub fn shows_announcement(content: &str, text: &str) -> bool {
     let mut shown = content.trim();
     // The text itself may begin with a role's mention (a template's): compared before each one is taken off.
     while !matches(shown) {
-        let Some((role, rest)) = shown.strip_prefix("<@&").and_then(|r| r.split_once('>')) else { return false };
-        if role.is_empty() || !role.bytes().all(|b| b.is_ascii_digit()) {
+        let mention = shown.strip_prefix("<@&").or_else(|| shown.strip_prefix("<@"));
+        let Some((id, rest)) = mention.and_then(|r| r.split_once('>')) else { return false };
+        if id.is_empty() || !id.bytes().all(|b| b.is_ascii_digit()) {
             return false;
         }
         shown = rest.trim_start();
@@ -283,7 +285,7 @@ mod tests {
     }
 
     #[test]
-    fn an_announcement_is_recognised_as_posted_behind_role_mentions_cut_or_trimmed_and_nothing_else() {
+    fn an_announcement_is_recognised_as_posted_behind_mentions_cut_or_trimmed_and_nothing_else() {
         let text = "🎙️ <@102> (dev) has the floor: 60s.";
         assert!(shows_announcement(text, text));
         assert!(shows_announcement(&format!("<@&55> <@&66> {text}"), text), "an escalation's roles first");
@@ -299,6 +301,9 @@ mod tests {
         assert!(!shows_announcement(&format!("{text} Also this."), text));
         assert!(!shows_announcement("…", text));
         assert!(!shows_announcement(&format!("<@&x> {text}"), text), "not a role mention");
+        let answer = "⚠️ `NOTE: x` is not a signal here (1 of 3).";
+        assert!(shows_announcement(&format!("<@101> {answer}"), answer), "an answer that could not be a reply");
+        assert!(!shows_announcement(&format!("<@x> {answer}"), answer), "not a user mention");
     }
 
     #[test]

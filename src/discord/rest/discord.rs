@@ -64,7 +64,22 @@ impl Rest for DiscordRest {
         if let Some(reply_to) = announcement.reply_to {
             body["message_reference"] = json!({"message_id": reply_to.to_string(), "fail_if_not_exists": false});
         }
-        let id = self.http.create_message(channel.0, &body).await?;
+        let id = match self.http.create_message(channel.0, &body).await {
+            // Discord refuses a reply from a bot without Read Message History (403, code 160002), a permission a
+            // session may run without: the answer is posted as a message that mentions its agent instead (found by
+            // a review: the refusal was taken for "I may not post here" and paused the session without a word).
+            // The same nonce: the refused call made no message.
+            Err(RestError::Status { status: 403, .. }) if announcement.reply_to.is_some() => {
+                body.as_object_mut().expect("a JSON object").remove("message_reference");
+                body["allowed_mentions"]["replied_user"] = json!(false);
+                if let Some(author) = announcement.mention {
+                    let shown = body["content"].as_str().unwrap_or_default();
+                    body["content"] = json!(crate::core::session::effects::fit_message(format!("<@{author}> {shown}")));
+                }
+                self.http.create_message(channel.0, &body).await?
+            }
+            made => made?,
+        };
         Ok(MessageId(id.parse().unwrap_or_default()))
     }
 
