@@ -1,6 +1,7 @@
 //! Commands that people steer a session with (spec 7): start, stop, pause, resume, skip, give, extend and roster
 //! changes. Who may run them is the Discord layer's concern; this file decides what they do.
 
+use super::effects;
 use super::history::{EventKind, join_ids};
 use super::{Context, DisplayMode, Refusal, Session, SessionStatus, Transition, seconds, whole_millis};
 use crate::core::ids::{GuildId, MessageId, PersonaId};
@@ -544,19 +545,25 @@ fn resolve_roster(names: &[String], ctx: Context) -> Result<Vec<PersonaId>, Refu
             (2..=unquoted).rev().find_map(|n| ctx.personas.resolve(&names[at..at + n].join(" ")).ok().map(|p| (p, n)));
         let (persona, words) = match (ctx.personas.resolve(&names[at]), joined) {
             (Ok(persona), None) => (persona, 1),
-            // Its own id first (id `claude`, display name "Claude Opus"): one persona either way.
+            // Words that alone name no persona: read together only.
             (Err(_), Some(joined)) => joined,
-            (Ok(alone), Some((persona, n))) if alone.id == persona.id => (persona, n),
             (Err(unknown), None) => return Err(refuse(&unknown)),
-            (Ok(alone), Some((persona, n))) => {
-                return Err(refuse(&format!(
-                    "\"{}\" is the display name of {}, and \"{}\" names {}: put a name with spaces in double quotes, \
-                     or name each persona by its id.",
-                    crate::core::session::effects::clip(&names[at..at + n].join(" "), 64),
-                    persona.id,
-                    crate::core::session::effects::clip(&names[at], 64),
-                    alone.id
-                )));
+            // Its own id first (id `claude`, display name "Claude Opus") is one persona either way, unless a later
+            // word names another (found by a review: `start lead dev critic`, lead's display name "Lead Dev", left
+            // dev out without a word).
+            (Ok(_), Some((persona, n))) => {
+                let other = names[at..at + n].iter().find_map(|word| {
+                    ctx.personas.resolve(word).ok().filter(|other| other.id != persona.id).map(|other| (word, other))
+                });
+                if let Some((word, other)) = other {
+                    let (run, word) = (effects::clip(&names[at..at + n].join(" "), 64), effects::clip(word, 64));
+                    let (persona, other) = (&persona.id, &other.id);
+                    return Err(refuse(&format!(
+                        "\"{run}\" is the display name of {persona}, and \"{word}\" names {other}: put a name in \
+                         double quotes to have it read alone (\"{run}\" for {persona}, \"{word}\" for {other})."
+                    )));
+                }
+                (persona, n)
             }
         };
         let id = persona.id.clone();

@@ -586,6 +586,21 @@ fn a_display_name_with_spaces_names_its_persona_quoted_or_not() {
     f.personas = PersonaCatalog::new(personas);
     f.command_given(Command::Order { roster: words("dev PM Lead") }, 7_500, 7_500).unwrap();
     assert_eq!(f.session.roster, [id("dev"), id("pm")]);
+    // ... unless a later word names another persona (found by a review: `pm dev critic`, pm's display name "PM Dev",
+    // left dev out without a word). Quoted, each way is meant.
+    let mut personas: Vec<Persona> = f.personas.all().to_vec();
+    personas[0].display_name = "PM Dev".into();
+    f.personas = PersonaCatalog::new(personas);
+    let refusal = f.command_given(Command::Order { roster: words("pm dev critic") }, 7_600, 7_600).unwrap_err();
+    let said = "\"pm dev\" is the display name of pm, and \"dev\" names dev: put a name in double quotes to have it \
+                read alone (\"pm dev\" for pm, \"dev\" for dev).";
+    assert_eq!(refusal.0, said);
+    assert_eq!(f.session.roster, [id("dev"), id("pm")], "unchanged");
+    f.command_given(Command::Order { roster: words("pm \"dev\" critic") }, 7_700, 7_700).unwrap();
+    assert_eq!(f.session.roster, [id("pm"), id("dev"), id("critic")]);
+    let quoted = vec!["\"PM Dev\"".to_owned(), "critic".to_owned()]; // as `names` reads `"PM Dev" critic`
+    f.command_given(Command::Order { roster: quoted }, 7_800, 7_800).unwrap();
+    assert_eq!(f.session.roster, [id("pm"), id("critic")]);
     let mut personas: Vec<Persona> = f.personas.all().to_vec();
     personas[0].display_name = "Dev Critic".into();
     f.personas = PersonaCatalog::new(personas);
