@@ -212,6 +212,11 @@ impl Input {
 const TAKEN_OVER_NOW: &str =
     "Not done: another process of the bot took this channel over just now. Give the command again.";
 
+/// The answer to a slash command taken while the channel's saves fail: held, as the turn changes are.
+const NOT_SAVED_YET: &str = "Not saved yet: I cannot save this channel's session right now (see my log). The change is \
+                             held and will be announced once saving works; if I stop before that, it is lost: give \
+                             the command again then.";
+
 /// How an actor begins.
 pub enum Origin {
     /// A session read at start-up: its deadline waits for the first catch-up, since signals may have been missed.
@@ -672,6 +677,11 @@ impl Actor {
                     // Its save was refused: another process acts for the channel now, which never saw this slash
                     // command. (A `!turn` message it reads and runs itself: nothing is said of it here.)
                     outcome = Err(Refusal(TAKEN_OVER_NOW.into()));
+                } else if outcome.is_ok() && self.save_retry.is_some() && interaction {
+                    // Not on disk: a restart before a save works would lose it, and unlike a `!turn` message, which
+                    // the next start reads back, a slash command is in no history (found by a review: it was
+                    // answered "Done.").
+                    outcome = Err(Refusal(NOT_SAVED_YET.into()));
                 }
                 if let Some(reply) = reply {
                     let _ = reply.send(outcome);

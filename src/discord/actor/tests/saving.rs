@@ -197,6 +197,40 @@ async fn a_slash_command_whose_save_was_fenced_is_answered_not_done_and_a_typed_
     }
 }
 
+/// Found by a review: a slash command taken while saves failed was answered "Done.", yet a stop before a save worked
+/// lost it, and unlike a `!turn` message no start reads it back. It is told so; it still takes effect once saved.
+#[tokio::test(start_paused = true)]
+async fn a_slash_command_whose_save_failed_is_answered_not_saved_yet_and_takes_effect_once_a_save_works() {
+    for interaction in [true, false] {
+        let h = Harness::new();
+        h.start(A).await;
+        h.settle(A).await;
+        h.saver.fail_next_durable_saves(1);
+        let origin = h.id_at(h.clock.now());
+        let give = move |reply| Input::command_given(Command::Pause, Some(origin), Some(reply), interaction);
+        let outcome = h.router.ask(A, give).await.expect("answered");
+        match outcome {
+            Err(refusal) => {
+                assert!(interaction, "a typed command is not answered: {refusal:?}");
+                assert!(refusal.0.starts_with("Not saved yet"), "{refusal:?}");
+            }
+            Ok(()) => assert!(!interaction, "a slash command is not told \"Done.\""),
+        }
+        assert_eq!(
+            h.saver.saved.lock().unwrap()[&A].status,
+            crate::core::session::SessionStatus::Running,
+            "not on disk yet"
+        );
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        h.settle(A).await;
+        assert_eq!(
+            h.saver.saved.lock().unwrap()[&A].status,
+            crate::core::session::SessionStatus::Paused,
+            "saved by the retry"
+        );
+    }
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_fenced_save_abandons_what_the_sender_still_had_to_do() {
     let h = Harness::new();
