@@ -62,6 +62,7 @@ fn session_after(
             edited_at: None,
             has_files: false,
             flags: Default::default(),
+            mentions: None,
         }
     };
     for _ in 1..turns {

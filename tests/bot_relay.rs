@@ -471,6 +471,36 @@ async fn a_repost_pings_the_people_its_agent_mentioned_but_no_persona() {
     assert_eq!(floor.pinged, vec![dev], "the announcement calls on dev");
 }
 
+/// Found by a review: an agent that posts with its mentions off (discord.py's `AllowedMentions.none()`, as the
+/// example agents do) pinged nobody, yet the repost of its last message pinged everyone its text named. A repost pings
+/// only whom the original pinged; the edit that adds the signal counts as the message.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_repost_pings_nobody_its_agent_did_not_ping() {
+    use local_discord::messages::Draft;
+    let scene = Scene::started().await;
+    let (operator, channel) = (scene.stage.operator, scene.stage.channel);
+    let silent = serde_json::json!({"parse": []});
+    let only_operator = serde_json::json!({"parse": [], "users": [operator.to_string()]});
+    let post = |persona: &str, text: &str, allowed: &serde_json::Value| {
+        let draft = Draft { allowed_mentions: Some(allowed), ..Draft::text(text) };
+        scene.stage.server.post_draft(channel, scene.user(persona), draft)
+    };
+    let someone = 1_312_000_000_000_000_999u64;
+    let text = format!("<@{operator}> <@{someone}> please check this. TURN_COMPLETE");
+    let id = post("pm", &text, &silent);
+    let view = scene.until_gone(id).await;
+    let repost = view.iter().find(|m| m.from_webhook && m.content.ends_with("please check this.")).expect("reposted");
+    assert_eq!(repost.pinged, Vec::<u64>::new(), "{repost:?}");
+
+    scene.until("dev's floor", |v| v.iter().any(|m| common::is_floor(m, "dev")).then_some(())).await;
+    let id = post("dev", &format!("<@{operator}> over to you."), &only_operator);
+    scene.handled(id).await;
+    scene.stage.server.edit(id, &format!("<@{operator}> over to you. TURN_COMPLETE"));
+    let view = scene.until_gone(id).await;
+    let repost = view.iter().find(|m| m.from_webhook && m.content.ends_with("over to you.")).expect("reposted");
+    assert_eq!(repost.pinged, vec![operator], "whom the original pinged: {repost:?}");
+}
+
 /// A message someone deleted once its relay had begun (the repost on its way to Discord) was reposted all the same,
 /// undoing the deletion. The relay's own deletion of it finds it gone (404): the repost is taken back; the turn it
 /// ended stays ended.

@@ -113,6 +113,7 @@ fn played_session(
                 edited_at: None,
                 has_files: false,
                 flags: Default::default(),
+                mentions: None,
             };
             events.extend(session.handle_message(&message, at(ms), ctx).events);
         }

@@ -58,7 +58,17 @@ impl Identity {
         }
         let written_at = edited_at.unwrap_or_else(|| id.created_at());
         let (edited, flags) = (edited_at.is_some(), KeptFlags::default());
-        Some(IncomingMessage { id, author, text, edited, written_at, edited_at: None, has_files, flags })
+        Some(IncomingMessage {
+            id,
+            author,
+            text,
+            edited,
+            written_at,
+            edited_at: None,
+            has_files,
+            flags,
+            mentions: None,
+        })
     }
 }
 

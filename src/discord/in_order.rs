@@ -245,6 +245,7 @@ pub fn created(identity: &Identity, message: &discord::Message, text: String) ->
     let has_files = more || carries_files(&message.attachments, &message.embeds);
     let flags = message.flags.map_or(0, |flags| flags.bits());
     let incoming = identity.incoming(author, webhook, id, text, None, has_files)?.with_flags(flags);
+    let incoming = incoming.with_mentions(message.mentions.iter().map(|user| user.id.get()));
     Some((ChannelId(message.channel_id.get()), incoming))
 }
 
@@ -273,6 +274,10 @@ pub fn edited(
     let flags = event.flags.flatten().map_or(0, |flags| flags.bits());
     let incoming = identity.incoming(UserId(author.id.get()), webhook, id, text, Some(edited_at), has_files)?;
     let incoming = incoming.with_flags(flags);
+    let incoming = match &event.mentions {
+        Some(users) => incoming.with_mentions(users.iter().map(|user| user.id.get())),
+        None => incoming,
+    };
     Some((ChannelId(event.channel_id.get()), incoming))
 }
 

@@ -404,7 +404,7 @@ async fn posting(
 ) -> Result<Vec<MessageId>, RestError> {
     let (rest, channel) = (tools.rest.as_ref(), tools.channel);
     match effect {
-        Effect::Relay { message_id, persona, text, has_files, already_deleted, flags } => {
+        Effect::Relay { message_id, persona, text, has_files, already_deleted, flags, mentions } => {
             if forgotten(tools, *message_id) {
                 tracing::info!(%channel, message = %message_id, "deleted by someone before its relay: not reposted");
                 return Ok(Vec::new());
@@ -427,8 +427,13 @@ async fn posting(
             let mut made = Vec::new();
             if text.is_some() || !carries.is_empty() {
                 let found = tools.personas.get(persona);
-                let is_persona = |user| tools.personas.by_user(UserId(user)).is_some();
-                let pings = users_to_ping(text.as_deref().unwrap_or_default(), is_persona);
+                // Those the original pinged, but no persona: an agent that posted with its mentions off pinged
+                // nobody, and its repost must not either (found by a review).
+                let not_pinged = |user| {
+                    tools.personas.by_user(UserId(user)).is_some()
+                        || mentions.as_ref().is_some_and(|pinged| !pinged.contains(&UserId(user)))
+                };
+                let pings = users_to_ping(text.as_deref().unwrap_or_default(), not_pinged);
                 let voice = Voice {
                     name: found.map_or(persona.as_str(), |p| p.display_name.as_str()),
                     avatar_url: found.and_then(|p| p.avatar_url.as_deref()),

@@ -123,6 +123,7 @@ fn from_pm(text: &str, ms: i64) -> IncomingMessage {
         edited_at: None,
         has_files: false,
         flags: Default::default(),
+        mentions: None,
     }
 }
 

@@ -27,6 +27,10 @@ pub enum Effect {
         already_deleted: bool,
         #[serde(default, skip_serializing_if = "KeptFlags::is_none")]
         flags: KeptFlags,
+        /// The users the original pinged, the only ones the repost may ping; `None`: not known, those its text
+        /// mentions.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        mentions: Option<Vec<UserId>>,
     },
     /// Delete a message (out of turn under the `remove` policy, relay mode).
     Delete { message_id: MessageId },

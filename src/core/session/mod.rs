@@ -324,6 +324,9 @@ pub struct IncomingMessage {
     pub has_files: bool,
     /// The flags a repost keeps (`@silent`, previews suppressed).
     pub flags: effects::KeptFlags,
+    /// The users Discord says it mentioned (its `mentions`, after the author's allowed mentions): a repost pings no
+    /// one else. `None` where that is not known (an update that left it out, a message read back from history).
+    pub mentions: Option<Vec<UserId>>,
 }
 
 impl IncomingMessage {
@@ -337,6 +340,11 @@ impl IncomingMessage {
     /// The message with Discord's message `flags`, of which a repost keeps some.
     pub fn with_flags(self, flags: u64) -> Self {
         Self { flags: effects::KeptFlags::of(flags), ..self }
+    }
+
+    /// The message with the users Discord says it mentioned.
+    pub fn with_mentions(self, mentions: impl IntoIterator<Item = u64>) -> Self {
+        Self { mentions: Some(mentions.into_iter().map(UserId).collect()), ..self }
     }
 }
 

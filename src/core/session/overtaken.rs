@@ -82,6 +82,8 @@ impl Session {
                 // A deleted message's files are gone: a relay cannot carry them over.
                 has_files: note.has_files && !note.removed,
                 flags: note.flags,
+                // Not kept in the note: a repost pings whom its text mentions.
+                mentions: None,
             };
             let detected = ctx.config.signals.detect(&message.text, &holder);
             let judged_from = t.effects.len();
@@ -107,6 +109,7 @@ impl Session {
                     has_files: false,
                     already_deleted: true,
                     flags: note.flags,
+                    mentions: None,
                 };
                 t.effects.insert(judged_from, relay);
             }

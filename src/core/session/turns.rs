@@ -277,6 +277,7 @@ impl Session {
                 has_files: message.has_files,
                 already_deleted: false,
                 flags: message.flags,
+                mentions: message.mentions.clone(),
             }),
             DisplayMode::Observe if completed => {
                 t.effects.push(Effect::React { message_id: message.id, emoji: COMPLETED_REACTION.into() })

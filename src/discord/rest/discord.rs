@@ -186,7 +186,11 @@ impl Rest for DiscordRest {
                 // Only the ids and the count of the page are read after this: its texts move, not copied.
                 let text = std::mem::take(&mut m.content);
                 let message = self.identity.incoming(author, webhook, MessageId(id(m)), text, None, m.has_files())?;
-                Some(IncomingMessage { edited_at: m.edited_timestamp, ..message.with_flags(m.flags) })
+                let message = IncomingMessage { edited_at: m.edited_timestamp, ..message.with_flags(m.flags) };
+                Some(match &m.mentions {
+                    Some(users) => message.with_mentions(users.iter().filter_map(|u| u.id.parse().ok())),
+                    None => message,
+                })
             })
             .collect();
         Ok(Page { messages, newest: read.last().map(|m| MessageId(id(m))), read: read.len() })

@@ -241,6 +241,15 @@ pub struct PageMessage {
     /// Discord's message type: 0 or 19 for one someone wrote, others for its system messages.
     #[serde(default, rename = "type")]
     pub kind: u8,
+    /// The users it mentioned, as Discord applied its author's allowed mentions.
+    #[serde(default)]
+    pub mentions: Option<Vec<Mentioned>>,
+}
+
+/// A user a message mentioned: only the id is read.
+#[derive(Debug, Deserialize)]
+pub struct Mentioned {
+    pub id: String,
 }
 
 impl PageMessage {

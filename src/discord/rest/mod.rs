@@ -46,18 +46,19 @@ pub struct Voice<'a> {
     pub pings: &'a [u64],
 }
 
-/// The users a repost of `text` pings: those it mentions (`<@id>`, `<@!id>`), at most Discord's 100, but no
-/// persona's account. Its original pinged them already, and a second mention from the repost called on an agent
-/// that answers mentions a second time, out of turn (found by a review); the floor's announcement is what calls on
-/// the next persona. People keep their ping: the original's goes with its deletion.
-pub fn users_to_ping(text: &str, is_persona: impl Fn(u64) -> bool) -> Vec<u64> {
+/// The users a repost of `text` pings: those it mentions (`<@id>`, `<@!id>`), at most Discord's 100, but none that
+/// `left_out` names: no persona's account (its original pinged them already, and a second mention from the repost
+/// called on an agent that answers mentions a second time, out of turn (found by a review); the floor's announcement
+/// is what calls on the next persona), nor anyone the original did not ping. People keep their ping: the original's
+/// goes with its deletion.
+pub fn users_to_ping(text: &str, left_out: impl Fn(u64) -> bool) -> Vec<u64> {
     let mut users: Vec<u64> = Vec::new();
     for (at, _) in text.match_indices("<@") {
         let rest = &text[at + 2..];
         let rest = rest.strip_prefix('!').unwrap_or(rest);
         let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
         let Ok(user) = rest[..digits].parse::<u64>() else { continue };
-        if rest[digits..].starts_with('>') && !is_persona(user) && !users.contains(&user) && users.len() < 100 {
+        if rest[digits..].starts_with('>') && !left_out(user) && !users.contains(&user) && users.len() < 100 {
             users.push(user);
         }
     }

@@ -291,6 +291,7 @@ fn relay_of(text: Option<&str>, has_files: bool) -> Effect {
         has_files,
         already_deleted: false,
         flags: Default::default(),
+        mentions: None,
     }
 }
 

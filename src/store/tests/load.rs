@@ -64,6 +64,7 @@ fn a_torn_session_file_is_moved_aside_and_the_last_good_copy_is_used() {
         edited_at: None,
         has_files: false,
         flags: Default::default(),
+        mentions: None,
     };
     let t = session.handle_message(&message, t0() + TimeDelta::seconds(5), ctx);
     store.save(&session, &t.events).unwrap();

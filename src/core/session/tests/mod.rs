@@ -109,6 +109,7 @@ impl Fixture {
             edited_at: None,
             has_files: false,
             flags: Default::default(),
+            mentions: None,
         }
     }
 
@@ -123,6 +124,7 @@ impl Fixture {
             edited_at: None,
             has_files: false,
             flags: Default::default(),
+            mentions: None,
         }
     }
 
@@ -211,6 +213,7 @@ fn relayed(message: MessageId, persona: &str, text: Option<String>) -> Effect {
         has_files: false,
         already_deleted: false,
         flags: Default::default(),
+        mentions: None,
     }
 }
 

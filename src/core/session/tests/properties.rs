@@ -225,6 +225,7 @@ fn random_session(steps: Vec<Step>, config: Config, texts: &[&str]) -> Result<()
                     edited_at: None,
                     has_files: false,
                     flags: Default::default(),
+                    mentions: None,
                 };
                 run.said.push(message.clone());
                 run.deliver(&message, ctx)?

@@ -71,6 +71,7 @@ fn play(script: &[(Written, i64)], delays: &[i64]) -> Fixture {
                     edited_at: None,
                     has_files: false,
                     flags: Default::default(),
+                    mentions: None,
                 };
                 f.deliver(&message, handled);
             }

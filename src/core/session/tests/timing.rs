@@ -112,6 +112,7 @@ fn commands_are_not_deduplicated_in_the_core_and_do_not_claim_their_message_id()
         edited_at: None,
         has_files: false,
         flags: Default::default(),
+        mentions: None,
     };
     assert!(f.deliver(&typed, 1_002).changed);
 }

@@ -509,6 +509,7 @@ impl Harness {
             edited_at: None,
             has_files: false,
             flags: Default::default(),
+            mentions: None,
         }
     }
 
