@@ -193,6 +193,39 @@ async fn channels_in_the_configuration_are_managed_from_start_up() {
     assert!(scene.session().await.is_active());
 }
 
+/// Found by a review: removed from a server while it was down, the bot learned it from no event (Discord sends no
+/// GUILD_DELETE to a bot that is not connected): its catch-up read was refused, the overdue turn ended blind, the
+/// announcement was refused, and the session paused for a missing permission; invited back, the configured channel
+/// stayed so. The servers a new gateway session's READY lists are all the shard's: a session in another ends as the
+/// removal it is, and the configuration starts it again when the bot is added back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn removed_from_a_server_while_down_its_sessions_end_at_the_next_start_and_start_again_when_added_back() {
+    let mut scene = Scene::build([60, 60, 60], |stage| Config {
+        channels: vec![ManagedChannel {
+            channel_id: ChannelId(stage.channel),
+            roster: vec![PersonaId::parse("critic").unwrap(), PersonaId::parse("dev").unwrap()],
+        }],
+        ..Config::default()
+    })
+    .await;
+    scene.until("critic's floor", |v| v.iter().any(|m| is_floor(m, "critic")).then_some(())).await;
+    scene.stop_bot().await;
+    let (guild, bot) = (scene.stage.guild, scene.stage.bot_user);
+    scene.stage.server.remove_member(guild, bot);
+    scene.restart_bot().await;
+    session_ends(&scene).await;
+    let ended = scene.events("session_ended");
+    assert_eq!(ended.len(), 1, "{:?}", scene.history());
+    assert!(format!("{:?}", ended[0].kind).contains("removed from this server"), "{:?}", ended[0].kind);
+    assert!(scene.events("posting_refused").is_empty(), "{:?}", scene.history());
+    assert!(scene.events("turn_timeout").is_empty(), "no turn ended blind: {:?}", scene.history());
+
+    scene.stage.server.add_member(guild, bot, &[scene.stage.bot_role]);
+    let starts = |v: &[local_discord::world::SeenMessage]| v.iter().filter(|m| m.content.starts_with("▶️")).count();
+    scene.until("the session to start again", |v| (starts(v) == 2).then_some(())).await;
+    assert!(scene.session().await.is_active());
+}
+
 /// `turn-manager run` against the stage's server, with the stage's token.
 fn run(stage: &Stage, personas: &std::path::Path, state: &std::path::Path) -> Command {
     run_at(&stage.server.base_url(), stage, personas, state)

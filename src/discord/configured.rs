@@ -8,6 +8,7 @@ use super::router::Router;
 use crate::core::config::Config;
 use crate::core::ids::{ChannelId, GuildId};
 use crate::core::session::{Command, Session};
+use crate::core::shards::Shard;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -79,6 +80,17 @@ impl ConfiguredStarts {
     pub fn rearm_server(&self, guild: GuildId) {
         let servers = self.servers.lock().expect("configured servers lock");
         self.rearm(servers.iter().filter(|(_, server)| **server == guild).map(|(channel, _)| *channel));
+    }
+
+    /// [`ConfiguredStarts::rearm`] for the configured channels known to be in a server of `shard` (`None`: the only
+    /// shard) that `servers` (sorted), all the servers a READY listed for it, leaves out: the bot was removed from it
+    /// while it was not connected.
+    pub fn rearm_unlisted(&self, shard: Option<Shard>, servers: &[GuildId]) {
+        let known = self.servers.lock().expect("configured servers lock");
+        let unlisted = |server: &GuildId| {
+            shard.is_none_or(|shard| shard.carries(*server)) && servers.binary_search(server).is_err()
+        };
+        self.rearm(known.iter().filter(|(_, server)| unlisted(server)).map(|(channel, _)| *channel));
     }
 
     pub fn waiting(&self) -> usize {
@@ -172,6 +184,26 @@ mod tests {
         assert_eq!(again, [2, 3]);
         starts.rearm_server(GuildId(80));
         assert_eq!(starts.waiting(), 0, "no configured channel there");
+    }
+
+    /// A READY lists every server of its shard the bot is in: a configured channel known to be in a server of that
+    /// shard it leaves out starts again when the server is seen; one of another shard's server waits for its own.
+    #[test]
+    fn a_ready_rearms_the_configured_channels_of_its_shards_servers_it_does_not_list() {
+        let starts = ConfiguredStarts::new(&config(&[1, 2, 3]), &[]);
+        let shard = |id| Some(Shard { id, total: 2 });
+        let (on_0, on_1, also_on_0) = (GuildId(0), GuildId(1 << 22), GuildId(2 << 22));
+        assert!(
+            shard(0).unwrap().carries(on_0) && shard(1).unwrap().carries(on_1) && shard(0).unwrap().carries(also_on_0)
+        );
+        starts.seen(on_0, [1].map(ChannelId).into_iter());
+        starts.seen(on_1, [2].map(ChannelId).into_iter());
+        starts.seen(also_on_0, [3].map(ChannelId).into_iter());
+        assert_eq!(starts.waiting(), 0, "all started");
+        starts.rearm_unlisted(shard(0), &[also_on_0]);
+        assert_eq!(starts.take([1, 2, 3].map(ChannelId).into_iter()).iter().map(|(c, _)| c.0).collect::<Vec<_>>(), [1]);
+        starts.rearm_unlisted(None, &[on_0, on_1]);
+        assert_eq!(starts.take([1, 2, 3].map(ChannelId).into_iter()).iter().map(|(c, _)| c.0).collect::<Vec<_>>(), [3]);
     }
 
     #[test]

@@ -41,6 +41,10 @@ impl discord::EventHandler for Gateway {
     /// messages after it reach the channels in order (see [`InOrder`]), after the catch-up they ask for.
     /// poise then sets itself up on it (the first time: the slash commands are registered).
     async fn ready(&self, ctx: discord::Context, ready: discord::Ready) {
+        // A configured channel in a server the bot was removed from while it was not connected starts again when it
+        // is added back, as after a GUILD_DELETE (the channels' sessions end as they are told the same READY).
+        let listed = in_order::servers_of(&ready);
+        self.configured.rearm_unlisted(listed.shard, &listed.servers);
         // Unless this runner's collector is in place already, and delivered it in order.
         if !self.in_order.was_taken(&Taken::Ready { session: ready.session_id.clone() }) {
             in_order::ready(&self.router, &self.identity, &ready);

@@ -10,11 +10,11 @@
 //! done with it. A resumed connection keeps its runner, so RESUMED, which Discord sends after the replay, reaches the
 //! actors after every replayed message: it lets their held deadlines run again.
 
-use super::actor::Input;
+use super::actor::{Input, ShardServers};
 use super::commands::{COMMAND_NAME, CommandGate, may_run_command};
 use super::identity::Identity;
 use super::router::Router;
-use crate::core::ids::{ChannelId, MessageId, UserId};
+use crate::core::ids::{ChannelId, GuildId, MessageId, UserId};
 use crate::core::session::IncomingMessage;
 use crate::core::shards::Shard;
 use serenity::all as discord;
@@ -213,8 +213,20 @@ pub fn ready(router: &Router, identity: &Identity, ready: &discord::Ready) {
     let shard = ready.shard.map(|info| Shard { id: info.id.0, total: info.total });
     let shard_id = shard.map_or(0, |s| s.id);
     tracing::info!(user = %ready.user.name, guilds = ready.guilds.len(), shard = shard_id, "connected to the gateway");
+    // Before their catch-up, which a server the bot was removed from refuses (found by a review: the overdue turn
+    // then ended blind, and the refused announcement paused the session for a missing permission).
+    let listed = Arc::new(servers_of(ready));
+    router.broadcast(|| Input::ServersOfShard(listed.clone()));
     // Marked up as the channels are told: a channel that finds it down after this is sure to hear of it.
     router.env().shards.came_up(shard_id, || router.broadcast(|| Input::CatchUp(shard)));
+}
+
+/// The servers a READY lists: all those of its shard the bot is in.
+pub fn servers_of(ready: &discord::Ready) -> ShardServers {
+    let shard = ready.shard.map(|info| Shard { id: info.id.0, total: info.total });
+    let mut servers: Vec<GuildId> = ready.guilds.iter().map(|guild| GuildId(guild.id.get())).collect();
+    servers.sort_unstable();
+    ShardServers { shard, servers }
 }
 
 /// RESUMED: Discord has replayed what the shard missed, and this collector has delivered it, so the shard's channels

@@ -124,6 +124,9 @@ pub enum Input {
     Unreachable(Unreachable),
     /// The bot was removed from this server: the channel's session ends if it is there.
     LeftServer(GuildId),
+    /// A new gateway session's READY listed every server of its shard the bot is in: a session of that shard in
+    /// another ends, the bot having been removed from it while it was not connected (no GUILD_DELETE tells of that).
+    ServersOfShard(Arc<ShardServers>),
     /// This process no longer holds the channel's lease (lost at a renewal), and the channel is to be taken over
     /// afresh: this actor stops when it comes to it (a save before that is refused: the lease is not held), and a
     /// new one starts once it has.
@@ -138,6 +141,13 @@ pub enum Input {
 /// channel, idle or not.
 pub const INPUT_SIZE_MAX: usize = 16;
 const _: () = assert!(std::mem::size_of::<Input>() <= INPUT_SIZE_MAX);
+
+/// The servers a READY listed for its shard (`None`: the only shard), sorted.
+#[derive(Debug)]
+pub struct ShardServers {
+    pub shard: Option<Shard>,
+    pub servers: Vec<GuildId>,
+}
 
 /// Asks an actor whether a message id has been handled.
 #[derive(Debug)]
@@ -795,6 +805,12 @@ impl Actor {
             Input::Unreachable(why) => self.on_unreachable(why).await,
             Input::LeftServer(guild) => {
                 if self.session.guild_id == Some(guild) {
+                    self.on_unreachable(Unreachable::LeftServer).await;
+                }
+            }
+            Input::ServersOfShard(listed) => {
+                let gone = self.session.guild_id.is_some_and(|guild| listed.servers.binary_search(&guild).is_err());
+                if gone && self.is_on(listed.shard) && self.session.is_active() {
                     self.on_unreachable(Unreachable::LeftServer).await;
                 }
             }
