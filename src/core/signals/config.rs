@@ -86,9 +86,11 @@ fn read_legacy(c: &mut Checker, legacy: &Map<String, Value>, rules: &mut Vec<Rul
         c.error(&["signal"], format!("keyword {bad:?} {INVISIBLE}"));
         return None;
     }
-    // Longest first, so that an alternative containing another one (NOT_DONE and DONE) is the one named.
+    // Longest first, so that an alternative containing another one (NOT_DONE and DONE) is the one named; each once
+    // (found by a review: `dedup` alone kept a repeat the sort had not put next to it).
     keywords.sort_by_key(|k| std::cmp::Reverse(k.chars().count()));
-    keywords.dedup();
+    let mut seen = std::collections::HashSet::new();
+    keywords.retain(|k| seen.insert(k.clone()));
     rules.extend(keywords.iter().map(|k| keyword_rule(k)));
     Some(keyword)
 }
@@ -116,7 +118,8 @@ fn read_rules(c: &mut Checker, signals: &Map<String, Value>, rules: &mut Vec<Rul
             read.push((i, rule));
         }
     }
-    check_priorities(c, &read);
+    // The rules already there are `signal`'s keywords, listed before: a rule they shadow can never win either.
+    check_priorities(c, rules, &read);
     rules.extend(read.into_iter().map(|(_, rule)| rule));
 }
 
@@ -368,31 +371,48 @@ fn check_groups(at: &mut RuleAt, rule: &Rule) {
 const ORDINARY_MESSAGES: &[&str] =
     &["Here is my first draft of the plan.", "I agree, let's go with option B", "Still working on it: more soon!"];
 
-/// Two rules with the same name, or a rule that can never win: an earlier one with the same pattern, position,
-/// senders and priority always takes the message first. `rules` holds each rule read with its index in the list.
-fn check_priorities(c: &mut Checker, rules: &[(usize, Rule)]) {
+/// Two rules with the same name, or a rule that can never win: an earlier one with the same pattern and position, a
+/// priority at least as high, and senders that include all of its own always takes the message first. `keywords`
+/// are `signal`'s (`turnComplete`, `alternatives`), matched before every listed rule; `rules` holds each rule read
+/// with its index in the list.
+fn check_priorities(c: &mut Checker, keywords: &[Rule], rules: &[(usize, Rule)]) {
+    let shadows = |r: &Rule, rule: &Rule| {
+        let senders = r.from.is_empty() || (!rule.from.is_empty() && rule.from.iter().all(|p| r.from.contains(p)));
+        r.pattern == rule.pattern && r.at == rule.at && r.priority >= rule.priority && senders
+    };
     for (k, (i, rule)) in rules.iter().enumerate() {
         let (i, earlier) = (*i, &rules[..k]);
-        if let Some((j, _)) = earlier.iter().find(|(_, r)| r.name == rule.name) {
+        let named_before = match earlier.iter().find(|(_, r)| r.name == rule.name) {
+            Some((j, _)) => Some(format!("rule {j}")),
+            None => keywords.iter().any(|r| r.name == rule.name).then(|| "a keyword of `signal`".to_owned()),
+        };
+        if let Some(before) = named_before {
             let line = c.line_in_list(&["signals", "rules"], i, "name");
             c.error_at(
                 &format!("signals.rules[{i}].name"),
                 line,
-                format!("\"{}\" is also the name of rule {j}; names must be unique", rule.name),
+                format!("\"{}\" is also the name of {before}; names must be unique", rule.name),
             );
         }
-        let shadow = earlier.iter().find(|(_, r)| {
-            r.pattern == rule.pattern && r.at == rule.at && r.priority >= rule.priority && r.from == rule.from
-        });
-        if let Some((j, shadowing)) = shadow {
+        let shadow = match earlier.iter().find(|(_, r)| shadows(r, rule)) {
+            Some((j, shadowing)) => Some(format!("rule {j} (\"{}\")", shadowing.name)),
+            None => keywords.iter().find(|r| shadows(r, rule)).map(|keyword| {
+                format!(
+                    "the keyword \"{}\" of `signal` (turnComplete or alternatives: a `complete` rule matched before \
+                     signals.rules)",
+                    keyword.name
+                )
+            }),
+        };
+        if let Some(shadowing) = shadow {
             let line = c.line_in_list(&["signals", "rules"], i, "priority");
             c.error_at(
                 &format!("signals.rules[{i}].priority"),
                 line,
                 format!(
-                    "rule \"{}\" can never win: rule {j} (\"{}\") has the same pattern and a priority at least as high; \
-                     give it a higher priority or remove it",
-                    rule.name, shadowing.name
+                    "rule \"{}\" can never win: {shadowing} has the same pattern, a priority at least as high and \
+                     every sender this rule has; give it a higher priority or remove one of them",
+                    rule.name
                 ),
             );
         }

@@ -520,10 +520,55 @@ fn every_mistake_in_the_rules_is_reported_at_once_with_its_field_and_line() {
         "error: c.json:13: field \"signals.rules[8].pattern\" does not compile: incomplete escape sequence, reached \
          end of pattern prematurely",
         "error: c.json:11: field \"signals.rules[6].priority\" rule \"ok_again\" can never win: rule 0 (\"ok\") has \
-         the same pattern and a priority at least as high; give it a higher priority or remove it",
+         the same pattern, a priority at least as high and every sender this rule has; give it a higher priority or \
+         remove one of them",
         "error: c.json:12: field \"signals.rules[7].name\" \"ok\" is also the name of rule 0; names must be unique",
     ];
     assert_eq!(lines, expected, "\n{}", lines.join("\n"));
+}
+
+/// Found by a review: a rule was taken for one that can never win only behind a rule with the very same senders, and
+/// never behind `signal`'s keywords, matched before every listed rule: a `pass` rule "PASS" beside the alternative
+/// "PASS" (spec 4.2's seed 004) passed `check`, and every "PASS" completed the turn instead. A keyword listed twice
+/// was kept twice.
+#[test]
+fn a_rule_behind_a_keyword_or_a_rule_for_more_senders_can_never_win_and_a_keyword_is_kept_once() {
+    let shadowed = |text: &str| {
+        let problems = Config::parse("c.json", text).unwrap_err();
+        problems.0.iter().map(ToString::to_string).collect::<Vec<_>>()
+    };
+    let behind_everyone = r#"{"signals": {"rules": [
+        {"name": "done", "pattern": "DONE", "action": "complete"},
+        {"name": "done_lead", "pattern": "DONE", "from": ["dev"], "action": "end"}]}}"#;
+    let lines = shadowed(behind_everyone);
+    assert_eq!(lines.len(), 1, "{lines:#?}");
+    assert!(
+        lines[0].contains("signals.rules[1].priority\" rule \"done_lead\" can never win: rule 0 (\"done\")"),
+        "{lines:#?}"
+    );
+    let behind_keyword = r#"{"signal": {"alternatives": ["PASS"]},
+        "signals": {"rules": [{"name": "pass", "pattern": "PASS", "action": "pass"}]}}"#;
+    let lines = shadowed(behind_keyword);
+    assert_eq!(lines.len(), 1, "{lines:#?}");
+    assert!(lines[0].contains("rule \"pass\" can never win: the keyword \"PASS\" of `signal`"), "{lines:#?}");
+    let named_as_keyword = r#"{"signal": {"alternatives": ["PASS"]},
+        "signals": {"rules": [{"name": "PASS", "pattern": "PASS", "priority": 1, "action": "pass"}]}}"#;
+    let lines = shadowed(named_as_keyword);
+    assert_eq!(
+        lines,
+        ["error: c.json:2: field \"signals.rules[0].name\" \"PASS\" is also the name of a keyword of \
+                        `signal`; names must be unique"]
+    );
+    // Not shadowed: fewer senders before, or a higher priority.
+    let fine = r#"{"signals": {"rules": [
+        {"name": "done_lead", "pattern": "DONE", "from": ["dev"], "action": "end"},
+        {"name": "done", "pattern": "DONE", "action": "complete"},
+        {"name": "done_pm", "pattern": "DONE", "from": ["pm"], "priority": 1, "action": "pass"}]}}"#;
+    Config::parse("c.json", fine).expect("every rule may win");
+    let config = Config::parse("c.json", r#"{"signal": {"turnComplete": "AB", "alternatives": ["CD", "AB", "CD"]}}"#)
+        .expect("valid");
+    let names: Vec<&str> = config.signals.rules().iter().map(|rule| rule.name.as_str()).collect();
+    assert_eq!(names, ["AB", "CD"], "each once");
 }
 
 /// Found by a review: a pattern whose parentheses the anchor's wrapping balanced compiled, and matched outside its
