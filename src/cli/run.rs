@@ -43,7 +43,7 @@ pub fn run(args: &RunArgs) -> ExitCode {
             return ExitCode::from(crate::errors::EXIT_SETUP);
         }
     };
-    let store = match args.store.as_deref().map(StoreLocation::parse).transpose() {
+    let store = match store_of(args.store.as_deref()) {
         Ok(store) => store,
         Err(e) => {
             eprintln!("error: --store (TM_STORE): {e}");
@@ -119,6 +119,12 @@ async fn ctrl_c() -> &'static str {
 
 /// The API base as given, checked: empty is none (an unset variable in an env file); an http(s) address, with a
 /// path up to `/api/v10` taken off (what `sandbox.json` calls `apiUrl`, the agents' base, is accepted too).
+/// The store `--store` (`TM_STORE`) names; `None` for the state folder. An empty one is unset, as `check` takes it
+/// (found by a review: `TM_STORE=` left in an env file passed `check` and was refused by `run`).
+fn store_of(given: Option<&str>) -> Result<Option<StoreLocation>, String> {
+    given.filter(|text| !text.trim().is_empty()).map(StoreLocation::parse).transpose()
+}
+
 fn api_base_of(text: &str) -> Result<Option<String>, String> {
     let text = text.trim();
     if text.is_empty() {
@@ -138,7 +144,17 @@ fn api_base_of(text: &str) -> Result<Option<String>, String> {
 
 #[cfg(test)]
 mod tests {
-    use super::api_base_of;
+    use super::{api_base_of, store_of};
+    use crate::sessions::location::StoreLocation;
+
+    #[test]
+    fn an_empty_store_is_the_state_folder_as_check_takes_it() {
+        for empty in [None, Some(""), Some("  ")] {
+            assert!(matches!(store_of(empty), Ok(None)), "{empty:?}");
+        }
+        assert!(matches!(store_of(Some("/srv/state")), Ok(Some(StoreLocation::Folder(_)))));
+        assert!(store_of(Some("postgress://x")).is_err(), "a mistyped scheme is still refused");
+    }
 
     #[test]
     fn an_api_base_is_an_http_address_taken_without_its_api_path() {

@@ -120,8 +120,15 @@ pub fn parse_persona(file: &str, text: &str) -> (Option<Persona>, Vec<Problem>) 
 
     // A turn length written where it is not read would leave the persona on the default without a word.
     // Its near misses too (`timeoutSecond`, `timeout_seconds`): found by a review, they were passed over in silence.
-    let misplaced =
-        |key: &String| key == "timeout" || crate::core::problems::closest(key, &["timeoutSeconds"]).is_some();
+    // And the names that say what they are for (found by a review: `"turnBehavior.timeoutSeconds": 300`, as the
+    // docs name the field, `turnTimeoutSeconds`, `timeoutSecs`): a key of the runtime's own (`requestTimeoutMs`) is not.
+    let misplaced = |key: &String| {
+        let bare: String = key.chars().filter(char::is_ascii_alphanumeric).collect::<String>().to_ascii_lowercase();
+        bare.starts_with("timeout")
+            || (bare.starts_with("turnbehavior") && key != "turnBehavior")
+            || bare.contains("turntimeout")
+            || crate::core::problems::closest(key, &["timeoutSeconds"]).is_some()
+    };
     for misplaced in object.keys().filter(|key| misplaced(key)) {
         c.warning(
             &[misplaced],
@@ -573,6 +580,10 @@ mod tests {
             // Found by a review: a near miss of it at the top level was passed over in silence.
             r#"{"id": "b", "discordUserId": "1312000000000000002", "timeoutSecond": 5}"#,
             r#"{"id": "b", "discordUserId": "1312000000000000002", "timeout_seconds": 5}"#,
+            // Found by a review: as the docs name the field, and names that say what they are for.
+            r#"{"id": "b", "discordUserId": "1312000000000000002", "turnBehavior.timeoutSeconds": 5}"#,
+            r#"{"id": "b", "discordUserId": "1312000000000000002", "turnTimeoutSeconds": 5}"#,
+            r#"{"id": "b", "discordUserId": "1312000000000000002", "timeoutSecs": 5}"#,
         ] {
             let (persona, problems) = parse_persona("p.json", text);
             assert_eq!(persona.unwrap().timeout_seconds, None, "{text}");
@@ -580,6 +591,9 @@ mod tests {
             assert_eq!(warnings.len(), 1, "{text}: {warnings:#?}");
             assert!(warnings[0].starts_with("warning:") && warnings[0].contains("timeoutSeconds"), "{warnings:?}");
         }
+        // A setting of the agent's runtime, shared in the file, is none of the bot's business.
+        let text = r#"{"id": "b", "discordUserId": "1312000000000000002", "requestTimeoutMs": 5}"#;
+        assert!(parse_persona("p.json", text).1.is_empty());
     }
 
     #[test]
