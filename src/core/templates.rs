@@ -247,6 +247,11 @@ pub const QUOTED_TEXT_MAX_CHARS: usize = 80;
 /// the rest be read as markdown (bold, headings, mentions shown as mentions), so backticks become `'`; line breaks and
 /// other control characters become spaces; the text is cut to [`QUOTED_TEXT_MAX_CHARS`].
 pub fn quotable(text: &str) -> String {
+    quotable_within(text, QUOTED_TEXT_MAX_CHARS)
+}
+
+/// [`quotable`], cut to `max` characters.
+pub fn quotable_within(text: &str, max: usize) -> String {
     let flat: String = text
         .chars()
         .map(|c| match c {
@@ -256,10 +261,10 @@ pub fn quotable(text: &str) -> String {
         })
         .collect();
     let flat = flat.trim();
-    if flat.chars().count() <= QUOTED_TEXT_MAX_CHARS {
+    if flat.chars().count() <= max {
         return flat.to_owned();
     }
-    let kept: String = flat.chars().take(QUOTED_TEXT_MAX_CHARS - 1).collect();
+    let kept: String = flat.chars().take(max.saturating_sub(1)).collect();
     format!("{}…", kept.trim_end())
 }
 

@@ -262,18 +262,20 @@ impl HistoryEvent {
             | EventKind::HandedOff { next_agent, .. } => {
                 format!(" -> {next_agent}")
             }
-            EventKind::HandoffRefused { target, .. } => format!(": no \"{target}\" in the session"),
+            EventKind::HandoffRefused { target, .. } => format!(": no {} in the session", quoted(target)),
             EventKind::Routed(routed) => {
                 let Routed { task, stage, next_agent, .. } = routed.as_ref();
-                let task = task.as_deref().map(|t| format!(" {t}")).unwrap_or_default();
+                let task = task.as_deref().map(|t| format!(" {}", quoted(t))).unwrap_or_default();
                 format!(":{task} -> {stage} ({next_agent})")
             }
-            EventKind::TaskFinished(finished) => format!(": {} done -> {}", finished.task, finished.next_agent),
+            EventKind::TaskFinished(finished) => {
+                format!(": {} done -> {}", quoted(&finished.task), finished.next_agent)
+            }
             EventKind::Kept(kept) => {
                 let Kept { reason, count, .. } = kept.as_ref();
                 format!(
                     " ({count} in a row){}",
-                    reason.as_deref().map(|r| format!(": {}", ellipsize(r, 60))).unwrap_or_default()
+                    reason.as_deref().map(|r| format!(": {}", quoted(r))).unwrap_or_default()
                 )
             }
             EventKind::Progress { percent, extended_seconds, .. } => {
@@ -282,16 +284,13 @@ impl HistoryEvent {
                 format!(": {figure}{more}")
             }
             EventKind::Escalated { reason, .. } => {
-                reason.as_deref().map(|r| format!(": {}", ellipsize(r, 60))).unwrap_or_default()
+                reason.as_deref().map(|r| format!(": {}", quoted(r))).unwrap_or_default()
             }
             EventKind::Recorded { signal, payload, .. } => {
-                format!(
-                    ": {signal}{}",
-                    payload.as_deref().map(|p| format!(" {}", ellipsize(p, 60))).unwrap_or_default()
-                )
+                format!(": {signal}{}", payload.as_deref().map(|p| format!(" {}", quoted(p))).unwrap_or_default())
             }
             EventKind::SessionEnded { reason } => format!(": {reason}"),
-            EventKind::UnknownSignal { line, count, .. } => format!(": \"{}\" ({count} in a row)", ellipsize(line, 60)),
+            EventKind::UnknownSignal { line, count, .. } => format!(": {} ({count} in a row)", quoted(line)),
             EventKind::AgentSignalFailure { count, next_agent } => {
                 format!(" after {count} unknown signals -> {next_agent}")
             }
@@ -300,14 +299,12 @@ impl HistoryEvent {
             }
             EventKind::Benched { timeouts } => format!(" after {timeouts} timeouts in a row"),
             EventKind::Unbenched { by } => format!(" ({by})"),
-            EventKind::LoopDetected { count, text } => format!(": \"{}\" {count} times", ellipsize(text, 60)),
+            EventKind::LoopDetected { count, text } => format!(": {} {count} times", quoted(text)),
             EventKind::SignalHeld { signal, .. } => format!(": {signal} (paused: not acted on)"),
             EventKind::TurnTimeout { duration_seconds, next_agent } => {
                 format!(" after {duration_seconds}s -> {next_agent}")
             }
-            EventKind::LateSignal { text, .. } | EventKind::OutOfTurn { text, .. } => {
-                format!(": \"{}\"", ellipsize(text, 60))
-            }
+            EventKind::LateSignal { text, .. } | EventKind::OutOfTurn { text, .. } => format!(": {}", quoted(text)),
             EventKind::FloorGiven { from } => from.as_ref().map(|f| format!(" (from {f})")).unwrap_or_default(),
             EventKind::Extended { seconds } => format!(" +{seconds}s"),
             EventKind::Paused { remaining_seconds } | EventKind::Resumed { remaining_seconds } => {
@@ -331,9 +328,11 @@ pub(crate) fn join_ids(ids: &[PersonaId]) -> String {
     ids.iter().map(PersonaId::as_str).collect::<Vec<_>>().join(", ")
 }
 
-fn ellipsize(text: &str, max: usize) -> String {
-    let flat = text.replace('\n', " ");
-    if flat.chars().count() <= max { flat } else { format!("{}…", flat.chars().take(max - 1).collect::<String>()) }
+/// What an agent wrote, in a code span: Discord shows it as written, never as Markdown (found by a review: a code fence
+/// in one event's text and another's made one code block of every line between them), mentions included.
+fn quoted(text: &str) -> String {
+    let text = crate::core::templates::quotable_within(text, 60);
+    if text.is_empty() { "\"\"".to_owned() } else { format!("`{text}`") }
 }
 
 #[cfg(test)]
@@ -377,6 +376,23 @@ mod tests {
             serde_json::json!({"messageId": "7", "signal": "MORE", "reason": "tool failed", "count": 2})
         );
         assert_eq!(serde_json::from_value::<HistoryEvent>(json).unwrap(), event);
+    }
+
+    /// Found by a review: `history` showed agents' text as Markdown, so a code fence in one event and another in a
+    /// later one made one code block of every line between them.
+    #[test]
+    fn what_agents_wrote_is_shown_in_a_code_span_never_as_markdown() {
+        let event = |kind| HistoryEvent { at: chrono::DateTime::UNIX_EPOCH, round: 1, agent_id: None, kind };
+        let out = |text: &str| EventKind::OutOfTurn { message_id: MessageId(1), text: text.into(), removed: true };
+        let lines = [event(out("```rust\nfn a() {")), event(out("``` done **now** <@42>")), event(out(""))];
+        let shown: Vec<String> = lines.iter().map(HistoryEvent::summary).collect();
+        assert_eq!(
+            shown,
+            ["out_of_turn: `'''rust fn a() {`", "out_of_turn: `''' done **now** <@42>`", "out_of_turn: \"\""]
+        );
+        let refused =
+            EventKind::HandoffRefused { message_id: MessageId(2), signal: "HANDOFF".into(), target: "`x`".into() };
+        assert_eq!(event(refused).summary(), "handoff_refused: no `'x'` in the session");
     }
 
     #[test]
