@@ -7,6 +7,7 @@ use super::actor::Input;
 use super::router::Router;
 use crate::core::config::Config;
 use crate::core::ids::{ChannelId, GuildId};
+use crate::core::persona::PersonaCatalog;
 use crate::core::session::{Command, Session};
 use crate::core::shards::Shard;
 use std::collections::HashMap;
@@ -27,7 +28,7 @@ impl ConfiguredStarts {
     /// purpose (a manager's `stop`, an `end` signal, `maxRounds`: found by a review, every restart started it again,
     /// and called its agents); one whose channel was lost (deleted, the bot removed from its server) waits for its
     /// server.
-    pub fn new(config: &Config, saved: &[Session]) -> Self {
+    pub fn new(config: &Config, personas: &PersonaCatalog, saved: &[Session]) -> Self {
         let every: HashMap<ChannelId, Command> = config
             .channels
             .iter()
@@ -50,10 +51,13 @@ impl ConfiguredStarts {
                  started again: `!turn start` there starts one"
             );
         }
+        // A session none of whose personas is known any more (all renamed) is stopped by its actor as it begins: the
+        // configuration starts it again with its own roster (found by a review: it stayed stopped until a restart).
+        let runs = |s: &Session| s.is_active() && s.roster.iter().any(|p| personas.get(p).is_some());
         let waiting = every
             .iter()
             .filter(|(channel, _)| {
-                !ended.contains(channel) && !saved.iter().any(|s| s.channel_id == **channel && s.is_active())
+                !ended.contains(channel) && !saved.iter().any(|s| s.channel_id == **channel && runs(s))
             })
             .map(|(channel, start)| (*channel, start.clone()))
             .collect();
@@ -137,6 +141,16 @@ mod tests {
     use crate::core::ids::PersonaId;
     use crate::core::session::SessionStatus;
 
+    fn catalog() -> PersonaCatalog {
+        crate::core::persona::two_personas(60)
+    }
+
+    /// A session that runs (paused), its roster the catalog's.
+    fn paused(channel: u64) -> Session {
+        let roster = catalog().all().iter().map(|p| p.id.clone()).collect();
+        Session { status: SessionStatus::Paused, roster, ..Session::new(ChannelId(channel)) }
+    }
+
     fn config(channels: &[u64]) -> Config {
         let roster = vec![PersonaId::parse("dev").unwrap()];
         let channels =
@@ -146,7 +160,7 @@ mod tests {
 
     #[test]
     fn each_configured_channel_starts_once_when_its_server_is_seen_and_only_then() {
-        let starts = ConfiguredStarts::new(&config(&[1, 2, 3]), &[]);
+        let starts = ConfiguredStarts::new(&config(&[1, 2, 3]), &catalog(), &[]);
         assert!(starts.take([7, 8].map(ChannelId).into_iter()).is_empty(), "another server's channels");
         let first = starts.take([9, 2, 1].map(ChannelId).into_iter());
         let started: Vec<u64> = first.iter().map(|(c, _)| c.0).collect();
@@ -159,7 +173,7 @@ mod tests {
 
     #[test]
     fn a_configured_channel_of_a_server_the_bot_left_starts_again_when_the_server_is_seen_again() {
-        let starts = ConfiguredStarts::new(&config(&[1, 2]), &[]);
+        let starts = ConfiguredStarts::new(&config(&[1, 2]), &catalog(), &[]);
         assert_eq!(starts.take([1, 2].map(ChannelId).into_iter()).len(), 2);
         starts.rearm([1, 5].map(ChannelId).into_iter());
         assert_eq!(starts.waiting(), 1, "only the configured channels of that server");
@@ -170,9 +184,8 @@ mod tests {
     #[test]
     fn a_removal_naming_only_the_server_rearms_its_configured_channels_known_from_a_create_or_a_saved_session() {
         // 3's session runs (saved, so not started again): its server is known from its file only.
-        let saved =
-            Session { guild_id: Some(GuildId(70)), status: SessionStatus::Paused, ..Session::new(ChannelId(3)) };
-        let starts = ConfiguredStarts::new(&config(&[1, 2, 3]), &[saved]);
+        let saved = Session { guild_id: Some(GuildId(70)), ..paused(3) };
+        let starts = ConfiguredStarts::new(&config(&[1, 2, 3]), &catalog(), &[saved]);
         assert_eq!(starts.seen(GuildId(60), [1, 9].map(ChannelId).into_iter()).len(), 1);
         assert_eq!(starts.seen(GuildId(70), [2].map(ChannelId).into_iter()).len(), 1);
         assert_eq!(starts.waiting(), 0, "all taken");
@@ -190,7 +203,7 @@ mod tests {
     /// shard it leaves out starts again when the server is seen; one of another shard's server waits for its own.
     #[test]
     fn a_ready_rearms_the_configured_channels_of_its_shards_servers_it_does_not_list() {
-        let starts = ConfiguredStarts::new(&config(&[1, 2, 3]), &[]);
+        let starts = ConfiguredStarts::new(&config(&[1, 2, 3]), &catalog(), &[]);
         let shard = |id| Some(Shard { id, total: 2 });
         let (on_0, on_1, also_on_0) = (GuildId(0), GuildId(1 << 22), GuildId(2 << 22));
         assert!(
@@ -208,12 +221,22 @@ mod tests {
 
     #[test]
     fn a_channel_whose_saved_session_is_paused_or_runs_is_not_started_again() {
-        let running = Session { status: SessionStatus::Paused, ..Session::new(ChannelId(1)) };
+        let running = paused(1);
         assert!(running.is_active(), "precondition");
         let never_started = Session::new(ChannelId(2));
-        let starts = ConfiguredStarts::new(&config(&[1, 2]), &[running, never_started]);
+        let starts = ConfiguredStarts::new(&config(&[1, 2]), &catalog(), &[running, never_started]);
         let started: Vec<u64> = starts.take([1, 2].map(ChannelId).into_iter()).iter().map(|(c, _)| c.0).collect();
         assert_eq!(started, [2]);
+    }
+
+    /// Found by a review: a session none of whose personas is known any more (all renamed, the configuration's roster
+    /// naming the new ones) was stopped by its actor as it began, and not started again until the next restart.
+    #[test]
+    fn a_running_session_whose_personas_are_all_gone_is_started_again_by_the_configuration() {
+        let gone = Session { roster: vec![PersonaId::parse("old-pm").unwrap()], ..paused(1) };
+        let starts = ConfiguredStarts::new(&config(&[1, 2]), &catalog(), &[gone, paused(2)]);
+        let started: Vec<u64> = starts.take([1, 2].map(ChannelId).into_iter()).iter().map(|(c, _)| c.0).collect();
+        assert_eq!(started, [1]);
     }
 
     /// Found by a review: a session a manager stopped (or that ended by an `end` signal or `maxRounds`) was started
@@ -241,7 +264,7 @@ mod tests {
         let saved = [stopped, lost];
         let restarted: Vec<Session> =
             saved.iter().map(|s| serde_json::from_value(serde_json::json!(s)).unwrap()).collect();
-        let starts = ConfiguredStarts::new(&self::config(&[1, 2]), &restarted);
+        let starts = ConfiguredStarts::new(&self::config(&[1, 2]), &personas, &restarted);
         let started: Vec<u64> = starts.take([1, 2].map(ChannelId).into_iter()).iter().map(|(c, _)| c.0).collect();
         assert_eq!(started, [2]);
     }

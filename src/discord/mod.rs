@@ -274,7 +274,8 @@ pub async fn start(options: BotOptions) -> anyhow::Result<RunningBot> {
     tell_lost_sessions(&env, report.lost);
     let router = Router::new(env);
     let sessions = keep_own_sessions(report.sessions, options.shards);
-    let configured = Arc::new(configured::ConfiguredStarts::new(&router.env().config, &sessions));
+    let configured =
+        Arc::new(configured::ConfiguredStarts::new(&router.env().config, &router.env().personas, &sessions));
     if configured.waiting() > 0 {
         tracing::info!(
             "{} configured channel(s) start when their server is seen on this process's shards",
