@@ -344,6 +344,14 @@ pub fn read_history_notice() -> String {
     )
 }
 
+/// What the bot says once when Discord refuses observe mode's ✅ on a completed turn.
+pub fn reactions_refused_notice() -> String {
+    format!(
+        "⚠️ Discord refused my ✅ on a completed turn (403): I need the **Add Reactions** and **{READ_HISTORY}** \
+         permissions in this channel to mark completed turns. The turns go on meanwhile."
+    )
+}
+
 /// What the bot says when a session starts where calling the managers would notify nobody (see
 /// [`Access::control_roles_unpingable`]).
 pub fn unpingable_roles_notice(names: &[String]) -> String {

@@ -16,7 +16,7 @@ mod tests;
 
 use super::access::{
     READ_HISTORY, absent_personas_notice, fallback_notice, lost_permission_notice, missing_for_relay,
-    read_history_notice, unpingable_roles_notice, webhooks_full_notice,
+    reactions_refused_notice, read_history_notice, unpingable_roles_notice, webhooks_full_notice,
 };
 use super::clock::Clock;
 use super::commands::{self, Typed};
@@ -301,6 +301,8 @@ pub struct Actor {
     /// The bot was found to lack Read Message History here and said so (at a start, or at a relay it refused):
     /// said once.
     told_history_missing: bool,
+    /// Discord refused a reaction of observe mode and the bot said so: said once.
+    told_reactions_refused: bool,
     /// The membership looks of this actor's starts (see [`Actor::look_for_absent_personas`]); boxed, as an idle
     /// channel's task keeps every field resident, and most actors (a restored session's) run no start.
     looks: Option<Box<StartLooks>>,
@@ -885,6 +887,7 @@ impl Actor {
         self.handoff.reported(&self.session, report.id, report.outcome.accepted_at());
         let queued = self.session.outbox.iter().find(|q| q.id == report.id);
         let relaying = queued.is_some_and(|q| matches!(q.effect, Effect::Relay { .. } | Effect::Delete { .. }));
+        let reacting = queued.is_some_and(|q| matches!(q.effect, Effect::React { .. }));
         let unreachable = match (queued, &report.outcome) {
             (Some(q), Outcome::Refused { status }) => Unreachable::from_refusal(&q.effect, *status),
             _ => None,
@@ -909,6 +912,19 @@ impl Actor {
             if std::mem::take(&mut self.read_deferred) {
                 self.catch_up_once_connected();
             }
+        }
+        // Observe mode's ✅ refused: completed turns would show nothing, unsaid (found by a review: the permissions
+        // looked at choose the mode, and Add Reactions is none of them). Unless the missing Read Message History,
+        // which it needs too, was said already.
+        let refused = report.outcome == (Outcome::Refused { status: 403 });
+        if reacting
+            && refused
+            && self.session.is_active()
+            && !self.told_history_missing
+            && !std::mem::replace(&mut self.told_reactions_refused, true)
+        {
+            let saved = self.save_retry.is_none();
+            self.say_once_saved(reactions_refused_notice(), saved);
         }
         // A stopped session's last relay says nothing more: the next start chooses again.
         if !relaying || self.session.display_mode != DisplayMode::Relay || !self.session.is_active() {
@@ -1033,6 +1049,7 @@ impl Actor {
             self.apply_display_mode(choice).await;
             history_missing = missing.is_some_and(|missing| missing.contains(&READ_HISTORY));
             self.told_history_missing = false; // each start says it again
+            self.told_reactions_refused = false;
             unpingable = self.env.rest.control_roles_unpingable(self.channel).await.unwrap_or_else(|e| {
                 tracing::debug!(channel = %self.channel, "could not look at the control roles: {e}");
                 Vec::new()
@@ -1372,6 +1389,7 @@ fn task(
         left_from: None,
         awaited: awaited::Awaited::default(),
         told_history_missing: false,
+        told_reactions_refused: false,
         looks: None,
         handoff: crate::metrics::Handoff::default(),
         retire,

@@ -925,6 +925,29 @@ async fn a_refused_effect_is_recorded_and_the_next_effects_go_on() {
     assert!(h.session(A).await.outbox.is_empty());
 }
 
+/// Found by a review: in observe mode without Add Reactions every completed turn's ✅ was refused and nobody was
+/// told: the channel showed no sign of a turn completed. It is said once.
+#[tokio::test(start_paused = true)]
+async fn a_reaction_refused_in_observe_mode_is_said_once() {
+    let h = Harness::new();
+    h.rest.missing.lock().unwrap().push("Manage Webhooks");
+    h.start(A).await;
+    h.settle(A).await;
+    assert_eq!(h.session(A).await.display_mode, crate::core::session::DisplayMode::Observe, "precondition");
+    h.rest.fail(A, "react", vec![status(403), status(403)]);
+    h.deliver(A, &h.written(PM, "First. TURN_COMPLETE", 1_000));
+    h.settle(A).await;
+    h.settle(A).await;
+    h.deliver(A, &h.written(DEV, "Second. TURN_COMPLETE", 2_000));
+    h.settle(A).await;
+    h.settle(A).await;
+    let lines = h.journal.of(A);
+    let said = lines.iter().filter(|l| l.starts_with("notice") && l.contains("**Add Reactions**")).count();
+    assert_eq!(said, 1, "{lines:#?}");
+    assert_eq!(h.events(A, "effect_failed"), 2, "{lines:#?}");
+    assert!(h.session(A).await.is_active());
+}
+
 #[tokio::test(start_paused = true)]
 async fn losing_manage_messages_mid_session_switches_to_observe_mode_with_one_notice() {
     let h = Harness::new();
