@@ -200,7 +200,8 @@ async fn channels_in_the_configuration_are_managed_from_start_up() {
 /// removal it is, and the configuration starts it again when the bot is added back.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn removed_from_a_server_while_down_its_sessions_end_at_the_next_start_and_start_again_when_added_back() {
-    let mut scene = Scene::build([60, 60, 60], |stage| Config {
+    // critic's turns last 4 s: its turn is overdue when the bot starts again.
+    let mut scene = Scene::build([60, 60, 4], |stage| Config {
         channels: vec![ManagedChannel {
             channel_id: ChannelId(stage.channel),
             roster: vec![PersonaId::parse("critic").unwrap(), PersonaId::parse("dev").unwrap()],
@@ -209,9 +210,18 @@ async fn removed_from_a_server_while_down_its_sessions_end_at_the_next_start_and
     })
     .await;
     scene.until("critic's floor", |v| v.iter().any(|m| is_floor(m, "critic")).then_some(())).await;
+    let deadline = loop {
+        if let Some(deadline) = scene.session().await.turn_timeout_at {
+            break deadline;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    };
     scene.stop_bot().await;
     let (guild, bot) = (scene.stage.guild, scene.stage.bot_user);
     scene.stage.server.remove_member(guild, bot);
+    while chrono::Utc::now() <= deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     scene.restart_bot().await;
     session_ends(&scene).await;
     let ended = scene.events("session_ended");

@@ -473,7 +473,8 @@ async fn a_repost_pings_the_people_its_agent_mentioned_but_no_persona() {
 
 /// Found by a review: an agent that posts with its mentions off (discord.py's `AllowedMentions.none()`, as the
 /// example agents do) pinged nobody, yet the repost of its last message pinged everyone its text named. A repost pings
-/// only whom the original pinged; the edit that adds the signal counts as the message.
+/// only whom the original pinged; for the edit that adds the signal, whom the edit's mentions name (here the message's
+/// own, the local server keeping them).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_repost_pings_nobody_its_agent_did_not_ping() {
     use local_discord::messages::Draft;

@@ -117,14 +117,14 @@ async fn ctrl_c() -> &'static str {
     }
 }
 
-/// The API base as given, checked: empty is none (an unset variable in an env file); an http(s) address, with a
-/// path up to `/api/v10` taken off (what `sandbox.json` calls `apiUrl`, the agents' base, is accepted too).
 /// The store `--store` (`TM_STORE`) names; `None` for the state folder. An empty one is unset, as `check` takes it
 /// (found by a review: `TM_STORE=` left in an env file passed `check` and was refused by `run`).
 fn store_of(given: Option<&str>) -> Result<Option<StoreLocation>, String> {
     given.filter(|text| !text.trim().is_empty()).map(StoreLocation::parse).transpose()
 }
 
+/// The API base as given, checked: empty is none (an unset variable in an env file); an http(s) address, with a
+/// path up to `/api/v10` taken off (what `sandbox.json` calls `apiUrl`, the agents' base, is accepted too).
 fn api_base_of(text: &str) -> Result<Option<String>, String> {
     let text = text.trim();
     if text.is_empty() {

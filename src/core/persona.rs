@@ -121,13 +121,14 @@ pub fn parse_persona(file: &str, text: &str) -> (Option<Persona>, Vec<Problem>) 
     // A turn length written where it is not read would leave the persona on the default without a word.
     // Its near misses too (`timeoutSecond`, `timeout_seconds`): found by a review, they were passed over in silence.
     // And the names that say what they are for (found by a review: `"turnBehavior.timeoutSeconds": 300`, as the
-    // docs name the field, `turnTimeoutSeconds`, `timeoutSecs`): a key of the runtime's own (`requestTimeoutMs`) is not.
+    // docs name the field, `turnTimeoutSeconds`, `timeoutSecs`): a key of the runtime's own (`requestTimeoutMs`,
+    // `timeoutMs`) is not, nor a near miss of `turnBehavior` (`turn_behavior`), warned about as a typo already.
     let misplaced = |key: &String| {
         let bare: String = key.chars().filter(char::is_ascii_alphanumeric).collect::<String>().to_ascii_lowercase();
-        bare.starts_with("timeout")
-            || (bare.starts_with("turnbehavior") && key != "turnBehavior")
-            || bare.contains("turntimeout")
+        let named = bare.starts_with("timeoutsec") || bare.contains("turntimeout") || bare.starts_with("turnbehavior");
+        key == "timeout"
             || crate::core::problems::closest(key, &["timeoutSeconds"]).is_some()
+            || (named && crate::core::problems::closest(key, KNOWN_FIELDS).is_none() && key != "turnBehavior")
     };
     for misplaced in object.keys().filter(|key| misplaced(key)) {
         c.warning(
@@ -592,8 +593,14 @@ mod tests {
             assert!(warnings[0].starts_with("warning:") && warnings[0].contains("timeoutSeconds"), "{warnings:?}");
         }
         // A setting of the agent's runtime, shared in the file, is none of the bot's business.
-        let text = r#"{"id": "b", "discordUserId": "1312000000000000002", "requestTimeoutMs": 5}"#;
-        assert!(parse_persona("p.json", text).1.is_empty());
+        for key in ["requestTimeoutMs", "timeoutMs"] {
+            let text = format!(r#"{{"id": "b", "discordUserId": "1312000000000000002", "{key}": 5}}"#);
+            assert!(parse_persona("p.json", &text).1.is_empty(), "{key}");
+        }
+        // A typo of `turnBehavior` is said once, as a typo.
+        let text = r#"{"id": "b", "discordUserId": "1312000000000000002", "turn_behavior": {"timeoutSeconds": 5}}"#;
+        let problems = parse_persona("p.json", text).1;
+        assert_eq!(problems.len(), 1, "{problems:?}");
     }
 
     #[test]

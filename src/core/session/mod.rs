@@ -324,8 +324,9 @@ pub struct IncomingMessage {
     pub has_files: bool,
     /// The flags a repost keeps (`@silent`, previews suppressed).
     pub flags: effects::KeptFlags,
-    /// The users Discord says it mentioned (its `mentions`, after the author's allowed mentions): a repost pings no
-    /// one else. `None` where that is not known (an update that left it out, a message read back from history).
+    /// The users Discord says it mentioned (its `mentions`, after the author's allowed mentions; an edit's as the
+    /// edit left them): a repost pings no one else. `None` where that is not known (an update that left it out, an
+    /// out-of-turn message judged again from what the session kept of it).
     pub mentions: Option<Vec<UserId>>,
 }
 

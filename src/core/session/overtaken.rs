@@ -6,7 +6,7 @@
 
 use super::effects::{Effect, KeptFlags};
 use super::{Context, DisplayMode, IncomingMessage, REORDER_WINDOW, Session, Transition};
-use crate::core::ids::{MessageId, PersonaId};
+use crate::core::ids::{MessageId, PersonaId, UserId};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
@@ -28,6 +28,9 @@ pub struct OutOfTurnNote {
     pub has_files: bool,
     #[serde(default, skip_serializing_if = "KeptFlags::is_none")]
     pub flags: KeptFlags,
+    /// Whom it pinged (see [`IncomingMessage::mentions`]): a repost of it pings no one else.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mentions: Option<Vec<UserId>>,
 }
 
 impl Session {
@@ -40,6 +43,7 @@ impl Session {
             removed,
             has_files: message.has_files,
             flags: message.flags,
+            mentions: message.mentions.clone(),
         };
         self.out_of_turn_lately.push(note);
         let newest = self.last_message_id.unwrap_or(message.id);
@@ -82,8 +86,7 @@ impl Session {
                 // A deleted message's files are gone: a relay cannot carry them over.
                 has_files: note.has_files && !note.removed,
                 flags: note.flags,
-                // Not kept in the note: a repost pings whom its text mentions.
-                mentions: None,
+                mentions: note.mentions,
             };
             let detected = ctx.config.signals.detect(&message.text, &holder);
             let judged_from = t.effects.len();
@@ -109,7 +112,7 @@ impl Session {
                     has_files: false,
                     already_deleted: true,
                     flags: note.flags,
-                    mentions: None,
+                    mentions: message.mentions,
                 };
                 t.effects.insert(judged_from, relay);
             }

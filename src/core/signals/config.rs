@@ -373,8 +373,10 @@ const ORDINARY_MESSAGES: &[&str] =
 
 /// Two rules with the same name, or a rule that can never win: an earlier one with the same pattern and position, a
 /// priority at least as high, and senders that include all of its own always takes the message first. `keywords`
-/// are `signal`'s (`turnComplete`, `alternatives`), matched before every listed rule; `rules` holds each rule read
-/// with its index in the list.
+/// are `signal`'s (`turnComplete`, `alternatives`), matched before every listed rule: one of them that shadows a
+/// listed rule, or has its name, is a warning (the older form beside the newer was harmless when the rule did what the
+/// keyword does, as a preset's `TURN_COMPLETE` rule does, and a configuration that ran must still start); `rules` holds
+/// each rule read with its index in the list.
 fn check_priorities(c: &mut Checker, keywords: &[Rule], rules: &[(usize, Rule)]) {
     let shadows = |r: &Rule, rule: &Rule| {
         let senders = r.from.is_empty() || (!rule.from.is_empty() && rule.from.iter().all(|p| r.from.contains(p)));
@@ -382,36 +384,49 @@ fn check_priorities(c: &mut Checker, keywords: &[Rule], rules: &[(usize, Rule)])
     };
     for (k, (i, rule)) in rules.iter().enumerate() {
         let (i, earlier) = (*i, &rules[..k]);
-        let named_before = match earlier.iter().find(|(_, r)| r.name == rule.name) {
-            Some((j, _)) => Some(format!("rule {j}")),
-            None => keywords.iter().any(|r| r.name == rule.name).then(|| "a keyword of `signal`".to_owned()),
-        };
-        if let Some(before) = named_before {
+        if let Some((j, _)) = earlier.iter().find(|(_, r)| r.name == rule.name) {
             let line = c.line_in_list(&["signals", "rules"], i, "name");
             c.error_at(
                 &format!("signals.rules[{i}].name"),
                 line,
-                format!("\"{}\" is also the name of {before}; names must be unique", rule.name),
+                format!("\"{}\" is also the name of rule {j}; names must be unique", rule.name),
             );
         }
-        let shadow = match earlier.iter().find(|(_, r)| shadows(r, rule)) {
-            Some((j, shadowing)) => Some(format!("rule {j} (\"{}\")", shadowing.name)),
-            None => keywords.iter().find(|r| shadows(r, rule)).map(|keyword| {
-                format!(
-                    "the keyword \"{}\" of `signal` (turnComplete or alternatives: a `complete` rule matched before \
-                     signals.rules)",
-                    keyword.name
-                )
-            }),
-        };
-        if let Some(shadowing) = shadow {
+        if let Some((j, shadowing)) = earlier.iter().find(|(_, r)| shadows(r, rule)) {
             let line = c.line_in_list(&["signals", "rules"], i, "priority");
             c.error_at(
                 &format!("signals.rules[{i}].priority"),
                 line,
                 format!(
-                    "rule \"{}\" can never win: {shadowing} has the same pattern, a priority at least as high and \
-                     every sender this rule has; give it a higher priority or remove one of them",
+                    "rule \"{}\" can never win: rule {j} (\"{}\") has the same pattern, a priority at least as high \
+                     and every sender this rule has; give it a higher priority or remove one of them",
+                    rule.name, shadowing.name
+                ),
+            );
+            continue;
+        }
+        // A rule that does what the keyword does (ends the turn, the keyword stripped) is the same signal twice.
+        let same_signal = |keyword: &Rule| shadows(keyword, rule) && rule.action == Action::Complete && rule.strip;
+        if let Some(keyword) = keywords.iter().find(|k| shadows(k, rule) && !same_signal(k)) {
+            let line = c.line_in_list(&["signals", "rules"], i, "priority");
+            c.warning_at(
+                &format!("signals.rules[{i}].priority"),
+                line,
+                format!(
+                    "rule \"{}\" can never win: the keyword \"{}\" of `signal` (turnComplete or alternatives), a \
+                     `complete` rule matched before signals.rules, has the same pattern; take it out of `signal`, or \
+                     give this rule a higher priority",
+                    rule.name, keyword.name
+                ),
+            );
+        } else if keywords.iter().any(|k| k.name == rule.name && !same_signal(k)) {
+            let line = c.line_in_list(&["signals", "rules"], i, "name");
+            c.warning_at(
+                &format!("signals.rules[{i}].name"),
+                line,
+                format!(
+                    "\"{}\" is also a keyword of `signal` (turnComplete or alternatives), which does something else; \
+                     give the rule another name",
                     rule.name
                 ),
             );

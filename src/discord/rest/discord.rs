@@ -68,7 +68,9 @@ impl Rest for DiscordRest {
             // Discord refuses a reply from a bot without Read Message History (403, code 160002), a permission a
             // session may run without: the answer is posted as a message that mentions its agent instead (found by
             // a review: the refusal was taken for "I may not post here" and paused the session without a word).
-            // The same nonce: the refused call made no message.
+            // Any 403, as `RestError` keeps no JSON code: one for another reason (Send Messages) is refused again,
+            // one invalid request more before the session pauses for it. The same nonce: the refused call made no
+            // message.
             Err(RestError::Status { status: 403, .. }) if announcement.reply_to.is_some() => {
                 body.as_object_mut().expect("a JSON object").remove("message_reference");
                 body["allowed_mentions"]["replied_user"] = json!(false);

@@ -13,9 +13,10 @@ fn relays_by<T>(t: &Transition, read: impl Fn(RelayRead<'_>) -> T) -> Vec<(Messa
     t.effects
         .iter()
         .filter_map(|e| match e {
-            Effect::Relay { message_id, text, already_deleted, flags, .. } => {
-                Some((*message_id, read(RelayRead { text, already_deleted: *already_deleted, flags: *flags })))
-            }
+            Effect::Relay { message_id, text, already_deleted, flags, mentions, .. } => Some((
+                *message_id,
+                read(RelayRead { text, already_deleted: *already_deleted, flags: *flags, mentions }),
+            )),
             _ => None,
         })
         .collect()
@@ -26,6 +27,7 @@ struct RelayRead<'a> {
     text: &'a Option<String>,
     already_deleted: bool,
     flags: KeptFlags,
+    mentions: &'a Option<Vec<UserId>>,
 }
 
 #[test]
@@ -87,21 +89,25 @@ fn a_relay_of_a_message_removed_as_out_of_turn_says_it_is_already_deleted() {
     assert_eq!(already_deleted(&t), [(pm_signal.id, false), (dev_answer.id, false)]);
 }
 
-/// A repost keeps the flags of the message (`@silent`, previews suppressed), one removed as out of turn too, whose
-/// note is saved with the session in between.
+/// A repost keeps the flags of the message (`@silent`, previews suppressed), and pings only whom it pinged (found by
+/// a review: one removed as out of turn lost that), one removed as out of turn too, whose note is saved with the
+/// session in between.
 #[test]
-fn the_flags_a_repost_keeps_go_with_the_relay_and_with_an_out_of_turn_note() {
+fn the_flags_and_pings_a_repost_keeps_go_with_the_relay_and_with_an_out_of_turn_note() {
     let silent = KeptFlags::of(KeptFlags::SUPPRESS_NOTIFICATIONS | (1 << 6));
     assert_eq!(silent.bits(), KeptFlags::SUPPRESS_NOTIFICATIONS, "only the flags a webhook may set");
-    let flags_of = |t: &Transition| relays_by(t, |relay| relay.flags);
+    let kept_of = |t: &Transition| relays_by(t, |relay| (relay.flags, relay.mentions.clone()));
+    let pinged = Some(vec![UserId(7)]);
     for dev_text in ["Built it. TURN_COMPLETE", "Starting on it now."] {
         let mut f = Fixture::new();
         let pm_signal = IncomingMessage { flags: silent, ..f.message(PM, "Over to dev. TURN_COMPLETE", 5_000) };
-        let dev_answer = IncomingMessage { flags: silent, ..f.message(DEV, dev_text, 5_100) };
+        let dev_answer = f.message(DEV, dev_text, 5_100);
+        let dev_answer = IncomingMessage { flags: silent, mentions: pinged.clone(), ..dev_answer };
         f.deliver(&dev_answer, 5_101);
         f.session = serde_json::from_str(&serde_json::to_string(&f.session).unwrap()).unwrap();
         let t = f.deliver(&pm_signal, 5_150);
-        assert_eq!(flags_of(&t), [(pm_signal.id, silent), (dev_answer.id, silent)], "{dev_text}");
+        let kept = [(pm_signal.id, (silent, None)), (dev_answer.id, (silent, pinged.clone()))];
+        assert_eq!(kept_of(&t), kept, "{dev_text}");
     }
 }
 
