@@ -112,3 +112,19 @@ fn a_rule_routing_to_an_unknown_persona_fails_check_naming_the_file_field_and_pe
     assert!(stderr.contains("known: developer, critic, auditor"), "{stderr}");
     assert!(out.stdout.is_empty(), "nothing is reported as fine:\n{}", text(&out.stdout));
 }
+
+/// Found by a review: review-workflow's rule named `FILE_CONFLICT` matched only seed 001's `FILE CONFLICT:`, while the
+/// unknown-signal reply names the rule: an agent writing `FILE_CONFLICT: src/a.rs`, as every other signal of the preset
+/// is written, was told it is no signal, and that `FILE_CONFLICT` is one. Both forms are recorded.
+#[test]
+fn review_workflows_file_conflict_is_read_with_a_space_or_an_underscore() {
+    use turn_manager::core::config::Config;
+    use turn_manager::core::ids::PersonaId;
+    let path = presets_dir().join("review-workflow").join("turn-manager.json");
+    let config = Config::parse("turn-manager.json", &std::fs::read_to_string(path).unwrap()).expect("the preset");
+    let developer = PersonaId::parse("developer").unwrap();
+    for line in ["FILE CONFLICT: src/a.rs", "FILE_CONFLICT: src/a.rs"] {
+        let found = config.signals.detect(&format!("{line}\nBoth of us edit it."), &developer);
+        assert_eq!(found.map(|f| f.rule.name.clone()).as_deref(), Some("FILE_CONFLICT"), "{line}");
+    }
+}

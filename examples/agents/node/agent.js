@@ -23,15 +23,20 @@ const { spawn } = require('node:child_process');
 const { Client, Events, GatewayIntentBits } = require('discord.js');
 
 const MESSAGE_LIMIT = 2000; // Discord's longest message, in characters (code points)
+const PASS_WORD = 'PASS'; // an answer of this word alone passes the turn (the round-robin preset)
 const IDS_KEPT = 1000; // message ids remembered, so that a message delivered twice (around a reconnect) is answered once
 const TYPING_REFRESH_MS = 8000; // a typing indicator lasts about 10 s
 
 /**
  * The messages that carry `reply`, each within Discord's limit, the last one ending with `signalWord` (when set;
- * nothing for an empty reply without it). No other part ends with it: a cut that would leave the word (in the reply's
- * text) at a part's end is made before the word. Cut by code points, so that no emoji is split.
+ * nothing for an empty reply without it). A part ends at a line break (else a space) where it can, so that no line, a
+ * signal written in the text among them, is cut in two. No part but the last ends with the word: a cut that would
+ * leave the word (in the reply's text) at a part's end is made before the word. Cut by code points, so that no emoji
+ * is split. An answer that is only `PASS` (the round-robin preset's way to pass) is posted as it is: with the word
+ * after it, it would not pass.
  */
 function withSignal(reply, signalWord) {
+  if (reply.trim() === PASS_WORD) return [PASS_WORD];
   let body = Array.from(reply.trim());
   const word = Array.from(signalWord);
   const endsWithWord = (chars) => word.length > 0 && chars.length >= word.length && chars.slice(-word.length).join('') === signalWord;
@@ -39,7 +44,9 @@ function withSignal(reply, signalWord) {
   const suffix = signalWord ? Array.from(body.length ? `\n\n${signalWord}` : signalWord) : [];
   const parts = [];
   while (body.length && body.length + suffix.length > MESSAGE_LIMIT) {
-    let cut = Math.min(body.length, MESSAGE_LIMIT);
+    const window = body.slice(0, MESSAGE_LIMIT);
+    const at = [window.lastIndexOf('\n'), window.lastIndexOf(' ')].find((i) => i > 0);
+    let cut = at === undefined ? window.length : at + 1;
     const head = Array.from(body.slice(0, cut).join('').trimEnd());
     if (endsWithWord(head) && head.length > word.length) cut = head.length - word.length;
     parts.push(body.slice(0, cut).join(''));

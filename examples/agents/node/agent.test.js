@@ -47,6 +47,23 @@ test('a reply that fits only without the signal is followed by the signal alone'
   assert.deepEqual(withSignal('z'.repeat(MESSAGE_LIMIT), SIGNAL), ['z'.repeat(MESSAGE_LIMIT), SIGNAL]);
 });
 
+test('a long reply is cut at a line break, so that no signal line is cut in two', () => {
+  // Found by a review: cut at 2,000 characters, a signal in the text (a preset's, the word left empty) was split in
+  // two, and neither part carried it.
+  const text = 'y'.repeat(1990) + '\n<signal type="context_sufficient">ok</signal>';
+  assert.deepEqual(withSignal(text, ''), ['y'.repeat(1990) + '\n', '<signal type="context_sufficient">ok</signal>']);
+  const words = 'word '.repeat(500).trim();
+  const parts = withSignal(words, SIGNAL);
+  assert.ok(parts.slice(0, -1).every((p) => p.endsWith(' ')), JSON.stringify(parts.map((p) => p.slice(-5))));
+  assert.equal(parts.join('').replace(/\n\nTURN_COMPLETE$/, ''), words);
+});
+
+test('an answer that only passes is posted as it is', () => {
+  // Found by a review: "PASS" went out as "PASS\n\nTURN_COMPLETE", which completes the turn instead.
+  assert.deepEqual(withSignal(' PASS\n', SIGNAL), ['PASS']);
+  assert.deepEqual(withSignal('PASS on this one', SIGNAL), ['PASS on this one\n\nTURN_COMPLETE']);
+});
+
 test('without a signal word the output is posted as written', () => {
   const chorus = 'Here is my part.\n<chorus>COMPLETE</chorus>';
   assert.deepEqual(withSignal(chorus, ''), [chorus]);

@@ -32,6 +32,7 @@ import discord
 import yarl
 
 MESSAGE_LIMIT = 2000  # Discord's longest message, in characters
+PASS_WORD = "PASS"  # an answer of this word alone passes the turn (the round-robin preset)
 IDS_KEPT = 1000  # message ids remembered, so that a message delivered twice (around a reconnect) is answered once
 
 log = logging.getLogger("agent")
@@ -59,15 +60,20 @@ def point_at(base: str) -> None:
 
 def with_signal(reply: str, signal_word: str) -> list[str]:
     """The messages that carry `reply`, each within Discord's limit, the last one ending with `signal_word` (when
-    set; nothing for an empty reply without it). No other part ends with it: a cut that would leave the word (in the
-    reply's text) at a part's end is made before the word."""
+    set; nothing for an empty reply without it). A part ends at a line break (else a space) where it can, so that no
+    line, a signal written in the text among them, is cut in two. No part but the last ends with the word: a cut that
+    would leave the word (in the reply's text) at a part's end is made before the word. An answer that is only
+    `PASS` (the round-robin preset's way to pass) is posted as it is: with the word after it, it would not pass."""
     body = reply.strip()
+    if body == PASS_WORD:
+        return [body]
     if signal_word and body.endswith(signal_word):
         body = body[: -len(signal_word)].rstrip()
     suffix = (f"\n\n{signal_word}" if body else signal_word) if signal_word else ""
     parts = []
     while body and len(body) + len(suffix) > MESSAGE_LIMIT:
-        cut = min(len(body), MESSAGE_LIMIT)
+        window = body[:MESSAGE_LIMIT]
+        cut = next((at + 1 for at in (window.rfind("\n"), window.rfind(" ")) if at > 0), len(window))
         head = body[:cut].rstrip()
         if signal_word and head.endswith(signal_word) and len(head) > len(signal_word):
             cut = len(head) - len(signal_word)

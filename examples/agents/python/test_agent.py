@@ -41,6 +41,22 @@ class WithSignal(unittest.TestCase):
         parts = with_signal("z" * MESSAGE_LIMIT, SIGNAL)
         self.assertEqual(parts, ["z" * MESSAGE_LIMIT, SIGNAL])
 
+    def test_a_long_reply_is_cut_at_a_line_break_so_that_no_signal_line_is_cut_in_two(self):
+        # Found by a review: cut at 2,000 characters, a signal in the text (a preset's, the word left empty) was
+        # split in two, and neither part carried it.
+        text = "y" * 1990 + '\n<signal type="context_sufficient">ok</signal>'
+        parts = with_signal(text, "")
+        self.assertEqual(parts, ["y" * 1990 + "\n", '<signal type="context_sufficient">ok</signal>'])
+        words = ("word " * 500).strip()
+        parts = with_signal(words, SIGNAL)
+        self.assertTrue(all(p.endswith(" ") for p in parts[:-1]), [p[-5:] for p in parts])
+        self.assertEqual("".join(parts).removesuffix("\n\nTURN_COMPLETE"), words)
+
+    def test_an_answer_that_only_passes_is_posted_as_it_is(self):
+        # Found by a review: "PASS" went out as "PASS\n\nTURN_COMPLETE", which completes the turn instead.
+        self.assertEqual(with_signal(" PASS\n", SIGNAL), ["PASS"])
+        self.assertEqual(with_signal("PASS on this one", SIGNAL), ["PASS on this one\n\nTURN_COMPLETE"])
+
     def test_without_a_signal_word_the_output_is_posted_as_written(self):
         chorus = "Here is my part.\n<chorus>COMPLETE</chorus>"
         self.assertEqual(with_signal(chorus, ""), [chorus])
