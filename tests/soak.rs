@@ -20,6 +20,11 @@ fn soak(folder: &std::path::Path, extra: &[&str]) -> (std::process::Output, Stri
         .args(["soak", "--kills", "10", "--seed", "20261122", "--keep", "--work-dir"])
         .arg(folder)
         .args(extra)
+        // A shell set up for production (found by a review: the soak's bots took its store and shards, and found
+        // the soak's own sessions in none of them).
+        .env("TM_STORE", "postgres://127.0.0.1:1/none")
+        .env("TM_SHARDS", "1-1")
+        .env("TM_TOTAL_SHARDS", "2")
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();

@@ -189,6 +189,9 @@ impl BotProcesses {
             let binary = &bot.binary;
             let shards = scene.layout.shards_of(process);
             let mut command = Command::new(binary);
+            for name in crate::cli::RUN_ENVIRONMENT {
+                command.env_remove(name);
+            }
             command
                 .args(["run", "--api-base", &scene.stage.server.base_url()])
                 .arg("--personas")
@@ -199,10 +202,6 @@ impl BotProcesses {
                 .arg(scene.config_path())
                 .env("DISCORD_TOKEN", &scene.stage.bot_token)
                 .env("RUST_LOG", &bot.log_filter)
-                // Only what the bench says counts, not the environment it was started in.
-                .env_remove("TM_STORE")
-                .env_remove("TM_SHARDS")
-                .env_remove("TM_TOTAL_SHARDS")
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
                 .stderr(stderr);

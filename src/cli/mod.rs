@@ -82,6 +82,12 @@ pub struct HealthArgs {
     pub metrics: std::net::SocketAddr,
 }
 
+/// The environment `run` reads besides its token and log filter: a harness that starts bots of its own (`bench`,
+/// `soak`) removes it, so that only what the harness says counts, not the shell it was started in (found by a review:
+/// a soak started where `TM_STORE` named the production database ran its bots on it).
+pub const RUN_ENVIRONMENT: &[&str] =
+    &["DISCORD_API_BASE", "TM_SHARDS", "TM_TOTAL_SHARDS", "TM_METRICS", "TM_STORE", "TM_LEASE_SECONDS", "TM_NODE"];
+
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
     #[command(flatten)]

@@ -118,9 +118,15 @@ async fn ctrl_c() -> &'static str {
 }
 
 /// The store `--store` (`TM_STORE`) names; `None` for the state folder. An empty one is unset, as `check` takes it
-/// (found by a review: `TM_STORE=` left in an env file passed `check` and was refused by `run`).
+/// (found by a review: `TM_STORE=` left in an env file passed `check` and was refused by `run`). Quotes an env file
+/// kept are taken off, as the token's are (Docker's `--env-file` keeps them, systemd's `EnvironmentFile` does not:
+/// found by a review, `"postgres://…"` became a folder of that name, password and all).
 fn store_of(given: Option<&str>) -> Result<Option<StoreLocation>, String> {
-    given.filter(|text| !text.trim().is_empty()).map(StoreLocation::parse).transpose()
+    let unquoted = |text: &str| {
+        let text = text.trim();
+        ['"', '\''].iter().find_map(|q| text.strip_prefix(*q)?.strip_suffix(*q)).unwrap_or(text).to_owned()
+    };
+    given.map(unquoted).filter(|text| !text.trim().is_empty()).map(|text| StoreLocation::parse(&text)).transpose()
 }
 
 /// The API base as given, checked: empty is none (an unset variable in an env file); an http(s) address, with a
@@ -148,12 +154,16 @@ mod tests {
     use crate::sessions::location::StoreLocation;
 
     #[test]
-    fn an_empty_store_is_the_state_folder_as_check_takes_it() {
+    fn a_store_from_an_env_file_empty_or_quoted_is_read_as_meant() {
         for empty in [None, Some(""), Some("  ")] {
             assert!(matches!(store_of(empty), Ok(None)), "{empty:?}");
         }
         assert!(matches!(store_of(Some("/srv/state")), Ok(Some(StoreLocation::Folder(_)))));
         assert!(store_of(Some("postgress://x")).is_err(), "a mistyped scheme is still refused");
+        for quoted in ["\"postgres://u:pw@h/d\"", "'postgres://u:pw@h/d'"] {
+            assert!(matches!(store_of(Some(quoted)), Ok(Some(StoreLocation::Postgres(_)))), "{quoted}");
+        }
+        assert!(matches!(store_of(Some("\"\"")), Ok(None)), "quotes around nothing");
     }
 
     #[test]

@@ -20,7 +20,11 @@ impl BotProcess {
             .append(true)
             .open(log)
             .with_context(|| format!("opening the bot's log {}", log.display()))?;
-        let child = Command::new(exe)
+        let mut command = Command::new(exe);
+        for name in crate::cli::RUN_ENVIRONMENT {
+            command.env_remove(name);
+        }
+        let child = command
             .arg("run")
             .arg("--api-base")
             .arg(soak.stage.server.base_url())
