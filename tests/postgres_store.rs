@@ -864,6 +864,40 @@ async fn convert_copies_a_folder_to_the_database_and_back_unchanged_and_a_second
     assert!(same.contains("the same store"), "{same}");
 }
 
+/// Found by a review: one session or event this build cannot read stopped a copy out of the database before anything
+/// was written, so it could not be copied back to files until mended by hand. As from a folder, the rest is copied,
+/// what was left out is said, and the run is no success.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn convert_from_the_database_copies_what_it_reads_and_says_what_it_leaves_out() {
+    let Some(db) = TestDatabase::create("postgres_store::convert_unreadable").await else { return };
+    let source = tempfile::tempdir().unwrap();
+    state_folder(source.path());
+    convert(&StoreLocation::Folder(source.path().to_owned()), &db.location(), false).await.unwrap();
+    let pool = db.open(LONG, "look").await;
+    let (first,): (i64,) = sqlx::query_as("SELECT min(channel_id) FROM sessions").fetch_one(pool.pool()).await.unwrap();
+    sqlx::query("UPDATE sessions SET session = '{\"from\": \"a newer build\"}'::jsonb WHERE channel_id = $1")
+        .bind(first)
+        .execute(pool.pool())
+        .await
+        .unwrap();
+    sqlx::query(
+        "UPDATE history SET event = '{\"event\": \"from_a_newer_build\"}'::jsonb WHERE channel_id <> $1 AND n = 1",
+    )
+    .bind(first)
+    .execute(pool.pool())
+    .await
+    .unwrap();
+    let back = tempfile::tempdir().unwrap();
+    let copied = convert(&db.location(), &StoreLocation::Folder(back.path().join("state")), false).await.unwrap();
+    assert_eq!((copied.sessions, copied.events, copied.left_behind), (1, 0, 2), "{:?}", copied.problems);
+    assert!(copied.problems[0].contains(&format!("channel {first} cannot be used")), "{:?}", copied.problems);
+    assert!(
+        copied.problems[1].contains("1 event(s) of its history are no event this build reads"),
+        "{:?}",
+        copied.problems
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_save_whose_commit_is_not_confirmed_is_saved_again_with_each_event_once_whether_it_landed_or_not() {
     use postgres_support::cut::NextCommit;

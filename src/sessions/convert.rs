@@ -73,8 +73,7 @@ pub async fn convert(from: &StoreLocation, to: &StoreLocation, force: bool) -> a
             // A copy of a database bots are changing would be stale at once, and a bot started on the copy would
             // act in their channels beside them (found by a review: only the destination was checked).
             refuse_if_running(&pool, from).await?;
-            let channels = postgres::copy::read_all(&pool).await.with_context(|| format!("reading {from}"))?;
-            (channels, Vec::new(), 0)
+            postgres::copy::read_all(&pool).await.with_context(|| format!("reading {from}"))?
         }
     };
     let before = match to {
@@ -347,7 +346,8 @@ async fn write_database(
     let (sessions, events) = postgres::copy::count(pool).await?;
     let full = sessions > 0 || events > 0;
     if full {
-        if postgres::copy::read_all(pool).await? == channels {
+        let (there, unread, _) = postgres::copy::read_all(pool).await?;
+        if unread.is_empty() && there == channels {
             return Ok(Before::Identical);
         }
         if !force {

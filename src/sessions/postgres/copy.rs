@@ -10,8 +10,11 @@ fn failed(action: &'static str) -> impl FnOnce(sqlx::Error) -> anyhow::Error {
     move |e| anyhow::anyhow!("the database failed to {action}: {e}")
 }
 
-/// Every session with its whole history, by channel, as of one instant (a repeatable-read transaction).
-pub async fn read_all(pool: &PgPool) -> anyhow::Result<Vec<SavedChannel>> {
+/// Every session with its whole history, by channel, as of one instant (a repeatable-read transaction), the problems
+/// met, and how many channels were not copied whole: a session this build cannot read is left out, and so is an
+/// event, each said, as a folder's are (found by a review: one such row stopped the whole copy, so a database could
+/// not be copied back to files until it was mended by hand).
+pub async fn read_all(pool: &PgPool) -> anyhow::Result<(Vec<SavedChannel>, Vec<String>, usize)> {
     let mut tx = pool.begin().await.map_err(failed("start reading"))?;
     sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
         .execute(&mut *tx)
@@ -32,24 +35,35 @@ pub async fn read_all(pool: &PgPool) -> anyhow::Result<Vec<SavedChannel>> {
     // Everything is in hand: the snapshot is not needed while it is decoded.
     tx.commit().await.map_err(failed("finish reading"))?;
     let mut events = events.into_iter().peekable();
-    let mut channels = Vec::with_capacity(sessions.len());
+    let (mut channels, mut problems, mut left_behind) = (Vec::with_capacity(sessions.len()), Vec::new(), 0);
     for (id, json) in sessions {
         let channel = ChannelId(id as u64);
-        let session = decode_session(channel, &json).map_err(anyhow::Error::from)?;
         while events.next_if(|(of, _)| *of < id).is_some() {}
-        let mut history = Vec::new();
+        let session = match decode_session(channel, &json) {
+            Ok(session) => session,
+            Err(e) => {
+                left_behind += 1;
+                problems.push(format!("{e}: not copied (its row stays in the database)"));
+                continue;
+            }
+        };
+        let (mut history, mut unread) = (Vec::new(), 0);
         while let Some((_, json)) = events.next_if(|(of, _)| *of == id) {
-            let event = decode_event(&json).ok_or_else(|| {
-                anyhow::anyhow!(
-                    "event {} of channel {channel}'s history cannot be read by this build",
-                    history.len() + 1
-                )
-            })?;
-            history.push(event);
+            match decode_event(&json) {
+                Some(event) => history.push(event),
+                None => unread += 1,
+            }
+        }
+        if unread > 0 {
+            left_behind += 1;
+            problems.push(format!(
+                "channel {channel}: {unread} event(s) of its history are no event this build reads, so they are not \
+                 copied"
+            ));
         }
         channels.push(SavedChannel { session, history });
     }
-    Ok(channels)
+    Ok((channels, problems, left_behind))
 }
 
 /// How many sessions and history events the database holds.
