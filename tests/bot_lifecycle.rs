@@ -236,6 +236,29 @@ async fn removed_from_a_server_while_down_its_sessions_end_at_the_next_start_and
     assert!(scene.session().await.is_active());
 }
 
+/// Found by a review: a SIGTERM while the bot was still starting (here, a server that never answers its first call)
+/// killed it outright, and a container's first process ignored it until SIGKILL. It stops the start, exit 0.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sigterm_during_start_up_stops_it() {
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap(); // connections wait in its backlog, unanswered
+    let base = format!("http://{}", silent.local_addr().unwrap());
+    let stage = Stage::new(&common::personas([60, 60, 60])).await.unwrap();
+    let (personas, state) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    write_personas(&stage, personas.path());
+    let log_path = state.path().join("run.log");
+    let mut child = run_at(&base, &stage, personas.path(), state.path())
+        .stderr(std::fs::File::create(&log_path).unwrap())
+        .spawn()
+        .unwrap();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap().success());
+    let status = tokio::task::spawn_blocking(move || child.wait()).await.unwrap().unwrap();
+    let log = std::fs::read_to_string(&log_path).unwrap();
+    assert!(status.success(), "exit {status:?}:\n{log}");
+    assert!(log.contains("SIGTERM during start-up: stopping"), "{log}");
+    drop(silent);
+}
+
 /// `turn-manager run` against the stage's server, with the stage's token.
 fn run(stage: &Stage, personas: &std::path::Path, state: &std::path::Path) -> Command {
     run_at(&stage.server.base_url(), stage, personas, state)

@@ -71,21 +71,39 @@ pub fn run(args: &RunArgs) -> ExitCode {
     let location = store.unwrap_or_else(|| StoreLocation::Folder(setup.config.state_dir.clone()));
     let leases = LeaseOptions { ttl: Duration::from_secs(args.lease_seconds), ..LeaseOptions::default() };
     super::run_async(async move {
-        let store = sessions::open(&location, leases).await?;
-        if let Some(range) = shards {
-            tracing::info!("running {range}");
-        }
-        let options =
-            BotOptions { token, api_base, config: setup.config, personas: setup.personas, store, shards, metrics };
-        serve(options).await
+        // Listened for from the first instant: a stop asked for during start-up (a database or Discord slow to
+        // answer) ends it (found by a review: until the start was done the signal killed the process, and a
+        // container's first process, which the kernel gives no default action, ignored it until SIGKILL).
+        let mut signal = std::pin::pin!(shutdown_signal());
+        let starting = async {
+            let store = sessions::open(&location, leases).await?;
+            if let Some(range) = shards {
+                tracing::info!("running {range}");
+            }
+            let options =
+                BotOptions { token, api_base, config: setup.config, personas: setup.personas, store, shards, metrics };
+            discord::start(options).await
+        };
+        let bot = tokio::select! {
+            biased; // the signal's handler is installed at its first poll
+            signal = &mut signal => {
+                // What the start did so far is durable, as at any instant: the next start goes on from it.
+                tracing::info!("{signal} during start-up: stopping");
+                return Ok(());
+            }
+            bot = starting => bot?,
+        };
+        serve(bot, signal).await
     })
 }
 
-/// Runs the bot until a shutdown signal, or until the gateway refuses it.
-async fn serve(options: BotOptions) -> anyhow::Result<()> {
-    let mut bot = discord::start(options).await?;
+/// Runs the bot until a shutdown `signal`, or until the gateway refuses it.
+async fn serve(
+    mut bot: discord::RunningBot,
+    signal: std::pin::Pin<&mut impl std::future::Future<Output = &'static str>>,
+) -> anyhow::Result<()> {
     let signal = tokio::select! {
-        signal = shutdown_signal() => signal,
+        signal = signal => signal,
         ended = bot.finished() => return ended,
     };
     tracing::info!("{signal}: shutting down");
