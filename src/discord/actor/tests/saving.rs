@@ -184,16 +184,22 @@ async fn a_slash_command_whose_save_was_fenced_is_answered_not_done_and_a_typed_
         h.start(A).await;
         h.settle(A).await;
         h.saver.taken_over.store(true, Ordering::Relaxed);
-        let origin = h.id_at(h.clock.now());
-        let give = move |reply| Input::command_given(Command::Pause, Some(origin), Some(reply), interaction);
-        let outcome = h.router.ask(A, give).await.expect("answered");
-        match outcome {
-            Err(refusal) => {
-                assert!(interaction, "a typed command is not answered: {refusal:?}");
-                assert!(refusal.0.contains("another process of the bot took this channel over"), "{refusal:?}");
-            }
-            Ok(()) => assert!(!interaction, "a slash command is told it was not done"),
+        pause_answered_only_as_a_slash_command(&h, interaction, "another process of the bot took this channel over")
+            .await;
+    }
+}
+
+/// `pause` given in channel A, as a slash command or typed: only a slash command is answered, with a refusal that
+/// says `said` (a typed one is read back by whoever runs the channel next).
+async fn pause_answered_only_as_a_slash_command(h: &Harness, interaction: bool, said: &str) {
+    let origin = h.id_at(h.clock.now());
+    let give = move |reply| Input::command_given(Command::Pause, Some(origin), Some(reply), interaction);
+    match h.router.ask(A, give).await.expect("answered") {
+        Err(refusal) => {
+            assert!(interaction, "a typed command is not answered: {refusal:?}");
+            assert!(refusal.0.contains(said), "{refusal:?}");
         }
+        Ok(()) => assert!(!interaction, "a slash command is told {said:?}"),
     }
 }
 
@@ -206,16 +212,7 @@ async fn a_slash_command_whose_save_failed_is_answered_not_saved_yet_and_takes_e
         h.start(A).await;
         h.settle(A).await;
         h.saver.fail_next_durable_saves(1);
-        let origin = h.id_at(h.clock.now());
-        let give = move |reply| Input::command_given(Command::Pause, Some(origin), Some(reply), interaction);
-        let outcome = h.router.ask(A, give).await.expect("answered");
-        match outcome {
-            Err(refusal) => {
-                assert!(interaction, "a typed command is not answered: {refusal:?}");
-                assert!(refusal.0.starts_with("Not saved yet"), "{refusal:?}");
-            }
-            Ok(()) => assert!(!interaction, "a slash command is not told \"Done.\""),
-        }
+        pause_answered_only_as_a_slash_command(&h, interaction, "Not saved yet").await;
         assert_eq!(
             h.saver.saved.lock().unwrap()[&A].status,
             crate::core::session::SessionStatus::Running,
