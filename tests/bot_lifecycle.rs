@@ -252,7 +252,7 @@ async fn a_sigterm_during_start_up_stops_it() {
         .unwrap();
     tokio::time::sleep(Duration::from_secs(1)).await;
     assert!(Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap().success());
-    let status = tokio::task::spawn_blocking(move || child.wait()).await.unwrap().unwrap();
+    let status = exit_of(&mut child, &log_path).await;
     let log = std::fs::read_to_string(&log_path).unwrap();
     assert!(status.success(), "exit {status:?}:\n{log}");
     assert!(log.contains("SIGTERM during start-up: stopping"), "{log}");

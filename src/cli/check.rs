@@ -13,7 +13,8 @@ pub fn run(args: &SourceArgs) -> ExitCode {
             // here: the other commands that read the setup keep no sessions in it; not with `TM_STORE`, the store
             // `run` uses instead.)
             let state = &setup.config.state_dir;
-            let elsewhere = std::env::var_os("TM_STORE").is_some_and(|store| !store.is_empty());
+            let given = std::env::var("TM_STORE").ok();
+            let elsewhere = matches!(super::run::store_of(given.as_deref()), Ok(Some(_)) | Err(_));
             if !elsewhere && std::fs::symlink_metadata(state).is_ok() && !state.is_dir() {
                 eprintln!(
                     "error: {}: is not a folder (or a link to one): the state folder (stateDir, or --state) must be a \

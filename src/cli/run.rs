@@ -139,7 +139,7 @@ async fn ctrl_c() -> &'static str {
 /// (found by a review: `TM_STORE=` left in an env file passed `check` and was refused by `run`). Quotes an env file
 /// kept are taken off, as the token's are (Docker's `--env-file` keeps them, systemd's `EnvironmentFile` does not:
 /// found by a review, `"postgres://…"` became a folder of that name, password and all).
-fn store_of(given: Option<&str>) -> Result<Option<StoreLocation>, String> {
+pub(super) fn store_of(given: Option<&str>) -> Result<Option<StoreLocation>, String> {
     let unquoted = |text: &str| {
         let text = text.trim();
         ['"', '\''].iter().find_map(|q| text.strip_prefix(*q)?.strip_suffix(*q)).unwrap_or(text).to_owned()

@@ -17,26 +17,27 @@
 //     AGENT_TIMEOUT      seconds the command may take (default 300); past it, nothing is posted
 //     AGENT_SIGNAL       what ends the last message (default TURN_COMPLETE); empty: the command writes its own
 //                        signal (the chorus, xml-signals and review-workflow presets), and its output is posted as is
+//     AGENT_PASS         an answer that is only this word is posted as is, without AGENT_SIGNAL (the round-robin
+//                        preset's PASS); unset: none
 'use strict';
 
 const { spawn } = require('node:child_process');
 const { Client, Events, GatewayIntentBits } = require('discord.js');
 
 const MESSAGE_LIMIT = 2000; // Discord's longest message, in characters (code points)
-const PASS_WORD = 'PASS'; // an answer of this word alone passes the turn (the round-robin preset)
 const IDS_KEPT = 1000; // message ids remembered, so that a message delivered twice (around a reconnect) is answered once
 const TYPING_REFRESH_MS = 8000; // a typing indicator lasts about 10 s
 
 /**
  * The messages that carry `reply`, each within Discord's limit, the last one ending with `signalWord` (when set;
- * nothing for an empty reply without it). A part ends at a line break (else a space) where it can, so that no line, a
- * signal written in the text among them, is cut in two. No part but the last ends with the word: a cut that would
- * leave the word (in the reply's text) at a part's end is made before the word. Cut by code points, so that no emoji
- * is split. An answer that is only `PASS` (the round-robin preset's way to pass) is posted as it is: with the word
- * after it, it would not pass.
+ * nothing for an empty reply without it). A part ends at a line break (else a space) in the second half of the limit
+ * where it can, so that no line, a signal written in the text among them, is cut in two, and no part is short or
+ * blank. No part but the last ends with the word: a cut that would leave the word (in the reply's text) at a part's
+ * end is made before the word. Cut by code points, so that no emoji is split. An answer that is only `passWord` (when
+ * set: the round-robin preset's PASS) is posted as it is: with the word after it, it would not pass.
  */
-function withSignal(reply, signalWord) {
-  if (reply.trim() === PASS_WORD) return [PASS_WORD];
+function withSignal(reply, signalWord, passWord = '') {
+  if (passWord && reply.trim() === passWord) return [passWord];
   let body = Array.from(reply.trim());
   const word = Array.from(signalWord);
   const endsWithWord = (chars) => word.length > 0 && chars.length >= word.length && chars.slice(-word.length).join('') === signalWord;
@@ -45,7 +46,8 @@ function withSignal(reply, signalWord) {
   const parts = [];
   while (body.length && body.length + suffix.length > MESSAGE_LIMIT) {
     const window = body.slice(0, MESSAGE_LIMIT);
-    const at = [window.lastIndexOf('\n'), window.lastIndexOf(' ')].find((i) => i > 0);
+    const half = MESSAGE_LIMIT / 2;
+    const at = [window.lastIndexOf('\n'), window.lastIndexOf(' ')].find((i) => i >= half);
     let cut = at === undefined ? window.length : at + 1;
     const head = Array.from(body.slice(0, cut).join('').trimEnd());
     if (endsWithWord(head) && head.length > word.length) cut = head.length - word.length;
@@ -148,6 +150,7 @@ function main() {
   const history = Math.min(Number(process.env.AGENT_HISTORY || 50), 100);
   const timeout = Number(process.env.AGENT_TIMEOUT || 300);
   const signalWord = (process.env.AGENT_SIGNAL ?? 'TURN_COMPLETE').trim();
+  const passWord = (process.env.AGENT_PASS || '').trim();
   const calls = new Calls();
 
   const client = new Client({
@@ -192,7 +195,7 @@ function main() {
       console.log(`the floor moved on while call ${message.id} was answered; nothing is posted`);
       return;
     }
-    for (const part of withSignal(reply, signalWord)) await channel.send(part);
+    for (const part of withSignal(reply, signalWord, passWord)) await channel.send(part);
   }
 
   client.login(token);

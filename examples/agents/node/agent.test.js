@@ -52,16 +52,23 @@ test('a long reply is cut at a line break, so that no signal line is cut in two'
   // two, and neither part carried it.
   const text = 'y'.repeat(1990) + '\n<signal type="context_sufficient">ok</signal>';
   assert.deepEqual(withSignal(text, ''), ['y'.repeat(1990) + '\n', '<signal type="context_sufficient">ok</signal>']);
-  const words = 'word '.repeat(500).trim();
+  const words = 'words '.repeat(500).trim(); // 2,000 is no multiple of 6: a cut at the limit falls inside a word
   const parts = withSignal(words, SIGNAL);
   assert.ok(parts.slice(0, -1).every((p) => p.endsWith(' ')), JSON.stringify(parts.map((p) => p.slice(-5))));
   assert.equal(parts.join('').replace(/\n\nTURN_COMPLETE$/, ''), words);
+  // A break early in the window is not taken: no short part, no blank one (Discord refuses those).
+  for (const text of ['x'.repeat(1999) + ' \n\n' + 'y'.repeat(2500), 'PASS\n' + 'z'.repeat(2500), 'Sure!\n' + 'w'.repeat(2500)]) {
+    const cut = withSignal(text, SIGNAL, 'PASS');
+    assert.ok(cut.slice(0, -1).every((p) => p.trim().length >= MESSAGE_LIMIT / 2), JSON.stringify(cut.map(length)));
+    assert.equal(cut.join('').replace(/\n\nTURN_COMPLETE$/, ''), text);
+  }
 });
 
-test('an answer that only passes is posted as it is', () => {
+test('an answer that only passes is posted as it is when a pass word is set', () => {
   // Found by a review: "PASS" went out as "PASS\n\nTURN_COMPLETE", which completes the turn instead.
-  assert.deepEqual(withSignal(' PASS\n', SIGNAL), ['PASS']);
-  assert.deepEqual(withSignal('PASS on this one', SIGNAL), ['PASS on this one\n\nTURN_COMPLETE']);
+  assert.deepEqual(withSignal(' PASS\n', SIGNAL, 'PASS'), ['PASS']);
+  assert.deepEqual(withSignal('PASS on this one', SIGNAL, 'PASS'), ['PASS on this one\n\nTURN_COMPLETE']);
+  assert.deepEqual(withSignal('PASS', SIGNAL), ['PASS\n\nTURN_COMPLETE'], 'without it, the turn completes');
 });
 
 test('without a signal word the output is posted as written', () => {

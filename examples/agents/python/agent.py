@@ -17,6 +17,8 @@ Environment:
     AGENT_TIMEOUT      seconds the command may take (default 300); past it, nothing is posted
     AGENT_SIGNAL       what ends the last message (default TURN_COMPLETE); empty: the command writes its own signal
                        (the chorus, xml-signals and review-workflow presets), and its output is posted as it is
+    AGENT_PASS         an answer that is only this word is posted as it is, without AGENT_SIGNAL (the round-robin
+                       preset's PASS); unset: none
 """
 
 import asyncio
@@ -32,7 +34,6 @@ import discord
 import yarl
 
 MESSAGE_LIMIT = 2000  # Discord's longest message, in characters
-PASS_WORD = "PASS"  # an answer of this word alone passes the turn (the round-robin preset)
 IDS_KEPT = 1000  # message ids remembered, so that a message delivered twice (around a reconnect) is answered once
 
 log = logging.getLogger("agent")
@@ -58,14 +59,15 @@ def point_at(base: str) -> None:
     discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(gateway)
 
 
-def with_signal(reply: str, signal_word: str) -> list[str]:
+def with_signal(reply: str, signal_word: str, pass_word: str = "") -> list[str]:
     """The messages that carry `reply`, each within Discord's limit, the last one ending with `signal_word` (when
-    set; nothing for an empty reply without it). A part ends at a line break (else a space) where it can, so that no
-    line, a signal written in the text among them, is cut in two. No part but the last ends with the word: a cut that
-    would leave the word (in the reply's text) at a part's end is made before the word. An answer that is only
-    `PASS` (the round-robin preset's way to pass) is posted as it is: with the word after it, it would not pass."""
+    set; nothing for an empty reply without it). A part ends at a line break (else a space) in the second half of
+    the limit where it can, so that no line, a signal written in the text among them, is cut in two, and no part is
+    short or blank. No part but the last ends with the word: a cut that would leave the word (in the reply's text)
+    at a part's end is made before the word. An answer that is only `pass_word` (when set: the round-robin preset's
+    PASS) is posted as it is: with the word after it, it would not pass."""
     body = reply.strip()
-    if body == PASS_WORD:
+    if pass_word and body == pass_word:
         return [body]
     if signal_word and body.endswith(signal_word):
         body = body[: -len(signal_word)].rstrip()
@@ -73,7 +75,8 @@ def with_signal(reply: str, signal_word: str) -> list[str]:
     parts = []
     while body and len(body) + len(suffix) > MESSAGE_LIMIT:
         window = body[:MESSAGE_LIMIT]
-        cut = next((at + 1 for at in (window.rfind("\n"), window.rfind(" ")) if at > 0), len(window))
+        half = MESSAGE_LIMIT // 2
+        cut = next((at + 1 for at in (window.rfind("\n", half), window.rfind(" ", half)) if at > 0), len(window))
         head = body[:cut].rstrip()
         if signal_word and head.endswith(signal_word) and len(head) > len(signal_word):
             cut = len(head) - len(signal_word)
@@ -133,12 +136,14 @@ async def run_command(command: list[str], conversation: str, timeout: float) -> 
 
 
 class Agent(discord.Client):
-    def __init__(self, command: list[str], manager_id: int | None, history: int, timeout: float, signal_word: str):
+    def __init__(
+        self, command: list[str], manager_id: int | None, history: int, timeout: float, signal_word: str, pass_word: str
+    ):
         intents = discord.Intents.default()
         intents.message_content = True
         super().__init__(intents=intents, allowed_mentions=discord.AllowedMentions.none())
         self.command, self.manager_id, self.history, self.timeout = command, manager_id, history, timeout
-        self.signal_word = signal_word
+        self.signal_word, self.pass_word = signal_word, pass_word
         self.calls = Calls()
         self.turns = asyncio.Lock()  # one answer at a time, in the order the calls came
 
@@ -168,7 +173,7 @@ class Agent(discord.Client):
             if not self.calls.current(*key):
                 log.info("the floor moved on while call %s was answered; nothing is posted", message.id)
                 return
-            for part in with_signal(reply, self.signal_word):
+            for part in with_signal(reply, self.signal_word, self.pass_word):
                 await message.channel.send(part)
 
 
@@ -190,6 +195,7 @@ def main() -> int:
         int(os.environ.get("AGENT_HISTORY", "50")),
         float(os.environ.get("AGENT_TIMEOUT", "300")),
         os.environ.get("AGENT_SIGNAL", "TURN_COMPLETE").strip(),
+        os.environ.get("AGENT_PASS", "").strip(),
     )
     agent.run(token.removeprefix("Bot "), root_logger=True)
     return 0

@@ -47,15 +47,21 @@ class WithSignal(unittest.TestCase):
         text = "y" * 1990 + '\n<signal type="context_sufficient">ok</signal>'
         parts = with_signal(text, "")
         self.assertEqual(parts, ["y" * 1990 + "\n", '<signal type="context_sufficient">ok</signal>'])
-        words = ("word " * 500).strip()
+        words = ("words " * 500).strip()  # 2,000 is no multiple of 6: a cut at the limit falls inside a word
         parts = with_signal(words, SIGNAL)
         self.assertTrue(all(p.endswith(" ") for p in parts[:-1]), [p[-5:] for p in parts])
         self.assertEqual("".join(parts).removesuffix("\n\nTURN_COMPLETE"), words)
+        # A break early in the window is not taken: no short part, no blank one (Discord refuses those).
+        for text in ["x" * 1999 + " \n\n" + "y" * 2500, "PASS\n" + "z" * 2500, "Sure!\n" + "w" * 2500]:
+            parts = with_signal(text, SIGNAL, "PASS")
+            self.assertTrue(all(len(p.strip()) >= MESSAGE_LIMIT // 2 for p in parts[:-1]), [len(p) for p in parts])
+            self.assertEqual("".join(parts).removesuffix("\n\nTURN_COMPLETE"), text)
 
-    def test_an_answer_that_only_passes_is_posted_as_it_is(self):
+    def test_an_answer_that_only_passes_is_posted_as_it_is_when_a_pass_word_is_set(self):
         # Found by a review: "PASS" went out as "PASS\n\nTURN_COMPLETE", which completes the turn instead.
-        self.assertEqual(with_signal(" PASS\n", SIGNAL), ["PASS"])
-        self.assertEqual(with_signal("PASS on this one", SIGNAL), ["PASS on this one\n\nTURN_COMPLETE"])
+        self.assertEqual(with_signal(" PASS\n", SIGNAL, "PASS"), ["PASS"])
+        self.assertEqual(with_signal("PASS on this one", SIGNAL, "PASS"), ["PASS on this one\n\nTURN_COMPLETE"])
+        self.assertEqual(with_signal("PASS", SIGNAL), ["PASS\n\nTURN_COMPLETE"], "without it, the turn completes")
 
     def test_without_a_signal_word_the_output_is_posted_as_written(self):
         chorus = "Here is my part.\n<chorus>COMPLETE</chorus>"
