@@ -57,7 +57,8 @@ test('a long reply is cut at a line break, so that no signal line is cut in two'
   assert.ok(parts.slice(0, -1).every((p) => p.endsWith(' ')), JSON.stringify(parts.map((p) => p.slice(-5))));
   assert.equal(parts.join('').replace(/\n\nTURN_COMPLETE$/, ''), words);
   // A break early in the window is not taken: no short part, no blank one (Discord refuses those).
-  for (const text of ['x'.repeat(1999) + ' \n\n' + 'y'.repeat(2500), 'PASS\n' + 'z'.repeat(2500), 'Sure!\n' + 'w'.repeat(2500)]) {
+  const early = ['x'.repeat(1999) + ' \n\n' + 'y'.repeat(2500), 'PASS\n' + 'z'.repeat(2500), 'Sure!\n' + 'w'.repeat(2500)];
+  for (const text of early) {
     const cut = withSignal(text, SIGNAL, 'PASS');
     assert.ok(cut.slice(0, -1).every((p) => p.trim().length >= MESSAGE_LIMIT / 2), JSON.stringify(cut.map(length)));
     assert.equal(cut.join('').replace(/\n\nTURN_COMPLETE$/, ''), text);
