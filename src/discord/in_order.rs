@@ -210,12 +210,12 @@ pub fn ready(router: &Router, identity: &Identity, ready: &discord::Ready) {
         );
     }
     identity.set_user(me);
-    let shard = ready.shard.map(|info| Shard { id: info.id.0, total: info.total });
+    let listed = Arc::new(servers_of(ready));
+    let shard = listed.shard;
     let shard_id = shard.map_or(0, |s| s.id);
     tracing::info!(user = %ready.user.name, guilds = ready.guilds.len(), shard = shard_id, "connected to the gateway");
     // Before their catch-up, which a server the bot was removed from refuses (found by a review: the overdue turn
     // then ended blind, and the refused announcement paused the session for a missing permission).
-    let listed = Arc::new(servers_of(ready));
     router.broadcast(|| Input::ServersOfShard(listed.clone()));
     // Marked up as the channels are told: a channel that finds it down after this is sure to hear of it.
     router.env().shards.came_up(shard_id, || router.broadcast(|| Input::CatchUp(shard)));

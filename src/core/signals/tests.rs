@@ -538,35 +538,28 @@ fn a_rule_behind_a_keyword_or_a_rule_for_more_senders_can_never_win_and_a_keywor
         let (_, problems) = Config::parse_partly("c.json", text);
         problems.iter().map(ToString::to_string).collect()
     };
-    let behind_everyone = r#"{"signals": {"rules": [
-        {"name": "done", "pattern": "DONE", "action": "complete"},
-        {"name": "done_lead", "pattern": "DONE", "from": ["dev"], "action": "end"}]}}"#;
-    let lines = said(behind_everyone);
-    assert_eq!(lines.len(), 1, "{lines:#?}");
-    assert!(
-        lines[0].starts_with(
-            "error: c.json:3: field \"signals.rules[1].priority\" rule \"done_lead\" can never win: rule 0"
+    let cases = [
+        (
+            r#"{"signals": {"rules": [
+                {"name": "done", "pattern": "DONE", "action": "complete"},
+                {"name": "done_lead", "pattern": "DONE", "from": ["dev"], "action": "end"}]}}"#,
+            "error: c.json:3: field \"signals.rules[1].priority\" rule \"done_lead\" can never win: rule 0",
         ),
-        "{lines:#?}"
-    );
-    let behind_keyword = r#"{"signal": {"alternatives": ["PASS"]},
-        "signals": {"rules": [{"name": "pass", "pattern": "PASS", "action": "pass"}]}}"#;
-    let lines = said(behind_keyword);
-    assert_eq!(lines.len(), 1, "{lines:#?}");
-    assert!(
-        lines[0].starts_with(
-            "warning: c.json:2: field \"signals.rules[0].priority\" rule \"pass\" can never win: the keyword \"PASS\""
+        (
+            r#"{"signal": {"alternatives": ["PASS"]},
+                "signals": {"rules": [{"name": "pass", "pattern": "PASS", "action": "pass"}]}}"#,
+            "warning: c.json:2: field \"signals.rules[0].priority\" rule \"pass\" can never win: the keyword \"PASS\"",
         ),
-        "{lines:#?}"
-    );
-    let named_as_keyword = r#"{"signal": {"alternatives": ["PASS"]},
-        "signals": {"rules": [{"name": "PASS", "pattern": "PASS", "priority": 1, "action": "pass"}]}}"#;
-    let lines = said(named_as_keyword);
-    assert_eq!(lines.len(), 1, "{lines:#?}");
-    assert!(
-        lines[0].starts_with("warning: c.json:2: field \"signals.rules[0].name\" \"PASS\" is also a keyword"),
-        "{lines:#?}"
-    );
+        (
+            r#"{"signal": {"alternatives": ["PASS"]},
+                "signals": {"rules": [{"name": "PASS", "pattern": "PASS", "priority": 1, "action": "pass"}]}}"#,
+            "warning: c.json:2: field \"signals.rules[0].name\" \"PASS\" is also a keyword",
+        ),
+    ];
+    for (text, expected) in cases {
+        let lines = said(text);
+        assert!(lines.len() == 1 && lines[0].starts_with(expected), "{expected}: {lines:#?}");
+    }
     // The keyword again, as a rule: the same signal twice, nothing to say.
     let again = r#"{"signal": {"turnComplete": "TURN_COMPLETE"},
         "signals": {"rules": [{"name": "TURN_COMPLETE", "pattern": "TURN_COMPLETE", "action": "complete"}]}}"#;
